@@ -1,0 +1,5 @@
+import sys
+
+from cslint.cli import main
+
+sys.exit(main())

@@ -1,0 +1,848 @@
+"""Flow-sensitive tensor-value inference over one function body.
+
+Walks the statements in order with an environment `name -> Kind`, joins environments where control
+flow merges, and records the kind of every expression it evaluates. Rules read those kinds; the call
+graph reads the call sites (callee, kinds of its arguments) to analyse helpers with what they are given.
+Attribute and item paths (`self.count`, `state["step"]`) are tracked like names, so a value assigned
+earlier in the same function is known where it is read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from cslint.analysis import torch_api as api
+from cslint.analysis.imports import dotted_name
+from cslint.analysis.index import ClassInfo, FunctionInfo, ModuleInfo
+from cslint.analysis.kinds import (
+    DYN_TENSOR, HOST, MODULE, STATIC, TENSOR, UNKNOWN, Kind, Tag, combine, element_of, join, obj,
+    sequence_of, tuple_of,
+)
+from cslint.analysis.project import Project
+
+Env = dict[str, Kind]
+
+PYTHON_SCALAR_ANNOTATIONS = frozenset({
+    "int", "float", "bool", "str", "bytes", "None", "complex", "Optional", "Union", "Literal",
+    "Callable", "dict", "Dict", "type",
+})
+STATIC_FLAG_PREFIXES = ("use_", "return_", "output_", "is_", "has_", "do_", "enable_", "training")
+
+
+@dataclass
+class CallSite:
+    node: cst.Call
+    callee: FunctionInfo
+    args: dict[str, Kind]
+
+
+@dataclass
+class FunctionAnalysis:
+    func: FunctionInfo
+    params: dict[str, Kind]
+    kinds: dict[int, Kind] = field(default_factory=dict)
+    bound_before: dict[int, dict[str, Kind]] = field(default_factory=dict)
+    calls: dict[int, CallSite] = field(default_factory=dict)
+    return_kind: Kind = STATIC
+    returns_value: bool = False
+
+    def kind(self, node: cst.CSTNode) -> Kind:
+        return self.kinds.get(id(node), UNKNOWN)
+
+
+def path_key(node: cst.BaseExpression) -> str | None:
+    """`self.count` -> "self.count", `state["step"]` -> "state['step']"; None for other expressions."""
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        base = path_key(node.value)
+        return f"{base}.{node.attr.value}" if base else None
+    if isinstance(node, cst.Subscript) and len(node.slice) == 1:
+        index = node.slice[0].slice
+        if isinstance(index, cst.Index) and isinstance(index.value, cst.SimpleString):
+            base = path_key(node.value)
+            return f"{base}[{index.value.value}]" if base else None
+    return None
+
+
+def string_value(node: cst.BaseExpression) -> str | None:
+    if isinstance(node, cst.SimpleString):
+        text = node.value
+        for quote in ('"""', "'''", '"', "'"):
+            if text.endswith(quote):
+                start = text.find(quote)
+                return text[start + len(quote): -len(quote)]
+    return None
+
+
+def annotation_kind(annotation: cst.Annotation | None) -> Kind | None:
+    if annotation is None:
+        return None
+    code = cst.Module([]).code_for_node(annotation.annotation)
+    if "Tensor" in code or "Parameter" in code:
+        return TENSOR
+    head = code.split("[")[0].split(".")[-1].strip()
+    if head in PYTHON_SCALAR_ANNOTATIONS or "|" in code or head[:1].islower():
+        return STATIC
+    return STATIC  # a config object or other user class: its attributes are static
+
+
+def default_kind(param: cst.Param) -> Kind | None:
+    default = param.default
+    if default is None:
+        return None
+    if isinstance(default, cst.Name) and default.value == "None":
+        name = param.name.value
+        # `use_cache=None`, `return_dict=None`: flags, not optional tensors
+        return STATIC if name.startswith(STATIC_FLAG_PREFIXES) else None
+    return STATIC
+
+
+def signature_kind(param: cst.Param, unannotated: Kind) -> Kind:
+    """Kind of a parameter from its annotation or default, else `unannotated`."""
+    from_annotation = annotation_kind(param.annotation)
+    if from_annotation is not None:
+        return from_annotation
+    from_default = default_kind(param)
+    return from_default if from_default is not None else unannotated
+
+
+class ProjectOracle:
+    """What inference needs to know beyond the function: callees' return kinds, class attributes."""
+
+    def __init__(self, project: Project) -> None:
+        self.project = project
+        self.returns: dict[str, Kind] = {}
+        self._attributes: dict[str, dict[str, Kind]] = {}
+        self._computing: set[str] = set()
+
+    def return_kind(self, func: FunctionInfo) -> Kind | None:
+        return self.returns.get(func.qualname)
+
+    def self_kind(self, cls: ClassInfo) -> Kind:
+        if self.project.is_optimizer_class(cls):
+            return obj("optimizer", cls.qualname)
+        if self.project.is_module_class(cls):
+            return obj("module", cls.qualname)
+        return obj("object", cls.qualname)
+
+    def instance_kind(self, cls: ClassInfo) -> Kind:
+        return self.self_kind(cls)
+
+    def attributes(self, cls_name: str) -> dict[str, Kind]:
+        """Kinds of `self.<attr>` as the class's methods assign them (joined over all assignments)."""
+        if cls_name in self._attributes:
+            return self._attributes[cls_name]
+        cls = self.project.lookup_class(cls_name)
+        if cls is None or cls_name in self._computing:
+            return {}
+        self._computing.add(cls_name)
+        merged: dict[str, Kind] = {}
+        for klass in reversed(list(self.project.mro(cls))):
+            for method in klass.methods.values():
+                # constructor and setup arguments are configuration; forward's are tensors
+                unannotated = TENSOR if method.name == "forward" else STATIC
+                params = {p.name.value: signature_kind(p, unannotated) for p in _all_params(method.node)}
+                params[_first_param(method.node) or "self"] = self.self_kind(cls)
+                analysis = FunctionInference(self.project, self, method, params).run()
+                for key, kind in analysis_attributes(analysis).items():
+                    merged[key] = join(merged[key], kind) if key in merged else kind
+        self._computing.discard(cls_name)
+        self._attributes[cls_name] = merged
+        return merged
+
+
+def _first_param(node: cst.FunctionDef) -> str | None:
+    p = node.params
+    positional = [*p.posonly_params, *p.params]
+    return positional[0].name.value if positional else None
+
+
+def analysis_attributes(analysis: FunctionAnalysis) -> dict[str, Kind]:
+    return analysis.attribute_assignments  # type: ignore[attr-defined, no-any-return]
+
+
+class FunctionInference:
+    def __init__(self, project: Project, oracle: ProjectOracle, func: FunctionInfo, params: dict[str, Kind],
+                 unannotated_param: Kind = TENSOR) -> None:
+        self.project = project
+        self.oracle = oracle
+        self.func = func
+        self.module: ModuleInfo = func.module
+        self.result = FunctionAnalysis(func=func, params=params)
+        self.result.attribute_assignments = {}  # type: ignore[attr-defined]
+        self.self_name = _first_param(func.node) if func.cls is not None and not func.is_static_method else None
+        self.unannotated_param = unannotated_param
+
+    # ---- driver ----------------------------------------------------------------------------------
+
+    def run(self) -> FunctionAnalysis:
+        env: Env = dict(self.result.params)
+        self._block(self.func.node.body, env)
+        return self.result
+
+    def _record(self, node: cst.CSTNode, kind: Kind) -> Kind:
+        old = self.result.kinds.get(id(node))
+        self.result.kinds[id(node)] = kind if old is None else join(old, kind)
+        return kind
+
+    # ---- statements ------------------------------------------------------------------------------
+
+    def _block(self, block: cst.BaseSuite | Sequence[cst.BaseStatement], env: Env) -> None:
+        if isinstance(block, cst.IndentedBlock):
+            body: Sequence[cst.CSTNode] = block.body
+        elif isinstance(block, cst.SimpleStatementSuite):
+            body = block.body
+        else:
+            body = block  # type: ignore[assignment]
+        for stmt in body:
+            self._statement(stmt, env)
+
+    def _statement(self, stmt: cst.CSTNode, env: Env) -> None:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                self._small(small, env)
+        elif isinstance(stmt, cst.BaseSmallStatement):
+            self._small(stmt, env)
+        elif isinstance(stmt, cst.If):
+            self._if(stmt, env)
+        elif isinstance(stmt, cst.For):
+            self._for(stmt, env)
+        elif isinstance(stmt, cst.While):
+            self._while(stmt, env)
+        elif isinstance(stmt, cst.With):
+            for item in stmt.items:
+                kind = self.ev(item.item, env)
+                if item.asname is not None:
+                    self._bind(item.asname.name, kind if kind.is_tensor else UNKNOWN, env)
+            self._block(stmt.body, env)
+        elif isinstance(stmt, (cst.Try, cst.TryStar)):
+            self._try(stmt, env)
+        elif isinstance(stmt, cst.FunctionDef):
+            self._nested_function(stmt, env)
+        elif isinstance(stmt, cst.Match):
+            self.ev(stmt.subject, env)
+            branches = []
+            for case in stmt.cases:
+                branch = dict(env)
+                if case.guard is not None:
+                    self.ev(case.guard, branch)
+                self._block(case.body, branch)
+                branches.append(branch)
+            self._merge_into(env, branches + [dict(env)])
+
+    def _small(self, stmt: cst.BaseSmallStatement, env: Env) -> None:
+        if isinstance(stmt, cst.Assign):
+            kind = self.ev(stmt.value, env)
+            for target in stmt.targets:
+                self._bind(target.target, kind, env)
+        elif isinstance(stmt, cst.AnnAssign):
+            if stmt.value is not None:
+                kind = self.ev(stmt.value, env)
+                self._bind(stmt.target, kind, env)
+        elif isinstance(stmt, cst.AugAssign):
+            old = self.ev(stmt.target, env)
+            new = combine(old, self.ev(stmt.value, env))
+            if old.tag in (Tag.OBJECT, Tag.SEQUENCE, Tag.UNKNOWN) and new.tag is Tag.UNKNOWN:
+                new = old
+            self._bind(stmt.target, new, env, record=False)
+        elif isinstance(stmt, cst.Expr):
+            self.ev(stmt.value, env)
+        elif isinstance(stmt, cst.Return):
+            if stmt.value is not None:
+                kind = self.ev(stmt.value, env)
+                res = self.result
+                res.return_kind = join(res.return_kind, kind) if res.returns_value else kind
+                res.returns_value = True
+        elif isinstance(stmt, cst.Assert):
+            self.ev(stmt.test, env)
+            if stmt.msg is not None:
+                self.ev(stmt.msg, env)
+        elif isinstance(stmt, cst.Raise):
+            if stmt.exc is not None:
+                self.ev(stmt.exc, env)
+        elif isinstance(stmt, cst.Del):
+            pass
+
+    def _merge_into(self, env: Env, branches: list[Env]) -> None:
+        keys = set().union(*branches)
+        for key in keys:
+            kinds = [b[key] for b in branches if key in b]
+            merged = kinds[0]
+            for k in kinds[1:]:
+                merged = join(merged, k)
+            env[key] = merged
+
+    def _if(self, stmt: cst.If, env: Env) -> None:
+        self.result.bound_before.setdefault(id(stmt), dict(env))
+        self.ev(stmt.test, env)
+        body_env = dict(env)
+        self._block(stmt.body, body_env)
+        else_env = dict(env)
+        if isinstance(stmt.orelse, cst.If):
+            self._if(stmt.orelse, else_env)
+        elif isinstance(stmt.orelse, cst.Else):
+            self._block(stmt.orelse.body, else_env)
+        self._merge_into(env, [body_env, else_env])
+
+    def _for(self, stmt: cst.For, env: Env) -> None:
+        iter_kind = self.ev(stmt.iter, env)
+        for _ in range(2):  # a second pass sees what the first iteration assigned
+            loop_env = dict(env)
+            self._bind(stmt.target, element_of(iter_kind), loop_env)
+            self._block(stmt.body, loop_env)
+            self._merge_into(env, [env, loop_env])
+        if stmt.orelse is not None:
+            self._block(stmt.orelse.body, env)
+
+    def _while(self, stmt: cst.While, env: Env) -> None:
+        for _ in range(2):
+            self.ev(stmt.test, env)
+            loop_env = dict(env)
+            self._block(stmt.body, loop_env)
+            self._merge_into(env, [env, loop_env])
+        if stmt.orelse is not None:
+            self._block(stmt.orelse.body, env)
+
+    def _try(self, stmt: cst.Try | cst.TryStar, env: Env) -> None:
+        body_env = dict(env)
+        self._block(stmt.body, body_env)
+        branches = [body_env]
+        for handler in stmt.handlers:
+            h_env = dict(env)
+            if handler.name is not None:
+                self._bind(handler.name.name, STATIC, h_env)
+            self._block(handler.body, h_env)
+            branches.append(h_env)
+        self._merge_into(env, branches)
+        if stmt.orelse is not None:
+            self._block(stmt.orelse.body, env)
+        if stmt.finalbody is not None:
+            self._block(stmt.finalbody.body, env)
+
+    def _nested_function(self, node: cst.FunctionDef, env: Env) -> None:
+        inner = dict(env)
+        for param in _all_params(node):
+            inner[param.name.value] = signature_kind(param, self.unannotated_param)
+        saved = (self.result.return_kind, self.result.returns_value)
+        self._block(node.body, inner)
+        self.result.return_kind, self.result.returns_value = saved
+        env[node.name.value] = obj("function")
+
+    # ---- binding ---------------------------------------------------------------------------------
+
+    def _bind(self, target: cst.BaseExpression, kind: Kind, env: Env, record: bool = True) -> None:
+        if isinstance(target, (cst.Tuple, cst.List)):
+            elements = target.elements
+            items = kind.items if kind.items is not None and len(kind.items) == len(elements) else None
+            for i, element in enumerate(elements):
+                if isinstance(element, cst.StarredElement):
+                    self._bind(element.value, sequence_of(element_of(kind)), env)
+                else:
+                    self._bind(element.value, items[i] if items else element_of(kind), env)
+            return
+        if isinstance(target, cst.Subscript):
+            self.ev(target.value, env)
+            for element in target.slice:
+                if isinstance(element.slice, cst.Index):
+                    self.ev(element.slice.value, env)
+        elif isinstance(target, cst.Attribute):
+            self.ev(target.value, env)
+        key = path_key(target)
+        if key is None:
+            return
+        env[key] = kind
+        if record:
+            self._record(target, kind)
+        if self.self_name and key.startswith(self.self_name + ".") and key.count(".") == 1:
+            attrs = self.result.attribute_assignments  # type: ignore[attr-defined]
+            attr = key.split(".", 1)[1]
+            attrs[attr] = join(attrs[attr], kind) if attr in attrs else kind
+
+    # ---- expressions -----------------------------------------------------------------------------
+
+    def ev(self, node: cst.BaseExpression, env: Env) -> Kind:
+        return self._record(node, self._ev(node, env))
+
+    def _ev(self, node: cst.BaseExpression, env: Env) -> Kind:
+        if isinstance(node, cst.Name):
+            return self._name(node, env)
+        if isinstance(node, cst.Attribute):
+            return self._attribute(node, env)
+        if isinstance(node, cst.Subscript):
+            return self._subscript(node, env)
+        if isinstance(node, cst.Call):
+            return self._call(node, env)
+        if isinstance(node, cst.BinaryOperation):
+            return combine(self.ev(node.left, env), self.ev(node.right, env))
+        if isinstance(node, cst.UnaryOperation):
+            operand = self.ev(node.expression, env)
+            if isinstance(node.operator, cst.Not):
+                return HOST if operand.is_data_dependent else combine(operand)
+            return operand if operand.tag in (Tag.TENSOR, Tag.HOST) else combine(operand)
+        if isinstance(node, cst.BooleanOperation):
+            return join(self.ev(node.left, env), self.ev(node.right, env))
+        if isinstance(node, cst.Comparison):
+            return self._comparison(node, env)
+        if isinstance(node, cst.IfExp):
+            self.ev(node.test, env)
+            return join(self.ev(node.body, env), self.ev(node.orelse, env))
+        if isinstance(node, (cst.Tuple, cst.List, cst.Set)):
+            kinds = [self.ev(e.value, env) for e in node.elements]
+            if isinstance(node, cst.Tuple) and not any(isinstance(e, cst.StarredElement) for e in node.elements):
+                return tuple_of(*kinds)
+            elem = kinds[0] if kinds else UNKNOWN
+            for k in kinds[1:]:
+                elem = join(elem, k)
+            return sequence_of(elem)
+        if isinstance(node, cst.Dict):
+            elem = UNKNOWN
+            for element in node.elements:
+                if isinstance(element, cst.DictElement):
+                    self.ev(element.key, env)
+                    value = self.ev(element.value, env)
+                else:
+                    value = element_of(self.ev(element.value, env))
+                elem = value if elem is UNKNOWN else join(elem, value)
+            return sequence_of(elem)
+        if isinstance(node, (cst.ListComp, cst.SetComp, cst.GeneratorExp)):
+            inner = self._comprehension(node.for_in, env)
+            return sequence_of(self.ev(node.elt, inner))
+        if isinstance(node, cst.DictComp):
+            inner = self._comprehension(node.for_in, env)
+            self.ev(node.key, inner)
+            return sequence_of(self.ev(node.value, inner))
+        if isinstance(node, cst.NamedExpr):
+            kind = self.ev(node.value, env)
+            self._bind(node.target, kind, env)
+            return kind
+        if isinstance(node, cst.FormattedString):
+            for part in node.parts:
+                if isinstance(part, cst.FormattedStringExpression):
+                    self.ev(part.expression, env)
+            return STATIC
+        if isinstance(node, cst.StarredElement):
+            return self.ev(node.value, env)
+        if isinstance(node, cst.Lambda):
+            return obj("function")
+        if isinstance(node, (cst.Await, cst.Yield)):
+            return UNKNOWN
+        return STATIC  # literals, ellipsis, strings
+
+    def _comprehension(self, for_in: cst.CompFor, env: Env) -> Env:
+        inner = dict(env)
+        current: cst.CompFor | None = for_in
+        while current is not None:
+            iter_kind = self.ev(current.iter, inner)
+            self._bind(current.target, element_of(iter_kind), inner)
+            for cond in current.ifs:
+                self.ev(cond.test, inner)
+            current = current.inner_for_in
+        return inner
+
+    def _name(self, node: cst.Name, env: Env) -> Kind:
+        if node.value in env:
+            return env[node.value]
+        return STATIC  # globals, builtins, imported modules and functions
+
+    def _is_import(self, node: cst.BaseExpression, env: Env) -> str | None:
+        """Qualified name when `node` is a reference through an import (not shadowed by a local)."""
+        dotted = dotted_name(node)
+        if dotted is None:
+            return None
+        head = dotted.split(".")[0]
+        if head in env:
+            return None
+        return self.module.imports.resolve(node)
+
+    def _attribute(self, node: cst.Attribute, env: Env) -> Kind:
+        key = path_key(node)
+        if key is not None and key in env:
+            self.ev(node.value, env)
+            return env[key]
+        base = self.ev(node.value, env)
+        attr = node.attr.value
+        if base.tag is Tag.TENSOR:
+            if attr in api.SHAPE_ATTRIBUTES and base.dynamic_shape:
+                return HOST
+            if attr in api.STATIC_TENSOR_ATTRIBUTES:
+                return STATIC
+            return base if attr in ("T", "mT", "H", "mH", "data", "real", "imag") else TENSOR
+        if base.tag is Tag.OBJECT:
+            return self._object_attribute(base, attr)
+        if base.tag is Tag.HOST:
+            return HOST
+        if base.tag is Tag.SEQUENCE:
+            return UNKNOWN
+        return base  # STATIC stays static (config.hidden_size), UNKNOWN stays unknown
+
+    def _object_attribute(self, base: Kind, attr: str) -> Kind:
+        if base.role == "optimizer":
+            if attr == "param_groups":
+                return sequence_of(obj("group"))
+            if attr == "state":
+                return obj("state_map")
+            if attr == "defaults":
+                return STATIC
+        if base.cls:
+            attrs = self.oracle.attributes(base.cls)
+            if attr in attrs:
+                return attrs[attr]
+            cls = self.project.lookup_class(base.cls)
+            if cls is not None and self.project.find_method(cls, attr) is not None:
+                return obj("method")
+        if base.role == "module":
+            if attr == "training":
+                return STATIC
+            if attr in ("weight", "bias", "running_mean", "running_var", "in_proj_weight"):
+                return TENSOR
+        return UNKNOWN
+
+    def _subscript(self, node: cst.Subscript, env: Env) -> Kind:
+        key = path_key(node)
+        base = self.ev(node.value, env)
+        index_kinds = []
+        for element in node.slice:
+            if isinstance(element.slice, cst.Index):
+                index_kinds.append(self.ev(element.slice.value, env))
+            else:
+                for part in (element.slice.lower, element.slice.upper, element.slice.step):
+                    if part is not None:
+                        index_kinds.append(self.ev(part, env))
+        if key is not None and key in env:
+            return env[key]
+        if base.tag is Tag.TENSOR:
+            return TENSOR
+        if base.tag is Tag.SEQUENCE:
+            if base.items is not None and len(node.slice) == 1:
+                index = node.slice[0].slice
+                if isinstance(index, cst.Index) and isinstance(index.value, cst.Integer):
+                    i = int(index.value.value)
+                    if -len(base.items) <= i < len(base.items):
+                        return base.items[i]
+            if base.dynamic_shape:
+                return element_of(base)
+            return element_of(base)
+        if base.tag is Tag.OBJECT:
+            if base.role == "group":
+                index = node.slice[0].slice if len(node.slice) == 1 else None
+                name = string_value(index.value) if isinstance(index, cst.Index) else None
+                if name == "lr":
+                    return TENSOR
+                if name == "params":
+                    return sequence_of(TENSOR)
+                return STATIC
+            if base.role == "state_map":
+                return obj("opt_state")
+            if base.role == "opt_state":
+                return TENSOR
+            if base.role == "module":
+                return MODULE
+            return UNKNOWN
+        if base.tag is Tag.HOST:
+            return HOST
+        if base.tag is Tag.STATIC:
+            return combine(STATIC, *index_kinds) if any(k.tag is Tag.HOST for k in index_kinds) else STATIC
+        return UNKNOWN
+
+    def _comparison(self, node: cst.Comparison, env: Env) -> Kind:
+        kinds = [self.ev(node.left, env)]
+        for target in node.comparisons:
+            kinds.append(self.ev(target.comparator, env))
+        operators = [t.operator for t in node.comparisons]
+        if all(isinstance(op, (cst.Is, cst.IsNot)) for op in operators):
+            return STATIC
+        if all(isinstance(op, (cst.In, cst.NotIn)) for op in operators):
+            # `"exp_avg" in state`, `k in config`: membership of a key; `x in tensor` reads values
+            container = kinds[-1]
+            if container.tag is Tag.TENSOR or kinds[0].tag is Tag.TENSOR:
+                return HOST
+            return HOST if kinds[0].tag is Tag.HOST else STATIC
+        return combine(*kinds)
+
+    # ---- calls -----------------------------------------------------------------------------------
+
+    def _call(self, node: cst.Call, env: Env) -> Kind:
+        arg_kinds = [self.ev(arg.value, env) for arg in node.args]
+        func = node.func
+        qualified = self._is_import(func, env)
+        if qualified is not None:
+            self._record(func, STATIC)
+            return self._call_qualified(qualified, node, arg_kinds, env)
+        if isinstance(func, cst.Name) and func.value not in env:
+            self._record(func, STATIC)
+            return self._call_builtin(func.value, node, arg_kinds)
+        if isinstance(func, cst.Attribute):
+            method = func.attr.value
+            if self._is_super_call(func.value):
+                return self._call_super(node, method, arg_kinds, env)
+            receiver = self.ev(func.value, env)
+            self._record(func, UNKNOWN)
+            return self._call_method(node, receiver, method, arg_kinds, env)
+        callee = self.ev(func, env)
+        return self._call_value(node, callee, arg_kinds)
+
+    def _call_qualified(self, qualified: str, node: cst.Call, arg_kinds: list[Kind], env: Env) -> Kind:
+        target = self.project.lookup(qualified)
+        if isinstance(target, FunctionInfo):
+            return self._call_project_function(node, target, arg_kinds, receiver=None)
+        if isinstance(target, ClassInfo):
+            return self.oracle.instance_kind(target)
+        return external_call_kind(qualified, node, arg_kinds)
+
+    def _call_builtin(self, name: str, node: cst.Call, arg_kinds: list[Kind]) -> Kind:
+        local = self.module.functions.get(name)
+        if local is not None:
+            return self._call_project_function(node, local, arg_kinds, receiver=None)
+        cls = self.module.classes.get(name)
+        if cls is not None:
+            return self.oracle.instance_kind(cls)
+        return builtin_call_kind(name, arg_kinds)
+
+    def _is_super_call(self, node: cst.BaseExpression) -> bool:
+        return (isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "super")
+
+    def _call_super(self, node: cst.Call, method: str, arg_kinds: list[Kind], env: Env) -> Kind:
+        cls = self.func.cls
+        if cls is not None:
+            target = self.project.find_method(cls, method, after=cls)
+            if target is not None:
+                receiver = env.get(self.self_name or "self", self.oracle.self_kind(cls))
+                return self._call_project_function(node, target, arg_kinds, receiver=receiver)
+            if method == "forward" and self.project.is_module_class(cls):
+                return TENSOR
+        return _fallback(arg_kinds)
+
+    def _call_method(self, node: cst.Call, receiver: Kind, method: str, arg_kinds: list[Kind],
+                     env: Env) -> Kind:
+        if receiver.tag is Tag.TENSOR:
+            return tensor_method_kind(method, receiver, arg_kinds)
+        if receiver.tag is Tag.OBJECT:
+            self._note_registration(node, receiver, method, arg_kinds)
+            if receiver.cls:
+                cls = self.project.lookup_class(receiver.cls)
+                if cls is not None:
+                    target = self.project.find_method(cls, method)
+                    if target is not None:
+                        return self._call_project_function(node, target, arg_kinds, receiver=receiver)
+                attr = self.oracle.attributes(receiver.cls).get(method)
+                if attr is not None:
+                    return self._call_value(node, attr, arg_kinds)
+            return object_method_kind(receiver, method, arg_kinds)
+        if receiver.tag is Tag.SEQUENCE:
+            if method in ("items",):
+                return sequence_of(tuple_of(STATIC, element_of(receiver)))
+            if method in ("values", "get", "pop", "copy", "setdefault"):
+                return element_of(receiver) if method != "values" and method != "copy" else receiver
+            if method == "keys":
+                return sequence_of(STATIC)
+            return STATIC
+        if receiver.tag is Tag.HOST:
+            return HOST
+        return _fallback(arg_kinds, default=receiver if receiver.tag is Tag.STATIC else UNKNOWN)
+
+    def _note_registration(self, node: cst.Call, receiver: Kind, method: str, arg_kinds: list[Kind]) -> None:
+        """`self.register_buffer("step", t)` declares a tensor attribute like `self.step = t` would."""
+        if method not in ("register_buffer", "register_parameter", "add_module") or len(node.args) < 2:
+            return
+        name = string_value(node.args[0].value)
+        if name is None or not isinstance(node.func, cst.Attribute):
+            return
+        if path_key(node.func.value) != self.self_name:
+            return
+        kind = MODULE if method == "add_module" else TENSOR
+        attrs = self.result.attribute_assignments  # type: ignore[attr-defined]
+        attrs[name] = kind
+
+    def _call_value(self, node: cst.Call, callee: Kind, arg_kinds: list[Kind]) -> Kind:
+        if callee.tag is Tag.OBJECT and callee.role == "module":
+            if callee.cls:
+                cls = self.project.lookup_class(callee.cls)
+                forward = self.project.find_method(cls, "forward") if cls is not None else None
+                if forward is not None:
+                    kind = self._call_project_function(node, forward, arg_kinds, receiver=callee)
+                    return kind if kind.tag is not Tag.UNKNOWN else TENSOR
+            return TENSOR
+        return _fallback(arg_kinds)
+
+    def _call_project_function(self, node: cst.Call, target: FunctionInfo, arg_kinds: list[Kind],
+                               receiver: Kind | None) -> Kind:
+        bound = bind_arguments(target, node, arg_kinds, receiver)
+        site = self.result.calls.get(id(node))
+        if site is not None:
+            for name, kind in bound.items():
+                site.args[name] = join(site.args[name], kind) if name in site.args else kind
+        else:
+            self.result.calls[id(node)] = CallSite(node=node, callee=target, args=bound)
+        known = self.oracle.return_kind(target)
+        if known is not None:
+            return known
+        return _fallback(arg_kinds)
+
+
+def _all_params(node: cst.FunctionDef | cst.Lambda) -> list[cst.Param]:
+    p = node.params
+    params = [*p.posonly_params, *p.params, *p.kwonly_params]
+    if isinstance(p.star_arg, cst.Param):
+        params.append(p.star_arg)
+    if p.star_kwarg is not None:
+        params.append(p.star_kwarg)
+    return params
+
+
+def bind_arguments(target: FunctionInfo, node: cst.Call, arg_kinds: list[Kind],
+                   receiver: Kind | None) -> dict[str, Kind]:
+    """Map the call's argument kinds onto the callee's parameter names."""
+    p = target.node.params
+    positional = [x.name.value for x in (*p.posonly_params, *p.params)]
+    bound: dict[str, Kind] = {}
+    if receiver is not None and positional and not target.is_static_method:
+        bound[positional[0]] = receiver
+        positional = positional[1:]
+    index = 0
+    star = p.star_arg.name.value if isinstance(p.star_arg, cst.Param) else None
+    for arg, kind in zip(node.args, arg_kinds):
+        if arg.keyword is not None:
+            bound[arg.keyword.value] = kind
+        elif arg.star == "*":
+            for name in positional[index:]:
+                bound[name] = element_of(kind)
+            index = len(positional)
+        elif arg.star == "**":
+            continue
+        elif index < len(positional):
+            bound[positional[index]] = kind
+            index += 1
+        elif star is not None:
+            bound[star] = join(bound[star], sequence_of(kind)) if star in bound else sequence_of(kind)
+    return bound
+
+
+def _fallback(arg_kinds: list[Kind], default: Kind = UNKNOWN) -> Kind:
+    """An unknown callable: given a tensor it most likely returns one (activations, einops, ...)."""
+    if any(k.tag is Tag.TENSOR for k in arg_kinds):
+        return TENSOR
+    if any(k.tag is Tag.HOST for k in arg_kinds):
+        return HOST
+    return default
+
+
+def external_call_kind(qualified: str, node: cst.Call, arg_kinds: list[Kind]) -> Kind:
+    if qualified in api.STATIC_TORCH_FUNCTIONS or qualified.startswith(api.STATIC_PREFIXES):
+        return STATIC
+    if qualified in api.HOST_TORCH_FUNCTIONS:
+        return HOST
+    if qualified in api.DYNAMIC_SHAPE_FUNCTIONS:
+        return DYN_TENSOR
+    if qualified in ("torch.where",) and len(node.args) == 1:
+        return DYN_TENSOR
+    if qualified in api.TENSOR_CONSTRUCTORS:
+        return TENSOR
+    if qualified.startswith("torch.optim."):
+        return obj("optimizer")
+    if qualified.startswith(("torch.nn.", "cerebras.pytorch.nn.")):
+        last = qualified.rsplit(".", 1)[-1]
+        if last[:1].isupper():
+            return MODULE
+    if qualified.startswith(api.TORCH_PREFIXES):
+        last = qualified.rsplit(".", 1)[-1]
+        if last[:1].isupper():  # torch.Generator, torch.Size, dtype objects
+            return STATIC
+        return TENSOR
+    if qualified.startswith(("math.", "numpy.", "statistics.")):
+        return HOST if any(k.is_data_dependent for k in arg_kinds) else STATIC
+    if qualified.startswith(("einops.", "torch_xla.")):
+        return TENSOR
+    if qualified in ("copy.deepcopy", "copy.copy") and arg_kinds:
+        return arg_kinds[0]
+    if qualified in ("functools.partial",):
+        return obj("function")
+    return _fallback(arg_kinds)
+
+
+def builtin_call_kind(name: str, arg_kinds: list[Kind]) -> Kind:
+    first = arg_kinds[0] if arg_kinds else STATIC
+    if name == "len":
+        if first.tag is Tag.HOST or (first.tag in (Tag.TENSOR, Tag.SEQUENCE) and first.dynamic_shape):
+            return HOST
+        return STATIC
+    if name in api.HOST_CONVERSION_BUILTINS:
+        return HOST if any(k.is_data_dependent for k in arg_kinds) else STATIC
+    if name in api.STATIC_BUILTINS:
+        return STATIC
+    if name == "range":
+        return sequence_of(combine(*arg_kinds) if arg_kinds else STATIC)
+    if name == "enumerate":
+        return sequence_of(tuple_of(STATIC, element_of(first)), first.dynamic_shape)
+    if name == "zip":
+        return sequence_of(tuple_of(*(element_of(k) for k in arg_kinds)))
+    if name in api.SEQUENCE_BUILTINS:
+        return sequence_of(element_of(first), first.dynamic_shape)
+    if name in ("any", "all"):
+        return HOST if element_of(first).is_data_dependent or first.is_data_dependent else STATIC
+    if name in api.TENSOR_PRESERVING_BUILTINS:
+        kinds = arg_kinds if len(arg_kinds) > 1 else [element_of(first) if first.tag is Tag.SEQUENCE else first]
+        return combine(*kinds)
+    if name == "super":
+        return obj("super")
+    if name in ("getattr", "vars", "dict", "map", "filter"):
+        return UNKNOWN
+    return _fallback(arg_kinds)
+
+
+def tensor_method_kind(method: str, receiver: Kind, arg_kinds: list[Kind]) -> Kind:
+    if method in api.STATIC_TENSOR_METHODS:
+        return HOST if receiver.dynamic_shape and method in api.SHAPE_METHODS else STATIC
+    if method in api.HOST_VALUE_METHODS:
+        return HOST
+    if method in api.DYNAMIC_SHAPE_METHODS:
+        return DYN_TENSOR
+    if method == "repeat_interleave" and arg_kinds and arg_kinds[0].is_tensor:
+        return DYN_TENSOR
+    if method in api.REDUCTIONS and not arg_kinds:
+        return TENSOR
+    return receiver if receiver.dynamic_shape else TENSOR
+
+
+def object_method_kind(receiver: Kind, method: str, arg_kinds: list[Kind]) -> Kind:
+    if receiver.role == "module":
+        if method in ("parameters", "buffers"):
+            return sequence_of(TENSOR)
+        if method in ("named_parameters", "named_buffers"):
+            return sequence_of(tuple_of(STATIC, TENSOR))
+        if method in ("modules", "children"):
+            return sequence_of(MODULE)
+        if method in ("named_modules", "named_children"):
+            return sequence_of(tuple_of(STATIC, MODULE))
+        if method in ("forward", "__call__"):
+            return TENSOR
+        if method in ("train", "eval", "to", "cuda", "cpu", "requires_grad_", "apply", "half", "float"):
+            return receiver
+        if method in ("register_buffer", "register_parameter", "add_module", "zero_grad"):
+            return STATIC
+        if method in ("state_dict",):
+            return sequence_of(TENSOR)
+        return _fallback(arg_kinds)
+    if receiver.role == "optimizer":
+        return STATIC
+    if receiver.role in ("opt_state", "state_map"):
+        if method in ("get", "pop", "setdefault"):
+            return TENSOR
+        if method in ("keys",):
+            return sequence_of(STATIC)
+        if method in ("values",):
+            return sequence_of(TENSOR)
+        if method in ("items",):
+            return sequence_of(tuple_of(STATIC, TENSOR))
+        return STATIC
+    if receiver.role == "group":
+        if method == "get" and arg_kinds:
+            return UNKNOWN
+        return STATIC
+    return _fallback(arg_kinds)
+
+
+SignatureKind = Callable[[cst.Param], Kind]

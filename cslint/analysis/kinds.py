@@ -1,0 +1,119 @@
+"""What a value is at trace time: the lattice tensor-value inference works on.
+
+Rules only ever ask two questions of an expression: "is this a traced tensor?" and "does this Python
+value come from tensor data?". Everything else (structure of containers, modules, optimizer state) is
+here so inference can follow values through the code people actually write.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+
+class Tag(enum.IntEnum):
+    # Ordered: the join of two kinds with different tags is the larger one, except where noted.
+    STATIC = 0  # a Python value fixed at trace time: shapes, config, hyperparameters
+    UNKNOWN = 1  # nothing known; never a finding on its own
+    OBJECT = 2  # an instance of a class (module, config, user object); attributes looked up by class
+    SEQUENCE = 3  # list/tuple/dict whose elements have kind `elem`
+    HOST = 4  # a Python value computed from tensor data (t.item(), float(t), t.tolist())
+    TENSOR = 5  # a traced tensor
+
+
+@dataclass(frozen=True)
+class Kind:
+    tag: Tag
+    # TENSOR: its shape depends on values (nonzero, boolean indexing, unique ...)
+    dynamic_shape: bool = False
+    # SEQUENCE: element kind; OBJECT: the role ("module", "param_groups", "group", "opt_state", ...)
+    elem: Kind | None = None
+    role: str = ""
+    # OBJECT: qualified name of the project class it is an instance of, when known
+    cls: str = ""
+    # SEQUENCE: a tuple whose positions have these kinds (`enumerate` pairs, `return a, b`)
+    items: tuple[Kind, ...] | None = None
+
+    @property
+    def is_tensor(self) -> bool:
+        return self.tag is Tag.TENSOR
+
+    @property
+    def is_data_dependent(self) -> bool:
+        """True when using this value in Python control flow needs tensor data."""
+        return self.tag in (Tag.TENSOR, Tag.HOST)
+
+    def describe(self) -> str:
+        if self.tag is Tag.TENSOR:
+            return "a tensor with a data-dependent shape" if self.dynamic_shape else "a tensor"
+        if self.tag is Tag.HOST:
+            return "a Python value read from tensor data"
+        return self.tag.name.lower()
+
+
+STATIC = Kind(Tag.STATIC)
+UNKNOWN = Kind(Tag.UNKNOWN)
+HOST = Kind(Tag.HOST)
+TENSOR = Kind(Tag.TENSOR)
+DYN_TENSOR = Kind(Tag.TENSOR, dynamic_shape=True)
+MODULE = Kind(Tag.OBJECT, role="module")
+
+
+def sequence_of(elem: Kind, dynamic_length: bool = False) -> Kind:
+    return Kind(Tag.SEQUENCE, elem=elem, dynamic_shape=dynamic_length)
+
+
+def tuple_of(*items: Kind) -> Kind:
+    elem = items[0] if items else UNKNOWN
+    for item in items[1:]:
+        elem = join(elem, item)
+    return Kind(Tag.SEQUENCE, elem=elem, items=tuple(items))
+
+
+def element_of(kind: Kind) -> Kind:
+    """The kind of one element when iterating, indexing or unpacking a value of this kind."""
+    if kind.tag is Tag.SEQUENCE:
+        return kind.elem or UNKNOWN
+    if kind.tag is Tag.TENSOR:
+        return TENSOR
+    if kind.tag is Tag.OBJECT and kind.role == "module":
+        return MODULE  # ModuleList / Sequential
+    if kind.tag in (Tag.HOST, Tag.STATIC):
+        return kind
+    return UNKNOWN
+
+
+def obj(role: str, cls: str = "") -> Kind:
+    return Kind(Tag.OBJECT, role=role, cls=cls)
+
+
+def join(a: Kind, b: Kind) -> Kind:
+    """The kind of a value that may be `a` or `b` (after an if/else, across loop iterations)."""
+    if a == b:
+        return a
+    if a.tag is b.tag:
+        if a.tag is Tag.TENSOR:
+            return DYN_TENSOR if (a.dynamic_shape or b.dynamic_shape) else TENSOR
+        if a.tag is Tag.SEQUENCE:
+            ea, eb = a.elem or UNKNOWN, b.elem or UNKNOWN
+            if a.items is not None and b.items is not None and len(a.items) == len(b.items):
+                return tuple_of(*(join(x, y) for x, y in zip(a.items, b.items)))
+            return sequence_of(join(ea, eb), a.dynamic_shape or b.dynamic_shape)
+        if a.tag is Tag.OBJECT:
+            return a if a.role == b.role else obj("")
+        return a
+    # A value that is sometimes a tensor is treated as a tensor: that branch will be traced.
+    return a if a.tag > b.tag else b
+
+
+def combine(*kinds: Kind) -> Kind:
+    """The kind of an arithmetic result over operands of these kinds (`a + b`, `a < b`)."""
+    result = STATIC
+    for k in kinds:
+        if k.tag is Tag.TENSOR:
+            return TENSOR
+        if k.tag is Tag.HOST:
+            result = HOST
+        elif k.tag in (Tag.UNKNOWN, Tag.OBJECT, Tag.SEQUENCE) and result.tag is Tag.STATIC:
+            result = UNKNOWN
+    return result

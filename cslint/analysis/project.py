@@ -1,0 +1,140 @@
+"""The linted tree as one program: cross-file name lookup and the class hierarchy."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+from cslint.analysis.index import ClassInfo, FunctionInfo, ModuleInfo
+
+# Bases outside the linted tree whose subclasses are nn.Modules / optimizers.
+MODULE_BASE_PREFIXES = ("torch.nn.", "cerebras.pytorch.nn.")
+MODULE_BASES = {
+    "torch.nn.Module", "torch.nn.modules.module.Module", "transformers.PreTrainedModel",
+    "transformers.modeling_utils.PreTrainedModel",
+}
+OPTIMIZER_BASE_PREFIXES = ("torch.optim.", "cerebras.pytorch.optim.")
+OPTIMIZER_EXCLUDED = ("torch.optim.lr_scheduler.", "torch.optim.swa_utils.")
+
+
+def is_external_module_base(name: str) -> bool:
+    if name in MODULE_BASES:
+        return True
+    if not name.startswith(MODULE_BASE_PREFIXES):
+        return False
+    last = name.rsplit(".", 1)[-1]
+    # torch.nn.Module, nn.Linear, nn.modules.loss._Loss: classes; torch.nn.functional.x is not a base.
+    return bool(last) and (last[0].isupper() or last.startswith("_") and last[1:2].isupper())
+
+
+def is_external_optimizer_base(name: str) -> bool:
+    if not name.startswith(OPTIMIZER_BASE_PREFIXES) or name.startswith(OPTIMIZER_EXCLUDED):
+        return False
+    last = name.rsplit(".", 1)[-1]
+    return bool(last) and last[0].isupper()
+
+
+class Project:
+    def __init__(self, modules: Iterable[ModuleInfo]) -> None:
+        self.modules: dict[str, ModuleInfo] = {}
+        for module in modules:
+            self.modules[module.name] = module
+        self._kind_cache: dict[tuple[str, str], bool] = {}
+
+    # ---- lookup ----------------------------------------------------------------------------------
+
+    def lookup(self, qualname: str, _depth: int = 0) -> ModuleInfo | ClassInfo | FunctionInfo | None:
+        """Find what a qualified name names in the project, following `from .x import y` re-exports."""
+        if _depth > 8 or not qualname:
+            return None
+        if qualname in self.modules:
+            return self.modules[qualname]
+        parts = qualname.split(".")
+        for split in range(len(parts) - 1, 0, -1):
+            module = self.modules.get(".".join(parts[:split]))
+            if module is None:
+                continue
+            rest = parts[split:]
+            head = rest[0]
+            found: ModuleInfo | ClassInfo | FunctionInfo | None = None
+            if head in module.classes:
+                found = module.classes[head]
+            elif head in module.functions:
+                found = module.functions[head]
+            elif head in module.imports.names:
+                target = module.imports.names[head]
+                if target != qualname and not target.startswith(qualname + "."):
+                    found = self.lookup(target, _depth + 1)
+            if found is None:
+                return None
+            for attr in rest[1:]:
+                if isinstance(found, ClassInfo):
+                    found = self.find_method(found, attr)
+                elif isinstance(found, ModuleInfo):
+                    found = self.lookup(f"{found.name}.{attr}", _depth + 1)
+                else:
+                    return None
+                if found is None:
+                    return None
+            return found
+        return None
+
+    def lookup_class(self, qualname: str) -> ClassInfo | None:
+        found = self.lookup(qualname)
+        return found if isinstance(found, ClassInfo) else None
+
+    def lookup_function(self, qualname: str) -> FunctionInfo | None:
+        found = self.lookup(qualname)
+        return found if isinstance(found, FunctionInfo) else None
+
+    # ---- classes ---------------------------------------------------------------------------------
+
+    def mro(self, cls: ClassInfo) -> Iterator[ClassInfo]:
+        """The class and its project bases, depth first (close enough to the C3 order for lookups)."""
+        seen: set[str] = set()
+        stack = [cls]
+        while stack:
+            current = stack.pop(0)
+            if current.qualname in seen:
+                continue
+            seen.add(current.qualname)
+            yield current
+            for base in current.bases:
+                found = self.lookup_class(base)
+                if found is not None:
+                    stack.append(found)
+
+    def find_method(self, cls: ClassInfo, name: str, after: ClassInfo | None = None) -> FunctionInfo | None:
+        skipping = after is not None
+        for klass in self.mro(cls):
+            if skipping:
+                if klass.qualname == after.qualname:  # type: ignore[union-attr]
+                    skipping = False
+                continue
+            if name in klass.methods:
+                return klass.methods[name]
+        return None
+
+    def external_bases(self, cls: ClassInfo) -> Iterator[str]:
+        for klass in self.mro(cls):
+            for base in klass.bases:
+                if self.lookup_class(base) is None:
+                    yield base
+
+    def _is(self, cls: ClassInfo, what: str) -> bool:
+        key = (cls.qualname, what)
+        if key not in self._kind_cache:
+            check = is_external_module_base if what == "module" else is_external_optimizer_base
+            self._kind_cache[key] = any(check(base) for base in self.external_bases(cls))
+        return self._kind_cache[key]
+
+    def is_module_class(self, cls: ClassInfo) -> bool:
+        return self._is(cls, "module")
+
+    def is_optimizer_class(self, cls: ClassInfo) -> bool:
+        return self._is(cls, "optimizer")
+
+    def functions(self) -> Iterator[FunctionInfo]:
+        for module in self.modules.values():
+            yield from module.functions.values()
+            for cls in module.classes.values():
+                yield from cls.methods.values()

@@ -1,0 +1,116 @@
+"""What PyTorch functions and tensor methods return at trace time, in one place.
+
+Tables, not logic: inference asks them whether a call yields a tensor, a static Python value (shapes,
+dtypes, flags), a Python value read from tensor data, or a tensor whose shape depends on its values.
+"""
+
+from __future__ import annotations
+
+# torch.* functions that return Python values fixed at trace time, not tensors.
+STATIC_TORCH_FUNCTIONS = frozenset({
+    "torch.is_tensor", "torch.is_storage", "torch.is_floating_point", "torch.is_complex",
+    "torch.numel", "torch.get_default_dtype", "torch.get_default_device",
+    "torch.is_grad_enabled", "torch.is_inference_mode_enabled", "torch.is_autocast_enabled",
+    "torch.are_deterministic_algorithms_enabled", "torch.finfo", "torch.iinfo", "torch.device",
+    "torch.Size", "torch.dtype", "torch.no_grad", "torch.enable_grad", "torch.inference_mode",
+    "torch.set_grad_enabled", "torch.autocast", "torch.cuda.is_available", "torch.cuda.device_count",
+    "torch.cuda.current_device", "torch.jit.is_scripting", "torch.jit.is_tracing",
+    "torch.compiler.is_compiling", "torch.compiler.is_dynamo_compiling", "torch._dynamo.is_compiling",
+    "torch.distributed.is_initialized", "torch.distributed.is_available", "torch.distributed.get_rank",
+    "torch.distributed.get_world_size", "torch.promote_types", "torch.result_type",
+    "torch.can_cast", "torch.broadcast_shapes", "torch.get_rng_state", "torch.typename",
+    "torch.autograd.graph.saved_tensors_hooks", "torch.amp.autocast", "torch.cuda.amp.autocast",
+    "torch.autograd.profiler.record_function", "torch.profiler.record_function",
+    "torch.utils.checkpoint.checkpoint",
+})
+
+# torch.* functions that return a Python bool computed from tensor values (a host read).
+HOST_TORCH_FUNCTIONS = frozenset({"torch.allclose", "torch.equal", "torch.is_nonzero"})
+
+STATIC_PREFIXES = ("torch.distributed.", "torch.cuda.", "torch.backends.", "torch.utils.data.")
+
+# Functions whose output shape depends on the values of their input.
+DYNAMIC_SHAPE_FUNCTIONS = frozenset({
+    "torch.nonzero", "torch.argwhere", "torch.masked_select", "torch.unique",
+    "torch.unique_consecutive", "torch.bincount",
+})
+
+# Tensor attributes that are static at trace time.
+STATIC_TENSOR_ATTRIBUTES = frozenset({
+    "shape", "ndim", "dtype", "device", "is_cuda", "is_cpu", "requires_grad", "is_leaf", "layout",
+    "names", "is_sparse", "is_quantized", "is_meta", "is_mps", "is_xla", "grad_fn", "itemsize",
+    "nbytes", "output_nr", "_version", "is_nested",
+})
+SHAPE_ATTRIBUTES = frozenset({"shape"})
+
+# Tensor methods that return static Python values.
+STATIC_TENSOR_METHODS = frozenset({
+    "size", "dim", "ndimension", "numel", "nelement", "is_floating_point", "is_complex",
+    "is_contiguous", "get_device", "element_size", "stride", "data_ptr", "storage_offset", "is_signed",
+    "type", "is_shared", "is_pinned", "has_names", "is_set_to", "untyped_storage", "storage",
+})
+SHAPE_METHODS = frozenset({"size", "numel", "nelement"})
+
+# Tensor methods that read values back to Python.
+HOST_VALUE_METHODS = frozenset({
+    "item", "tolist", "numpy", "__bool__", "__int__", "__float__", "__index__", "allclose", "equal",
+})
+
+DYNAMIC_SHAPE_METHODS = frozenset({
+    "nonzero", "argwhere", "masked_select", "unique", "unique_consecutive", "bincount",
+})
+
+# Reductions to a fixed shape: a value-dependent shape does not survive them.
+REDUCTIONS = frozenset({
+    "sum", "mean", "max", "min", "prod", "any", "all", "norm", "std", "var", "count_nonzero",
+    "logsumexp", "amax", "amin", "nansum", "nanmean", "median",
+})
+
+# Calls to a bare Python builtin: what they return when given (any) tensor argument.
+SHAPE_OF_BUILTINS = frozenset({"len"})
+HOST_CONVERSION_BUILTINS = frozenset({"int", "float", "bool", "complex", "str", "repr", "format"})
+STATIC_BUILTINS = frozenset({
+    "isinstance", "issubclass", "hasattr", "callable", "type", "id", "print", "ValueError",
+    "TypeError", "RuntimeError", "NotImplementedError", "AssertionError", "KeyError", "object",
+})
+SEQUENCE_BUILTINS = frozenset({"list", "tuple", "sorted", "reversed", "set", "frozenset", "iter"})
+TENSOR_PRESERVING_BUILTINS = frozenset({"min", "max", "sum", "abs", "round", "pow", "next"})
+
+# Constructors in torch.nn that build tensors rather than modules.
+TENSOR_CONSTRUCTORS = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.Tensor",
+                                 "torch.tensor", "torch.nn.Buffer", "torch.nn.parameter.Buffer"})
+
+TORCH_PREFIXES = ("torch.", "cerebras.pytorch.")
+
+# Decorators (qualified) that make a function a traced root.
+TRACE_DECORATORS = frozenset({
+    "torch.compile", "cerebras.pytorch.trace", "torch_xla.compile",
+})
+# Calls `X(fn, ...)` at module level that make `fn` a traced root.
+TRACE_WRAPPERS = frozenset({"torch.compile", "cerebras.pytorch.trace", "torch_xla.compile"})
+
+# Ops that draw random numbers: computing them on both sides of a torch.where changes the RNG stream.
+RANDOM_FUNCTIONS = frozenset({
+    "torch.rand", "torch.randn", "torch.randint", "torch.randperm", "torch.rand_like", "torch.randn_like",
+    "torch.randint_like", "torch.bernoulli", "torch.multinomial", "torch.normal", "torch.poisson",
+    "torch.nn.functional.dropout", "torch.nn.functional.dropout1d", "torch.nn.functional.dropout2d",
+    "torch.nn.functional.dropout3d", "torch.nn.functional.alpha_dropout",
+    "torch.nn.functional.feature_alpha_dropout", "torch.nn.functional.gumbel_softmax", "torch.dropout",
+})
+RANDOM_METHODS = frozenset({"bernoulli", "multinomial", "uniform_", "normal_", "random_", "exponential_",
+                            "geometric_", "cauchy_", "log_normal_"})
+
+# Ops defined only on part of their domain: the branch a Python `if` skipped may produce inf/NaN once
+# torch.where computes it, and NaN gradients flow back through the unselected side.
+PARTIAL_FUNCTIONS = frozenset({
+    "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "reciprocal", "acos", "asin", "atanh", "acosh",
+    "div", "true_divide", "floor_divide", "remainder", "fmod", "pow", "float_power", "lgamma", "digamma",
+    "polygamma", "erfinv", "logit", "xlogy", "arccos", "arcsin", "arctanh", "arccosh", "divide",
+})
+
+# Calls that produce boolean tensors, so their result can be a torch.where condition as is.
+BOOLEAN_RESULT_CALLS = frozenset({
+    "any", "all", "isnan", "isinf", "isfinite", "isposinf", "isneginf", "isreal", "logical_and",
+    "logical_or", "logical_not", "logical_xor", "eq", "ne", "lt", "gt", "le", "ge", "greater",
+    "less", "greater_equal", "less_equal", "not_equal", "isclose", "signbit", "isin", "bool",
+})

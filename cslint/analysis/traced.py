@@ -1,0 +1,196 @@
+"""Which functions run inside a traced step, why, and what their parameters are.
+
+Roots come from the class hierarchy (`forward` of an nn.Module, `step` of an Optimizer), decorators
+(`@cstorch.trace`, `@torch.compile`), wrapper calls (`torch.compile(fn)`) and user patterns. Everything
+they call in the linted tree is traced too. Helpers are analysed with the kinds of the arguments their
+callers pass, iterated to a fixed point, so `helper(x, self.eps)` sees a tensor and a static number.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from cslint.analysis import torch_api as api
+from cslint.analysis.imports import dotted_name
+from cslint.analysis.index import FunctionInfo
+from cslint.analysis.inference import (
+    FunctionAnalysis, FunctionInference, ProjectOracle, _all_params, _first_param, signature_kind,
+)
+from cslint.analysis.kinds import STATIC, TENSOR, UNKNOWN, Kind, join, obj
+from cslint.analysis.project import Project
+
+# Re-analysing a function more often than this means its kinds oscillate; keep the last result.
+MAX_ANALYSES_PER_FUNCTION = 8
+
+
+@dataclass(eq=False)
+class TracedFunction:
+    func: FunctionInfo
+    reason: str  # why it is traced: the root's reason, or "called from ..."
+    parent: TracedFunction | None = None
+    params: dict[str, Kind] = field(default_factory=dict)
+    analysis: FunctionAnalysis | None = None
+    analyses: int = 0
+
+    @property
+    def chain(self) -> list[str]:
+        names: list[str] = []
+        current: TracedFunction | None = self
+        while current is not None:
+            names.append(current.func.qualname)
+            current = current.parent
+        return names[::-1]
+
+    @property
+    def root(self) -> TracedFunction:
+        current = self
+        while current.parent is not None:
+            current = current.parent
+        return current
+
+
+def find_roots(project: Project, patterns: Iterable[str] = ()) -> list[tuple[FunctionInfo, str]]:
+    patterns = list(patterns)
+    roots: dict[str, tuple[FunctionInfo, str]] = {}
+
+    def add(func: FunctionInfo, reason: str) -> None:
+        roots.setdefault(func.qualname, (func, reason))
+
+    for module in project.modules.values():
+        for cls in module.classes.values():
+            if project.is_module_class(cls) and "forward" in cls.methods:
+                add(cls.methods["forward"], f"forward of nn.Module subclass {cls.name}")
+            if project.is_optimizer_class(cls):
+                for name in ("step", "_init_group"):
+                    if name in cls.methods:
+                        add(cls.methods[name], f"{name} of Optimizer subclass {cls.name}")
+        for func in _module_functions(module):
+            for decorator in func.decorators:
+                if decorator in api.TRACE_DECORATORS:
+                    add(func, f"decorated with @{decorator}")
+        for call in module.toplevel_calls:
+            wrapper = module.imports.resolve(call.func) if dotted_name(call.func) else None
+            if wrapper in api.TRACE_WRAPPERS and call.args:
+                target_name = dotted_name(call.args[0].value)
+                if target_name is not None:
+                    target = project.lookup_function(module.imports.qualify(target_name))
+                    if target is not None:
+                        add(target, f"passed to {wrapper}()")
+    if patterns:
+        for func in project.functions():
+            matched = next((p for p in patterns if fnmatch.fnmatchcase(func.qualname, p)), None)
+            if matched is not None:
+                add(func, f"matches trace-roots pattern '{matched}'")
+    return list(roots.values())
+
+
+def _module_functions(module):  # type: ignore[no-untyped-def]
+    yield from module.functions.values()
+    for cls in module.classes.values():
+        yield from cls.methods.values()
+
+
+def root_param_kinds(project: Project, oracle: ProjectOracle, func: FunctionInfo) -> dict[str, Kind]:
+    params = {p.name.value: signature_kind(p, TENSOR) for p in _all_params(func.node)}
+    _apply_self_and_roles(oracle, func, params)
+    return params
+
+
+def _apply_self_and_roles(oracle: ProjectOracle, func: FunctionInfo, params: dict[str, Kind]) -> None:
+    if func.cls is not None and not func.is_static_method:
+        first = _first_param(func.node)
+        if first is not None:
+            params[first] = oracle.self_kind(func.cls)
+        if oracle.project.is_optimizer_class(func.cls):
+            for name in params:
+                if name in ("group", "param_group"):
+                    params[name] = obj("group")
+                elif name == "closure":
+                    params[name] = STATIC
+
+
+def helper_param_kinds(oracle: ProjectOracle, func: FunctionInfo, given: dict[str, Kind]) -> dict[str, Kind]:
+    """A helper's parameters: what callers pass, else what its signature says, else unknown."""
+    params: dict[str, Kind] = {}
+    for param in _all_params(func.node):
+        name = param.name.value
+        params[name] = given[name] if name in given else signature_kind(param, UNKNOWN)
+    _apply_self_and_roles(oracle, func, params)
+    for name, kind in given.items():  # the receiver, bound by the caller
+        if name in params:
+            params[name] = kind
+    return params
+
+
+class TracedProgram:
+    """Traced functions of a project, analysed to a fixed point."""
+
+    def __init__(self, project: Project, trace_roots: Iterable[str] = ()) -> None:
+        self.project = project
+        self.oracle = ProjectOracle(project)
+        self.functions: dict[str, TracedFunction] = {}
+        self._callers: dict[str, set[str]] = {}
+        self._given: dict[str, dict[str, Kind]] = {}
+        self._roots = find_roots(project, trace_roots)
+
+    def run(self) -> TracedProgram:
+        queue: deque[str] = deque()
+        for func, reason in self._roots:
+            traced = TracedFunction(func=func, reason=reason)
+            traced.params = root_param_kinds(self.project, self.oracle, func)
+            self.functions[func.qualname] = traced
+            queue.append(func.qualname)
+        queued = set(queue)
+        while queue:
+            name = queue.popleft()
+            queued.discard(name)
+            traced = self.functions[name]
+            if traced.analyses >= MAX_ANALYSES_PER_FUNCTION:
+                continue
+            traced.analyses += 1
+            analysis = FunctionInference(self.project, self.oracle, traced.func, dict(traced.params)).run()
+            traced.analysis = analysis
+            new_return = analysis.return_kind if analysis.returns_value else STATIC
+            old_return = self.oracle.returns.get(name)
+            if old_return != new_return:
+                self.oracle.returns[name] = new_return
+                for caller in self._callers.get(name, ()):
+                    if caller not in queued:
+                        queue.append(caller)
+                        queued.add(caller)
+            for site in analysis.calls.values():
+                callee_name = site.callee.qualname
+                self._callers.setdefault(callee_name, set()).add(name)
+                changed = self._merge_given(callee_name, site.args)
+                callee = self.functions.get(callee_name)
+                if callee is None:
+                    callee = TracedFunction(func=site.callee, reason=f"called from {traced.func.display_name}",
+                                            parent=traced)
+                    self.functions[callee_name] = callee
+                    changed = True
+                if changed and callee.parent is not None:
+                    callee.params = helper_param_kinds(self.oracle, callee.func, self._given[callee_name])
+                elif changed:  # a root that is also called: widen with what callers pass
+                    for pname, kind in self._given[callee_name].items():
+                        if pname in callee.params:
+                            callee.params[pname] = join(callee.params[pname], kind)
+                if changed and callee_name not in queued:
+                    queue.append(callee_name)
+                    queued.add(callee_name)
+        return self
+
+    def _merge_given(self, callee: str, args: dict[str, Kind]) -> bool:
+        given = self._given.setdefault(callee, {})
+        changed = False
+        for name, kind in args.items():
+            merged = join(given[name], kind) if name in given else kind
+            if given.get(name) != merged:
+                given[name] = merged
+                changed = True
+        return changed
+
+    def in_module(self, module_name: str) -> list[TracedFunction]:
+        return [t for t in self.functions.values() if t.func.module.name == module_name]

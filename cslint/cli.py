@@ -1,0 +1,154 @@
+"""`cslint check`, `cslint rule`, `cslint runtime`: the command line.
+
+Exit codes: 0 no findings, 1 findings remain, 2 usage, configuration or internal error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import sys
+from pathlib import Path
+
+from cslint import __version__
+from cslint.config import ConfigError, Settings, load_settings
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(EXIT_ERROR, f"cslint: error: {message} (see `cslint {self.prog.split()[-1]} --help`)\n")
+
+
+def _codes(value: str) -> list[str]:
+    return [c.strip().upper() for c in value.split(",") if c.strip()]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="cslint", description="Make PyTorch code run on static-graph accelerators.")
+    parser.add_argument("--version", action="version", version=f"cslint {__version__}")
+    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
+
+    check = sub.add_parser("check", help="find (and fix) code a static-graph trace rejects")
+    check.add_argument("paths", nargs="*", type=Path, help="files or directories (default: .)")
+    check.add_argument("--fix", action="store_true", help="apply safe fixes")
+    check.add_argument("--unsafe-fixes", action="store_true", default=None,
+                       help="also apply (and show as fixable) unsafe fixes")
+    check.add_argument("--diff", action="store_true", help="print the fixes as a diff; write nothing")
+    check.add_argument("--select", type=_codes, help="rule codes or prefixes to enable (comma-separated)")
+    check.add_argument("--extend-select", type=_codes, help="codes or prefixes to enable on top of select")
+    check.add_argument("--ignore", type=_codes, help="codes or prefixes to disable")
+    check.add_argument("--trace-roots", action="append", metavar="PATTERN",
+                       help="glob over qualified names (pkg.mod.Class.method) of extra traced roots")
+    check.add_argument("--output-format", choices=["text", "concise", "json"], default="text")
+    check.add_argument("--statistics", action="store_true", help="count findings per rule")
+    check.add_argument("--show-chain", action="store_true", help="show why each finding's code is traced")
+    check.add_argument("--quiet", "-q", action="store_true", help="print findings only, no summary")
+    check.add_argument("--exit-zero", action="store_true", help="exit 0 even when findings remain")
+    check.add_argument("--config", type=Path, help="read settings from this file instead of pyproject.toml")
+
+    rule = sub.add_parser("rule", help="explain a rule")
+    rule.add_argument("code", nargs="?", help="rule code, e.g. WSC101")
+    rule.add_argument("--all", action="store_true", help="list every rule")
+
+    runtime = sub.add_parser("runtime", help="run a step under a static-graph backend (needs torch)")
+    runtime.add_argument("args", nargs=argparse.REMAINDER)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "check":
+            return run_check(args)
+        if args.command == "rule":
+            return run_rule(args)
+        if args.command == "runtime":
+            from cslint.runtime.cli import main as runtime_main
+
+            return runtime_main(args.args)
+    except ConfigError as exc:
+        print(f"cslint: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("cslint: interrupted", file=sys.stderr)
+        return 130
+    build_parser().print_help(sys.stderr)
+    return EXIT_ERROR
+
+
+def settings_from_args(args: argparse.Namespace) -> Settings:
+    paths = args.paths or [Path(".")]
+    settings = load_settings(args.config, paths[0])
+    for warning in settings.warnings:
+        print(f"cslint: warning: {warning}", file=sys.stderr)
+    return settings.with_overrides(
+        select=tuple(args.select) if args.select else None,
+        extend_select=tuple(settings.extend_select + tuple(args.extend_select)) if args.extend_select else None,
+        ignore=tuple(settings.ignore + tuple(args.ignore)) if args.ignore else None,
+        trace_roots=tuple(settings.trace_roots + tuple(args.trace_roots)) if args.trace_roots else None,
+        unsafe_fixes=args.unsafe_fixes,
+    )
+
+
+def run_check(args: argparse.Namespace) -> int:
+    from cslint.discovery import collect_files
+    from cslint.output import FORMATS, FormatOptions
+    from cslint.runner import Linter
+    from cslint.selection import enabled_rules
+    from cslint.sources import ReadError, write_atomically
+
+    settings = settings_from_args(args)
+    rules = enabled_rules(settings)
+    files = collect_files(args.paths or [Path(".")], settings)
+    linter = Linter(settings, rules)
+    fixing = args.fix or args.diff
+    result = linter.run(files, fix=fixing, unsafe_fixes=settings.unsafe_fixes)
+    if args.diff:
+        for source in result.changed_files:
+            name = str(source.path)
+            sys.stdout.writelines(difflib.unified_diff(
+                (source.original_text or "").splitlines(keepends=True), source.text.splitlines(keepends=True),
+                fromfile=f"a/{name}", tofile=f"b/{name}"))
+    elif args.fix:
+        for source in result.changed_files:
+            try:
+                write_atomically(source)
+            except (ReadError, OSError) as exc:
+                reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+                result.errors.append(f"{source.path}: cannot write fix: {reason}")
+    options = FormatOptions(show_chain=args.show_chain, unsafe_fixes=settings.unsafe_fixes,
+                            statistics=args.statistics, quiet=args.quiet, fix_mode=args.fix)
+    if not args.diff:
+        sys.stdout.write(FORMATS[args.output_format](result, options))
+    for error in result.errors:
+        print(f"cslint: error: {error}", file=sys.stderr)
+    if result.errors:
+        return EXIT_ERROR
+    if args.diff and result.changed_files:
+        return EXIT_FINDINGS
+    if result.diagnostics and not args.exit_zero:
+        return EXIT_FINDINGS
+    return EXIT_CLEAN
+
+
+def run_rule(args: argparse.Namespace) -> int:
+    from cslint.docs import render_rule
+    from cslint.rules import all_rules, rule_by_code
+
+    if args.all or not args.code:
+        for rule in all_rules():
+            fix = "fix" if "No fix" not in rule.fix_safety else "   "
+            print(f"{rule.code}  {fix}  {rule.name:<34} {rule.summary}")
+        return EXIT_CLEAN
+    rule = rule_by_code(args.code)
+    if rule is None:
+        print(f"cslint: error: unknown rule `{args.code}` (see `cslint rule --all`)", file=sys.stderr)
+        return EXIT_ERROR
+    print(render_rule(rule))
+    return EXIT_CLEAN
+
+
+if __name__ == "__main__":
+    sys.exit(main())

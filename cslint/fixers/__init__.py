@@ -1,0 +1,1 @@
+"""Fixes: the rewrites rules offer, and applying them to a file."""

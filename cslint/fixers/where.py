@@ -1,0 +1,225 @@
+"""Rewrite tensor-valued branches into `torch.where`, which computes both sides and selects.
+
+An if/elif/else (or ternary) qualifies when every branch only assigns names from expressions, and every
+condition is a boolean tensor. Names a branch does not assign keep their earlier value (they must be
+bound before the `if`). The fix is safe when the branches are side-effect free tensor expressions; it
+is unsafe (offered only with --unsafe-fixes) when computing the branch that Python would have skipped
+may matter: calls with side effects or random numbers, ops that produce inf/NaN outside their domain
+(whose NaN gradients flow through torch.where), or Python numbers that would become tensors.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import libcst as cst
+
+from cslint.analysis import torch_api as api
+from cslint.analysis.kinds import Tag
+from cslint.rules.base import Fix, RuleContext
+
+
+@dataclass
+class Branch:
+    test: cst.BaseExpression | None  # None for the final else
+    assigns: dict[str, cst.BaseExpression]
+
+
+def _branch_assignments(body: cst.BaseSuite) -> dict[str, cst.BaseExpression] | None:
+    """`name = expr` statements of a branch, in order; None if the branch does anything else."""
+    if not isinstance(body, cst.IndentedBlock):
+        statements = body.body if isinstance(body, cst.SimpleStatementSuite) else ()
+        smalls = list(statements)
+    else:
+        smalls = []
+        for stmt in body.body:
+            if not isinstance(stmt, cst.SimpleStatementLine):
+                return None
+            smalls.extend(stmt.body)
+    assigns: dict[str, cst.BaseExpression] = {}
+    for small in smalls:
+        if isinstance(small, cst.Assign) and len(small.targets) == 1:
+            target, value = small.targets[0].target, small.value
+        elif isinstance(small, cst.AnnAssign) and small.value is not None:
+            target, value = small.target, small.value
+        elif isinstance(small, cst.Pass):
+            continue
+        else:
+            return None
+        if not isinstance(target, cst.Name) or target.value in assigns:
+            return None
+        if _reads_any(value, assigns):  # `a = ...; b = a + 1` depends on the branch's own order
+            return None
+        assigns[target.value] = value
+    return assigns
+
+
+def _reads_any(expr: cst.BaseExpression, names: dict[str, cst.BaseExpression]) -> bool:
+    if not names:
+        return False
+    found = False
+
+    class Reader(cst.CSTVisitor):
+        def visit_Name(self, node: cst.Name) -> None:
+            nonlocal found
+            if node.value in names:
+                found = True
+
+    expr.visit(Reader())
+    return found
+
+
+def is_boolean_condition(test: cst.BaseExpression, ctx: RuleContext) -> bool:
+    """A tensor expression whose value is a boolean tensor (so it can be torch.where's condition)."""
+    if not ctx.is_tensor(test):
+        return False
+    if isinstance(test, cst.Comparison):
+        return not any(isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for c in test.comparisons)
+    if isinstance(test, cst.Call):
+        func = test.func
+        name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+        return name in api.BOOLEAN_RESULT_CALLS
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.BitInvert):
+        return is_boolean_condition(test.expression, ctx)
+    if isinstance(test, cst.BinaryOperation) and isinstance(test.operator, (cst.BitAnd, cst.BitOr, cst.BitXor)):
+        return all(is_boolean_condition(x, ctx) or not ctx.is_tensor(x) for x in (test.left, test.right))
+    return False
+
+
+def unsafe_reason(expr: cst.BaseExpression, ctx: RuleContext) -> str | None:
+    """Why evaluating `expr` unconditionally could differ from evaluating it only when selected."""
+    reason: str | None = None
+
+    class Checker(cst.CSTVisitor):
+        def visit_Call(self, node: cst.Call) -> bool:
+            nonlocal reason
+            if reason is None:
+                reason = _call_reason(node, ctx)
+            return reason is None
+
+        def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+            nonlocal reason
+            if reason is None and isinstance(node.operator, (cst.Divide, cst.FloorDivide, cst.Modulo, cst.Power)):
+                if ctx.is_tensor(node):
+                    reason = "it divides or raises to a power, which may give inf/NaN (and NaN gradients) " \
+                             "on the side the condition excluded"
+
+        def visit_Lambda(self, node: cst.Lambda) -> bool:
+            return False
+
+    expr.visit(Checker())
+    return reason
+
+
+def _call_reason(node: cst.Call, ctx: RuleContext) -> str | None:
+    func = node.func
+    qualified = ctx.resolve(func)
+    if qualified is not None and qualified.startswith(api.TORCH_PREFIXES):
+        last = qualified.rsplit(".", 1)[-1]
+        if qualified in api.RANDOM_FUNCTIONS or "dropout" in last:
+            return f"{qualified} draws random numbers, so computing both sides changes the random stream"
+        if last.endswith("_"):
+            return f"{qualified} modifies its argument in place"
+        if last in api.PARTIAL_FUNCTIONS:
+            return f"{qualified} may give inf/NaN (and NaN gradients) on the side the condition excluded"
+        return None
+    if isinstance(func, cst.Attribute) and ctx.is_tensor(func.value):
+        method = func.attr.value
+        if method.endswith("_") or method in api.RANDOM_METHODS:
+            return f".{method}() modifies a tensor in place or draws random numbers"
+        if method in api.PARTIAL_FUNCTIONS:
+            return f".{method}() may give inf/NaN (and NaN gradients) on the side the condition excluded"
+        return None
+    if qualified is not None and qualified.split(".")[0] in ("math",):
+        return None
+    return "it calls code whose side effects cslint cannot see (a module, helper or library function)"
+
+
+def _where(torch: str, test: cst.BaseExpression, a: cst.BaseExpression, b: cst.BaseExpression) -> cst.Call:
+    return cst.Call(
+        func=cst.Attribute(value=cst.Name(torch), attr=cst.Name("where")),
+        args=[cst.Arg(test.with_changes(lpar=[], rpar=[]) if _bare_ok(test) else test), cst.Arg(a), cst.Arg(b)],
+    )
+
+
+def _bare_ok(expr: cst.BaseExpression) -> bool:
+    # `(m == k).any()` keeps its parentheses; `(t > 0)` as an argument does not need them.
+    return isinstance(expr, (cst.Comparison, cst.Call, cst.Name, cst.Attribute))
+
+
+def _safety(values: list[cst.BaseExpression], ctx: RuleContext) -> str | None:
+    for value in values:
+        reason = unsafe_reason(value, ctx)
+        if reason is not None:
+            return reason
+    return None
+
+
+def if_to_where(node: cst.If, ctx: RuleContext) -> Fix | None:
+    branches: list[Branch] = []
+    current: cst.If | cst.Else | None = node
+    while isinstance(current, cst.If):
+        if not is_boolean_condition(current.test, ctx):
+            return None
+        assigns = _branch_assignments(current.body)
+        if assigns is None:
+            return None
+        branches.append(Branch(current.test, assigns))
+        current = current.orelse
+    final: dict[str, cst.BaseExpression] = {}
+    if isinstance(current, cst.Else):
+        maybe = _branch_assignments(current.body)
+        if maybe is None:
+            return None
+        final = maybe
+    names: list[str] = []
+    for assigns in [*(b.assigns for b in branches), final]:
+        names.extend(n for n in assigns if n not in names)
+    if not names:
+        return None
+    bound = ctx.bound_before(node)
+    torch, imports = ctx.torch_name()
+    new_lines: list[cst.SimpleStatementLine] = []
+    values: list[cst.BaseExpression] = []
+    python_numbers: list[str] = []
+    for name in names:
+        if name not in final and name not in bound:
+            return None  # no value to keep when no branch is taken
+        if any(name not in b.assigns for b in branches) and name not in bound:
+            return None
+        branch_values = [b.assigns.get(name) for b in branches] + [final.get(name)]
+        values.extend(v for v in branch_values if v is not None)
+        before = bound.get(name)
+        if all(v is None or ctx.kind(v).tag is not Tag.TENSOR for v in branch_values) and \
+                (before is None or before.tag is not Tag.TENSOR):
+            python_numbers.append(name)
+        expr: cst.BaseExpression = final.get(name, cst.Name(name))
+        for branch in reversed(branches):
+            assert branch.test is not None
+            expr = _where(torch, branch.test, branch.assigns.get(name, cst.Name(name)), expr)
+        new_lines.append(cst.SimpleStatementLine(body=[cst.Assign(targets=[cst.AssignTarget(cst.Name(name))],
+                                                                  value=expr)]))
+    new_lines[0] = new_lines[0].with_changes(leading_lines=node.leading_lines)
+    reason = _safety(values, ctx)
+    if reason is None and python_numbers:
+        reason = f"{', '.join(python_numbers)} becomes a tensor where it was a Python value"
+    applicability = "unsafe" if reason else "safe"
+    message = f"Compute both branches and select with {torch}.where (assigns {', '.join(names)})"
+    if reason:
+        message += f"; unsafe: {reason}"
+    return Fix(applicability, message, [(node, cst.FlattenSentinel(new_lines))], imports)
+
+
+def ifexp_to_where(node: cst.IfExp, ctx: RuleContext) -> Fix | None:
+    if not is_boolean_condition(node.test, ctx):
+        return None
+    torch, imports = ctx.torch_name()
+    replacement = _where(torch, node.test, node.body, node.orelse)
+    replacement = replacement.with_changes(lpar=node.lpar, rpar=node.rpar)
+    reason = _safety([node.body, node.orelse], ctx)
+    if reason is None and not (ctx.is_tensor(node.body) or ctx.is_tensor(node.orelse)):
+        reason = "the result becomes a tensor where it was a Python value"
+    message = f"Compute both sides and select with {torch}.where"
+    if reason:
+        message += f"; unsafe: {reason}"
+    return Fix("unsafe" if reason else "safe", message, [(node, replacement)], imports)

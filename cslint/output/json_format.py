@@ -1,0 +1,30 @@
+"""JSON report: an array of findings with 1-based positions, the fix and the trace chain."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from cslint.runner import Diagnostic, RunResult
+
+if TYPE_CHECKING:
+    from cslint.output import FormatOptions
+
+
+def diagnostic_dict(d: Diagnostic) -> dict[str, Any]:
+    return {
+        "filename": str(d.path),
+        "line": d.line,
+        "column": d.column,
+        "end_line": d.end_line,
+        "end_column": d.end_column,
+        "code": d.code,
+        "message": d.message,
+        "fix": None if d.fix is None else {"applicability": d.fix.applicability, "message": d.fix.message},
+        "trace_chain": d.chain,
+        "traced_because": d.reason,
+    }
+
+
+def render(result: RunResult, options: FormatOptions) -> str:
+    return json.dumps([diagnostic_dict(d) for d in result.diagnostics], indent=2) + "\n"

@@ -1,0 +1,96 @@
+"""Human-readable report: `path:line:col: CODE message`, the source line and a caret under the span."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import TYPE_CHECKING
+
+from cslint.runner import Diagnostic, RunResult
+
+if TYPE_CHECKING:
+    from cslint.output import FormatOptions
+
+
+def _fixable(d: Diagnostic, unsafe: bool) -> bool:
+    return d.fix is not None and (d.fix.applicability == "safe" or unsafe)
+
+
+def _excerpt(d: Diagnostic) -> list[str]:
+    if not d.source_line.strip():
+        return []
+    number = str(d.line)
+    pad = " " * len(number)
+    start = max(d.column - 1, 0)
+    line = d.source_line.rstrip("\r\n")
+    end = d.end_column - 1 if d.end_line == d.line else len(line)
+    width = max(end - start, 1)
+    prefix = "".join(ch if ch == "\t" else " " for ch in line[:start])
+    return [f"{pad} |", f"{number} | {line}", f"{pad} | {prefix}{'^' * width}"]
+
+
+def _header(d: Diagnostic, unsafe: bool) -> str:
+    marker = " [*]" if _fixable(d, unsafe) else ""
+    return f"{d.path}:{d.line}:{d.column}: {d.code}{marker} {d.message}"
+
+
+def _summary(result: RunResult, options: FormatOptions) -> list[str]:
+    lines = []
+    count = len(result.diagnostics)
+    if options.fix_mode and result.fixed:
+        lines.append(f"Fixed {result.fixed} finding{'s' if result.fixed != 1 else ''} "
+                     f"in {len(result.changed_files)} file{'s' if len(result.changed_files) != 1 else ''}.")
+    if count:
+        lines.append(f"Found {count} finding{'s' if count != 1 else ''} in {result.files_checked} files checked.")
+        fixable = sum(_fixable(d, options.unsafe_fixes) for d in result.diagnostics)
+        hidden = sum(d.fix is not None and d.fix.applicability == "unsafe" for d in result.diagnostics) \
+            if not options.unsafe_fixes else 0
+        if fixable:
+            lines.append(f"[*] {fixable} fixable with `cslint check --fix`"
+                         + (" --unsafe-fixes" if options.unsafe_fixes else "") + ".")
+        if hidden:
+            lines.append(f"({hidden} more fixable with `--fix --unsafe-fixes`.)")
+    elif not result.errors:
+        lines.append(f"All checks passed ({result.files_checked} files).")
+    return lines
+
+
+def statistics(result: RunResult) -> list[str]:
+    counts = Counter(d.code for d in result.diagnostics)
+    messages: dict[str, str] = {}
+    fixable = Counter(d.code for d in result.diagnostics if d.fix is not None)
+    from cslint.rules import rule_by_code
+
+    for code in counts:
+        rule = rule_by_code(code)
+        messages[code] = rule.name if rule else "syntax-error" if code == "WSC001" else "internal-error"
+    return [f"{counts[c]:>5}  {c}  [{'*' if fixable[c] else ' '}] {messages[c]}"
+            for c in sorted(counts, key=lambda c: (-counts[c], c))]
+
+
+def render(result: RunResult, options: FormatOptions) -> str:
+    out: list[str] = []
+    if options.statistics:
+        out.extend(statistics(result))
+    else:
+        for d in result.diagnostics:
+            out.append(_header(d, options.unsafe_fixes))
+            if options.show_source:
+                out.extend(_excerpt(d))
+            if options.show_chain and d.chain:
+                out.append(f"  = traced: {' -> '.join(d.chain)} ({d.reason})")
+            if d.fix is not None:
+                out.append(f"  = fix ({d.fix.applicability}): {d.fix.message}")
+            if options.show_source:
+                out.append("")
+    if not options.quiet:
+        out.extend(_summary(result, options))
+    return "\n".join(out) + ("\n" if out else "")
+
+
+def render_concise(result: RunResult, options: FormatOptions) -> str:
+    lines = [_header(d, options.unsafe_fixes) for d in result.diagnostics]
+    if options.show_chain:
+        lines = [f"{line} [traced: {' -> '.join(d.chain)}]" for line, d in zip(lines, result.diagnostics)]
+    if not options.quiet:
+        lines.extend(_summary(result, options))
+    return "\n".join(lines) + ("\n" if lines else "")

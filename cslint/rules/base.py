@@ -1,0 +1,173 @@
+"""The rule interface: one class per rule, its documentation and examples beside it.
+
+A rule defines `visit_<NodeType>(self, node, ctx)` methods. The checker calls them for every node of
+every traced function (never for code outside a traced step), with a `RuleContext` that knows the kind
+of each expression and collects reports.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+import libcst as cst
+
+from cslint.analysis.imports import dotted_name
+from cslint.analysis.kinds import Kind
+
+if TYPE_CHECKING:
+    from cslint.analysis.traced import TracedFunction
+    from cslint.config import Settings
+
+Applicability = Literal["safe", "unsafe"]
+Replacement = cst.CSTNode | cst.FlattenSentinel | cst.RemovalSentinel
+
+
+@dataclass
+class Fix:
+    applicability: Applicability
+    message: str
+    replacements: list[tuple[cst.CSTNode, Replacement]]
+    imports: frozenset[str] = frozenset()  # modules the replacement needs imported (e.g. "torch")
+
+
+@dataclass
+class Finding:
+    code: str
+    message: str
+    node: cst.CSTNode
+    traced: TracedFunction | None
+    fix: Fix | None = None
+
+
+@dataclass(frozen=True)
+class Example:
+    """A doc/test example: the code, and for invalid ones the lines marked `# expect: CODE`."""
+
+    code: str
+
+
+@dataclass
+class RuleContext:
+    traced: TracedFunction
+    settings: Settings
+    findings: list[Finding] = field(default_factory=list)
+    current_rule: Rule | None = None
+    scratch: dict[str, Any] = field(default_factory=dict)  # per-function notes a rule keeps between visits
+    _condition_parts: set[int] | None = None
+
+    @property
+    def analysis(self):  # type: ignore[no-untyped-def]
+        return self.traced.analysis
+
+    @property
+    def module(self):  # type: ignore[no-untyped-def]
+        return self.traced.func.module
+
+    # ---- questions rules ask ---------------------------------------------------------------------
+
+    def kind(self, node: cst.CSTNode) -> Kind:
+        return self.traced.analysis.kind(node)  # type: ignore[union-attr]
+
+    def is_tensor(self, node: cst.CSTNode) -> bool:
+        return self.kind(node).is_tensor
+
+    def is_data_dependent(self, node: cst.CSTNode) -> bool:
+        return self.kind(node).is_data_dependent
+
+    def truth_is_data_dependent(self, test: cst.BaseExpression) -> bool:
+        """Does evaluating `test` as a condition call bool() on a tensor or on a value read from one?"""
+        if isinstance(test, cst.BooleanOperation):
+            return self.truth_is_data_dependent(test.left) or self.truth_is_data_dependent(test.right)
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            return self.truth_is_data_dependent(test.expression)
+        return self.is_data_dependent(test)
+
+    def is_condition_part(self, node: cst.CSTNode) -> bool:
+        """Is `node` an and/or/not whose truth an if/while/assert/ternary/comprehension test takes?"""
+        if self._condition_parts is None:
+            parts: set[int] = set()
+
+            def mark(test: cst.BaseExpression) -> None:
+                if isinstance(test, cst.BooleanOperation):
+                    parts.add(id(test))
+                    mark(test.left)
+                    mark(test.right)
+                elif isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+                    parts.add(id(test))
+                    mark(test.expression)
+
+            class Tests(cst.CSTVisitor):
+                def visit_If(self, n: cst.If) -> None:
+                    mark(n.test)
+
+                def visit_While(self, n: cst.While) -> None:
+                    mark(n.test)
+
+                def visit_IfExp(self, n: cst.IfExp) -> None:
+                    mark(n.test)
+
+                def visit_Assert(self, n: cst.Assert) -> None:
+                    mark(n.test)
+
+                def visit_CompIf(self, n: cst.CompIf) -> None:
+                    mark(n.test)
+
+            self.traced.func.node.visit(Tests())
+            self._condition_parts = parts
+        return id(node) in self._condition_parts
+
+    def resolve(self, node: cst.BaseExpression) -> str | None:
+        """Qualified name of a name/attribute through the module's imports (`T.where` -> torch.where)."""
+        dotted = dotted_name(node)
+        if dotted is None:
+            return None
+        head = dotted.split(".")[0]
+        if head in self.traced.analysis.params:  # type: ignore[union-attr]
+            return None
+        return self.module.imports.resolve(node)
+
+    def bound_before(self, stmt: cst.If) -> dict[str, Kind]:
+        """Names bound (and their kinds) just before an `if` statement runs."""
+        return self.traced.analysis.bound_before.get(id(stmt), {})  # type: ignore[union-attr]
+
+    def torch_name(self) -> tuple[str, frozenset[str]]:
+        """How fix code should spell the torch module here, and the imports it needs for that."""
+        alias = self.module.imports.local_alias("torch")
+        if alias is not None:
+            return alias, frozenset()
+        return "torch", frozenset({"torch"})
+
+    def code(self, node: cst.CSTNode, limit: int = 48) -> str:
+        """Source text of a node for a message, shortened to one line."""
+        text = " ".join(cst.Module([]).code_for_node(node).split())
+        return text if len(text) <= limit else text[: limit - 3] + "..."
+
+    # ---- reporting -------------------------------------------------------------------------------
+
+    def report(self, node: cst.CSTNode, message: str, fix: Fix | None = None) -> None:
+        rule = self.current_rule
+        assert rule is not None
+        self.findings.append(Finding(code=rule.code, message=message, node=node, traced=self.traced, fix=fix))
+
+
+class Rule:
+    code: ClassVar[str]
+    name: ClassVar[str]
+    summary: ClassVar[str]  # "What it does", one sentence
+    why: ClassVar[str]  # "Why it breaks a static graph"
+    example: ClassVar[str]
+    use_instead: ClassVar[str]
+    fix_safety: ClassVar[str]
+    VALID: ClassVar[list[str]] = []
+    INVALID: ClassVar[list[str]] = []
+    # Rules of an opt-in family (performance advice) run only when selected explicitly.
+    default_enabled: ClassVar[bool] = True
+
+    def handlers(self) -> dict[str, Callable[[cst.CSTNode, RuleContext], None]]:
+        found = {}
+        for attr in dir(self):
+            if attr.startswith("visit_"):
+                found[attr[len("visit_"):]] = getattr(self, attr)
+        return found

@@ -1,0 +1,432 @@
+"""WSC1xx: Python control flow that depends on tensor values."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from cslint.analysis.kinds import Tag
+from cslint.fixers.where import if_to_where, ifexp_to_where
+from cslint.rules.base import Fix, Rule, RuleContext
+
+FROZEN = "the branch taken while tracing is frozen into the graph"
+
+
+class TensorIf(Rule):
+    code = "WSC101"
+    name = "tensor-if"
+    summary = "Checks for `if`/`elif` statements whose condition is a tensor value in traced code."
+    why = (
+        "A static-graph trace records tensor operations, not Python control flow. To choose a branch, "
+        "Python needs the condition's value, which does not exist while tracing: the trace fails, or the "
+        "branch taken on the first step is baked into the graph and replayed for every later step."
+    )
+    example = """
+def forward(self, x):
+    if x.max() > 0:
+        y = x * 2
+    else:
+        y = x
+    return y
+"""
+    use_instead = """
+def forward(self, x):
+    y = torch.where(x.max() > 0, x * 2, x)
+    return y
+"""
+    fix_safety = (
+        "Safe when every branch only assigns names from side-effect-free tensor expressions. Unsafe when a "
+        "branch calls modules or helpers, draws random numbers, divides or takes logs (inf/NaN and NaN "
+        "gradients on the side the condition excluded), or turns a Python number into a tensor. Branches "
+        "that return, raise or do anything but assign are reported without a fix."
+    )
+    VALID = [
+        """
+import torch
+from torch import nn
+
+class Head(nn.Module):
+    def __init__(self, dim, use_bias=True):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim)
+        if torch.cuda.is_available() and dim > 0:
+            self.scale = 2.0
+
+    def forward(self, x, mask=None):
+        if mask is not None:
+            x = x * mask
+        if x.shape[-1] != 4 and self.training:
+            x = self.proj(x)
+        if x.dim() == 3 and isinstance(x, torch.Tensor):
+            x = x.flatten(1)
+        return x
+""",
+    ]
+    INVALID = [
+        """
+import torch
+from torch import nn
+
+class Clamp(nn.Module):
+    def forward(self, x):
+        if x.max() > 1.0:  # expect: WSC101
+            x = x / x.max()
+        return x
+""",
+    ]
+
+    def visit_If(self, node: cst.If, ctx: RuleContext) -> None:
+        elifs = ctx.scratch.setdefault("elif_nodes", set())
+        if isinstance(node.orelse, cst.If):
+            elifs.add(id(node.orelse))
+        if not ctx.truth_is_data_dependent(node.test):
+            return
+        keyword = "elif" if id(node) in elifs else "if"
+        fix: Fix | None = None if keyword == "elif" else if_to_where(node, ctx)
+        what = ctx.kind(node.test).describe() if ctx.is_data_dependent(node.test) else "computed from a tensor"
+        ctx.report(node.test, f"`{keyword} {ctx.code(node.test)}` branches on {what}: {FROZEN}; "
+                              "compute both sides and select with torch.where", fix)
+
+
+class TensorWhile(Rule):
+    code = "WSC102"
+    name = "tensor-while"
+    summary = "Checks for `while` loops whose condition is a tensor value in traced code."
+    why = (
+        "The trace unrolls a `while` loop for as many iterations as it ran on the first step. Later steps "
+        "replay that count whatever their data says, or the trace fails because the condition has no value."
+    )
+    example = """
+def forward(self, x, eps=1e-3):
+    while (x.abs() > eps).any():
+        x = x / 2
+    return x
+"""
+    use_instead = """
+def forward(self, x, eps=1e-3, max_iters: int = 16):
+    for _ in range(max_iters):  # static bound; stop changing values once converged
+        x = torch.where((x.abs() > eps).any(), x / 2, x)
+    return x
+"""
+    fix_safety = "No fix: the bound of the loop has to be chosen by a person."
+    VALID = [
+        """
+import torch
+from torch import nn
+
+class Refine(nn.Module):
+    def __init__(self, steps):
+        super().__init__()
+        self.steps = steps
+
+    def forward(self, x):
+        i = 0
+        while i < self.steps:
+            x = x * 0.5
+            i += 1
+        return x
+""",
+    ]
+    INVALID = [
+        """
+import torch
+from torch import nn
+
+class Normalize(nn.Module):
+    def forward(self, x, eps: float = 1e-3):
+        loss = x.pow(2).mean()
+        while loss > eps:  # expect: WSC102
+            x = x * 0.5
+            loss = x.pow(2).mean()
+        return x
+""",
+    ]
+
+    def visit_While(self, node: cst.While, ctx: RuleContext) -> None:
+        if ctx.truth_is_data_dependent(node.test):
+            ctx.report(node.test, f"`while {ctx.code(node.test)}` loops on a tensor value: the trace unrolls it "
+                                  "to the first step's iteration count; use a static bound with torch.where")
+
+
+class TensorTernary(Rule):
+    code = "WSC103"
+    name = "tensor-ternary"
+    summary = "Checks for conditional expressions (`a if cond else b`) whose condition is a tensor value."
+    why = TensorIf.why
+    example = """
+def forward(self, a, b, m, k):
+    y = a if (m == k).any() else b
+    return y
+"""
+    use_instead = """
+def forward(self, a, b, m, k):
+    y = torch.where((m == k).any(), a, b)
+    return y
+"""
+    fix_safety = (
+        "Safe when both sides are side-effect-free tensor expressions; unsafe when a side calls modules or "
+        "helpers, draws random numbers, divides or takes logs, or when both sides are Python numbers "
+        "(the result becomes a tensor)."
+    )
+    VALID = [
+        """
+import torch
+from torch import nn
+
+class Pick(nn.Module):
+    def forward(self, a, b):
+        y = a if self.training else b
+        z = a if a.dim() == 2 else a.flatten(1)
+        return y + z
+""",
+    ]
+    INVALID = [
+        """
+import torch
+from torch import nn
+
+class Pick(nn.Module):
+    def forward(self, a, b, m, k):
+        y = a if (m == k).any() else b  # expect: WSC103
+        return y
+""",
+    ]
+
+    def visit_IfExp(self, node: cst.IfExp, ctx: RuleContext) -> None:
+        if ctx.truth_is_data_dependent(node.test):
+            ctx.report(node.test, f"conditional expression on `{ctx.code(node.test)}`, a tensor value: {FROZEN}; "
+                                  "use torch.where", ifexp_to_where(node, ctx))
+
+
+class TensorAssert(Rule):
+    code = "WSC104"
+    name = "tensor-assert"
+    summary = "Checks for `assert` statements on tensor values in traced code."
+    why = (
+        "An assert needs the tensor's value while tracing, which does not exist yet: the trace fails, or "
+        "the check runs once on the first step's values and never again."
+    )
+    example = """
+def forward(self, h):
+    assert torch.isfinite(h).all()
+    return h * 2
+"""
+    use_instead = """
+def forward(self, h):
+    return h * 2
+# check torch.isfinite(...) on the outputs outside the traced step, e.g. every N steps in the loop
+"""
+    fix_safety = "Unsafe: the fix removes the check; move it out of the step if you still want it."
+    VALID = [
+        """
+import torch
+from torch import nn
+
+class Block(nn.Module):
+    def forward(self, h, mask=None):
+        assert h.dim() == 3, "expected (batch, seq, dim)"
+        assert mask is None or mask.shape == h.shape[:2]
+        return h * 2
+""",
+    ]
+    INVALID = [
+        """
+import torch
+from torch import nn
+
+class Block(nn.Module):
+    def forward(self, h):
+        assert torch.isfinite(h).all()  # expect: WSC104
+        return h * 2
+""",
+    ]
+
+    def visit_Assert(self, node: cst.Assert, ctx: RuleContext) -> None:
+        if ctx.truth_is_data_dependent(node.test):
+            fix = Fix("unsafe", "Remove the assert (check the values outside the traced step)",
+                      [(node, cst.RemovalSentinel.REMOVE)])
+            ctx.report(node.test, f"`assert {ctx.code(node.test)}` needs a tensor's value while tracing; "
+                                  "move the check out of the traced step", fix)
+
+
+class TensorBoolOp(Rule):
+    code = "WSC105"
+    name = "tensor-bool-operator"
+    summary = "Checks for `and`/`or`/`not` applied to tensor values outside conditions in traced code."
+    why = (
+        "`a and b`, `a or b` and `not a` call bool() on the tensor `a`, which needs its value while "
+        "tracing; the value chosen on the first step is frozen into the graph."
+    )
+    example = """
+def forward(self, a, b):
+    both = (a > 0) and (b > 0)
+    return both
+"""
+    use_instead = """
+def forward(self, a, b):
+    both = (a > 0) & (b > 0)   # or torch.logical_and / torch.logical_not
+    return both
+"""
+    fix_safety = "No fix: `&`/`|`/`~` are elementwise, which is only the same for one-element boolean tensors."
+    VALID = [
+        """
+import torch
+from torch import nn
+
+class Gate(nn.Module):
+    def forward(self, a, b, mask=None):
+        both = (a > 0) & (b > 0)
+        use_mask = mask is not None and self.training
+        return both, use_mask
+""",
+    ]
+    INVALID = [
+        """
+import torch
+from torch import nn
+
+class Gate(nn.Module):
+    def forward(self, a, b):
+        both = (a > 0).all() and (b > 0).all()  # expect: WSC105
+        inverted = not a.any()  # expect: WSC105
+        return both, inverted
+""",
+    ]
+
+    def visit_BooleanOperation(self, node: cst.BooleanOperation, ctx: RuleContext) -> None:
+        if not ctx.is_condition_part(node) and ctx.truth_is_data_dependent(node.left):
+            op = "and" if isinstance(node.operator, cst.And) else "or"
+            ctx.report(node, f"`{op}` calls bool() on `{ctx.code(node.left)}`, a tensor value; "
+                             f"use `{'&' if op == 'and' else '|'}` or torch.logical_{op}")
+
+    def visit_UnaryOperation(self, node: cst.UnaryOperation, ctx: RuleContext) -> None:
+        if isinstance(node.operator, cst.Not) and not ctx.is_condition_part(node) \
+                and ctx.truth_is_data_dependent(node.expression):
+            ctx.report(node, f"`not` calls bool() on `{ctx.code(node.expression)}`, a tensor value; "
+                             "use `~` or torch.logical_not")
+
+
+class TensorComprehensionIf(Rule):
+    code = "WSC106"
+    name = "tensor-comprehension-if"
+    summary = "Checks for comprehension filters (`[... for x in xs if cond]`) whose condition is a tensor."
+    why = (
+        "Filtering with a tensor condition decides in Python, at trace time, which elements exist: the "
+        "first step's choice is frozen and the number of outputs becomes part of the graph."
+    )
+    example = """
+def forward(self, losses):
+    kept = [l for l in losses if l > 0]
+    return sum(kept)
+"""
+    use_instead = """
+def forward(self, losses):
+    stacked = torch.stack(losses)
+    return torch.where(stacked > 0, stacked, 0).sum()
+"""
+    fix_safety = "No fix: the selected elements have to become a mask."
+    VALID = [
+        """
+import torch
+from torch import nn
+
+class Sum(nn.Module):
+    def forward(self, feats):
+        kept = [f for i, f in enumerate(feats) if i % 2 == 0]
+        return torch.stack(kept).sum()
+""",
+    ]
+    INVALID = [
+        """
+import torch
+from torch import nn
+
+class Sum(nn.Module):
+    def forward(self, losses):
+        kept = [l for l in losses if l > 0]  # expect: WSC106
+        return torch.stack(kept).sum()
+""",
+    ]
+
+    def visit_CompIf(self, node: cst.CompIf, ctx: RuleContext) -> None:
+        if ctx.truth_is_data_dependent(node.test):
+            ctx.report(node.test, f"comprehension filter `if {ctx.code(node.test)}` tests a tensor value: "
+                                  "which elements exist is frozen at trace time; use a mask and torch.where")
+
+
+class TensorTripCount(Rule):
+    code = "WSC107"
+    name = "tensor-trip-count"
+    summary = "Checks for `for` loops whose number of iterations comes from tensor values."
+    why = (
+        "A traced loop is unrolled: its iteration count is fixed when the step is traced. A count read "
+        "from a tensor (`range(int(n))`, `for i in t.nonzero()`, `for v in t.tolist()`) is the first "
+        "step's count, replayed forever, or the trace fails because the value does not exist yet."
+    )
+    example = """
+def forward(self, x, n):
+    for _ in range(int(n)):
+        x = x * 0.5
+    return x
+"""
+    use_instead = """
+def forward(self, x, n, max_n: int = 8):
+    for i in range(max_n):  # static upper bound; mask the iterations past n
+        x = torch.where(i < n, x * 0.5, x)
+    return x
+"""
+    fix_safety = "No fix: the static bound has to be chosen by a person."
+    VALID = [
+        """
+import torch
+from torch import nn
+
+class Stack(nn.Module):
+    def __init__(self, layers):
+        super().__init__()
+        self.layers = nn.ModuleList(layers)
+        self.n = len(layers)
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        for i in range(x.shape[0]):
+            x = x + i
+        for row in x:
+            x = x + row
+        for _ in range(self.n):
+            x = x * 0.5
+        return x
+""",
+    ]
+    INVALID = [
+        """
+import torch
+from torch import nn
+
+class Repeat(nn.Module):
+    def forward(self, x, n):
+        for _ in range(int(n)):  # expect: WSC107
+            x = x * 0.5
+        for i in torch.nonzero(x > 0):  # expect: WSC107
+            x = x + 1
+        return x
+""",
+    ]
+
+    def visit_For(self, node: cst.For, ctx: RuleContext) -> None:
+        self._check(node.iter, ctx)
+
+    def visit_CompFor(self, node: cst.CompFor, ctx: RuleContext) -> None:
+        self._check(node.iter, ctx)
+
+    def _check(self, iterable: cst.BaseExpression, ctx: RuleContext) -> None:
+        kind = ctx.kind(iterable)
+        if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name) and iterable.func.value == "range":
+            if any(ctx.is_data_dependent(arg.value) for arg in iterable.args):
+                ctx.report(iterable, f"`{ctx.code(iterable)}` takes its trip count from a tensor value: the "
+                                     "loop is unrolled to the first step's count; use a static bound and a mask")
+            return
+        if kind.tag is Tag.HOST or (kind.tag in (Tag.TENSOR, Tag.SEQUENCE) and kind.dynamic_shape):
+            ctx.report(iterable, f"iterating over `{ctx.code(iterable)}`, whose length depends on tensor "
+                                 "values: the loop is unrolled to the first step's count; use a fixed-size "
+                                 "mask or top-k instead")

@@ -1,0 +1,191 @@
+"""The lint pipeline: read, parse once, index, find traced code, run rules, locate, suppress, fix."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from cslint.analysis.index import ModuleInfo, index_module, module_name_for
+from cslint.analysis.project import Project
+from cslint.analysis.traced import TracedProgram
+from cslint.checker import Checker
+from cslint.config import Settings
+from cslint.noqa import is_suppressed, noqa_lines
+from cslint.rules import Finding, Fix, Rule
+from cslint.selection import ignored_for_file
+from cslint.sources import ReadError, SourceFile, parse, read_source
+
+SYNTAX_ERROR = "WSC001"
+INTERNAL_ERROR = "WSC002"
+MAX_FIX_PASSES = 10
+BUG_HINT = "please report it with this file at the cslint issue tracker"
+
+
+@dataclass
+class Diagnostic:
+    path: Path
+    line: int
+    column: int  # 1-based
+    end_line: int
+    end_column: int  # 1-based, exclusive
+    code: str
+    message: str
+    fix: Fix | None = None
+    chain: list[str] = field(default_factory=list)
+    reason: str = ""
+    source_line: str = ""
+
+
+@dataclass
+class RunResult:
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)  # one line each; any makes the exit code 2
+    fixed: int = 0
+    changed_files: list[SourceFile] = field(default_factory=list)
+    files_checked: int = 0
+
+
+class Linter:
+    def __init__(self, settings: Settings, rules: list[type[Rule]]) -> None:
+        self.settings = settings
+        self.checker = Checker(rules, settings)
+
+    # ---- loading ---------------------------------------------------------------------------------
+
+    def load(self, paths: list[Path], result: RunResult) -> list[SourceFile]:
+        sources = []
+        for path in paths:
+            try:
+                source = read_source(path)
+            except ReadError as exc:
+                result.errors.append(f"{path}: {exc}")
+                continue
+            parse(source)
+            sources.append(source)
+        return sources
+
+    # ---- analysis --------------------------------------------------------------------------------
+
+    def analyse(self, sources: list[SourceFile], result: RunResult) -> dict[Path, list[Finding]]:
+        modules: dict[str, ModuleInfo] = {}
+        by_module: dict[str, SourceFile] = {}
+        for source in sources:
+            if source.tree is None:
+                continue
+            name, is_package = module_name_for(source.path)
+            if name in modules:  # two scripts with the same name in different folders
+                name = ".".join(source.path.with_suffix("").parts[-3:])
+            modules[name] = index_module(source.path, source.text, source.tree, name, is_package)
+            by_module[name] = source
+        project = Project(modules.values())
+        program = TracedProgram(project, self.settings.trace_roots).run()
+        findings: dict[Path, list[Finding]] = {}
+        for traced in program.functions.values():
+            source = by_module[traced.func.module.name]
+            try:
+                found = self.checker.check(traced)
+            except RecursionError:
+                result.errors.append(f"{source.path}: {INTERNAL_ERROR} too deeply nested to analyse "
+                                     f"{traced.func.display_name}")
+                continue
+            findings.setdefault(source.path, []).extend(found)
+        return findings
+
+    # ---- locating and filtering ------------------------------------------------------------------
+
+    def diagnostics_for(self, source: SourceFile, findings: list[Finding]) -> list[Diagnostic]:
+        lines = source.text.splitlines()
+        if source.syntax_error is not None:
+            line, column, message = source.syntax_error
+            text = lines[line - 1] if 0 < line <= len(lines) else ""
+            return [Diagnostic(source.path, line, column, line, column + 1, SYNTAX_ERROR,
+                               f"syntax error: {message}", source_line=text)]
+        if not findings or source.tree is None:
+            return []
+        positions = MetadataWrapper(source.tree, unsafe_skip_copy=True).resolve(PositionProvider)
+        suppressed = noqa_lines(source.text)
+        per_file = ignored_for_file(source.path, self.settings)
+        out = []
+        seen: set[tuple[str, int, int]] = set()
+        for finding in findings:
+            span = positions.get(finding.node)
+            if span is None:
+                continue
+            line, column = span.start.line, span.start.column + 1
+            if (finding.code, line, column) in seen:
+                continue
+            seen.add((finding.code, line, column))
+            if is_suppressed(finding.code, line, suppressed) or any(finding.code.startswith(c) for c in per_file):
+                continue
+            traced = finding.traced
+            out.append(Diagnostic(
+                path=source.path, line=line, column=column, end_line=span.end.line,
+                end_column=span.end.column + 1, code=finding.code, message=finding.message, fix=finding.fix,
+                chain=traced.chain if traced else [], reason=traced.root.reason if traced else "",
+                source_line=lines[line - 1] if 0 < line <= len(lines) else "",
+            ))
+        out.sort(key=lambda d: (d.line, d.column, d.code))
+        return out
+
+    # ---- whole runs ------------------------------------------------------------------------------
+
+    def run(self, paths: list[Path], fix: bool = False, unsafe_fixes: bool = False) -> RunResult:
+        result = RunResult()
+        sources = self.load(paths, result)
+        result.files_checked = len(sources)
+        findings = self.analyse(sources, result)
+        if fix:
+            for _ in range(MAX_FIX_PASSES):
+                applied = self._fix_pass(sources, findings, unsafe_fixes, result)
+                if not applied:
+                    break
+                result.fixed += applied
+                findings = self.analyse(sources, result)
+            result.changed_files = [s for s in sources if s.changed]
+        for source in sources:
+            result.diagnostics.extend(self.diagnostics_for(source, findings.get(source.path, [])))
+        return result
+
+    def _fix_pass(self, sources: list[SourceFile], findings: dict[Path, list[Finding]], unsafe: bool,
+                  result: RunResult) -> int:
+        applied = 0
+        for source in sources:
+            if source.tree is None:
+                continue
+            wanted = [d.fix for d in self.diagnostics_for(source, findings.get(source.path, []))
+                      if d.fix is not None and (d.fix.applicability == "safe" or unsafe)]
+            if not wanted:
+                continue
+            module_imports = _bound_module_names(source.tree)
+            new_tree, chosen = _apply(source.tree, wanted, module_imports)
+            new_text = new_tree.code
+            try:
+                reparsed = cst.parse_module(new_text)
+            except cst.ParserSyntaxError as exc:
+                result.errors.append(f"{source.path}: {INTERNAL_ERROR} a fix produced code that does not parse "
+                                     f"({' '.join(str(exc.message).split())}); file left unchanged; {BUG_HINT}")
+                continue
+            source.text, source.tree = new_text, reparsed
+            applied += len(chosen)
+        return applied
+
+
+def _apply(tree: cst.Module, fixes: list[Fix], bound: set[str]) -> tuple[cst.Module, list[Fix]]:
+    from cslint.fixers.apply import apply_fixes
+
+    return apply_fixes(tree, fixes, bound)
+
+
+def _bound_module_names(tree: cst.Module) -> set[str]:
+    names: set[str] = set()
+    for stmt in tree.body:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                if isinstance(small, cst.Import):
+                    for alias in small.names:
+                        if alias.asname is None:
+                            names.add(cst.Module([]).code_for_node(alias.name).split(".")[0])
+    return names

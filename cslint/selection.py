@@ -1,0 +1,62 @@
+"""Which rules run: `select`/`extend-select` minus `ignore`, by code or prefix, as in ruff."""
+
+from __future__ import annotations
+
+import fnmatch
+from pathlib import Path
+
+from cslint.config import ConfigError, Settings
+from cslint.rules import Rule, all_rules
+
+GENERIC_PREFIXES = ("ALL", "WSC")
+
+
+def validate_codes(codes: tuple[str, ...], option: str) -> None:
+    known = [r.code for r in all_rules()] + ["WSC001", "WSC002"]
+    for code in codes:
+        if code == "ALL":
+            continue
+        if not any(k.startswith(code) for k in known):
+            raise ConfigError(f"unknown rule code or prefix `{code}` in {option} (see `cslint rule --all`)")
+
+
+def _longest(code: str, prefixes: tuple[str, ...]) -> int:
+    best = -1
+    for prefix in prefixes:
+        if prefix == "ALL" or code.startswith(prefix):
+            best = max(best, 0 if prefix == "ALL" else len(prefix))
+    return best
+
+
+def is_selected(code: str, settings: Settings, default_enabled: bool = True) -> bool:
+    selectors = settings.select + settings.extend_select
+    chosen = _longest(code, selectors)
+    if chosen < 0:
+        return False
+    if not default_enabled:
+        # opt-in families need a selector more specific than the generic ones
+        if not any(code.startswith(p) for p in selectors if p not in GENERIC_PREFIXES):
+            return False
+    return chosen > _longest(code, settings.ignore)
+
+
+def enabled_rules(settings: Settings) -> list[type[Rule]]:
+    validate_codes(settings.select, "--select")
+    validate_codes(settings.extend_select, "--extend-select")
+    validate_codes(settings.ignore, "--ignore")
+    return [r for r in all_rules() if is_selected(r.code, settings, r.default_enabled)]
+
+
+def ignored_for_file(path: Path, settings: Settings) -> tuple[str, ...]:
+    if not settings.per_file_ignores:
+        return ()
+    root = settings.project_root or Path.cwd()
+    try:
+        relative = path.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        relative = path.as_posix()
+    codes: list[str] = []
+    for pattern, ignored in settings.per_file_ignores.items():
+        if fnmatch.fnmatch(relative, pattern) or fnmatch.fnmatch(path.name, pattern):
+            codes.extend(ignored)
+    return tuple(codes)

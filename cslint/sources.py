@@ -1,0 +1,100 @@
+"""Reading and writing user files without losing a byte: encoding, BOM, newlines, permissions."""
+
+from __future__ import annotations
+
+import io
+import os
+import tempfile
+import tokenize
+from dataclasses import dataclass
+from pathlib import Path
+
+import libcst as cst
+
+
+class ReadError(Exception):
+    """The file cannot be read as Python source; the message is one line for the user."""
+
+
+@dataclass
+class SourceFile:
+    path: Path
+    text: str
+    encoding: str = "utf-8"
+    bom: bool = False
+    mtime_ns: int = 0
+    original_text: str | None = None
+    tree: cst.Module | None = None
+    syntax_error: tuple[int, int, str] | None = None  # line, column (1-based), message
+
+    @property
+    def changed(self) -> bool:
+        return self.original_text is not None and self.original_text != self.text
+
+
+def read_source(path: Path) -> SourceFile:
+    try:
+        data = path.read_bytes()
+        mtime = path.stat().st_mtime_ns
+    except IsADirectoryError:
+        raise ReadError("is a directory, not a Python file") from None
+    except FileNotFoundError:
+        raise ReadError("file disappeared before it could be read") from None
+    except PermissionError:
+        raise ReadError("permission denied") from None
+    except OSError as exc:
+        raise ReadError(exc.strerror or str(exc)) from None
+    if b"\0" in data:
+        raise ReadError("binary data (NUL bytes), not Python source")
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as exc:
+        raise ReadError(f"bad encoding declaration: {exc.msg}") from None
+    bom = data.startswith(b"\xef\xbb\xbf")
+    if bom:
+        data = data[3:]
+        encoding = "utf-8"
+    try:
+        text = data.decode(encoding)
+    except (UnicodeDecodeError, LookupError) as exc:
+        raise ReadError(f"not valid {encoding}: {exc.reason if hasattr(exc, 'reason') else exc}") from None
+    return SourceFile(path=path, text=text, encoding=encoding, bom=bom, mtime_ns=mtime, original_text=text)
+
+
+def parse(source: SourceFile) -> None:
+    """Parse `source.text` into `source.tree`, or record the syntax error."""
+    try:
+        source.tree = cst.parse_module(source.text)
+        source.syntax_error = None
+    except cst.ParserSyntaxError as exc:
+        source.tree = None
+        message = " ".join(str(exc.message).split())
+        source.syntax_error = (exc.raw_line, exc.raw_column + 1, message)
+    except RecursionError:
+        source.tree = None
+        source.syntax_error = (1, 1, "too deeply nested for the parser")
+
+
+def write_atomically(source: SourceFile) -> None:
+    """Replace the file with `source.text`, keeping encoding, BOM and permissions; never half-written."""
+    path = source.path
+    try:
+        current = path.stat()
+    except FileNotFoundError:
+        raise ReadError("file disappeared before the fix could be written") from None
+    if source.mtime_ns and current.st_mtime_ns != source.mtime_ns:
+        raise ReadError("file changed on disk since it was read; not overwritten")
+    data = source.text.encode(source.encoding)
+    if source.bom:
+        data = b"\xef\xbb\xbf" + data
+    directory = path.resolve().parent
+    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".cslint-tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.chmod(temp, current.st_mode & 0o7777)
+        os.replace(temp, path.resolve())
+    except BaseException:
+        if os.path.exists(temp):
+            os.unlink(temp)
+        raise

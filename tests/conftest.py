@@ -1,0 +1,60 @@
+"""Shared test helpers: lint or fix code given as strings, in a temporary project."""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from cslint.config import Settings
+from cslint.runner import Diagnostic, Linter, RunResult
+from cslint.selection import enabled_rules
+
+
+def run_linter(root: Path, files: dict[str, str], *, fix: bool = False, unsafe: bool = False,
+               **settings: object) -> tuple[RunResult, dict[str, str]]:
+    """Write `files` (relative path -> source) under `root`, lint them all; return result and new texts."""
+    paths = []
+    for name, code in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(code).lstrip("\n"), encoding="utf-8")
+        paths.append(path)
+    config = Settings(project_root=root).with_overrides(**settings)
+    linter = Linter(config, enabled_rules(config))
+    result = linter.run(paths, fix=fix, unsafe_fixes=unsafe)
+    texts = {}
+    for name in files:
+        source = next((s for s in result.changed_files if s.path == root / name), None)
+        texts[name] = source.text if source else (root / name).read_text(encoding="utf-8")
+    return result, texts
+
+
+LintFn = Callable[..., list[Diagnostic]]
+
+
+@pytest.fixture
+def lint(tmp_path: Path) -> LintFn:
+    """lint(code) or lint({"a.py": ..., "b.py": ...}) -> diagnostics (relative paths in .path.name)."""
+    def _lint(code: str | dict[str, str], **settings: object) -> list[Diagnostic]:
+        files = code if isinstance(code, dict) else {"model.py": code}
+        result, _ = run_linter(tmp_path, files, **settings)
+        assert not result.errors, result.errors
+        return result.diagnostics
+    return _lint
+
+
+@pytest.fixture
+def fix(tmp_path: Path) -> Callable[..., str]:
+    """fix(code, unsafe=False) -> the fixed source of a single file."""
+    def _fix(code: str, unsafe: bool = False, **settings: object) -> str:
+        result, texts = run_linter(tmp_path, {"model.py": code}, fix=True, unsafe=unsafe, **settings)
+        assert not result.errors, result.errors
+        return texts["model.py"]
+    return _fix
+
+
+def codes(diagnostics: list[Diagnostic]) -> list[tuple[str, int]]:
+    return [(d.code, d.line) for d in diagnostics]
