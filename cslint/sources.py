@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import io
 import os
 import tempfile
@@ -68,11 +69,23 @@ def parse(source: SourceFile) -> None:
         source.syntax_error = None
     except cst.ParserSyntaxError as exc:
         source.tree = None
-        message = " ".join(str(exc.message).split())
-        source.syntax_error = (exc.raw_line, exc.raw_column + 1, message)
+        source.syntax_error = _python_syntax_error(source.text) or (
+            exc.raw_line, exc.raw_column + 1,
+            f"{' '.join(str(exc.message).split())} (Python accepts it; cslint's parser does not)")
     except RecursionError:
         source.tree = None
         source.syntax_error = (1, 1, "too deeply nested for the parser")
+
+
+def _python_syntax_error(text: str) -> tuple[int, int, str] | None:
+    """Python's own account of a syntax error: its location and wording are what users know."""
+    try:
+        compile(text, "<file>", "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+    except SyntaxError as exc:
+        return exc.lineno or 1, exc.offset or 1, exc.msg
+    except (ValueError, RecursionError, MemoryError) as exc:
+        return 1, 1, str(exc) or type(exc).__name__
+    return None
 
 
 def write_atomically(source: SourceFile) -> None:

@@ -1,0 +1,186 @@
+"""Which values are tensors: sources, propagation, and the static shapes that are never a finding."""
+
+from __future__ import annotations
+
+from tests.conftest import codes
+
+
+def test_static_shapes_are_never_findings(lint):
+    code = """
+    import torch
+    from torch import nn
+
+    class Net(nn.Module):
+        def __init__(self, cfg, layers):
+            super().__init__()
+            self.cfg = cfg
+            self.layers = nn.ModuleList(layers)
+            self.eps = 1e-5
+            self.use_bias = cfg.use_bias
+
+        def forward(self, x, mask=None, labels=None, scale: float = 1.0, causal: bool = False):
+            if mask is None:
+                mask = torch.ones_like(x)
+            if isinstance(labels, torch.Tensor) and labels is not None:
+                x = x + labels
+            if x.shape[0] > 1 and x.size(1) == 4 and x.dim() == 2 and x.numel() > 0:
+                x = x * 2
+            if x.ndim == 3 or x.dtype == torch.float16 or x.device.type == "cpu":
+                x = x.float()
+            if self.training and self.cfg.dropout > 0 and self.use_bias:
+                x = x * 0.9
+            if scale != 1.0 and not causal:
+                x = x * scale
+            for layer in self.layers:
+                x = layer(x)
+            for i in range(self.cfg.num_layers):
+                x = x + i
+            for i in range(len(self.layers)):
+                x = x * self.eps
+            n = x.shape[-1]
+            while n > 1:
+                n //= 2
+            with torch.no_grad():
+                y = x.detach()
+            return x if torch.jit.is_scripting() else y
+    """
+    assert lint(code) == []
+
+
+def test_propagation_through_assignment_unpacking_and_arithmetic(lint):
+    code = """
+    import torch
+    from torch import nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("running", torch.zeros(1))
+            self.weight = nn.Parameter(torch.ones(3))
+
+        def forward(self, x):
+            a, b = x.chunk(2)
+            total = a.sum() + 1
+            total += b.mean()
+            stats = (total, x.shape)
+            if stats[0] > 0:
+                x = x + 1
+            if self.running > 0:
+                x = x * 2
+            if self.weight[0] < 0:
+                x = -x
+            return x
+    """
+    assert codes(lint(code, select=("WSC101",))) == [("WSC101", 15), ("WSC101", 17), ("WSC101", 19)]
+
+
+def test_flow_sensitivity_rebinding_to_static(lint):
+    code = """
+    from torch import nn
+
+    class Net(nn.Module):
+        def forward(self, x):
+            n = x.sum()
+            n = x.shape[0]
+            if n > 2:
+                x = x[:2]
+            return x
+    """
+    assert lint(code) == []
+
+
+def test_host_values_read_from_tensors_are_data_dependent(lint):
+    code = """
+    from torch import nn
+
+    class Net(nn.Module):
+        def forward(self, x):
+            peak = x.max().item()
+            if peak > 1.0:
+                x = x / peak
+            for v in x.tolist():
+                x = x + v
+            return x
+    """
+    assert codes(lint(code, select=("WSC1",))) == [("WSC101", 6), ("WSC107", 8)]
+
+
+def test_helper_parameters_take_the_kinds_callers_pass(lint):
+    code = """
+    from torch import nn
+
+    def maybe_scale(x, factor):
+        if factor > 1:
+            x = x * factor
+        return x
+
+    class Net(nn.Module):
+        def __init__(self, factor):
+            super().__init__()
+            self.factor = factor
+
+        def forward(self, x):
+            return maybe_scale(x, self.factor)
+    """
+    assert lint(code) == []
+    tensor_factor = code.replace("maybe_scale(x, self.factor)", "maybe_scale(x, x.std())")
+    assert codes(lint(tensor_factor, select=("WSC101",))) == [("WSC101", 4)]
+
+
+def test_helper_return_kinds_flow_back_to_callers(lint):
+    code = """
+    import torch
+    from torch import nn
+
+    def energy(x):
+        return (x ** 2).sum()
+
+    def width(x):
+        return x.shape[-1]
+
+    class Net(nn.Module):
+        def forward(self, x):
+            if width(x) > 4:
+                x = x[..., :4]
+            if energy(x) > 1:
+                x = x * 0.5
+            return x
+    """
+    assert codes(lint(code, select=("WSC101",))) == [("WSC101", 14)]
+
+
+def test_unannotated_flags_and_annotated_python_numbers_are_static(lint):
+    code = """
+    from typing import Optional
+    import torch
+    from torch import nn
+
+    class Net(nn.Module):
+        def forward(self, x, use_cache=None, return_dict=None, eps: float = 1e-6,
+                    mode: str = "sum", k: Optional[int] = None, temperature=1.0):
+            if use_cache and return_dict:
+                x = x * 2
+            if eps > 0 and mode == "sum" and k is not None and temperature != 1.0:
+                x = x / temperature
+            return x
+    """
+    assert lint(code) == []
+
+
+def test_optimizer_lr_is_a_tensor_but_other_hyperparameters_are_not(lint):
+    code = """
+    import torch
+    from torch.optim import Optimizer
+
+    class SGD(Optimizer):
+        def step(self, closure=None):
+            for group in self.param_groups:
+                if group["momentum"] > 0 and group["nesterov"]:
+                    pass
+                for p in group["params"]:
+                    if p.grad is None:
+                        continue
+                    if group["lr"] > 0.5:
+                        p.mul_(0.5)
+    """
+    assert codes(lint(code, select=("WSC101",))) == [("WSC101", 12)]

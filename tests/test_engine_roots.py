@@ -1,0 +1,225 @@
+"""Which code is traced: roots, call-graph propagation, chains; and that untraced code stays quiet."""
+
+from __future__ import annotations
+
+from tests.conftest import codes
+
+MODEL_WITH_HELPERS = """
+import torch
+from torch import nn
+
+def _check_range(h):
+    if h.max() > 10:
+        h = h.clamp(max=10)
+    return h
+
+class Base(nn.Module):
+    pass
+
+class Encoder(Base):
+    def __init__(self, dim):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim)
+        w = torch.randn(dim)
+        if w.std() > 1:  # __init__ is not traced
+            w = w / w.std()
+
+    def reset_parameters(self):
+        if self.proj.weight.abs().max() > 1:
+            nn.init.zeros_(self.proj.weight)
+
+    def _scale(self, x):
+        return _check_range(x * 2)
+
+    def forward(self, x):
+        return self._scale(self.proj(x))
+"""
+
+
+def test_forward_through_project_base_class_and_helpers(lint):
+    found = lint(MODEL_WITH_HELPERS, select=("WSC101",))
+    assert codes(found) == [("WSC101", 5)]
+    assert found[0].chain == ["model.Encoder.forward", "model.Encoder._scale", "model._check_range"]
+    assert found[0].reason == "forward of nn.Module subclass Encoder"
+
+
+def test_import_aliases_and_from_imports_are_resolved(lint):
+    code = """
+    import torch as T
+    from torch.nn import Module
+    import torch.nn.functional as F
+
+    class Gate(Module):
+        def forward(self, x):
+            y = F.relu(x)
+            if T.any(y > 0):  # expect
+                y = y + 1
+            return y
+    """
+    assert codes(lint(code)) == [("WSC101", 8)]
+
+
+def test_optimizer_step_and_init_group_are_roots(lint):
+    code = """
+    import torch
+    from torch.optim import Optimizer
+
+    class Clip(Optimizer):
+        def _init_group(self, group):
+            for p in group["params"]:
+                if p.grad.norm() > 1:
+                    p.grad.mul_(0.5)
+
+        def step(self, closure=None):
+            for group in self.param_groups:
+                if group["lr"] > 0.1:
+                    pass
+    """
+    assert codes(lint(code, select=("WSC101",))) == [("WSC101", 7), ("WSC101", 12)]
+
+
+def test_decorated_and_wrapped_functions_are_roots(lint):
+    code = """
+    import cerebras.pytorch as cstorch
+    import torch
+
+    @cstorch.trace
+    def train_step(x):
+        if x.sum() > 0:
+            x = x * 2
+        return x
+
+    @torch.compile(fullgraph=True)
+    def compiled(x):
+        return x if x.mean() > 0 else -x
+
+    def plain(x):
+        return x if x.mean() > 0 else -x
+
+    wrapped = torch.compile(plain)
+
+    def never_traced(x):
+        return x if x.mean() > 0 else -x
+    """
+    assert codes(lint(code, select=("WSC101", "WSC103"))) == [
+        ("WSC101", 6), ("WSC103", 12), ("WSC103", 15)]
+
+
+def test_trace_roots_patterns_from_settings(lint):
+    code = """
+    def loss_fn(pred, target):
+        if (pred - target).abs().max() > 1:
+            pred = pred.clamp(-1, 1)
+        return pred
+
+    def other(x):
+        if x.sum() > 0:
+            x = -x
+        return x
+    """
+    assert codes(lint(code)) == []
+    assert codes(lint(code, trace_roots=("model.loss_*",))) == [("WSC101", 2)]
+    assert len(lint(code, trace_roots=("*",))) == 2
+
+
+def test_cross_file_chain_through_package_relative_imports(lint):
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/ops.py": """
+            import torch
+
+            def renorm(x):
+                if x.norm() > 1:
+                    x = x / x.norm()
+                return x
+        """,
+        "pkg/model.py": """
+            from torch import nn
+            from .ops import renorm
+
+            class Net(nn.Module):
+                def forward(self, x):
+                    return renorm(x)
+        """,
+    }
+    found = lint(files, select=("WSC101",))
+    assert [(d.path.name, d.line) for d in found] == [("ops.py", 4)]
+    assert found[0].chain == ["pkg.model.Net.forward", "pkg.ops.renorm"]
+
+
+def test_reexported_helper_through_package_init(lint):
+    files = {
+        "lib/__init__.py": "from .ops import renorm\n",
+        "lib/ops.py": """
+            def renorm(x):
+                return x if x.norm() > 1 else x * 2
+        """,
+        "net.py": """
+            import lib
+            from torch import nn
+
+            class Net(nn.Module):
+                def forward(self, x):
+                    return lib.renorm(x)
+        """,
+    }
+    found = lint(files, select=("WSC103",))
+    assert [(d.path.name, d.line, d.chain[-1]) for d in found] == [("ops.py", 2, "lib.ops.renorm")]
+
+
+def test_submodule_instances_reach_their_methods(lint):
+    code = """
+    import torch
+    from torch import nn
+
+    class Rotary:
+        def apply(self, x, pos):
+            if pos.max() > 2048:
+                pos = pos % 2048
+            return x * pos
+
+    class Layer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.rotary = Rotary()
+
+        def forward(self, x, pos):
+            return self.rotary.apply(x, pos)
+    """
+    found = lint(code, select=("WSC101",))
+    assert codes(found) == [("WSC101", 6)]
+    assert found[0].chain[-1] == "model.Rotary.apply"
+
+
+def test_untraced_code_is_quiet(lint):
+    code = """
+    import torch
+    from torch import nn
+
+    def init_weights(module):
+        if module.weight.std() > 1:
+            module.weight.data.normal_()
+
+    def load_batch(path):
+        x = torch.load(path)
+        while x.numel() > 0 and x.sum() > 0:
+            x = x[1:]
+        assert torch.isfinite(x).all()
+        return x if x.mean() > 0 else -x
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = nn.Parameter(torch.randn(4))
+            if self.w.sum() > 0:
+                self.apply(init_weights)
+
+        def forward(self, x):
+            return x * self.w
+
+    def evaluate(model, loader):
+        for x in loader:
+            if model(x).max() > 0:
+                print("positive")
+    """
+    assert lint(code) == []
