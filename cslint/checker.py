@@ -10,7 +10,17 @@ from cslint.analysis.traced import TracedFunction
 from cslint.config import Settings
 from cslint.rules import Finding, Rule, RuleContext
 
+INTERNAL_ERROR = "WSC002"
+BUG_HINT = "please report it, with the file, at the cslint issue tracker"
+
 Handler = Callable[[cst.CSTNode, RuleContext], None]
+
+
+def internal_error(node: cst.CSTNode, traced: TracedFunction | None, where: str, exc: BaseException) -> Finding:
+    detail = "too deeply nested to analyse" if isinstance(exc, RecursionError) else \
+        f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}"
+    return Finding(code=INTERNAL_ERROR, message=f"internal error in {where} ({detail}); {BUG_HINT}",
+                   node=node, traced=traced)
 
 
 class _Dispatcher(cst.CSTVisitor):
@@ -23,7 +33,10 @@ class _Dispatcher(cst.CSTVisitor):
         if handlers:
             for rule, handler in handlers:
                 self.ctx.current_rule = rule
-                handler(node, self.ctx)
+                try:
+                    handler(node, self.ctx)
+                except Exception as exc:  # one rule's bug must not stop the run or hide other findings
+                    self.ctx.findings.append(internal_error(node, self.ctx.traced, f"rule {rule.code}", exc))
         # nested classes are not part of the traced function
         return not isinstance(node, cst.ClassDef)
 

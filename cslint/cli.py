@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import os
 import sys
 from pathlib import Path
 
@@ -74,6 +75,13 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("cslint: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:  # a bug in cslint: one line, not a traceback (CSLINT_DEBUG=1 shows it)
+        if os.environ.get("CSLINT_DEBUG"):
+            raise
+        from cslint.checker import BUG_HINT
+
+        print(f"cslint: internal error: {type(exc).__name__}: {exc}; {BUG_HINT}", file=sys.stderr)
+        return EXIT_ERROR
     build_parser().print_help(sys.stderr)
     return EXIT_ERROR
 
@@ -93,9 +101,10 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
 
 
 def run_check(args: argparse.Namespace) -> int:
+    from cslint.deep_stack import run_with_deep_stack
     from cslint.discovery import collect_files
     from cslint.output import FORMATS, FormatOptions
-    from cslint.runner import Linter
+    from cslint.runner import INTERNAL_ERROR, Linter
     from cslint.selection import enabled_rules
     from cslint.sources import ReadError, write_atomically
 
@@ -104,7 +113,7 @@ def run_check(args: argparse.Namespace) -> int:
     files = collect_files(args.paths or [Path(".")], settings)
     linter = Linter(settings, rules)
     fixing = args.fix or args.diff
-    result = linter.run(files, fix=fixing, unsafe_fixes=settings.unsafe_fixes)
+    result = run_with_deep_stack(lambda: linter.run(files, fix=fixing, unsafe_fixes=settings.unsafe_fixes))
     if args.diff:
         for source in result.changed_files:
             name = str(source.path)
@@ -124,7 +133,7 @@ def run_check(args: argparse.Namespace) -> int:
         sys.stdout.write(FORMATS[args.output_format](result, options))
     for error in result.errors:
         print(f"cslint: error: {error}", file=sys.stderr)
-    if result.errors:
+    if result.errors or any(d.code == INTERNAL_ERROR for d in result.diagnostics):
         return EXIT_ERROR
     if args.diff and result.changed_files:
         return EXIT_FINDINGS

@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 from cslint.config import ConfigError, Settings
+from cslint.sources import safe_resolve
 
 
 def _excluded(path: Path, patterns: tuple[str, ...], root: Path | None) -> bool:
@@ -14,7 +15,7 @@ def _excluded(path: Path, patterns: tuple[str, ...], root: Path | None) -> bool:
     relative = None
     if root is not None:
         try:
-            relative = path.resolve().relative_to(root.resolve()).as_posix()
+            relative = safe_resolve(path).relative_to(safe_resolve(root)).as_posix()
         except ValueError:
             relative = None
     for pattern in patterns:
@@ -40,11 +41,13 @@ def collect_files(paths: list[Path], settings: Settings) -> list[Path]:
                 subdirs[:] = sorted(d for d in subdirs if not _excluded(base / d, patterns, settings.project_root))
                 for name in sorted(files):
                     candidate = base / name
-                    if (name.endswith((".py", ".pyi")) and not _excluded(candidate, patterns, settings.project_root)
-                            and candidate.resolve() not in seen):
-                        seen.add(candidate.resolve())
+                    if not name.endswith((".py", ".pyi")) or _excluded(candidate, patterns, settings.project_root):
+                        continue
+                    key = safe_resolve(candidate)
+                    if key not in seen:
+                        seen.add(key)
                         found.append(candidate)
-        elif path.resolve() not in seen:
-            seen.add(path.resolve())
+        elif safe_resolve(path) not in seen:
+            seen.add(safe_resolve(path))
             found.append(path)
     return found

@@ -11,7 +11,9 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 from cslint.analysis.index import ModuleInfo, index_module, module_name_for
 from cslint.analysis.project import Project
 from cslint.analysis.traced import TracedProgram
-from cslint.checker import Checker
+from cslint.checker import BUG_HINT, INTERNAL_ERROR, Checker, internal_error
+
+__all__ = ["INTERNAL_ERROR", "SYNTAX_ERROR", "Diagnostic", "Linter", "RunResult"]
 from cslint.config import Settings
 from cslint.noqa import is_suppressed, noqa_lines
 from cslint.rules import Finding, Fix, Rule
@@ -19,9 +21,7 @@ from cslint.selection import ignored_for_file
 from cslint.sources import ReadError, SourceFile, parse, read_source
 
 SYNTAX_ERROR = "WSC001"
-INTERNAL_ERROR = "WSC002"
 MAX_FIX_PASSES = 10
-BUG_HINT = "please report it with this file at the cslint issue tracker"
 
 
 @dataclass
@@ -72,25 +72,31 @@ class Linter:
     def analyse(self, sources: list[SourceFile], result: RunResult) -> dict[Path, list[Finding]]:
         modules: dict[str, ModuleInfo] = {}
         by_module: dict[str, SourceFile] = {}
+        findings: dict[Path, list[Finding]] = {}
         for source in sources:
             if source.tree is None:
                 continue
             name, is_package = module_name_for(source.path)
             if name in modules:  # two scripts with the same name in different folders
                 name = ".".join(source.path.with_suffix("").parts[-3:])
-            modules[name] = index_module(source.path, source.text, source.tree, name, is_package)
+            try:
+                modules[name] = index_module(source.path, source.text, source.tree, name, is_package)
+            except Exception as exc:
+                findings.setdefault(source.path, []).append(internal_error(source.tree, None, "indexing", exc))
+                continue
             by_module[name] = source
         project = Project(modules.values())
         program = TracedProgram(project, self.settings.trace_roots).run()
-        findings: dict[Path, list[Finding]] = {}
+        for traced, exc in program.errors:
+            source = by_module[traced.func.module.name]
+            where = f"the analysis of {traced.func.display_name}"
+            findings.setdefault(source.path, []).append(internal_error(traced.func.node.name, traced, where, exc))
         for traced in program.functions.values():
             source = by_module[traced.func.module.name]
             try:
                 found = self.checker.check(traced)
-            except RecursionError:
-                result.errors.append(f"{source.path}: {INTERNAL_ERROR} too deeply nested to analyse "
-                                     f"{traced.func.display_name}")
-                continue
+            except Exception as exc:
+                found = [internal_error(traced.func.node.name, traced, f"checking {traced.func.display_name}", exc)]
             findings.setdefault(source.path, []).extend(found)
         return findings
 
@@ -105,7 +111,13 @@ class Linter:
                                f"syntax error: {message}", source_line=text)]
         if not findings or source.tree is None:
             return []
-        positions = MetadataWrapper(source.tree, unsafe_skip_copy=True).resolve(PositionProvider)
+        try:
+            positions = MetadataWrapper(source.tree, unsafe_skip_copy=True).resolve(PositionProvider)
+        except RecursionError:
+            positions = {}
+            text = lines[0] if lines else ""
+            return [Diagnostic(source.path, 1, 1, 1, 1, INTERNAL_ERROR, f"internal error: too deeply nested to "
+                               f"locate {len(findings)} findings; {BUG_HINT}", source_line=text)]
         suppressed = noqa_lines(source.text)
         per_file = ignored_for_file(source.path, self.settings)
         out = []
@@ -118,7 +130,8 @@ class Linter:
             if (finding.code, line, column) in seen:
                 continue
             seen.add((finding.code, line, column))
-            if is_suppressed(finding.code, line, suppressed) or any(finding.code.startswith(c) for c in per_file):
+            if finding.code != INTERNAL_ERROR and (
+                    is_suppressed(finding.code, line, suppressed) or any(finding.code.startswith(c) for c in per_file)):
                 continue
             traced = finding.traced
             out.append(Diagnostic(

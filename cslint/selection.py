@@ -7,6 +7,7 @@ from pathlib import Path
 
 from cslint.config import ConfigError, Settings
 from cslint.rules import Rule, all_rules
+from cslint.sources import safe_resolve
 
 GENERIC_PREFIXES = ("ALL", "WSC")
 
@@ -52,7 +53,7 @@ def ignored_for_file(path: Path, settings: Settings) -> tuple[str, ...]:
         return ()
     root = settings.project_root or Path.cwd()
     try:
-        relative = path.resolve().relative_to(root.resolve()).as_posix()
+        relative = safe_resolve(path).relative_to(safe_resolve(root)).as_posix()
     except ValueError:
         relative = path.as_posix()
     codes: list[str] = []

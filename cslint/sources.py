@@ -13,6 +13,14 @@ from pathlib import Path
 import libcst as cst
 
 
+def safe_resolve(path: Path) -> Path:
+    """`path.resolve()`, or the absolute path when a symbolic link loops."""
+    try:
+        return path.resolve()
+    except (RuntimeError, OSError):
+        return path.absolute()
+
+
 class ReadError(Exception):
     """The file cannot be read as Python source; the message is one line for the user."""
 
@@ -100,13 +108,13 @@ def write_atomically(source: SourceFile) -> None:
     data = source.text.encode(source.encoding)
     if source.bom:
         data = b"\xef\xbb\xbf" + data
-    directory = path.resolve().parent
+    directory = safe_resolve(path).parent
     fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".cslint-tmp", dir=directory)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
         os.chmod(temp, current.st_mode & 0o7777)
-        os.replace(temp, path.resolve())
+        os.replace(temp, safe_resolve(path))
     except BaseException:
         if os.path.exists(temp):
             os.unlink(temp)

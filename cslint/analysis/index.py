@@ -12,6 +12,7 @@ from pathlib import Path
 import libcst as cst
 
 from cslint.analysis.imports import ImportTable, dotted_name
+from cslint.sources import safe_resolve
 
 
 @dataclass(eq=False)
@@ -58,7 +59,7 @@ class ModuleInfo:
 
 def module_name_for(path: Path) -> tuple[str, bool]:
     """Dotted module name from the package directories (those with __init__.py) above the file."""
-    path = path.resolve()
+    path = safe_resolve(path)
     is_package = path.name == "__init__.py"
     parts = [] if is_package else [path.stem]
     directory = path.parent

@@ -678,9 +678,8 @@ class FunctionInference:
         else:
             self.result.calls[id(node)] = CallSite(node=node, callee=target, args=bound)
         known = self.oracle.return_kind(target)
-        if known is not None:
-            return known
-        return _fallback(arg_kinds)
+        # Not analysed yet: assume nothing; the caller is analysed again once the callee's result is known.
+        return known if known is not None else UNKNOWN
 
 
 def _all_params(node: cst.FunctionDef | cst.Lambda) -> list[cst.Param]:
@@ -747,8 +746,10 @@ def external_call_kind(qualified: str, node: cst.Call, arg_kinds: list[Kind]) ->
         last = qualified.rsplit(".", 1)[-1]
         if last[:1].isupper():
             return MODULE
-    if qualified.startswith(api.TORCH_PREFIXES):
-        last = qualified.rsplit(".", 1)[-1]
+    namespace, _, last = qualified.rpartition(".")
+    if namespace == "torch" and last.startswith("_") and not last.startswith(api.PRIVATE_TORCH_OPS):
+        return _fallback(arg_kinds)  # torch._use_cudnn_rnn_flatten_weight() and other private helpers
+    if namespace in api.TENSOR_OP_NAMESPACES or namespace.startswith("torch.ops."):
         if last[:1].isupper():  # torch.Generator, torch.Size, dtype objects
             return STATIC
         return TENSOR

@@ -12,6 +12,8 @@ MODULE_BASES = {
     "torch.nn.Module", "torch.nn.modules.module.Module", "transformers.PreTrainedModel",
     "transformers.modeling_utils.PreTrainedModel",
 }
+MODULE_CLASSES = {"torch.nn.modules.module.Module"}
+OPTIMIZER_CLASSES = {"torch.optim.optimizer.Optimizer"}
 OPTIMIZER_BASE_PREFIXES = ("torch.optim.", "cerebras.pytorch.optim.")
 OPTIMIZER_EXCLUDED = ("torch.optim.lr_scheduler.", "torch.optim.swa_utils.")
 
@@ -124,7 +126,10 @@ class Project:
         key = (cls.qualname, what)
         if key not in self._kind_cache:
             check = is_external_module_base if what == "module" else is_external_optimizer_base
-            self._kind_cache[key] = any(check(base) for base in self.external_bases(cls))
+            # when torch itself is linted, nn.Module and Optimizer are classes of the project
+            own = MODULE_CLASSES if what == "module" else OPTIMIZER_CLASSES
+            self._kind_cache[key] = any(check(base) for base in self.external_bases(cls)) or any(
+                klass.qualname in own for klass in self.mro(cls))
         return self._kind_cache[key]
 
     def is_module_class(self, cls: ClassInfo) -> bool:

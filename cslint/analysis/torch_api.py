@@ -81,6 +81,15 @@ TENSOR_CONSTRUCTORS = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Param
                                  "torch.tensor", "torch.nn.Buffer", "torch.nn.parameter.Buffer"})
 
 TORCH_PREFIXES = ("torch.", "cerebras.pytorch.")
+# Private torch.* functions that are tensor operations (other private ones are helpers).
+PRIVATE_TORCH_OPS = ("_foreach_", "_fused_", "_softmax", "_log_softmax", "_scaled_dot_product", "_weight_norm")
+# Namespaces whose functions are tensor operations. Elsewhere in torch (torch.utils, torch.jit,
+# torch._dynamo, ...) a function is judged like any library function, by its arguments.
+TENSOR_OP_NAMESPACES = frozenset({
+    "torch", "torch.nn.functional", "torch.linalg", "torch.fft", "torch.special", "torch.nn.init",
+    "torch.sparse", "torch.masked", "torch.autograd", "torch.Tensor", "torch.nested", "torch.signal.windows",
+    "cerebras.pytorch", "torch._C._nn", "torch._C._VariableFunctions",
+})
 
 # Decorators (qualified) that make a function a traced root.
 TRACE_DECORATORS = frozenset({

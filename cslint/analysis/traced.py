@@ -134,7 +134,9 @@ class TracedProgram:
         self.functions: dict[str, TracedFunction] = {}
         self._callers: dict[str, set[str]] = {}
         self._given: dict[str, dict[str, Kind]] = {}
+        self._site_args: dict[tuple[str, str], dict[str, Kind]] = {}
         self._roots = find_roots(project, trace_roots)
+        self.errors: list[tuple[TracedFunction, Exception]] = []
 
     def run(self) -> TracedProgram:
         queue: deque[str] = deque()
@@ -151,7 +153,13 @@ class TracedProgram:
             if traced.analyses >= MAX_ANALYSES_PER_FUNCTION:
                 continue
             traced.analyses += 1
-            analysis = FunctionInference(self.project, self.oracle, traced.func, dict(traced.params)).run()
+            try:
+                analysis = FunctionInference(self.project, self.oracle, traced.func, dict(traced.params)).run()
+            except Exception as exc:  # reported for this function; the rest of the program is analysed
+                self.errors.append((traced, exc))
+                traced.analysis = None
+                traced.analyses = MAX_ANALYSES_PER_FUNCTION
+                continue
             traced.analysis = analysis
             new_return = analysis.return_kind if analysis.returns_value else STATIC
             old_return = self.oracle.returns.get(name)
@@ -161,19 +169,26 @@ class TracedProgram:
                     if caller not in queued:
                         queue.append(caller)
                         queued.add(caller)
+            per_callee: dict[str, dict[str, Kind]] = {}
+            callees: dict[str, FunctionInfo] = {}
             for site in analysis.calls.values():
-                callee_name = site.callee.qualname
+                args = per_callee.setdefault(site.callee.qualname, {})
+                callees[site.callee.qualname] = site.callee
+                for pname, kind in site.args.items():
+                    args[pname] = join(args[pname], kind) if pname in args else kind
+            for callee_name, args in per_callee.items():
                 self._callers.setdefault(callee_name, set()).add(name)
-                changed = self._merge_given(callee_name, site.args)
+                changed = self._merge_given(name, callee_name, args)
                 callee = self.functions.get(callee_name)
                 if callee is None:
-                    callee = TracedFunction(func=site.callee, reason=f"called from {traced.func.display_name}",
-                                            parent=traced)
+                    callee = TracedFunction(func=callees[callee_name],
+                                            reason=f"called from {traced.func.display_name}", parent=traced)
                     self.functions[callee_name] = callee
                     changed = True
                 if changed and callee.parent is not None:
                     callee.params = helper_param_kinds(self.oracle, callee.func, self._given[callee_name])
                 elif changed:  # a root that is also called: widen with what callers pass
+                    callee.params = root_param_kinds(self.project, self.oracle, callee.func)
                     for pname, kind in self._given[callee_name].items():
                         if pname in callee.params:
                             callee.params[pname] = join(callee.params[pname], kind)
@@ -182,14 +197,16 @@ class TracedProgram:
                     queued.add(callee_name)
         return self
 
-    def _merge_given(self, callee: str, args: dict[str, Kind]) -> bool:
-        given = self._given.setdefault(callee, {})
-        changed = False
-        for name, kind in args.items():
-            merged = join(given[name], kind) if name in given else kind
-            if given.get(name) != merged:
-                given[name] = merged
-                changed = True
+    def _merge_given(self, caller: str, callee: str, args: dict[str, Kind]) -> bool:
+        """Record what `caller` now passes `callee`; its parameters are the join over callers' latest
+        calls (not over all history, so a caller re-analysed with better callee results narrows them)."""
+        self._site_args[(caller, callee)] = args
+        given: dict[str, Kind] = {}
+        for name in self._callers.get(callee, ()):
+            for pname, kind in self._site_args.get((name, callee), {}).items():
+                given[pname] = join(given[pname], kind) if pname in given else kind
+        changed = self._given.get(callee) != given
+        self._given[callee] = given
         return changed
 
     def in_module(self, module_name: str) -> list[TracedFunction]:
