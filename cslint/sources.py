@@ -58,6 +58,8 @@ def read_source(path: Path) -> SourceFile:
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as exc:
+        if "invalid or missing" in str(exc.msg):
+            raise ReadError("not valid utf-8, and no PEP 263 encoding declaration says what it is") from None
         raise ReadError(f"bad encoding declaration: {exc.msg}") from None
     bom = data.startswith(b"\xef\xbb\xbf")
     if bom:
