@@ -184,3 +184,25 @@ def test_optimizer_lr_is_a_tensor_but_other_hyperparameters_are_not(lint):
                         p.mul_(0.5)
     """
     assert codes(lint(code, select=("WSC101",))) == [("WSC101", 12)]
+
+
+def test_imports_anywhere_in_the_module_are_resolved(lint):
+    code = """
+    from typing import TYPE_CHECKING
+    from torch import nn
+
+    if TYPE_CHECKING:
+        import numpy as np
+
+    class Net(nn.Module):
+        def forward(self, x):
+            try:
+                import torch.nn.functional as F
+            except ImportError:
+                raise
+            y = F.relu(x)
+            if y.mean() > 0:
+                y = -y
+            return y
+    """
+    assert codes(lint(code, select=("WSC101",))) == [("WSC101", 14)]

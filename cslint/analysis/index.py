@@ -6,6 +6,7 @@ kept separate from (and much cheaper than) tensor-value inference.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -79,17 +80,39 @@ def _decorator_name(dec: cst.Decorator, imports: ImportTable) -> str:
     return imports.qualify(dotted)
 
 
-class _ImportCollector(cst.CSTVisitor):
-    def __init__(self, table: ImportTable) -> None:
-        self.table = table
+def _collect_imports(body: Sequence[cst.CSTNode], table: ImportTable) -> None:
+    """Imports anywhere in the module (also inside functions and `if TYPE_CHECKING:`), walking
+    statements only: expressions cannot contain imports, and walking them is most of a file's nodes."""
+    for stmt in body:
+        kind = type(stmt)
+        if kind is cst.SimpleStatementLine:
+            for small in stmt.body:  # type: ignore[attr-defined]
+                if type(small) in (cst.Import, cst.ImportFrom):
+                    table.add_import(small)
+            continue
+        for block in _blocks_of(stmt):
+            _collect_imports(block, table)
 
-    def visit_Import(self, node: cst.Import) -> bool:
-        self.table.add_import(node)
-        return False
 
-    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
-        self.table.add_import(node)
-        return False
+def _blocks_of(stmt: cst.CSTNode) -> list[Sequence[cst.CSTNode]]:
+    blocks = []
+    for attr in ("body", "orelse", "finalbody"):
+        part = getattr(stmt, attr, None)
+        if part is None:
+            continue
+        if isinstance(part, (cst.If, cst.Else, cst.Finally)):
+            part = part if isinstance(part, cst.If) else part.body
+            if isinstance(part, cst.If):
+                blocks.append([part])
+                continue
+        inner = getattr(part, "body", None)
+        if isinstance(inner, (list, tuple)):
+            blocks.append(inner)
+    for handler in getattr(stmt, "handlers", ()):
+        blocks.append(handler.body.body if isinstance(handler.body.body, (list, tuple)) else ())
+    for case in getattr(stmt, "cases", ()):
+        blocks.append(case.body.body if isinstance(case.body.body, (list, tuple)) else ())
+    return blocks
 
 
 class _ToplevelCallCollector(cst.CSTVisitor):
@@ -109,7 +132,7 @@ class _ToplevelCallCollector(cst.CSTVisitor):
 def index_module(path: Path, source: str, tree: cst.Module, name: str, is_package: bool) -> ModuleInfo:
     package = name if is_package else name.rpartition(".")[0]
     imports = ImportTable(name, package)
-    tree.visit(_ImportCollector(imports))
+    _collect_imports(tree.body, imports)
     info = ModuleInfo(name=name, path=path, source=source, tree=tree, imports=imports, is_package=is_package)
     for stmt in tree.body:
         if isinstance(stmt, cst.ClassDef):

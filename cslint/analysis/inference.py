@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import libcst as cst
 
@@ -22,6 +23,7 @@ from cslint.analysis.kinds import (
     sequence_of, tuple_of,
 )
 from cslint.analysis.project import Project
+from cslint.analysis.step_functions import global_kind
 
 Env = dict[str, Kind]
 
@@ -29,6 +31,10 @@ PYTHON_SCALAR_ANNOTATIONS = frozenset({
     "int", "float", "bool", "str", "bytes", "None", "complex", "Optional", "Union", "Literal",
     "Callable", "dict", "Dict", "type",
 })
+# Methods whose `self.x = ...` assignments define instance attributes (analysing every method of every
+# class costs more than the rest of the analysis; attributes are nearly always set in these).
+ATTRIBUTE_SETTING_METHODS = ("__init__", "__post_init__", "__setstate__", "reset", "_reset", "init", "_init",
+                             "setup", "build", "_build", "forward", "preinitialize")
 STATIC_FLAG_PREFIXES = ("use_", "return_", "output_", "is_", "has_", "do_", "enable_", "training")
 
 
@@ -143,6 +149,8 @@ class ProjectOracle:
         merged: dict[str, Kind] = {}
         for klass in reversed(list(self.project.mro(cls))):
             for method in klass.methods.values():
+                if not method.name.startswith(ATTRIBUTE_SETTING_METHODS):
+                    continue
                 # constructor and setup arguments are configuration; forward's are tensors
                 unannotated = TENSOR if method.name == "forward" else STATIC
                 params = {p.name.value: signature_kind(p, unannotated) for p in _all_params(method.node)}
@@ -185,8 +193,10 @@ class FunctionInference:
         return self.result
 
     def _record(self, node: cst.CSTNode, kind: Kind) -> Kind:
-        old = self.result.kinds.get(id(node))
-        self.result.kinds[id(node)] = kind if old is None else join(old, kind)
+        kinds = self.result.kinds
+        key = id(node)
+        old = kinds.get(key)
+        kinds[key] = kind if old is None or old is kind else join(old, kind)
         return kind
 
     # ---- statements ------------------------------------------------------------------------------
@@ -202,28 +212,29 @@ class FunctionInference:
             self._statement(stmt, env)
 
     def _statement(self, stmt: cst.CSTNode, env: Env) -> None:
-        if isinstance(stmt, cst.SimpleStatementLine):
-            for small in stmt.body:
+        kind_of_stmt = type(stmt)  # exact types: isinstance() against libcst's ABCs is slow
+        if kind_of_stmt is cst.SimpleStatementLine:
+            for small in stmt.body:  # type: ignore[attr-defined]
                 self._small(small, env)
-        elif isinstance(stmt, cst.BaseSmallStatement):
-            self._small(stmt, env)
-        elif isinstance(stmt, cst.If):
+        elif kind_of_stmt in _SMALL_STATEMENTS:
+            self._small(stmt, env)  # type: ignore[arg-type]
+        elif kind_of_stmt is cst.If:
             self._if(stmt, env)
-        elif isinstance(stmt, cst.For):
+        elif kind_of_stmt is cst.For:
             self._for(stmt, env)
-        elif isinstance(stmt, cst.While):
+        elif kind_of_stmt is cst.While:
             self._while(stmt, env)
-        elif isinstance(stmt, cst.With):
+        elif kind_of_stmt is cst.With:
             for item in stmt.items:
                 kind = self.ev(item.item, env)
                 if item.asname is not None:
                     self._bind(item.asname.name, kind if kind.is_tensor else UNKNOWN, env)
             self._block(stmt.body, env)
-        elif isinstance(stmt, (cst.Try, cst.TryStar)):
+        elif kind_of_stmt in (cst.Try, cst.TryStar):
             self._try(stmt, env)
-        elif isinstance(stmt, cst.FunctionDef):
+        elif kind_of_stmt is cst.FunctionDef:
             self._nested_function(stmt, env)
-        elif isinstance(stmt, cst.Match):
+        elif kind_of_stmt is cst.Match:
             self.ev(stmt.subject, env)
             branches = []
             for case in stmt.cases:
@@ -235,46 +246,48 @@ class FunctionInference:
             self._merge_into(env, branches + [dict(env)])
 
     def _small(self, stmt: cst.BaseSmallStatement, env: Env) -> None:
-        if isinstance(stmt, cst.Assign):
+        kind_of_stmt = type(stmt)
+        if kind_of_stmt is cst.Assign:
             kind = self.ev(stmt.value, env)
             for target in stmt.targets:
                 self._bind(target.target, kind, env)
-        elif isinstance(stmt, cst.AnnAssign):
+        elif kind_of_stmt is cst.AnnAssign:
             if stmt.value is not None:
                 kind = self.ev(stmt.value, env)
                 self._bind(stmt.target, kind, env)
-        elif isinstance(stmt, cst.AugAssign):
+        elif kind_of_stmt is cst.AugAssign:
             old = self.ev(stmt.target, env)
             new = combine(old, self.ev(stmt.value, env))
             if old.tag in (Tag.OBJECT, Tag.SEQUENCE, Tag.UNKNOWN) and new.tag is Tag.UNKNOWN:
                 new = old
             self._bind(stmt.target, new, env, record=False)
-        elif isinstance(stmt, cst.Expr):
+        elif kind_of_stmt is cst.Expr:
             self.ev(stmt.value, env)
-        elif isinstance(stmt, cst.Return):
+        elif kind_of_stmt is cst.Return:
             if stmt.value is not None:
                 kind = self.ev(stmt.value, env)
                 res = self.result
                 res.return_kind = join(res.return_kind, kind) if res.returns_value else kind
                 res.returns_value = True
-        elif isinstance(stmt, cst.Assert):
+        elif kind_of_stmt is cst.Assert:
             self.ev(stmt.test, env)
             if stmt.msg is not None:
                 self.ev(stmt.msg, env)
-        elif isinstance(stmt, cst.Raise):
+        elif kind_of_stmt is cst.Raise:
             if stmt.exc is not None:
                 self.ev(stmt.exc, env)
-        elif isinstance(stmt, cst.Del):
-            pass
 
     def _merge_into(self, env: Env, branches: list[Env]) -> None:
-        keys = set().union(*branches)
-        for key in keys:
-            kinds = [b[key] for b in branches if key in b]
-            merged = kinds[0]
-            for k in kinds[1:]:
-                merged = join(merged, k)
-            env[key] = merged
+        """Set `env` to the join of the branches' environments (each started as a copy of `env`)."""
+        merged = dict(branches[0])
+        for branch in branches[1:]:
+            for key, kind in branch.items():
+                old = merged.get(key)
+                if old is None:
+                    merged[key] = kind
+                elif old is not kind:
+                    merged[key] = join(old, kind)
+        env.update(merged)
 
     def _if(self, stmt: cst.If, env: Env) -> None:
         self.result.bound_before.setdefault(id(stmt), dict(env))
@@ -368,69 +381,68 @@ class FunctionInference:
         return self._record(node, self._ev(node, env))
 
     def _ev(self, node: cst.BaseExpression, env: Env) -> Kind:
-        if isinstance(node, cst.Name):
-            return self._name(node, env)
-        if isinstance(node, cst.Attribute):
-            return self._attribute(node, env)
-        if isinstance(node, cst.Subscript):
-            return self._subscript(node, env)
-        if isinstance(node, cst.Call):
-            return self._call(node, env)
-        if isinstance(node, cst.BinaryOperation):
-            return combine(self.ev(node.left, env), self.ev(node.right, env))
-        if isinstance(node, cst.UnaryOperation):
-            operand = self.ev(node.expression, env)
-            if isinstance(node.operator, cst.Not):
-                return HOST if operand.is_data_dependent else combine(operand)
-            return operand if operand.tag in (Tag.TENSOR, Tag.HOST) else combine(operand)
-        if isinstance(node, cst.BooleanOperation):
-            return join(self.ev(node.left, env), self.ev(node.right, env))
-        if isinstance(node, cst.Comparison):
-            return self._comparison(node, env)
-        if isinstance(node, cst.IfExp):
-            self.ev(node.test, env)
-            return join(self.ev(node.body, env), self.ev(node.orelse, env))
-        if isinstance(node, (cst.Tuple, cst.List, cst.Set)):
-            kinds = [self.ev(e.value, env) for e in node.elements]
-            if isinstance(node, cst.Tuple) and not any(isinstance(e, cst.StarredElement) for e in node.elements):
-                return tuple_of(*kinds)
-            elem = kinds[0] if kinds else UNKNOWN
-            for k in kinds[1:]:
-                elem = join(elem, k)
-            return sequence_of(elem)
-        if isinstance(node, cst.Dict):
-            elem = UNKNOWN
-            for element in node.elements:
-                if isinstance(element, cst.DictElement):
-                    self.ev(element.key, env)
-                    value = self.ev(element.value, env)
-                else:
-                    value = element_of(self.ev(element.value, env))
-                elem = value if elem is UNKNOWN else join(elem, value)
-            return sequence_of(elem)
-        if isinstance(node, (cst.ListComp, cst.SetComp, cst.GeneratorExp)):
-            inner = self._comprehension(node.for_in, env)
-            return sequence_of(self.ev(node.elt, inner))
-        if isinstance(node, cst.DictComp):
-            inner = self._comprehension(node.for_in, env)
-            self.ev(node.key, inner)
-            return sequence_of(self.ev(node.value, inner))
-        if isinstance(node, cst.NamedExpr):
-            kind = self.ev(node.value, env)
-            self._bind(node.target, kind, env)
-            return kind
-        if isinstance(node, cst.FormattedString):
-            for part in node.parts:
-                if isinstance(part, cst.FormattedStringExpression):
-                    self.ev(part.expression, env)
-            return STATIC
-        if isinstance(node, cst.StarredElement):
-            return self.ev(node.value, env)
-        if isinstance(node, cst.Lambda):
-            return obj("function")
-        if isinstance(node, (cst.Await, cst.Yield)):
-            return UNKNOWN
-        return STATIC  # literals, ellipsis, strings
+        # dispatch on the exact type: isinstance() against libcst's ABC-based classes is slow
+        handler = _EXPRESSION_HANDLERS.get(type(node))
+        return handler(self, node, env) if handler is not None else STATIC  # literals, strings, ellipsis
+
+    def _binary(self, node: cst.BinaryOperation, env: Env) -> Kind:
+        return combine(self.ev(node.left, env), self.ev(node.right, env))
+
+    def _unary(self, node: cst.UnaryOperation, env: Env) -> Kind:
+        operand = self.ev(node.expression, env)
+        if type(node.operator) is cst.Not:
+            return HOST if operand.is_data_dependent else combine(operand)
+        return operand if operand.tag in (Tag.TENSOR, Tag.HOST) else combine(operand)
+
+    def _boolean(self, node: cst.BooleanOperation, env: Env) -> Kind:
+        return join(self.ev(node.left, env), self.ev(node.right, env))
+
+    def _ifexp(self, node: cst.IfExp, env: Env) -> Kind:
+        self.ev(node.test, env)
+        return join(self.ev(node.body, env), self.ev(node.orelse, env))
+
+    def _sequence(self, node: cst.Tuple | cst.List | cst.Set, env: Env) -> Kind:
+        kinds = [self.ev(e.value, env) for e in node.elements]
+        if type(node) is cst.Tuple and not any(type(e) is cst.StarredElement for e in node.elements):
+            return tuple_of(*kinds)
+        elem = kinds[0] if kinds else UNKNOWN
+        for k in kinds[1:]:
+            elem = join(elem, k)
+        return sequence_of(elem)
+
+    def _dict(self, node: cst.Dict, env: Env) -> Kind:
+        elem = UNKNOWN
+        for element in node.elements:
+            if type(element) is cst.DictElement:
+                self.ev(element.key, env)
+                value = self.ev(element.value, env)
+            else:
+                value = element_of(self.ev(element.value, env))
+            elem = value if elem is UNKNOWN else join(elem, value)
+        return sequence_of(elem)
+
+    def _element_comprehension(self, node: cst.ListComp | cst.SetComp | cst.GeneratorExp, env: Env) -> Kind:
+        inner = self._comprehension(node.for_in, env)
+        return sequence_of(self.ev(node.elt, inner))
+
+    def _dict_comprehension(self, node: cst.DictComp, env: Env) -> Kind:
+        inner = self._comprehension(node.for_in, env)
+        self.ev(node.key, inner)
+        return sequence_of(self.ev(node.value, inner))
+
+    def _named(self, node: cst.NamedExpr, env: Env) -> Kind:
+        kind = self.ev(node.value, env)
+        self._bind(node.target, kind, env)
+        return kind
+
+    def _fstring(self, node: cst.FormattedString, env: Env) -> Kind:
+        for part in node.parts:
+            if type(part) is cst.FormattedStringExpression:
+                self.ev(part.expression, env)
+        return STATIC
+
+    def _starred(self, node: cst.StarredElement, env: Env) -> Kind:
+        return self.ev(node.value, env)
 
     def _comprehension(self, for_in: cst.CompFor, env: Env) -> Env:
         inner = dict(env)
@@ -446,7 +458,8 @@ class FunctionInference:
     def _name(self, node: cst.Name, env: Env) -> Kind:
         if node.value in env:
             return env[node.value]
-        return STATIC  # globals, builtins, imported modules and functions
+        # module-level objects (`model = Net()`) have their class; other globals, builtins, imports are static
+        return global_kind(self.project, self.module, node.value)
 
     def _is_import(self, node: cst.BaseExpression, env: Env) -> str | None:
         """Qualified name when `node` is a reference through an import (not shadowed by a local)."""
@@ -600,6 +613,9 @@ class FunctionInference:
         cls = self.module.classes.get(name)
         if cls is not None:
             return self.oracle.instance_kind(cls)
+        module_object = global_kind(self.project, self.module, name)
+        if module_object.tag is Tag.OBJECT:  # `model(x)` on a module-level `model = Net()`
+            return self._call_value(node, module_object, arg_kinds)
         return builtin_call_kind(name, arg_kinds)
 
     def _is_super_call(self, node: cst.BaseExpression) -> bool:
@@ -680,6 +696,37 @@ class FunctionInference:
         known = self.oracle.return_kind(target)
         # Not analysed yet: assume nothing; the caller is analysed again once the callee's result is known.
         return known if known is not None else UNKNOWN
+
+_SMALL_STATEMENTS = frozenset({
+    cst.Assign, cst.AnnAssign, cst.AugAssign, cst.Expr, cst.Return, cst.Assert, cst.Raise, cst.Del, cst.Pass,
+    cst.Break, cst.Continue, cst.Global, cst.Nonlocal, cst.Import, cst.ImportFrom,
+})
+
+_EXPRESSION_HANDLERS: dict[type, Callable[[FunctionInference, Any, Env], Kind]] = {
+    cst.Name: FunctionInference._name,
+    cst.Attribute: FunctionInference._attribute,
+    cst.Subscript: FunctionInference._subscript,
+    cst.Call: FunctionInference._call,
+    cst.BinaryOperation: FunctionInference._binary,
+    cst.UnaryOperation: FunctionInference._unary,
+    cst.BooleanOperation: FunctionInference._boolean,
+    cst.Comparison: FunctionInference._comparison,
+    cst.IfExp: FunctionInference._ifexp,
+    cst.Tuple: FunctionInference._sequence,
+    cst.List: FunctionInference._sequence,
+    cst.Set: FunctionInference._sequence,
+    cst.Dict: FunctionInference._dict,
+    cst.ListComp: FunctionInference._element_comprehension,
+    cst.SetComp: FunctionInference._element_comprehension,
+    cst.GeneratorExp: FunctionInference._element_comprehension,
+    cst.DictComp: FunctionInference._dict_comprehension,
+    cst.NamedExpr: FunctionInference._named,
+    cst.FormattedString: FunctionInference._fstring,
+    cst.StarredElement: FunctionInference._starred,
+    cst.Lambda: lambda self, node, env: obj("function"),
+    cst.Await: lambda self, node, env: UNKNOWN,
+    cst.Yield: lambda self, node, env: UNKNOWN,
+}
 
 
 def _all_params(node: cst.FunctionDef | cst.Lambda) -> list[cst.Param]:

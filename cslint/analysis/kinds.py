@@ -89,7 +89,7 @@ def obj(role: str, cls: str = "") -> Kind:
 
 def join(a: Kind, b: Kind) -> Kind:
     """The kind of a value that may be `a` or `b` (after an if/else, across loop iterations)."""
-    if a == b:
+    if a is b or a == b:
         return a
     if a.tag is b.tag:
         if a.tag is Tag.TENSOR:

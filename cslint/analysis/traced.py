@@ -21,6 +21,7 @@ from cslint.analysis.inference import (
 )
 from cslint.analysis.kinds import STATIC, TENSOR, UNKNOWN, Kind, join, obj
 from cslint.analysis.project import Project
+from cslint.analysis.step_functions import adopt_into_step, apply_step_params
 
 # Re-analysing a function more often than this means its kinds oscillate; keep the last result.
 MAX_ANALYSES_PER_FUNCTION = 8
@@ -96,6 +97,7 @@ def _module_functions(module):  # type: ignore[no-untyped-def]
 def root_param_kinds(project: Project, oracle: ProjectOracle, func: FunctionInfo) -> dict[str, Kind]:
     params = {p.name.value: signature_kind(p, TENSOR) for p in _all_params(func.node)}
     _apply_self_and_roles(oracle, func, params)
+    apply_step_params(project, func, params)
     return params
 
 
@@ -136,6 +138,7 @@ class TracedProgram:
         self._given: dict[str, dict[str, Kind]] = {}
         self._site_args: dict[tuple[str, str], dict[str, Kind]] = {}
         self._roots = find_roots(project, trace_roots)
+        self._root_names = {func.qualname for func, _ in self._roots}
         self.errors: list[tuple[TracedFunction, Exception]] = []
 
     def run(self) -> TracedProgram:
@@ -185,7 +188,8 @@ class TracedProgram:
                                             reason=f"called from {traced.func.display_name}", parent=traced)
                     self.functions[callee_name] = callee
                     changed = True
-                if changed and callee.parent is not None:
+                adopt_into_step(traced, callee)
+                if changed and callee_name not in self._root_names:
                     callee.params = helper_param_kinds(self.oracle, callee.func, self._given[callee_name])
                 elif changed:  # a root that is also called: widen with what callers pass
                     callee.params = root_param_kinds(self.project, self.oracle, callee.func)

@@ -1,0 +1,205 @@
+"""Module-level objects a traced step function uses, and the kinds of that function's parameters.
+
+A training script builds its objects at module level and traces one step function:
+
+    model = GPT(config)
+    compiled = cstorch.compile(model, backend)
+    optimizer = AdamW(model.parameters(), lr=1e-4)
+
+    @cstorch.trace
+    def training_step(batch):
+        loss = compiled(batch["input_ids"])
+        loss.backward()
+        optimizer.step()
+
+Inside `training_step`, `compiled` and `optimizer` are globals. Knowing which class each was built from
+lets inference follow `compiled(...)` into `GPT.forward` and `optimizer.step()` into `AdamW.step`, so
+findings there carry the chain from the step function. Only constructions are recorded (project classes,
+torch modules/optimizers/schedulers/grad scalers, and `compile`/`.to()` wrappers around them): any other
+global stays a static value, as before.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from cslint.analysis import torch_api as api
+from cslint.analysis.imports import dotted_name
+from cslint.analysis.index import FunctionInfo, ModuleInfo
+from cslint.analysis.kinds import MODULE, STATIC, TENSOR, Kind, Tag, obj
+from cslint.analysis.project import Project
+
+if TYPE_CHECKING:
+    from cslint.analysis.traced import TracedFunction
+
+# Calls that return the model they are given (compiled or moved, still the same forward).
+MODEL_WRAPPERS = frozenset({"torch.compile", "cerebras.pytorch.compile", "torch_xla.compile"})
+# Methods of a module that return the module itself.
+SELF_RETURNING_METHODS = frozenset({"to", "cuda", "cpu", "train", "eval", "half", "float", "bfloat16",
+                                    "requires_grad_", "apply", "share_memory"})
+LR_SCHEDULER_PREFIXES = ("torch.optim.lr_scheduler.", "cerebras.pytorch.optim.lr_scheduler.")
+GRAD_SCALER_CLASSES = frozenset({"torch.amp.GradScaler", "torch.cuda.amp.GradScaler", "torch.cpu.amp.GradScaler",
+                                 "torch.amp.grad_scaler.GradScaler", "cerebras.pytorch.amp.GradScaler"})
+OPTIMIZER_PREFIXES = ("torch.optim.", "cerebras.pytorch.optim.")
+MODULE_PREFIXES = ("torch.nn.", "cerebras.pytorch.nn.")
+
+# Parameter names of a step function that conventionally hold these objects (when nothing else says).
+MODEL_PARAM_NAMES = frozenset({"model", "net", "network", "module", "compiled_model", "loss_fn", "criterion"})
+OPTIMIZER_PARAM_NAMES = frozenset({"optimizer", "optim", "opt"})
+SCHEDULER_PARAM_NAMES = frozenset({"scheduler", "lr_scheduler", "sched"})
+SCALER_PARAM_NAMES = frozenset({"scaler", "grad_scaler", "loss_scaler"})
+
+_CACHE: weakref.WeakKeyDictionary[ModuleInfo, dict[str, Kind]] = weakref.WeakKeyDictionary()
+
+
+def external_object_kind(qualified: str) -> Kind | None:
+    """The kind of an instance of a class outside the project, when it is one cslint tracks."""
+    last = qualified.rsplit(".", 1)[-1]
+    if not last[:1].isupper():
+        return None
+    if qualified in GRAD_SCALER_CLASSES:
+        return obj("grad_scaler", qualified)
+    if qualified.startswith(LR_SCHEDULER_PREFIXES):
+        return obj("lr_scheduler", qualified)
+    if qualified.startswith(OPTIMIZER_PREFIXES):
+        return obj("optimizer", qualified)
+    if qualified.startswith(MODULE_PREFIXES):
+        return obj("module", qualified)
+    return None
+
+
+def class_instance_kind(project: Project, qualified: str) -> Kind | None:
+    """The kind of `Cls(...)` for a project class or a tracked external class."""
+    cls = project.lookup_class(qualified)
+    if cls is None:
+        return external_object_kind(qualified)
+    if project.is_optimizer_class(cls):
+        return obj("optimizer", cls.qualname)
+    if project.is_module_class(cls):
+        return obj("module", cls.qualname)
+    return obj("object", cls.qualname)
+
+
+def _expression_kind(project: Project, module: ModuleInfo, expr: cst.BaseExpression,
+                     known: dict[str, Kind]) -> Kind | None:
+    if isinstance(expr, cst.Name):
+        return known.get(expr.value)
+    if not isinstance(expr, cst.Call):
+        return None
+    func = expr.func
+    if isinstance(func, cst.Attribute) and func.attr.value in SELF_RETURNING_METHODS:
+        receiver = _expression_kind(project, module, func.value, known)
+        if receiver is not None and receiver.role == "module":
+            return receiver
+    dotted = dotted_name(func)
+    if dotted is None:
+        return None
+    qualified = module.imports.qualify(dotted)
+    if qualified in MODEL_WRAPPERS and expr.args:
+        return _expression_kind(project, module, expr.args[0].value, known)
+    return class_instance_kind(project, qualified)
+
+
+def _toplevel_assignments(module: ModuleInfo) -> list[cst.Assign]:
+    """Assignments at module level, including those under `if __name__ == "__main__":`."""
+    found: list[cst.Assign] = []
+
+    def scan(statements: object) -> None:
+        for stmt in statements:  # type: ignore[attr-defined]
+            if isinstance(stmt, cst.SimpleStatementLine):
+                found.extend(s for s in stmt.body if isinstance(s, cst.Assign))
+            elif isinstance(stmt, cst.If) and isinstance(stmt.body, cst.IndentedBlock):
+                scan(stmt.body.body)
+
+    scan(module.tree.body)
+    return found
+
+
+def module_objects(project: Project, module: ModuleInfo) -> dict[str, Kind]:
+    """Module-level names bound to objects cslint tracks; the last assignment of a name wins."""
+    cached = _CACHE.get(module)
+    if cached is not None:
+        return cached
+    known: dict[str, Kind] = {}
+    for assign in _toplevel_assignments(module):
+        kind = _expression_kind(project, module, assign.value, known)
+        for target in assign.targets:
+            if isinstance(target.target, cst.Name):
+                if kind is None:
+                    known.pop(target.target.value, None)
+                else:
+                    known[target.target.value] = kind
+    _CACHE[module] = known
+    return known
+
+
+def global_kind(project: Project, module: ModuleInfo, name: str) -> Kind:
+    """Kind of a name that is not local to the function: a tracked module-level object, else static."""
+    return module_objects(project, module).get(name, STATIC)
+
+
+def is_step_function(func: FunctionInfo) -> bool:
+    """A function traced because of a decorator or wrapper (not a forward/step found by class)."""
+    return func.cls is None and any(d in api.TRACE_DECORATORS for d in func.decorators)
+
+
+def _annotation_object_kind(project: Project, module: ModuleInfo, param: cst.Param) -> Kind | None:
+    if param.annotation is None:
+        return None
+    dotted = dotted_name(param.annotation.annotation)
+    if dotted is None:
+        return None
+    qualified = module.imports.qualify(dotted)
+    kind = class_instance_kind(project, qualified)
+    if kind is not None and kind.tag is Tag.OBJECT and kind.role != "object":
+        return kind
+    return None
+
+
+def step_param_kind(project: Project, func: FunctionInfo, param: cst.Param, default: Kind) -> Kind:
+    """What a step function's parameter holds: its annotation's class, the module-level object of the
+    same name (`def step(model, batch)` called as `step(model, batch)`), a conventional object name
+    (`optimizer`, `scaler`), else `default` (a batch of tensors)."""
+    from_annotation = _annotation_object_kind(project, func.module, param)
+    if from_annotation is not None:
+        return from_annotation
+    name = param.name.value
+    if default.tag is not Tag.TENSOR:
+        return default  # annotated or defaulted as a Python value
+    same_name = module_objects(project, func.module).get(name)
+    if same_name is not None:
+        return same_name
+    if name in MODEL_PARAM_NAMES or name.endswith("_model"):
+        return MODULE
+    if name in OPTIMIZER_PARAM_NAMES or name.endswith("_optimizer"):
+        return obj("optimizer")
+    if name in SCHEDULER_PARAM_NAMES or name.endswith("_scheduler"):
+        return obj("lr_scheduler")
+    if name in SCALER_PARAM_NAMES:
+        return obj("grad_scaler")
+    return TENSOR
+
+
+def apply_step_params(project: Project, func: FunctionInfo, params: dict[str, Kind]) -> None:
+    """Refine the root parameter kinds of a `@cstorch.trace` step function in place."""
+    if not is_step_function(func):
+        return
+    p = func.node.params
+    for param in (*p.posonly_params, *p.params, *p.kwonly_params):
+        name = param.name.value
+        if name in params:
+            params[name] = step_param_kind(project, func, param, params[name])
+
+
+def adopt_into_step(caller: TracedFunction, callee: TracedFunction) -> None:
+    """A root found by its class (`Net.forward`, `AdamW.step`) that a step function reaches becomes that
+    step's callee, so its findings say `training_step -> Net.forward`. Its parameters stay those of a root."""
+    if callee.parent is not None or callee is caller or not is_step_function(caller.root.func):
+        return
+    if callee.func.qualname in caller.chain:
+        return
+    callee.parent = caller
+    callee.reason = f"called from {caller.func.display_name}"
