@@ -48,6 +48,24 @@ class Example:
     code: str
 
 
+def module_level_alias(tree: cst.Module, module: str) -> str | None:
+    """The name a top-level `import module [as alias]` binds (imports inside functions do not count)."""
+    for stmt in tree.body:
+        if type(stmt) is not cst.SimpleStatementLine:
+            continue
+        for small in stmt.body:
+            if type(small) is not cst.Import:
+                continue
+            for alias in small.names:
+                if dotted_name(alias.name) != module:
+                    continue
+                if alias.asname is None:
+                    return module
+                if isinstance(alias.asname.name, cst.Name):
+                    return alias.asname.name.value
+    return None
+
+
 @dataclass
 class RuleContext:
     traced: TracedFunction
@@ -134,7 +152,7 @@ class RuleContext:
 
     def torch_name(self) -> tuple[str, frozenset[str]]:
         """How fix code should spell the torch module here, and the imports it needs for that."""
-        alias = self.module.imports.local_alias("torch")
+        alias = module_level_alias(self.module.tree, "torch")
         if alias is not None:
             return alias, frozenset()
         return "torch", frozenset({"torch"})
