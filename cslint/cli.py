@@ -42,12 +42,22 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--ignore", type=_codes, help="codes or prefixes to disable")
     check.add_argument("--trace-roots", action="append", metavar="PATTERN",
                        help="glob over qualified names (pkg.mod.Class.method) of extra traced roots")
-    check.add_argument("--output-format", choices=["text", "concise", "json"], default="text")
+    check.add_argument("--output-format", default="text",
+                       choices=["text", "concise", "grouped", "json", "json-lines", "sarif", "github"])
+    check.add_argument("-o", "--output-file", type=Path, help="write the report to this file, not stdout")
+    check.add_argument("--add-noqa", action="store_true",
+                       help="append `# noqa: CODE` to every line with a finding (to adopt cslint gradually)")
+    check.add_argument("--project-context", action="store_true",
+                       help="also analyse the rest of the project (pyproject.toml's directory) so call chains "
+                            "through files not named resolve; report only the files named")
     check.add_argument("--statistics", action="store_true", help="count findings per rule")
     check.add_argument("--show-chain", action="store_true", help="show why each finding's code is traced")
     check.add_argument("--quiet", "-q", action="store_true", help="print findings only, no summary")
     check.add_argument("--exit-zero", action="store_true", help="exit 0 even when findings remain")
     check.add_argument("--config", type=Path, help="read settings from this file instead of pyproject.toml")
+    check.add_argument("--verify", action="store_true", help="with --fix: keep fixes only if `runtime-targets` "
+                       "lose their runtime findings and keep allclose outputs (needs torch)")
+    check.add_argument("--verify-tolerance", type=float, default=1e-5, help="rtol and atol for --verify")
 
     rule = sub.add_parser("rule", help="explain a rule")
     rule.add_argument("code", nargs="?", help="rule code, e.g. WSC101")
@@ -113,7 +123,21 @@ def run_check(args: argparse.Namespace) -> int:
     files = collect_files(args.paths or [Path(".")], settings)
     linter = Linter(settings, rules)
     fixing = args.fix or args.diff
-    result = run_with_deep_stack(lambda: linter.run(files, fix=fixing, unsafe_fixes=settings.unsafe_fixes))
+    if args.add_noqa and fixing:
+        raise ConfigError("--add-noqa cannot be combined with --fix or --diff")
+    context = collect_files([settings.project_root], settings) \
+        if args.project_context and settings.project_root else []
+    result = run_with_deep_stack(lambda: linter.run(files, fix=fixing, unsafe_fixes=settings.unsafe_fixes,
+                                                    context=context))
+    if args.add_noqa:
+        from cslint.noqa_edit import add_noqa
+
+        added, edited = add_noqa(result.diagnostics, result.errors)
+        print(f"Added {added} noqa directive{'s' if added != 1 else ''} to {edited} "
+              f"file{'s' if edited != 1 else ''}.", file=sys.stderr)
+        for error in result.errors:
+            print(f"cslint: error: {error}", file=sys.stderr)
+        return EXIT_ERROR if result.errors else EXIT_CLEAN
     if args.diff:
         for source in result.changed_files:
             name = str(source.path)
@@ -121,6 +145,12 @@ def run_check(args: argparse.Namespace) -> int:
                 (source.original_text or "").splitlines(keepends=True), source.text.splitlines(keepends=True),
                 fromfile=f"a/{name}", tofile=f"b/{name}"))
     elif args.fix:
+        if args.verify:
+            from cslint.runtime.verify import verify_fixes
+
+            result.changed_files, notes = verify_fixes(settings, result.changed_files, args.verify_tolerance)
+            for note in notes:
+                print(f"cslint: {note}", file=sys.stderr)
         for source in result.changed_files:
             try:
                 write_atomically(source)
@@ -130,7 +160,14 @@ def run_check(args: argparse.Namespace) -> int:
     options = FormatOptions(show_chain=args.show_chain, unsafe_fixes=settings.unsafe_fixes,
                             statistics=args.statistics, quiet=args.quiet, fix_mode=args.fix)
     if not args.diff:
-        sys.stdout.write(FORMATS[args.output_format](result, options))
+        report = FORMATS[args.output_format](result, options)
+        if args.output_file is not None:
+            try:
+                args.output_file.write_text(report, encoding="utf-8")
+            except OSError as exc:
+                result.errors.append(f"{args.output_file}: cannot write the report: {exc.strerror or exc}")
+        else:
+            sys.stdout.write(report)
     for error in result.errors:
         print(f"cslint: error: {error}", file=sys.stderr)
     if result.errors or any(d.code == INTERNAL_ERROR for d in result.diagnostics):

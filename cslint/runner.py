@@ -16,7 +16,9 @@ from cslint.checker import BUG_HINT, INTERNAL_ERROR, Checker, internal_error
 __all__ = ["INTERNAL_ERROR", "SYNTAX_ERROR", "Diagnostic", "Linter", "RunResult"]
 from cslint.config import Settings
 from cslint.noqa import is_suppressed, noqa_lines
-from cslint.rules import Finding, Fix, Rule
+from cslint.rules import Finding, Fix, Rule, all_rules
+from cslint.rules.base import module_level_alias
+from cslint.rules.noqa_usage import UNUSED_NOQA, removal_fix, unused_noqa
 from cslint.selection import ignored_for_file
 from cslint.sources import ReadError, SourceFile, parse, read_source
 
@@ -52,6 +54,7 @@ class Linter:
     def __init__(self, settings: Settings, rules: list[type[Rule]]) -> None:
         self.settings = settings
         self.checker = Checker(rules, settings)
+        self.enabled_codes = frozenset(r.code for r in rules)
 
     # ---- loading ---------------------------------------------------------------------------------
 
@@ -109,7 +112,8 @@ class Linter:
             text = lines[line - 1] if 0 < line <= len(lines) else ""
             return [Diagnostic(source.path, line, column, line, column + 1, SYNTAX_ERROR,
                                f"syntax error: {message}", source_line=text)]
-        if not findings or source.tree is None:
+        check_noqa = UNUSED_NOQA in self.enabled_codes and "noqa" in source.text.lower()
+        if (not findings and not check_noqa) or source.tree is None:
             return []
         try:
             positions = MetadataWrapper(source.tree, unsafe_skip_copy=True).resolve(PositionProvider)
@@ -122,6 +126,7 @@ class Linter:
         per_file = ignored_for_file(source.path, self.settings)
         out = []
         seen: set[tuple[str, int, int]] = set()
+        used: set[tuple[int, str]] = set()  # (line, code as written in the noqa) that suppressed something
         for finding in findings:
             span = positions.get(finding.node)
             if span is None:
@@ -130,8 +135,10 @@ class Linter:
             if (finding.code, line, column) in seen:
                 continue
             seen.add((finding.code, line, column))
-            if finding.code != INTERNAL_ERROR and (
-                    is_suppressed(finding.code, line, suppressed) or any(finding.code.startswith(c) for c in per_file)):
+            if finding.code != INTERNAL_ERROR and is_suppressed(finding.code, line, suppressed):
+                used.update((line, c) for c in suppressed[line] if finding.code.startswith(c))
+                continue
+            if finding.code != INTERNAL_ERROR and any(finding.code.startswith(c) for c in per_file):
                 continue
             traced = finding.traced
             out.append(Diagnostic(
@@ -140,23 +147,35 @@ class Linter:
                 chain=traced.chain if traced else [], reason=traced.root.reason if traced else "",
                 source_line=lines[line - 1] if 0 < line <= len(lines) else "",
             ))
+        if check_noqa and not any(UNUSED_NOQA.startswith(c) for c in per_file):
+            known = [r.code for r in all_rules()] + [SYNTAX_ERROR, INTERNAL_ERROR]
+            for item in unused_noqa(source.text, used, self.enabled_codes, known):
+                d = item.directive
+                out.append(Diagnostic(source.path, d.line, d.column, d.line, d.end_column, UNUSED_NOQA,
+                                      item.message, removal_fix(positions, item),
+                                      source_line=lines[d.line - 1] if 0 < d.line <= len(lines) else ""))
         out.sort(key=lambda d: (d.line, d.column, d.code))
         return out
 
     # ---- whole runs ------------------------------------------------------------------------------
 
-    def run(self, paths: list[Path], fix: bool = False, unsafe_fixes: bool = False) -> RunResult:
+    def run(self, paths: list[Path], fix: bool = False, unsafe_fixes: bool = False,
+            context: tuple[Path, ...] | list[Path] = ()) -> RunResult:
+        """Lint (and fix) `paths`. `context` files are analysed too, so call chains through them resolve,
+        but they are never reported on or written."""
         result = RunResult()
         sources = self.load(paths, result)
         result.files_checked = len(sources)
-        findings = self.analyse(sources, result)
+        targets = {s.path.resolve() for s in sources}
+        extra = self.load([p for p in context if p.resolve() not in targets], RunResult())
+        findings = self.analyse(sources + extra, result)
         if fix:
             for _ in range(MAX_FIX_PASSES):
                 applied = self._fix_pass(sources, findings, unsafe_fixes, result)
                 if not applied:
                     break
                 result.fixed += applied
-                findings = self.analyse(sources, result)
+                findings = self.analyse(sources + extra, result)
             result.changed_files = [s for s in sources if s.changed]
         for source in sources:
             result.diagnostics.extend(self.diagnostics_for(source, findings.get(source.path, [])))
@@ -193,12 +212,4 @@ def _apply(tree: cst.Module, fixes: list[Fix], bound: set[str]) -> tuple[cst.Mod
 
 
 def _bound_module_names(tree: cst.Module) -> set[str]:
-    names: set[str] = set()
-    for stmt in tree.body:
-        if isinstance(stmt, cst.SimpleStatementLine):
-            for small in stmt.body:
-                if isinstance(small, cst.Import):
-                    for alias in small.names:
-                        if alias.asname is None:
-                            names.add(cst.Module([]).code_for_node(alias.name).split(".")[0])
-    return names
+    return {name for name in ("torch",) if module_level_alias(tree, name) == name}

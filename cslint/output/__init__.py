@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from cslint.output import json_format, text
+from cslint.output import github, grouped, json_format, json_lines, sarif, text
 from cslint.runner import Diagnostic, RunResult
 
 Formatter = Callable[[RunResult, "FormatOptions"], str]
@@ -24,7 +24,11 @@ class FormatOptions:
 FORMATS: dict[str, Formatter] = {
     "text": text.render,
     "concise": text.render_concise,
+    "grouped": grouped.render,
     "json": json_format.render,
+    "json-lines": json_lines.render,
+    "sarif": sarif.render,
+    "github": github.render,
 }
 
 __all__ = ["Diagnostic", "FORMATS", "FormatOptions", "RunResult"]

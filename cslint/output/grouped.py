@@ -1,0 +1,29 @@
+"""Grouped report: one header per file, then `line:col CODE message` lines under it (ruff's `grouped`)."""
+
+from __future__ import annotations
+
+from itertools import groupby
+from typing import TYPE_CHECKING
+
+from cslint.output.text import _fixable, _summary
+from cslint.runner import RunResult
+
+if TYPE_CHECKING:
+    from cslint.output import FormatOptions
+
+
+def render(result: RunResult, options: FormatOptions) -> str:
+    out: list[str] = []
+    for path, group in groupby(result.diagnostics, key=lambda d: d.path):
+        items = list(group)
+        out.append(f"{path}:")
+        width = max(len(f"{d.line}:{d.column}") for d in items)
+        for d in items:
+            marker = " [*]" if _fixable(d, options.unsafe_fixes) else ""
+            out.append(f"  {f'{d.line}:{d.column}':<{width}} {d.code}{marker} {d.message}")
+            if options.show_chain and d.chain:
+                out.append(f"  {'':<{width}} traced: {' -> '.join(d.chain)}")
+        out.append("")
+    if not options.quiet:
+        out.extend(_summary(result, options))
+    return "\n".join(out) + ("\n" if out else "")

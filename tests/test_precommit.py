@@ -1,0 +1,103 @@
+"""The pre-commit hooks, run by pre-commit itself (`try-repo`) on a temporary git repository.
+
+pre-commit installs cslint from a git repository, so a copy of this working tree (the package files
+only) is committed to a temporary repo first; pre-commit then builds its own environment from it, which
+needs libcst from the package index.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PRE_COMMIT = [sys.executable, "-m", "pre_commit"]
+
+HELPER = """\
+import torch
+
+
+def cap(logits, limit):
+    if logits.abs().max() > limit:
+        logits = logits * 0.5
+    else:
+        logits = logits
+    return logits
+"""
+
+MODEL = """\
+from torch import nn
+
+from helpers import cap
+
+
+class Head(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        return cap(self.proj(x), 30.0)
+"""
+
+
+def git(cwd: Path, *args: str) -> None:
+    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
+
+
+def init_repo(path: Path) -> None:
+    path.mkdir()
+    git(path, "init", "-q")
+    git(path, "config", "user.email", "test@example.com")
+    git(path, "config", "user.name", "test")
+    git(path, "config", "commit.gpgsign", "false")
+
+
+@pytest.fixture(scope="module")
+def hook_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    repo = tmp_path_factory.mktemp("hooks") / "cslint"
+    init_repo(repo)
+    for name in ("pyproject.toml", "README.md", ".pre-commit-hooks.yaml"):
+        shutil.copy2(ROOT / name, repo / name)
+    shutil.copytree(ROOT / "cslint", repo / "cslint", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "cslint")
+    return repo
+
+
+def try_repo(hook_repo: Path, project: Path, hook: str, *files: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PRE_COMMIT_HOME": str(hook_repo.parent / "cache"), "PRE_COMMIT_COLOR": "never"}
+    return subprocess.run([*PRE_COMMIT, "try-repo", str(hook_repo), hook, "--files", *files],
+                          cwd=project, env=env, capture_output=True, text=True, timeout=540)
+
+
+def test_hooks_fail_on_bad_code_then_pass_after_fix(hook_repo: Path, tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    init_repo(project)
+    (project / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    (project / "helpers.py").write_text(HELPER)
+    (project / "model.py").write_text(MODEL)
+    (project / "good.py").write_text("import torch\n\n\ndef scale(x):\n    return torch.relu(x)\n")
+    git(project, "add", "-A")
+
+    # only helpers.py is passed: it is traced because model.py (not passed) calls it from forward()
+    bad = try_repo(hook_repo, project, "cslint", "helpers.py")
+    assert bad.returncode == 1, bad.stdout + bad.stderr
+    assert "helpers.py:5:8: WSC101" in bad.stdout
+
+    good = try_repo(hook_repo, project, "cslint", "good.py", "model.py")
+    assert good.returncode == 0, good.stdout + good.stderr
+
+    fixed = try_repo(hook_repo, project, "cslint-fix", "helpers.py")
+    assert fixed.returncode == 1, fixed.stdout + fixed.stderr  # pre-commit fails a hook that changed files
+    assert "files were modified by this hook" in fixed.stdout
+    assert "torch.where(" in (project / "helpers.py").read_text()
+
+    git(project, "add", "-A")
+    again = try_repo(hook_repo, project, "cslint", "helpers.py")
+    assert again.returncode == 0, again.stdout + again.stderr
