@@ -1,0 +1,176 @@
+"""Which rule code a runtime event belongs to, read from the user's source at the event's position.
+
+The backends know *what* happened (a value was forced, a copy to the CPU, a value-dependent shape); the
+source around the executing bytecode instruction says *how* the user wrote it, which is what the static
+rule codes distinguish (`if t:` is WSC101, `t.item()` is WSC201, `float(t)` is WSC203, ...).
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+from dataclasses import dataclass
+from functools import lru_cache
+
+# What forced a value, by the call that did it.
+_TO_PYTHON_METHODS = {"item": "WSC201", "tolist": "WSC201", "numpy": "WSC201", "cpu": "WSC202", "to": "WSC202"}
+_CONVERSIONS = {"float": "WSC203", "int": "WSC203", "bool": "WSC203", "complex": "WSC203",
+                "min": "WSC205", "max": "WSC205", "abs": "WSC205", "round": "WSC205", "sum": "WSC205",
+                "str": "WSC206", "repr": "WSC206", "format": "WSC206", "range": "WSC107", "len": "WSC107"}
+_SCALAR_KEYWORDS = {"alpha", "value", "beta", "min", "max", "p", "exponent", "other"}
+
+KIND_DEFAULTS = {
+    "scalar": ("WSC203", "a tensor's value is read on the host while tracing"),
+    "cpu_copy": ("WSC202", "a tensor is copied to the CPU while tracing"),
+    "numpy": ("WSC201", "`.numpy()` reads a tensor's value on the host while tracing"),
+    "dynamic_shape": ("WSC501", "output shape depends on tensor values"),
+    "dtype": ("WSC601", "a float64/complex tensor is created; the device supports float32 and one 16-bit type"),
+}
+
+
+@dataclass(frozen=True)
+class Classified:
+    code: str
+    what: str  # how the user wrote it, for the message
+
+
+def _parsed(path: str) -> tuple[ast.AST, dict[int, ast.AST]] | None:
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return _parsed_version(path, stat.st_mtime_ns, stat.st_size)  # a fixed file is re-read
+
+
+@lru_cache(maxsize=64)
+def _parsed_version(path: str, mtime_ns: int, size: int) -> tuple[ast.AST, dict[int, ast.AST]] | None:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            tree = ast.parse(handle.read())
+    except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+        return None
+    parents: dict[int, ast.AST] = {}
+    for node in ast.walk(tree):
+        for child in ast.iter_child_nodes(node):
+            parents[id(child)] = node
+    return tree, parents
+
+
+def _node_at(tree: ast.AST, span: tuple[int, int, int, int]) -> ast.AST | None:
+    line, end_line, col, end_col = span
+    exact = [n for n in ast.walk(tree) if isinstance(n, (ast.expr, ast.stmt))
+             and (n.lineno, n.end_lineno, n.col_offset, n.end_col_offset) == (line, end_line, col, end_col)]
+    return exact[-1] if exact else None  # innermost: ast.walk is breadth-first
+
+
+def _call_code(call: ast.Call) -> Classified | None:
+    func = call.func
+    if isinstance(func, ast.Attribute):
+        if func.attr in _TO_PYTHON_METHODS:
+            return Classified(_TO_PYTHON_METHODS[func.attr], f"`.{func.attr}()`")
+        if isinstance(func.value, ast.Name) and func.value.id == "math":
+            return Classified("WSC204", f"`math.{func.attr}()` on a tensor")
+        if func.attr == "format":
+            return Classified("WSC206", "a tensor formatted into a string")
+        if any(k.arg in _SCALAR_KEYWORDS for k in call.keywords):
+            names = ", ".join(f"{k.arg}=" for k in call.keywords if k.arg in _SCALAR_KEYWORDS)
+            return Classified("WSC401", f"a tensor passed as a Python number ({names}) to `.{func.attr}()`")
+    if isinstance(func, ast.Name):
+        if func.id in _CONVERSIONS:
+            return Classified(_CONVERSIONS[func.id], f"`{func.id}()` on a tensor")
+        if any(k.arg in _SCALAR_KEYWORDS for k in call.keywords):
+            return Classified("WSC401", f"a tensor passed as a Python number to `{func.id}()`")
+    return None
+
+
+def _context_code(node: ast.AST, parents: dict[int, ast.AST]) -> Classified | None:
+    """Walk outwards from the forced expression to the construct that needed its truth value."""
+    child = node
+    while True:
+        if isinstance(child, ast.BoolOp) or (isinstance(child, ast.UnaryOp) and isinstance(child.op, ast.Not)):
+            parent = parents.get(id(child))
+            if not (isinstance(parent, (ast.If, ast.While, ast.IfExp, ast.Assert)) and parent.test is child):
+                return Classified("WSC105", "`and`/`or`/`not` on a tensor")
+        if isinstance(child, (ast.JoinedStr, ast.FormattedValue)):
+            return Classified("WSC206", "a tensor formatted into a string")
+        parent = parents.get(id(child))
+        if parent is None:
+            return None
+        # 3.11 gives a conditional jump the span of its whole statement
+        if isinstance(child, ast.While):
+            return Classified("WSC102", "`while` on a tensor condition")
+        if isinstance(child, ast.If):
+            return Classified("WSC101", "`if` on a tensor condition")
+        if isinstance(child, ast.Assert):
+            return Classified("WSC104", "`assert` on a tensor")
+        if isinstance(parent, ast.If) and parent.test is child:
+            return Classified("WSC101", "`if` on a tensor condition")
+        if isinstance(parent, ast.While) and parent.test is child:
+            return Classified("WSC102", "`while` on a tensor condition")
+        if isinstance(parent, ast.IfExp) and parent.test is child:
+            return Classified("WSC103", "a conditional expression on a tensor condition")
+        if isinstance(parent, ast.Assert) and parent.test is child:
+            return Classified("WSC104", "`assert` on a tensor")
+        if isinstance(parent, ast.comprehension) and child in parent.ifs:
+            return Classified("WSC106", "a comprehension filter on a tensor")
+        if isinstance(parent, ast.For) and parent.iter is child:
+            return Classified("WSC107", "a loop whose trip count comes from a tensor")
+        if isinstance(child, ast.stmt):
+            return None
+        child = parent
+
+
+def classify(kind: str, path: str, span: tuple[int, int, int, int] | None) -> Classified:
+    default = Classified(*KIND_DEFAULTS[kind])
+    if kind in ("dynamic_shape", "dtype"):
+        return default
+    parsed = _parsed(path)
+    if parsed is None or span is None:
+        return default
+    tree, parents = parsed
+    node = _node_at(tree, span)
+    if node is None:
+        return default
+    if isinstance(node, ast.Call):
+        found = _call_code(node)
+        if found is not None:
+            return found
+    return _context_code(node, parents) or default
+
+
+def classify_line(path: str, line: int) -> Classified | None:
+    """For backends that only know the line (dynamo): the first construct on it that forces a value."""
+    parsed = _parsed(path)
+    if parsed is None:
+        return None
+    tree, parents = parsed
+    statements = [n for n in ast.walk(tree) if isinstance(n, ast.stmt) and n.lineno == line]
+    if not statements:
+        return None
+    stmt = statements[-1]
+    if isinstance(stmt, ast.While):
+        return Classified("WSC102", "`while` on a tensor condition")
+    if isinstance(stmt, ast.If):
+        return Classified("WSC101", "`if` on a tensor condition")
+    if isinstance(stmt, ast.Assert):
+        return Classified("WSC104", "`assert` on a tensor")
+    for node in ast.walk(stmt):
+        if isinstance(node, ast.IfExp):
+            return Classified("WSC103", "a conditional expression on a tensor condition")
+        if isinstance(node, ast.Call) and (found := _call_code(node)) is not None:
+            return found
+    return None
+
+
+def classify_guard_line(path: str, line: int) -> Classified:
+    """A failed dynamo guard: mutation of Python state on that line (WSC702), else a value feeding the graph."""
+    parsed = _parsed(path)
+    if parsed is not None:
+        for node in ast.walk(parsed[0]):
+            if isinstance(node, (ast.Assign, ast.AugAssign)) and node.lineno == line:
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                if any(isinstance(t, (ast.Attribute, ast.Subscript)) for t in targets):
+                    return Classified("WSC702", "Python state mutated in the traced step")
+            if isinstance(node, ast.Global) and node.lineno == line:
+                return Classified("WSC702", "a global mutated in the traced step")
+    return Classified("WSC703", "a Python value that changes per step feeds the graph")

@@ -1,0 +1,128 @@
+"""Optimizer state: it must exist before the first `step()` (the Cerebras contract), `preinitialize()` must
+create all of it, `step()` must add no keys, and no state value may be a Python number that changes."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections import defaultdict
+from typing import Any
+
+import torch
+
+from cslint.runtime.findings import RuntimeFinding, RuntimeReport
+from cslint.runtime.frames import user_frame
+from cslint.runtime.targets import OptimizerStep
+
+
+class _Recorder:
+    def __init__(self, class_files: set[str]) -> None:
+        self.class_files = class_files
+        self.phase = "construction"
+        self.created: dict[str, tuple[str, str, int]] = {}  # key -> (phase, path, line), first creation
+        self.last_set: dict[str, tuple[str, int]] = {}
+
+    def location(self) -> tuple[str, int]:
+        """The innermost frame in the optimizer's own source (torch/optim/adam.py for Adam)."""
+        frame = sys._getframe(2)
+        probe = frame
+        while probe is not None:
+            if os.path.abspath(probe.f_code.co_filename) in self.class_files:
+                return os.path.abspath(probe.f_code.co_filename), probe.f_lineno or 0
+            probe = probe.f_back
+        found = user_frame(frame)
+        return (found.path, found.line) if found else ("<unknown>", 0)
+
+    def on_set(self, key: str, is_new: bool) -> None:
+        path, line = self.location()
+        self.last_set[key] = (path, line)
+        if is_new and key not in self.created:
+            self.created[key] = (self.phase, path, line)
+
+
+class _RecordingState(dict):  # type: ignore[type-arg]
+    recorder: _Recorder
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self.recorder.on_set(str(key), key not in self)
+        super().__setitem__(key, value)
+
+    def setdefault(self, key: Any, default: Any = None) -> Any:
+        if key not in self:
+            self[key] = default
+        return self[key]
+
+
+def _recording_state(recorder: _Recorder, existing: dict[Any, Any]) -> defaultdict[Any, Any]:
+    def fresh() -> _RecordingState:
+        state = _RecordingState()
+        state.recorder = recorder
+        return state
+
+    class _StateMap(defaultdict):  # type: ignore[type-arg]
+        def __setitem__(self, param: Any, value: Any) -> None:
+            if isinstance(value, dict) and not isinstance(value, _RecordingState):
+                wrapped = fresh()
+                for key, item in value.items():
+                    wrapped[key] = item
+                value = wrapped
+            super().__setitem__(param, value)
+
+    state_map = _StateMap(fresh)
+    for param, values in existing.items():
+        wrapped = fresh()
+        dict.update(wrapped, values)
+        dict.__setitem__(state_map, param, wrapped)
+    return state_map
+
+
+def _class_files(optimizer: torch.optim.Optimizer) -> set[str]:
+    files = set()
+    for cls in type(optimizer).__mro__:
+        if cls in (object, torch.optim.Optimizer):
+            continue
+        module = sys.modules.get(cls.__module__)
+        if module is not None and getattr(module, "__file__", None):
+            files.add(os.path.abspath(module.__file__))  # type: ignore[arg-type]
+    return files
+
+
+def _python_numbers(optimizer: torch.optim.Optimizer) -> dict[str, Any]:
+    return {str(k): v for state in optimizer.state.values() for k, v in state.items()
+            if isinstance(v, (int, float)) and not isinstance(v, bool)}
+
+
+def check_optimizer(target: OptimizerStep, report: RuntimeReport) -> None:
+    optimizer = target.optimizer
+    recorder = _Recorder(_class_files(optimizer))
+    optimizer.state = _recording_state(recorder, dict(optimizer.state))
+    params = [p for group in optimizer.param_groups for p in group["params"] if p.requires_grad]
+    has_preinitialize = callable(getattr(type(optimizer), "preinitialize", None))
+    if has_preinitialize and not any(optimizer.state.values()):
+        recorder.phase = "preinitialize"
+        optimizer.preinitialize()
+    name = type(optimizer).__name__
+    numbers: list[dict[str, Any]] = []
+    for number in range(1, target.steps + 1):
+        recorder.phase = f"step {number}"
+        for p in params:
+            p.grad = torch.randn_like(p)
+        optimizer.step()
+        numbers.append(_python_numbers(optimizer))
+    report.steps = target.steps
+    for key, (phase, path, line) in recorder.created.items():
+        if not phase.startswith("step"):
+            continue
+        if has_preinitialize:
+            why = f"`{name}.preinitialize()` does not create state `{key}`; `step()` creates it here ({phase})"
+        else:
+            why = (f"optimizer state `{key}` of `{name}` is created inside `step()` ({phase}); it must exist before "
+                   "the first step: create it in `preinitialize()`")
+        report.add(RuntimeFinding("WSC301", path, line, why, "optimizer"))
+    for key in numbers[0] if numbers else {}:
+        values = [n.get(key) for n in numbers]
+        if len(set(values)) > 1:
+            path, line = recorder.last_set.get(key, ("<unknown>", 0))
+            report.add(RuntimeFinding(
+                "WSC302", path, line, f"optimizer state `{key}` is a Python number that changes every step "
+                f"({' -> '.join(map(str, values))}); the graph would change: keep it a tensor", "optimizer"))
