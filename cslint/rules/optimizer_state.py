@@ -1,0 +1,431 @@
+"""WSC3xx: optimizer state created inside `step()`, and Python-number step counters."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from cslint.analysis.inference import _first_param
+from cslint.analysis.kinds import Tag
+from cslint.fixers.preinitialize import (
+    SKIPPED_METHODS, ClassFix, _walk, is_emptiness_test, is_lazy_guard, is_state, lazy_guards,
+    none_test_name, preinitialize_fix, state_aliases, state_writes, string_key,
+)
+from cslint.rules.base import Fix, Rule, RuleContext
+
+NO_IDENTITY = "state created inside step() has no identity before the first step: the trace re-creates it every step"
+
+
+def in_optimizer_step(ctx: RuleContext) -> bool:
+    """Is this function `step` of an Optimizer subclass, or called from one?"""
+    root = ctx.traced.root
+    first = _first_param(root.func.node) if root.func.cls is not None else None
+    return first is not None and root.params.get(first) is not None and root.params[first].role == "optimizer"
+
+
+def _is_state_expr(ctx: RuleContext, expr: cst.BaseExpression) -> bool:
+    aliases = ctx.scratch.setdefault("wsc3_aliases", state_aliases(ctx.traced.func.node))
+    return is_state(expr, aliases) or (ctx.kind(expr).tag is Tag.OBJECT and ctx.kind(expr).role == "opt_state")
+
+
+def _binds_tensor(ctx: RuleContext, body: cst.BaseSuite, name: str) -> bool:
+    for stmt in body.body if isinstance(body, cst.IndentedBlock) else ():
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                if isinstance(small, cst.Assign) and ctx.is_tensor(small.value) and any(
+                        isinstance(t.target, cst.Name) and t.target.value == name for t in small.targets):
+                    return True
+    return False
+
+
+def is_guard(ctx: RuleContext, node: cst.If) -> bool:
+    if is_emptiness_test(node.test, lambda e: _is_state_expr(ctx, e)):
+        return True
+    name = none_test_name(node.test)
+    return name is not None and _binds_tensor(ctx, node.body, name)
+
+
+def _guarded_nodes(ctx: RuleContext) -> set[int]:
+    """ids of the statements inside this function's lazy guards."""
+    if "wsc3_guarded" not in ctx.scratch:
+        inside: set[int] = set()
+
+        class Marker(cst.CSTVisitor):
+            def visit_SimpleStatementLine(self, n: cst.SimpleStatementLine) -> None:
+                inside.update(id(s) for s in n.body)
+
+        for stmt, _ in _walk(ctx.traced.func.node.body.body, ()):  # type: ignore[arg-type]
+            if isinstance(stmt, cst.If) and is_guard(ctx, stmt):
+                stmt.body.visit(Marker())
+        ctx.scratch["wsc3_guarded"] = inside
+    return ctx.scratch["wsc3_guarded"]  # type: ignore[no-any-return]
+
+
+class _ClassFixes:
+    """One preinitialize fix per optimizer class, shared by all of its findings."""
+
+    def __init__(self) -> None:
+        self.cache: dict[int, tuple[cst.ClassDef, ClassFix | None]] = {}
+
+    def get(self, ctx: RuleContext) -> ClassFix | None:
+        cls = ctx.traced.func.cls
+        if cls is None:
+            return None
+        if id(cls.node) not in self.cache:
+            torch_name, imports = ctx.torch_name()
+            self.cache[id(cls.node)] = (cls.node, preinitialize_fix(cls, torch_name, imports))
+        return self.cache[id(cls.node)][1]
+
+
+CLASS_FIXES = _ClassFixes()
+
+
+def known_state_keys(ctx: RuleContext) -> set[str]:
+    """Keys the class creates outside of step: in preinitialize/__init__, or in the guards WSC301 reports."""
+    cls = ctx.traced.func.cls or ctx.traced.root.func.cls
+    if cls is None:
+        return set()
+    keys: set[str] = set()
+    for name, method in cls.methods.items():
+        aliases = state_aliases(method.node)
+        if name in SKIPPED_METHODS:
+            writes = state_writes(method.node, aliases)
+        else:
+            writes = [w for guard, _ in lazy_guards(method.node) for w in state_writes(guard.body, aliases)]
+        keys.update(k for target, _ in writes if (k := string_key(target)) is not None)
+    return keys
+
+
+class LazyOptimizerState(Rule):
+    code = "WSC301"
+    name = "lazy-optimizer-state"
+    summary = "Checks for optimizer state created the first time `step()` runs, behind a guard."
+    why = (
+        "A WSC step is traced once and replayed. State such as `exp_avg` or `momentum_buffer` is a weight "
+        "kept on the device between steps; when `step()` creates it under `if len(state) == 0`, it has no "
+        "identity before the trace, and the trace re-initialises it on every step. Cerebras calls "
+        "`preinitialize()` before tracing so every state tensor exists first."
+    )
+    example = """
+def step(self):
+    for group in self.param_groups:
+        for p in group["params"]:
+            state = self.state[p]
+            if len(state) == 0:
+                state["exp_avg"] = torch.zeros_like(p)
+            state["exp_avg"].lerp_(p.grad, 0.1)
+"""
+    use_instead = """
+def __init__(self, params, lr=1e-3):
+    super().__init__(params, dict(lr=lr))
+    self.preinitialize()
+
+def preinitialize(self):
+    for group in self.param_groups:
+        for p in group["params"]:
+            state = self.state[p]
+            state["exp_avg"] = torch.zeros_like(p)
+
+def step(self):
+    for group in self.param_groups:
+        for p in group["params"]:
+            state = self.state[p]
+            state["exp_avg"].lerp_(p.grad, 0.1)
+"""
+    fix_safety = (
+        "Safe when every initial value depends only on the parameter's shape and dtype (`zeros_like(p)`; "
+        "`zeros_like(grad)` becomes `zeros_like(p)`). Unsafe when it copies values: `buf = grad.clone()` "
+        "becomes a zero buffer, equal to the original only when the update that follows starts from zero "
+        "(SGD with `dampening == 0`); values read from the parameter may change before the first step "
+        "(a checkpoint loaded after the optimizer was built). Python-number state becomes a float32 tensor."
+        " No fix when the guard sits outside the `for group ...: for p in group['params']:` loop nest of "
+        "the class's own methods, or the class has no `__init__`."
+    )
+    VALID = [
+        """
+import torch
+from torch.optim import Optimizer
+
+class Momentum(Optimizer):
+    def __init__(self, params, lr=0.1, momentum=0.9):
+        super().__init__(params, dict(lr=lr, momentum=momentum))
+        self.preinitialize()
+
+    def preinitialize(self):
+        for group in self.param_groups:
+            for p in group["params"]:
+                state = self.state[p]
+                if len(state) == 0:
+                    state["momentum_buffer"] = torch.zeros_like(p)
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                buf = self.state[p]["momentum_buffer"]
+                buf.mul_(group["momentum"]).add_(p.grad)
+                p.sub_(group["lr"] * buf)
+""",
+    ]
+    INVALID = [
+        """
+import torch
+from torch.optim import Optimizer
+
+class Adam(Optimizer):
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999)):
+        super().__init__(params, dict(lr=lr, betas=betas))
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        for group in self.param_groups:
+            beta1, beta2 = group["betas"]
+            for p in group["params"]:
+                state = self.state[p]
+                if len(state) == 0:  # expect: WSC301
+                    state["exp_avg"] = torch.zeros_like(p)
+                    state["exp_avg_sq"] = torch.zeros_like(p)
+                state["exp_avg"].lerp_(p.grad, 1 - beta1)
+                state["exp_avg_sq"].mul_(beta2).addcmul_(p.grad, p.grad, value=1 - beta2)
+                p.sub_(group["lr"] * state["exp_avg"] / (state["exp_avg_sq"].sqrt() + 1e-8))
+""",
+        """
+import torch
+from torch.optim import Optimizer
+
+class SGD(Optimizer):
+    def __init__(self, params, lr=0.1, momentum=0.9, dampening=0.0):
+        super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening))
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        for group in self.param_groups:
+            for p in group["params"]:
+                d_p = p.grad
+                param_state = self.state[p]
+                if "momentum_buffer" not in param_state:  # expect: WSC301
+                    buf = param_state["momentum_buffer"] = torch.clone(d_p).detach()
+                else:
+                    buf = param_state["momentum_buffer"]
+                    buf.mul_(group["momentum"]).add_(d_p, alpha=1 - group["dampening"])
+                buf = self._maybe_buffer(p)
+                if buf is None:  # expect: WSC301
+                    buf = torch.zeros_like(p)
+                    self.state[p]["slow"] = buf
+                p.sub_(group["lr"] * buf)
+
+    def _maybe_buffer(self, p):
+        return self.state[p].get("slow")
+""",
+    ]
+
+    def visit_If(self, node: cst.If, ctx: RuleContext) -> None:
+        if not in_optimizer_step(ctx) or not is_guard(ctx, node):
+            return
+        class_fix = CLASS_FIXES.get(ctx)
+        aliases = ctx.scratch.setdefault("wsc3_aliases", state_aliases(ctx.traced.func.node))
+        fixable = class_fix is not None and is_lazy_guard(node, aliases)
+        ctx.report(node.test, f"`if {ctx.code(node.test)}` creates optimizer state inside step(): {NO_IDENTITY}; "
+                              "create it in preinitialize()", class_fix.fix if fixable and class_fix else None)
+
+
+class OptimizerStateCreatedInStep(Rule):
+    code = "WSC302"
+    name = "optimizer-state-created-in-step"
+    summary = "Checks for new optimizer state entries that `step()` creates without a guard (or with `setdefault`)."
+    why = (
+        "An entry `step()` assigns that nothing created before (no `preinitialize()`, no `__init__`) is "
+        "new state: before the first step it does not exist, so it has no identity in the traced graph "
+        "and is not carried from one step to the next."
+    )
+    example = """
+def step(self):
+    for group in self.param_groups:
+        for p in group["params"]:
+            buf = self.state[p].setdefault("momentum_buffer", torch.zeros_like(p))
+            buf.mul_(0.9).add_(p.grad)
+"""
+    use_instead = """
+def preinitialize(self):
+    for group in self.param_groups:
+        for p in group["params"]:
+            self.state[p]["momentum_buffer"] = torch.zeros_like(p)
+
+def step(self):
+    for group in self.param_groups:
+        for p in group["params"]:
+            buf = self.state[p]["momentum_buffer"]
+            buf.mul_(0.9).add_(p.grad)
+"""
+    fix_safety = "No fix: where the entry should be created, and from what, is for a person to decide."
+    VALID = [
+        """
+import torch
+from torch.optim import Optimizer
+
+class Lookahead(Optimizer):
+    def __init__(self, params, lr=0.1):
+        super().__init__(params, dict(lr=lr))
+        for group in self.param_groups:
+            for p in group["params"]:
+                self.state[p]["slow"] = p.detach().clone()
+
+    @torch.no_grad()
+    def step(self):
+        for group in self.param_groups:
+            for p in group["params"]:
+                state = self.state[p]
+                state["slow"] = state["slow"] + 0.5 * (p - state["slow"])
+                p.copy_(state["slow"])
+""",
+    ]
+    INVALID = [
+        """
+import torch
+from torch.optim import Optimizer
+
+class SGD(Optimizer):
+    def __init__(self, params, lr=0.1, momentum=0.9):
+        super().__init__(params, dict(lr=lr, momentum=momentum))
+
+    @torch.no_grad()
+    def step(self):
+        for group in self.param_groups:
+            for p in group["params"]:
+                state = self.state[p]
+                buf = state.setdefault("momentum_buffer", torch.zeros_like(p))  # expect: WSC302
+                buf.mul_(group["momentum"]).add_(p.grad)
+                state["last_update"] = group["lr"] * buf  # expect: WSC302
+                p.sub_(state["last_update"])
+""",
+    ]
+
+    def visit_Assign(self, node: cst.Assign, ctx: RuleContext) -> None:
+        if not in_optimizer_step(ctx) or id(node) in _guarded_nodes(ctx):
+            return
+        for target in node.targets:
+            t = target.target
+            if isinstance(t, cst.Subscript) and _is_state_expr(ctx, t.value):
+                key = string_key(t)
+                if key is not None and key not in known_state_keys(ctx):
+                    ctx.report(t, f"`{ctx.code(t)}` creates a new optimizer state entry inside step(): "
+                                  f"{NO_IDENTITY}; create it in preinitialize()")
+
+    def visit_Call(self, node: cst.Call, ctx: RuleContext) -> None:
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "setdefault" and in_optimizer_step(ctx) \
+                and _is_state_expr(ctx, func.value):
+            ctx.report(node, f"`{ctx.code(node)}` creates optimizer state the first time step() runs: "
+                             f"{NO_IDENTITY}; create it in preinitialize()")
+
+
+class PythonStepCounter(Rule):
+    code = "WSC303"
+    name = "python-step-counter"
+    summary = "Checks for optimizer step counters kept as Python numbers (`state[\"step\"] += 1` on an int)."
+    why = (
+        "A Python number is a constant of the traced graph: the value of the first step (`beta ** 1`) is "
+        "frozen into every replay, or each new value changes the graph and forces a recompile. Counters "
+        "must be tensors so the increment and what is computed from it (bias corrections) are in the graph."
+    )
+    example = """
+if len(state) == 0:
+    state["step"] = 0
+state["step"] += 1
+bias_correction = 1 - beta1 ** state["step"]
+"""
+    use_instead = """
+# in preinitialize():
+state["step"] = torch.tensor(0.0, dtype=torch.float32, device=p.device)
+# in step():
+state["step"] += 1
+bias_correction = 1 - torch.pow(beta1, state["step"])
+"""
+    fix_safety = (
+        "Fixed together with the lazy state that creates the counter (WSC301): the counter becomes a "
+        "float32 tensor in preinitialize() and its uses tensor ops (`torch.pow`, `torch.sqrt`); bias "
+        "corrections are then computed in float32 instead of float64, so results differ in the last bits. "
+        "Counters in `param_groups` or attributes of the optimizer are reported without a fix."
+    )
+    VALID = [
+        """
+import torch
+from torch.optim import Optimizer
+
+class Adam(Optimizer):
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999)):
+        super().__init__(params, dict(lr=lr, betas=betas))
+        self.preinitialize()
+        self.steps_taken = 0
+
+    def preinitialize(self):
+        for group in self.param_groups:
+            for p in group["params"]:
+                self.state[p]["step"] = torch.tensor(0.0)
+                self.state[p]["exp_avg"] = torch.zeros_like(p)
+
+    @torch.no_grad()
+    def step(self):
+        for group in self.param_groups:
+            beta1, _ = group["betas"]
+            for p in group["params"]:
+                state = self.state[p]
+                state["step"] += 1
+                state["exp_avg"].lerp_(p.grad, 1 - beta1)
+                p.sub_(group["lr"] * state["exp_avg"] / (1 - torch.pow(beta1, state["step"])))
+
+    def train_loop(self, batches):
+        for _ in batches:
+            self.steps_taken += 1
+""",
+    ]
+    INVALID = [
+        """
+import math
+import torch
+from torch.optim import Optimizer
+
+class Adam(Optimizer):
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999)):
+        super().__init__(params, dict(lr=lr, betas=betas))
+        self.updates = 0
+
+    @torch.no_grad()
+    def step(self):
+        self.updates += 1  # expect: WSC303
+        for group in self.param_groups:
+            group["step"] = group.get("step", 0)
+            group["step"] += 1  # expect: WSC303
+            beta1, beta2 = group["betas"]
+            for p in group["params"]:
+                state = self.state[p]
+                if len(state) == 0:
+                    state["step"] = 0
+                    state["exp_avg"] = torch.zeros_like(p)
+                state["step"] += 1  # expect: WSC303
+                state["exp_avg"].lerp_(p.grad, 1 - beta1)
+                p.sub_(group["lr"] * math.sqrt(1 - beta2 ** state["step"]) * state["exp_avg"])
+""",
+    ]
+
+    def visit_AugAssign(self, node: cst.AugAssign, ctx: RuleContext) -> None:
+        if not in_optimizer_step(ctx) or ctx.is_tensor(node.target) or not isinstance(node.value, (cst.Integer,
+                                                                                                 cst.Float)):
+            return
+        target = node.target
+        fix: Fix | None = None
+        if isinstance(target, cst.Subscript) and _is_state_expr(ctx, target.value):
+            where = "optimizer state"
+            class_fix = CLASS_FIXES.get(ctx)
+            if class_fix is not None and string_key(target) in class_fix.counters:
+                fix = class_fix.fix
+        elif isinstance(target, cst.Subscript) and ctx.kind(target.value).role == "group":
+            where = "a param group"
+        elif isinstance(target, cst.Attribute) and ctx.kind(target.value).role == "optimizer":
+            where = "an optimizer attribute"
+        else:
+            return
+        ctx.report(target, f"`{ctx.code(target)}` is a Python-number step counter in {where}: its value is "
+                           "frozen into the traced graph (or changes it every step); keep it as a float32 tensor",
+                   fix)

@@ -1,0 +1,118 @@
+"""WSC301-303: lazy optimizer state, state created in step, Python step counters."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.conftest import codes, run_linter
+
+FIXTURES = Path(__file__).parent / "fixtures" / "optimizers"
+
+
+def _fixture_findings(tmp_path: Path, name: str) -> list[tuple[str, int, str | None]]:
+    result, _ = run_linter(tmp_path, {f"{name}.py": (FIXTURES / f"{name}.py").read_text(encoding="utf-8")},
+                           select=("WSC3",))
+    return [(d.code, d.line, d.fix.applicability if d.fix else None) for d in result.diagnostics]
+
+
+def test_adam_fixture(tmp_path: Path) -> None:
+    assert _fixture_findings(tmp_path, "adam") == [("WSC301", 30, "safe"), ("WSC303", 37, "safe")]
+
+
+def test_sgd_clone_of_gradient_is_an_unsafe_fix(tmp_path: Path) -> None:
+    assert _fixture_findings(tmp_path, "sgd") == [("WSC301", 34, "unsafe")]
+
+
+def test_factored_optimizer_fixture(tmp_path: Path) -> None:
+    assert _fixture_findings(tmp_path, "adafactor") == [("WSC301", 33, "safe"), ("WSC303", 42, "safe")]
+
+
+def test_lazy_state_in_helper_reports_without_fix(lint) -> None:
+    code = """
+import torch
+from torch.optim import Optimizer
+
+def _momentum(p, state, momentum):
+    if "buf" not in state:
+        state["buf"] = torch.zeros_like(p)
+    state["buf"].mul_(momentum).add_(p.grad)
+    return state["buf"]
+
+class SGD(Optimizer):
+    def __init__(self, params, lr=0.1):
+        super().__init__(params, dict(lr=lr, momentum=0.9))
+
+    @torch.no_grad()
+    def step(self):
+        for group in self.param_groups:
+            for p in group["params"]:
+                p.sub_(group["lr"] * _momentum(p, self.state[p], group["momentum"]))
+"""
+    [finding] = lint(code, select=("WSC3",))
+    assert (finding.code, finding.line, finding.fix) == ("WSC301", 5, None)
+    assert finding.message.startswith('`if "buf" not in state`')
+
+
+def test_quiet_outside_the_step(lint) -> None:
+    code = """
+import torch
+from torch import nn
+from torch.optim import Optimizer
+
+class Ema(Optimizer):
+    def __init__(self, params, decay=0.99):
+        super().__init__(params, dict(lr=0.0, decay=decay))
+        self.num_updates = 0
+        for group in self.param_groups:
+            for p in group["params"]:
+                state = self.state[p]
+                if len(state) == 0:
+                    state["shadow"] = p.detach().clone()
+                    state["step"] = 0
+
+    def evaluate(self):
+        self.num_updates += 1
+        for group in self.param_groups:
+            for p in group["params"]:
+                self.state[p].setdefault("seen", 0)
+
+class Net(nn.Module):
+    def forward(self, x, cache=None):
+        if cache is None:
+            cache = torch.zeros_like(x)
+        return x + cache
+"""
+    assert lint(code, select=("WSC3",)) == []
+
+
+def test_counter_fix_keeps_the_increment_and_uses_tensor_ops(fix) -> None:
+    code = (FIXTURES / "adamw.py").read_text(encoding="utf-8")
+    fixed = fix(code, unsafe=False)
+    assert 'state["step"] = torch.tensor(0.0, dtype=torch.float32, device=p.device)' in fixed
+    assert 'bias_correction1 = 1.0 - torch.pow(beta1, state["step"])' in fixed
+    assert "step_size = step_size * torch.sqrt(bias_correction2) / bias_correction1" in fixed
+    assert 'state["step"] += 1' in fixed
+    assert "if len(state) == 0" not in fixed
+
+
+def test_group_and_attribute_counters_report_without_fix(lint) -> None:
+    code = """
+import torch
+from torch.optim import Optimizer
+
+class Sched(Optimizer):
+    def __init__(self, params, lr=0.1):
+        super().__init__(params, dict(lr=lr, step=0))
+        self.t = 0
+
+    @torch.no_grad()
+    def step(self):
+        self.t += 1
+        for group in self.param_groups:
+            group["step"] += 1
+            for p in group["params"]:
+                p.sub_(group["lr"] * 0.9 ** group["step"] * p.grad)
+"""
+    found = lint(code, select=("WSC303",))
+    assert codes(found) == [("WSC303", 11), ("WSC303", 13)]
+    assert all(d.fix is None for d in found)
