@@ -51,7 +51,7 @@ class FunctionAnalysis:
     params: dict[str, Kind]
     kinds: dict[int, Kind] = field(default_factory=dict)
     bound_before: dict[int, dict[str, Kind]] = field(default_factory=dict)
-    calls: dict[int, CallSite] = field(default_factory=dict)
+    calls: dict[tuple[int, str], CallSite] = field(default_factory=dict)  # (id(call), callee)
     return_kind: Kind = STATIC
     returns_value: bool = False
 
@@ -458,6 +458,10 @@ class FunctionInference:
     def _name(self, node: cst.Name, env: Env) -> Kind:
         if node.value in env:
             return env[node.value]
+        qualified = self.module.imports.names.get(node.value)
+        if qualified is not None and isinstance(self.project.lookup(qualified), FunctionInfo):
+            # `func = _single_tensor_sgd; func(...)`: remember which function, so the call is followed
+            return obj("function", qualified)
         # module-level objects (`model = Net()`) have their class; other globals, builtins, imports are static
         return global_kind(self.project, self.module, node.value)
 
@@ -674,6 +678,15 @@ class FunctionInference:
         attrs[name] = kind
 
     def _call_value(self, node: cst.Call, callee: Kind, arg_kinds: list[Kind]) -> Kind:
+        if callee.tag is Tag.OBJECT and callee.role == "function" and callee.cls:
+            # `func` may be one of several functions (`func = _multi_tensor_sgd if foreach else ...`)
+            results = [self._call_project_function(node, target, arg_kinds, receiver=None)
+                       for target in map(self.project.lookup_function, callee.cls.split("|")) if target is not None]
+            if results:
+                kind = results[0]
+                for other in results[1:]:
+                    kind = join(kind, other)
+                return kind
         if callee.tag is Tag.OBJECT and callee.role == "module":
             if callee.cls:
                 cls = self.project.lookup_class(callee.cls)
@@ -687,12 +700,12 @@ class FunctionInference:
     def _call_project_function(self, node: cst.Call, target: FunctionInfo, arg_kinds: list[Kind],
                                receiver: Kind | None) -> Kind:
         bound = bind_arguments(target, node, arg_kinds, receiver)
-        site = self.result.calls.get(id(node))
+        site = self.result.calls.get((id(node), target.qualname))
         if site is not None:
             for name, kind in bound.items():
                 site.args[name] = join(site.args[name], kind) if name in site.args else kind
         else:
-            self.result.calls[id(node)] = CallSite(node=node, callee=target, args=bound)
+            self.result.calls[(id(node), target.qualname)] = CallSite(node=node, callee=target, args=bound)
         known = self.oracle.return_kind(target)
         # Not analysed yet: assume nothing; the caller is analysed again once the callee's result is known.
         return known if known is not None else UNKNOWN
@@ -787,7 +800,7 @@ def external_call_kind(qualified: str, node: cst.Call, arg_kinds: list[Kind]) ->
         return DYN_TENSOR
     if qualified in api.TENSOR_CONSTRUCTORS:
         return TENSOR
-    if qualified.startswith("torch.optim."):
+    if qualified.startswith("torch.optim.") and qualified.rsplit(".", 1)[-1][:1].isupper():
         return obj("optimizer")
     if qualified.startswith(("torch.nn.", "cerebras.pytorch.nn.")):
         last = qualified.rsplit(".", 1)[-1]

@@ -41,11 +41,19 @@ class Project:
         for module in modules:
             self.modules[module.name] = module
         self._kind_cache: dict[tuple[str, str], bool] = {}
+        self._lookup_cache: dict[str, ModuleInfo | ClassInfo | FunctionInfo | None] = {}
 
     # ---- lookup ----------------------------------------------------------------------------------
 
     def lookup(self, qualname: str, _depth: int = 0) -> ModuleInfo | ClassInfo | FunctionInfo | None:
         """Find what a qualified name names in the project, following `from .x import y` re-exports."""
+        if _depth == 0:
+            if qualname not in self._lookup_cache:
+                self._lookup_cache[qualname] = self._lookup(qualname, 0)
+            return self._lookup_cache[qualname]
+        return self._lookup(qualname, _depth)
+
+    def _lookup(self, qualname: str, _depth: int) -> ModuleInfo | ClassInfo | FunctionInfo | None:
         if _depth > 8 or not qualname:
             return None
         if qualname in self.modules:

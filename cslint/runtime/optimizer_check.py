@@ -124,5 +124,5 @@ def check_optimizer(target: OptimizerStep, report: RuntimeReport) -> None:
         if len(set(values)) > 1:
             path, line = recorder.last_set.get(key, ("<unknown>", 0))
             report.add(RuntimeFinding(
-                "WSC302", path, line, f"optimizer state `{key}` is a Python number that changes every step "
+                "WSC303", path, line, f"optimizer state `{key}` is a Python number that changes every step "
                 f"({' -> '.join(map(str, values))}); the graph would change: keep it a tensor", "optimizer"))

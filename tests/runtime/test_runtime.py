@@ -103,7 +103,7 @@ def test_incomplete_preinitialize_and_python_counter_in_state() -> None:
     assert [(f.code, f.line) for f in partial.findings] == [("WSC301", expected_line(OPTIMIZERS, "WSC301"))]
     assert "preinitialize()` does not create state `exp_avg_sq`" in partial.findings[0].message
     counting = run("counting_sgd", OPTIMIZERS)
-    assert [(f.code, f.line) for f in counting.findings] == [("WSC302", expected_line(OPTIMIZERS, "WSC302"))]
+    assert [(f.code, f.line) for f in counting.findings] == [("WSC303", expected_line(OPTIMIZERS, "WSC303"))]
 
 
 @pytest.fixture

@@ -65,7 +65,7 @@ class CountingSGD(torch.optim.Optimizer):
     def step(self):
         for group in self.param_groups:
             for p in group["params"]:
-                self.state[p]["step"] += 1  # runtime: WSC302
+                self.state[p]["step"] += 1  # runtime: WSC303
                 p.add_(-group["lr"] / self.state[p]["step"] * p.grad)
 
 
