@@ -60,7 +60,7 @@ def _ensure_imports(tree: cst.Module, modules: set[str]) -> cst.Module:
         else:
             break
     # header comments (license, shebang) live in tree.header, so they stay above the new import
-    new = [cst.SimpleStatementLine([cst.Import([cst.ImportAlias(cst.Name(m))])]) for m in sorted(modules)]
+    new = [cst.SimpleStatementLine([cst.Import([cst.ImportAlias(cst.parse_expression(m))])]) for m in sorted(modules)]
     return tree.with_changes(body=body[:insert_at] + new + body[insert_at:])
 
 

@@ -1,0 +1,218 @@
+"""Rewrites that keep a value read back from a tensor on the device.
+
+`x * t.item()` -> `x * t.detach()`: `.item()` both leaves the graph and cuts the gradient, so the
+replacement keeps the cut with `.detach()`. `float(t)` / `int(t)` become `.float()` / `.long()` casts
+(`int()` truncates toward zero, as a float-to-long cast does). With a zero-dimensional tensor these give
+the same values and dtypes as the Python number: PyTorch promotes a 0-dim tensor like a Python scalar.
+A one-element tensor with dimensions broadcasts and promotes like any tensor, so the fix is only safe
+when the receiver is known to be zero-dimensional (a full reduction, or a name only ever bound to one).
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from cslint.rules.base import Fix, RuleContext
+
+# Tensor methods that reduce to a 0-dim tensor when called without arguments.
+FULL_REDUCTIONS = frozenset({
+    "sum", "mean", "max", "min", "prod", "norm", "amax", "amin", "std", "var", "median", "nansum",
+    "nanmean", "count_nonzero", "all", "any",
+})
+# No-argument tensor methods whose result has the receiver's shape.
+SHAPE_PRESERVING = frozenset({
+    "sqrt", "rsqrt", "abs", "exp", "log", "log1p", "neg", "sigmoid", "tanh", "relu", "square", "reciprocal",
+    "detach", "clone", "float", "half", "bfloat16", "long", "int", "contiguous", "clamp_min", "sign",
+})
+ARITHMETIC = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.FloorDivide, cst.Power, cst.Modulo)
+ARITHMETIC_AUG = (cst.AddAssign, cst.SubtractAssign, cst.MultiplyAssign, cst.DivideAssign,
+                  cst.FloorDivideAssign, cst.PowerAssign, cst.ModuloAssign)
+# The cast that reproduces each Python conversion on a tensor.
+CONVERSION_CASTS = {"item": None, "float": "float", "int": "long"}
+
+
+def is_zero_dim(expr: cst.BaseExpression, ctx: RuleContext) -> bool:
+    """Is `expr` certainly a zero-dimensional tensor (so it promotes and broadcasts like a number)?"""
+    if isinstance(expr, cst.Call) and not expr.args:
+        func = expr.func
+        if isinstance(func, cst.Attribute) and ctx.is_tensor(func.value):
+            if func.attr.value in FULL_REDUCTIONS:
+                return True
+            if func.attr.value in SHAPE_PRESERVING:
+                return is_zero_dim(func.value, ctx)
+    if isinstance(expr, cst.BinaryOperation) and ctx.is_tensor(expr):
+        sides = [s for s in (expr.left, expr.right) if ctx.is_tensor(s)]
+        return all(is_zero_dim(s, ctx) for s in sides)
+    if isinstance(expr, cst.UnaryOperation) and ctx.is_tensor(expr):
+        return is_zero_dim(expr.expression, ctx)
+    if isinstance(expr, cst.Call) and len(expr.args) == 1 and expr.args[0].keyword is None:
+        qualified = ctx.resolve(expr.func)
+        if qualified is not None and qualified.startswith("torch.") and \
+                qualified.rsplit(".", 1)[-1] in FULL_REDUCTIONS and ctx.is_tensor(expr.args[0].value):
+            return True
+    if isinstance(expr, cst.Name):
+        values = _assignments(ctx).get(expr.value)
+        return bool(values) and all(v is not None and is_zero_dim(v, ctx) for v in values)
+    return False
+
+
+def _assignments(ctx: RuleContext) -> dict[str, list[cst.BaseExpression | None]]:
+    """Every value each local name is bound to in the function (None: bound some other way)."""
+    key = "host.assignments"
+    if key not in ctx.scratch:
+        found: dict[str, list[cst.BaseExpression | None]] = {}
+
+        class Collector(cst.CSTVisitor):
+            def visit_Assign(self, node: cst.Assign) -> None:
+                for target in node.targets:
+                    if isinstance(target.target, cst.Name):
+                        found.setdefault(target.target.value, []).append(node.value)
+                    else:
+                        for name in _names_in(target.target):
+                            found.setdefault(name, []).append(None)
+
+            def visit_AugAssign(self, node: cst.AugAssign) -> None:
+                if isinstance(node.target, cst.Name):
+                    found.setdefault(node.target.value, []).append(None)
+
+            def visit_For(self, node: cst.For) -> None:
+                for name in _names_in(node.target):
+                    found.setdefault(name, []).append(None)
+
+        func = ctx.traced.func.node
+        func.body.visit(Collector())
+        p = func.params
+        for param in [*p.posonly_params, *p.params, *p.kwonly_params]:
+            found.setdefault(param.name.value, []).append(None)
+        ctx.scratch[key] = found
+    return ctx.scratch[key]  # type: ignore[no-any-return]
+
+
+def _names_in(target: cst.BaseExpression) -> list[str]:
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for e in target.elements for n in _names_in(e.value)]
+    return []
+
+
+def parenthesized(expr: cst.BaseExpression) -> cst.BaseExpression:
+    """`expr` safe to put before `.method()`: `a + b` becomes `(a + b)`."""
+    atoms = (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.SimpleString, cst.Integer, cst.Float)
+    if isinstance(expr, atoms) or expr.lpar:
+        return expr
+    return expr.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+
+
+def method(receiver: cst.BaseExpression, name: str) -> cst.Call:
+    return cst.Call(func=cst.Attribute(value=parenthesized(receiver), attr=cst.Name(name)))
+
+
+def conversion_receiver(node: cst.Call, ctx: RuleContext) -> tuple[cst.BaseExpression, str] | None:
+    """For `t.item()`, `float(t)`, `int(t)` on a tensor: (t, which conversion); else None."""
+    func = node.func
+    if isinstance(func, cst.Attribute) and func.attr.value == "item" and not node.args \
+            and ctx.is_tensor(func.value):
+        return func.value, "item"
+    if isinstance(func, cst.Name) and func.value in ("float", "int") and len(node.args) == 1 \
+            and node.args[0].keyword is None and not node.args[0].star and ctx.is_tensor(node.args[0].value) \
+            and func.value not in ctx.module.imports.names:
+        return node.args[0].value, func.value
+    return None
+
+
+def on_device(receiver: cst.BaseExpression, conversion: str) -> cst.BaseExpression:
+    """The tensor expression that replaces the conversion: detached, cast like the conversion."""
+    value: cst.BaseExpression = method(receiver, "detach")
+    cast = CONVERSION_CASTS[conversion]
+    return method(value, cast) if cast else value
+
+
+def drop_conversion(node: cst.Call, ctx: RuleContext) -> Fix | None:
+    """`x * t.item()` -> `x * t.detach()` (the caller checked the result only feeds tensor arithmetic)."""
+    found = conversion_receiver(node, ctx)
+    if found is None:
+        return None
+    receiver, conversion = found
+    replacement = on_device(receiver, conversion).with_changes(lpar=node.lpar, rpar=node.rpar)
+    shown = cst.Module([]).code_for_node(replacement)
+    if is_zero_dim(receiver, ctx):
+        return Fix("safe", f"Keep the value on the device: `{shown}`", [(node, replacement)])
+    return Fix("unsafe", f"Keep the value on the device: `{shown}`; unsafe: if `{ctx.code(receiver)}` is not "
+                         "zero-dimensional, it broadcasts and promotes dtypes like a tensor, not a number",
+               [(node, replacement)])
+
+
+def feeds_tensor_arithmetic(node: cst.BinaryOperation | cst.AugAssign, ctx: RuleContext) -> list[cst.Call]:
+    """The conversion calls that are an operand of tensor arithmetic (the other operand a tensor)."""
+    if isinstance(node, cst.AugAssign):
+        if isinstance(node.operator, ARITHMETIC_AUG) and ctx.is_tensor(node.target) \
+                and isinstance(node.value, cst.Call):
+            return [node.value]
+        return []
+    if not isinstance(node.operator, ARITHMETIC):
+        return []
+    pairs = ((node.left, node.right), (node.right, node.left))
+    return [side for side, other in pairs if isinstance(side, cst.Call) and ctx.is_tensor(other)]
+
+
+def builtin_to_clamp(node: cst.Call, ctx: RuleContext) -> Fix | None:
+    """`max(c, t.item())` -> `torch.clamp(t.detach(), min=c)`; two tensors -> torch.maximum/minimum."""
+    func = node.func
+    if not isinstance(func, cst.Name) or func.value not in ("max", "min") or len(node.args) != 2:
+        return None
+    if any(arg.keyword is not None or arg.star for arg in node.args):
+        return None
+    torch, imports = ctx.torch_name()
+    values = [arg.value for arg in node.args]
+    tensors: list[cst.BaseExpression | None] = []
+    for value in values:
+        converted = isinstance(value, cst.Call) and conversion_receiver(value, ctx)
+        if converted:
+            tensors.append(on_device(*converted))
+        elif ctx.is_tensor(value):
+            tensors.append(value)
+        else:
+            tensors.append(None)
+    if all(t is not None for t in tensors):
+        name = "maximum" if func.value == "max" else "minimum"
+        call = cst.Call(func=cst.Attribute(cst.Name(torch), cst.Name(name)),
+                        args=[cst.Arg(t) for t in tensors if t is not None])
+    else:
+        index = 0 if tensors[0] is not None else 1
+        tensor, bound = tensors[index], values[1 - index]
+        if tensor is None or ctx.kind(bound).is_data_dependent:
+            return None
+        keyword = "min" if func.value == "max" else "max"
+        call = cst.Call(func=cst.Attribute(cst.Name(torch), cst.Name("clamp")), args=[
+            cst.Arg(tensor),
+            cst.Arg(bound, keyword=cst.Name(keyword), equal=cst.AssignEqual(cst.SimpleWhitespace(""),
+                                                                             cst.SimpleWhitespace(""))),
+        ])
+    call = call.with_changes(lpar=node.lpar, rpar=node.rpar)
+    shown = cst.Module([]).code_for_node(call)
+    return Fix("unsafe", f"Compare on the device: `{shown}`; unsafe: the result is a tensor, whose dtype and "
+                         "shape follow the tensor operand instead of Python's number rules", [(node, call)], imports)
+
+
+def builtin_to_torch(node: cst.Call, ctx: RuleContext) -> Fix | None:
+    """`abs(t)` -> `torch.abs(t)`, `round(t)` -> `torch.round(t)`, `round(t, n)` -> decimals=n."""
+    func = node.func
+    if not isinstance(func, cst.Name) or func.value not in ("abs", "round") or not node.args:
+        return None
+    if any(arg.keyword is not None or arg.star for arg in node.args) or len(node.args) > 2:
+        return None
+    torch, imports = ctx.torch_name()
+    args = [cst.Arg(node.args[0].value)]
+    if len(node.args) == 2:
+        args.append(cst.Arg(node.args[1].value, keyword=cst.Name("decimals"),
+                            equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))))
+    call = cst.Call(func=cst.Attribute(cst.Name(torch), cst.Name(func.value)), args=args)
+    call = call.with_changes(lpar=node.lpar, rpar=node.rpar)
+    if func.value == "abs":
+        return Fix("safe", f"Use {torch}.abs, the op Python's abs() dispatches to on a tensor", [(node, call)],
+                   imports)
+    # Tensor defines no __round__: round(t) raises TypeError, so no rewrite can keep the behaviour.
+    return Fix("unsafe", f"Use {torch}.round (half to even, like Python's round); unsafe: round() on a tensor "
+                         "raises TypeError, so this changes what the code does, and with decimals torch scales "
+                         "by 10**n first, so ties can round differently from Python", [(node, call)], imports)

@@ -1,0 +1,582 @@
+"""WSC7xx: side effects and Python state in a traced step (they happen once, while tracing)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from cslint.analysis.inference import path_key, string_value
+from cslint.analysis.kinds import Tag
+from cslint.fixers.buffers import counter_to_buffer
+from cslint.fixers.summaries import data_dependent_parts, log_call_kind, report_through_summaries
+from cslint.rules.base import Rule, RuleContext
+
+ONCE = "it runs once, while the step is traced, not on every step"
+SEED_FUNCTIONS = frozenset({
+    "torch.manual_seed", "torch.seed", "torch.random.manual_seed", "torch.random.seed",
+    "torch.cuda.manual_seed", "torch.cuda.manual_seed_all", "torch.cuda.seed", "torch.cuda.seed_all",
+    "torch.set_rng_state", "torch.random.set_rng_state",
+})
+
+
+class LogTensor(Rule):
+    code = "WSC701"
+    name = "print-tensor"
+    summary = "Checks for `print`, `logging` and `warnings.warn` calls that take tensor values in traced code."
+    why = (
+        "A traced step runs its Python once, to record the graph; later steps replay the graph without "
+        "running Python. A print or log of a tensor inside the step therefore runs once, on values that "
+        "do not exist yet (it forces a sync or prints a placeholder), and never again."
+    )
+    example = """
+def forward(self, x, y):
+    loss = (x - y).pow(2).mean()
+    print(f"loss {loss}")
+    return loss
+"""
+    use_instead = """
+def forward(self, x, y):
+    loss = (x - y).pow(2).mean()
+    cstorch.step_closure(lambda loss: print(f"loss {loss}"))(loss)   # cerebras-version >= 2.1
+    # cstorch.summarize_scalar("loss", loss)                          # cerebras-version < 2.1
+    return loss
+"""
+    fix_safety = (
+        "Unsafe, and the target depends on the `cerebras-version` setting (docs/summaries.md). From 2.1 "
+        "(default 2.4) the call is wrapped in a `cstorch.step_closure` taking the printed tensors, which "
+        "runs it after every step with their values; offered when every tensor it reads is a local name. "
+        "Before 2.1 it becomes `cstorch.summarize_scalar` (for `.item()`/`float()` or a full reduction) or "
+        "`cstorch.summarize_tensor`, when exactly one tensor is printed. Plain messages are not reported."
+    )
+    VALID = [
+        """
+import logging
+import torch
+from torch import nn
+
+logger = logging.getLogger(__name__)
+
+class Net(nn.Module):
+    def forward(self, x):
+        print("starting forward")
+        logger.info("shape %s dtype %s", tuple(x.shape), x.dtype)
+        return x * 2
+
+
+def train(model, loader, opt):
+    for step, (x, y) in enumerate(loader):
+        loss = model(x).sub(y).pow(2).mean()
+        loss.backward()
+        opt.step()
+        print(f"step {step} loss {loss.item():.4f}")
+        logger.info("loss %s", loss)
+""",
+    ]
+    INVALID = [
+        """
+import logging
+import warnings
+import torch
+from torch import nn
+
+logger = logging.getLogger(__name__)
+
+class Net(nn.Module):
+    def forward(self, x, y):
+        loss = (x - y).pow(2).mean()
+        print("loss", loss)  # expect: WSC701
+        logger.info(f"loss {loss.item():.3f}")  # expect: WSC701
+        self._check(x)
+        return loss
+
+    def _check(self, x):
+        if x.dim() > 2:
+            warnings.warn(f"large activations: {x.abs().max()}")  # expect: WSC701
+        logging.debug("mean %s", x.mean())  # expect: WSC701
+""",
+    ]
+
+    def visit_Call(self, node: cst.Call, ctx: RuleContext) -> None:
+        kind = log_call_kind(node, ctx)
+        if kind is None or not data_dependent_parts(node, ctx):
+            return
+        fix = report_through_summaries(node, ctx) if kind != "warnings" else None
+        ctx.report(node, f"`{ctx.code(node)}` {'prints' if kind == 'print' else 'logs'} tensor values inside "
+                         f"the traced step: {ONCE}; use a step closure or the summary API", fix)
+
+
+def _mutated_state(ctx: RuleContext) -> tuple[set[str], set[str]]:
+    """(attribute paths holding Python values the function mutates, names it declares global/nonlocal)."""
+    key = "effects.mutated"
+    if key in ctx.scratch:
+        return ctx.scratch[key]  # type: ignore[no-any-return]
+    attributes: set[str] = set()
+    globals_: set[str] = set()
+
+    class Finder(cst.CSTVisitor):
+        def visit_Global(self, node: cst.Global) -> None:
+            globals_.update(n.name.value for n in node.names)
+
+        def visit_Nonlocal(self, node: cst.Nonlocal) -> None:
+            globals_.update(n.name.value for n in node.names)
+
+        def visit_AugAssign(self, node: cst.AugAssign) -> None:
+            target = path_key(node.target)
+            if target is not None and "." in target and _is_python_value(node.target, ctx):
+                attributes.add(target)
+
+        def visit_Assign(self, node: cst.Assign) -> None:
+            for t in node.targets:
+                target = path_key(t.target)
+                if target is not None and "." in target and _is_python_value(t.target, ctx) \
+                        and _reads(node.value, {target}):
+                    attributes.add(target)  # self.calls = self.calls + 1
+
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return False
+
+        def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+            return False
+
+    ctx.traced.func.node.body.visit(Finder())
+    ctx.scratch[key] = (attributes, globals_)
+    return attributes, globals_
+
+
+def _is_python_value(target: cst.BaseExpression, ctx: RuleContext) -> bool:
+    """A number/string/host value, not a tensor buffer or an object we know nothing about."""
+    tag = ctx.kind(target).tag
+    if tag in (Tag.STATIC, Tag.HOST):
+        return True
+    # A counter's kind joins its literal start with its own update (unknown while the class is being
+    # analysed), so look at what the class assigns it.
+    return tag is Tag.UNKNOWN and _literal_attribute(target, ctx)
+
+
+def _literal_attribute(target: cst.BaseExpression, ctx: RuleContext) -> bool:
+    """`self.<attr>` assigned only Python literals (and never registered as a buffer) by its class."""
+    cls = ctx.traced.func.cls
+    if cls is None or not isinstance(target, cst.Attribute) or not isinstance(target.value, cst.Name) \
+            or target.value.value != "self":
+        return False
+    attr = target.attr.value
+    values: list[cst.BaseExpression] = []
+    registered = False
+
+    class Finder(cst.CSTVisitor):
+        def visit_Assign(self, node: cst.Assign) -> None:
+            for t in node.targets:
+                if isinstance(t.target, cst.Attribute) and isinstance(t.target.value, cst.Name) \
+                        and t.target.value.value == "self" and t.target.attr.value == attr:
+                    values.append(node.value)
+
+        def visit_Call(self, node: cst.Call) -> None:
+            nonlocal registered
+            if isinstance(node.func, cst.Attribute) and node.func.attr.value.startswith("register_") \
+                    and node.args and string_value(node.args[0].value) == attr:
+                registered = True
+
+    for method in cls.methods.values():
+        method.node.visit(Finder())
+    literal = (cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString)
+    return bool(values) and not registered and all(
+        isinstance(v, literal) or _reads(v, {f"self.{attr}"}) or
+        (isinstance(v, cst.Name) and v.value in ("True", "False")) or
+        (isinstance(v, cst.UnaryOperation) and isinstance(v.expression, literal))
+        for v in values)
+
+
+def _reads(expr: cst.CSTNode, paths: set[str]) -> bool:
+    found = False
+
+    class Reader(cst.CSTVisitor):
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            nonlocal found
+            if isinstance(node, (cst.Name, cst.Attribute)) and path_key(node) in paths:
+                found = True
+                return False
+            return not found
+
+    expr.visit(Reader())
+    return found
+
+
+class PythonStateMutation(Rule):
+    code = "WSC702"
+    name = "python-state-mutation"
+    summary = "Checks for Python attributes or globals mutated inside traced code (`self.calls += 1`, `global step`)."
+    why = (
+        "Python code in a traced step runs once, while tracing: a counter incremented there counts to one "
+        "and stops. If the value is used in the graph, each new value would also be a new graph (a "
+        "recompile that the cluster does not allow)."
+    )
+    example = """
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.calls = 0
+
+    def forward(self, x):
+        self.calls += 1
+        return x
+"""
+    use_instead = """
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("calls", torch.tensor(0), persistent=False)
+
+    def forward(self, x):
+        self.calls += 1   # an in-place tensor op, replayed every step
+        return x
+"""
+    fix_safety = (
+        "Unsafe. For `self.<name> += ...` in an nn.Module whose `__init__` sets `self.<name> = <number>` "
+        "once after `super().__init__()` (and no method rebinds it with `=`), the fix registers "
+        "`<name>` as a non-persistent tensor buffer; the increment then updates it in place. Everything "
+        "that reads `self.<name>` now gets a tensor. Globals and other attributes are reported only."
+    )
+    VALID = [
+        """
+import torch
+from torch import nn
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("step", torch.zeros((), dtype=torch.long))
+        self.calls = 0
+
+    def forward(self, x):
+        self.step += 1
+        h = x
+        h += 1
+        return h * 2
+
+
+class Trainer:
+    def __init__(self, model):
+        self.model = model
+        self.global_step = 0
+
+    def after_step(self):
+        self.global_step += 1
+""",
+    ]
+    INVALID = [
+        """
+import torch
+from torch import nn
+
+STEP = 0
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.calls = 0
+        self.seen = 0
+
+    def forward(self, x):
+        global STEP
+        STEP += 1  # expect: WSC702
+        self.calls += 1  # expect: WSC702
+        self._count(x)
+        return x
+
+    def _count(self, x):
+        self.seen = self.seen + x.shape[0]  # expect: WSC702
+""",
+    ]
+
+    def visit_AugAssign(self, node: cst.AugAssign, ctx: RuleContext) -> None:
+        self._check(node, node.target, ctx)
+
+    def visit_Assign(self, node: cst.Assign, ctx: RuleContext) -> None:
+        for target in node.targets:
+            self._check(node, target.target, ctx)
+
+    def _check(self, node: cst.AugAssign | cst.Assign, target: cst.BaseExpression, ctx: RuleContext) -> None:
+        attributes, globals_ = _mutated_state(ctx)
+        key = path_key(target)
+        if key is None:
+            return
+        if isinstance(target, cst.Name) and key in globals_:
+            ctx.report(node, f"global `{key}` is assigned inside traced code: {ONCE}; keep it a tensor buffer "
+                             "or update it outside the step")
+        elif key in attributes and (isinstance(node, cst.AugAssign) or _reads(node.value, {key})):
+            fix = counter_to_buffer(node, ctx) if isinstance(node, cst.AugAssign) else None
+            ctx.report(node, f"Python attribute `{key}` is updated inside traced code: {ONCE}; keep it as a "
+                             "registered tensor buffer updated in place", fix)
+
+
+class PythonStateInGraph(Rule):
+    code = "WSC703"
+    name = "python-state-in-graph"
+    summary = "Checks for values derived from Python state mutated in traced code that feed tensor operations."
+    why = (
+        "A Python number that changes between steps (a counter, a global) enters the graph as a constant. "
+        "The trace freezes its first value; re-tracing with each new value would be a new graph every step."
+    )
+    example = """
+def forward(self, x):
+    self.calls += 1
+    decay = 0.99 ** self.calls
+    return x * decay
+"""
+    use_instead = """
+def forward(self, x):
+    self.calls += 1            # self.calls a registered tensor buffer
+    decay = torch.pow(0.99, self.calls)
+    return x * decay
+"""
+    fix_safety = "No fix: fix the state itself (WSC702 turns a counter into a tensor buffer)."
+    VALID = [
+        """
+import torch
+from torch import nn
+
+class Net(nn.Module):
+    def __init__(self, decay):
+        super().__init__()
+        self.decay = decay
+        self.register_buffer("steps", torch.zeros(()))
+
+    def forward(self, x):
+        self.steps += 1
+        scale = self.decay ** 2
+        return x * scale * torch.pow(0.99, self.steps)
+""",
+    ]
+    INVALID = [
+        """
+import torch
+from torch import nn
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.calls = 0
+
+    def forward(self, x):
+        self.calls += 1
+        decay = 0.99 ** self.calls
+        y = x * decay  # expect: WSC703
+        return torch.full_like(y, self.calls) + y  # expect: WSC703
+""",
+    ]
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation, ctx: RuleContext) -> None:
+        for side, other in ((node.left, node.right), (node.right, node.left)):
+            if ctx.is_tensor(other) and not ctx.is_tensor(side) and _reads(side, _derived(ctx)):
+                ctx.report(node, f"`{ctx.code(side)}` comes from Python state mutated in the traced step and "
+                                 "feeds a tensor op: its first value is frozen into the graph")
+                return
+
+    def visit_Call(self, node: cst.Call, ctx: RuleContext) -> None:
+        qualified = ctx.resolve(node.func)
+        method = isinstance(node.func, cst.Attribute) and ctx.is_tensor(node.func.value)
+        if not method and (qualified is None or not qualified.startswith("torch.")):
+            return
+        for arg in node.args:
+            if not ctx.is_tensor(arg.value) and _reads(arg.value, _derived(ctx)):
+                ctx.report(arg.value, f"`{ctx.code(arg.value)}` comes from Python state mutated in the traced "
+                                      "step and feeds a tensor op: its first value is frozen into the graph")
+
+
+def _derived(ctx: RuleContext) -> set[str]:
+    """Mutated state paths, and local names computed from them (to a fixed point)."""
+    key = "effects.derived"
+    if key in ctx.scratch:
+        return ctx.scratch[key]  # type: ignore[no-any-return]
+    attributes, globals_ = _mutated_state(ctx)
+    derived = set(attributes) | set(globals_)
+    assigns: list[tuple[str, cst.BaseExpression]] = []
+
+    class Collector(cst.CSTVisitor):
+        def visit_Assign(self, node: cst.Assign) -> None:
+            for t in node.targets:
+                if isinstance(t.target, cst.Name):
+                    assigns.append((t.target.value, node.value))
+
+    ctx.traced.func.node.body.visit(Collector())
+    changed = bool(derived)
+    while changed:
+        changed = False
+        for name, value in assigns:
+            if name not in derived and _reads(value, derived):
+                derived.add(name)
+                changed = True
+    ctx.scratch[key] = derived
+    return derived
+
+
+class SeedInStep(Rule):
+    code = "WSC704"
+    name = "rng-seed-in-step"
+    summary = "Checks for `torch.manual_seed`, `random.*` and `numpy.random.*` calls inside traced code."
+    why = (
+        "Seeding inside the step runs once, while tracing, so it does not reseed later steps. Python's "
+        "`random` and NumPy draw numbers on the host: the value drawn while tracing becomes a constant "
+        "of the graph, the same on every step."
+    )
+    example = """
+def forward(self, x):
+    torch.manual_seed(0)
+    keep = np.random.rand() > 0.5
+    return x
+"""
+    use_instead = """
+torch.manual_seed(0)   # once, before training
+
+def forward(self, x):
+    keep = torch.rand(()) > 0.5   # drawn on the device, every step
+    return x
+"""
+    fix_safety = "No fix: where to seed, or which torch op replaces a host draw, is a person's decision."
+    VALID = [
+        """
+import random
+import numpy as np
+import torch
+from torch import nn
+
+class Noise(nn.Module):
+    def __init__(self, p):
+        super().__init__()
+        self.p = p
+        self.offset = random.random()
+
+    def forward(self, x):
+        return x + torch.randn_like(x) * self.p
+
+
+def worker_init_fn(worker_id):
+    np.random.seed(worker_id)
+    random.seed(worker_id)
+    torch.manual_seed(worker_id)
+""",
+    ]
+    INVALID = [
+        """
+import random
+import numpy as np
+import torch
+from torch import nn
+
+class Noise(nn.Module):
+    def forward(self, x):
+        torch.manual_seed(0)  # expect: WSC704
+        if random.random() < 0.5:  # expect: WSC704
+            x = x.flip(0)
+        return x * self._jitter()
+
+    def _jitter(self):
+        return float(np.random.uniform(0.9, 1.1))  # expect: WSC704
+""",
+    ]
+
+    def visit_Call(self, node: cst.Call, ctx: RuleContext) -> None:
+        qualified = ctx.resolve(node.func)
+        if qualified is None:
+            return
+        if qualified in SEED_FUNCTIONS:
+            ctx.report(node, f"`{ctx.code(node)}` seeds the generator inside the traced step: {ONCE}; seed once "
+                             "before training")
+        elif qualified.startswith(("random.", "numpy.random.")):
+            ctx.report(node, f"`{ctx.code(node)}` uses the host's random generator inside the traced step: "
+                             f"{ONCE}, so its value is a constant of the graph; use torch.rand* on the device")
+
+
+class GradModeToggle(Rule):
+    code = "WSC705"
+    name = "grad-mode-toggle"
+    summary = "Checks for `requires_grad_()`, `requires_grad = ...`, `.train()` and `.eval()` inside traced code."
+    why = (
+        "Which tensors need gradients and whether modules are in training mode shape the graph. Switching "
+        "them inside the step happens once, while tracing: later steps replay the first step's choice, "
+        "and a change between steps would be a different graph."
+    )
+    example = """
+def forward(self, x):
+    self.encoder.eval()
+    self.encoder.weight.requires_grad_(False)
+    return self.encoder(x)
+"""
+    use_instead = """
+model.encoder.eval()                          # before the training loop
+model.encoder.weight.requires_grad_(False)
+
+def forward(self, x):
+    return self.encoder(x)
+"""
+    fix_safety = "No fix: move the switch out of the step, where the training loop sets up the model."
+    VALID = [
+        """
+import torch
+from torch import nn
+
+class Net(nn.Module):
+    def __init__(self, encoder):
+        super().__init__()
+        self.encoder = encoder
+        self.encoder.requires_grad_(False)
+        self.encoder.eval()
+
+    def forward(self, x):
+        if self.training:
+            x = x * 0.9
+        with torch.no_grad():
+            feats = self.encoder(x)
+        return feats.detach()
+
+
+def evaluate(model, loader):
+    model.eval()
+    for p in model.parameters():
+        p.requires_grad = False
+    return [model(x) for x in loader]
+""",
+    ]
+    INVALID = [
+        """
+import torch
+from torch import nn
+
+class Net(nn.Module):
+    def __init__(self, encoder, head):
+        super().__init__()
+        self.encoder = encoder
+        self.head = nn.Linear(4, 4)
+
+    def forward(self, x):
+        self.encoder.eval()  # expect: WSC705
+        self._freeze()
+        return self.head(self.encoder(x))
+
+    def _freeze(self):
+        self.head.weight.requires_grad_(False)  # expect: WSC705
+        self.head.bias.requires_grad = False  # expect: WSC705
+        self.train()  # expect: WSC705
+""",
+    ]
+
+    def visit_Call(self, node: cst.Call, ctx: RuleContext) -> None:
+        func = node.func
+        if not isinstance(func, cst.Attribute):
+            return
+        receiver = ctx.kind(func.value)
+        method = func.attr.value
+        is_module = receiver.tag is Tag.OBJECT and receiver.role == "module"
+        if method == "requires_grad_" and (is_module or receiver.is_tensor):
+            ctx.report(node, f"`{ctx.code(node)}` changes which tensors need gradients inside the traced step: "
+                             f"{ONCE}; set it before training")
+        elif method in ("train", "eval") and len(node.args) <= 1 and not receiver.is_tensor \
+                and receiver.tag is not Tag.SEQUENCE:  # `self.encoder` may be a constructor argument
+            ctx.report(node, f"`{ctx.code(node)}` switches module mode inside the traced step: {ONCE}; switch "
+                             "modes outside the step")
+
+    def visit_Assign(self, node: cst.Assign, ctx: RuleContext) -> None:
+        for target in node.targets:
+            t = target.target
+            if isinstance(t, cst.Attribute) and t.attr.value == "requires_grad":
+                ctx.report(node, f"`{ctx.code(t)} = ...` changes which tensors need gradients inside the traced "
+                                 f"step: {ONCE}; set it before training")
