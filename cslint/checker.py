@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 
 import libcst as cst
 
+from cslint.analysis.index import ModuleInfo
+from cslint.analysis.project import Project
 from cslint.analysis.traced import TracedFunction
 from cslint.config import Settings
-from cslint.rules import Finding, Rule, RuleContext
+from cslint.rules import Finding, Fix, Rule, RuleContext
+from cslint.targets import adapt_message, get_target, is_cerebras_fix
 
 INTERNAL_ERROR = "WSC002"
 BUG_HINT = "please report it, with the file, at the cslint issue tracker"
@@ -45,8 +49,11 @@ class Checker:
     def __init__(self, rules: Iterable[type[Rule]], settings: Settings) -> None:
         self.settings = settings
         self.rules = [rule() for rule in rules]
+        self.module_rules = [rule for rule in self.rules if getattr(rule, "scope", "function") == "module"]
         self.table: dict[type, list[tuple[Rule, Handler]]] = {}
         for rule in self.rules:
+            if rule in self.module_rules:
+                continue
             for node_type, handler in rule.handlers().items():
                 cls = getattr(cst, node_type, None)
                 if cls is None:
@@ -59,4 +66,50 @@ class Checker:
         ctx = RuleContext(traced=traced, settings=self.settings)
         dispatcher = _Dispatcher(self.table, ctx)
         traced.func.node.body.visit(dispatcher)
-        return ctx.findings
+        return adapt_to_target(ctx.findings, self.settings)
+
+    def check_module(self, module: ModuleInfo, project: Project) -> list[Finding]:
+        """Rules with `scope = "module"` look at a whole file once (training scripts, loss classes)."""
+        findings: list[Finding] = []
+        for rule in self.module_rules:
+            ctx = ModuleContext(module=module, project=project, settings=self.settings, current_rule=rule)
+            try:
+                rule.check_module(ctx)  # type: ignore[attr-defined]
+            except Exception as exc:
+                findings.append(internal_error(module.tree, None, f"rule {rule.code}", exc))
+            findings.extend(ctx.findings)
+        return adapt_to_target(findings, self.settings)
+
+
+@dataclass
+class ModuleContext:
+    """What a module-scope rule sees: the file's index, the project, and a place to report."""
+
+    module: ModuleInfo
+    project: Project
+    settings: Settings
+    current_rule: Rule
+    findings: list[Finding] = field(default_factory=list)
+
+    def resolve(self, node: cst.BaseExpression) -> str | None:
+        return self.module.imports.resolve(node)
+
+    def code(self, node: cst.CSTNode, limit: int = 48) -> str:
+        text = " ".join(cst.Module([]).code_for_node(node).split())
+        return text if len(text) <= limit else text[: limit - 3] + "..."
+
+    def report(self, node: cst.CSTNode, message: str, fix: Fix | None = None) -> None:
+        self.findings.append(Finding(code=self.current_rule.code, message=message, node=node, traced=None, fix=fix))
+
+
+def adapt_to_target(findings: list[Finding], settings: Settings) -> list[Finding]:
+    """The target's message wording; fixes that write cerebras.pytorch calls only on the WSC target."""
+    target = get_target(settings.target)
+    for finding in findings:
+        if finding.code == INTERNAL_ERROR:
+            continue
+        finding.message = adapt_message(finding.message, finding.code, target)
+        if finding.fix is not None and not target.cerebras_fixes and \
+                is_cerebras_fix(finding.fix.message, finding.fix.imports):
+            finding.fix = None
+    return findings

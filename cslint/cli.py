@@ -40,6 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--select", type=_codes, help="rule codes or prefixes to enable (comma-separated)")
     check.add_argument("--extend-select", type=_codes, help="codes or prefixes to enable on top of select")
     check.add_argument("--ignore", type=_codes, help="codes or prefixes to disable")
+    check.add_argument("--target", choices=["wsc", "rdu", "xla", "compile"],
+                       help="accelerator whose rules, messages and fixes to use (default: wsc; docs/targets.md)")
     check.add_argument("--trace-roots", action="append", metavar="PATTERN",
                        help="glob over qualified names (pkg.mod.Class.method) of extra traced roots")
     check.add_argument("--output-format", default="text",
@@ -107,6 +109,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         ignore=tuple(settings.ignore + tuple(args.ignore)) if args.ignore else None,
         trace_roots=tuple(settings.trace_roots + tuple(args.trace_roots)) if args.trace_roots else None,
         unsafe_fixes=args.unsafe_fixes,
+        target=getattr(args, "target", None),
     )
 
 

@@ -101,6 +101,9 @@ class Linter:
             except Exception as exc:
                 found = [internal_error(traced.func.node.name, traced, f"checking {traced.func.display_name}", exc)]
             findings.setdefault(source.path, []).extend(found)
+        if self.checker.module_rules:
+            for name, module in modules.items():
+                findings.setdefault(by_module[name].path, []).extend(self.checker.check_module(module, project))
         return findings
 
     # ---- locating and filtering ------------------------------------------------------------------

@@ -8,6 +8,7 @@ from pathlib import Path
 from cslint.config import ConfigError, Settings
 from cslint.rules import Rule, all_rules
 from cslint.sources import safe_resolve
+from cslint.targets import get_target, runs_on_target
 
 GENERIC_PREFIXES = ("ALL", "WSC")
 
@@ -45,7 +46,10 @@ def enabled_rules(settings: Settings) -> list[type[Rule]]:
     validate_codes(settings.select, "--select")
     validate_codes(settings.extend_select, "--extend-select")
     validate_codes(settings.ignore, "--ignore")
-    return [r for r in all_rules() if is_selected(r.code, settings, r.default_enabled)]
+    target = get_target(settings.target)
+    selectors = settings.select + settings.extend_select
+    return [r for r in all_rules() if is_selected(r.code, settings, r.default_enabled)
+            and runs_on_target(r.code, target, selectors)]
 
 
 def ignored_for_file(path: Path, settings: Settings) -> tuple[str, ...]:
