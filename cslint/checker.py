@@ -10,6 +10,7 @@ import libcst as cst
 from cslint.analysis.index import ModuleInfo
 from cslint.analysis.project import Project
 from cslint.analysis.traced import TracedFunction
+from cslint.analysis.walk import iter_nodes
 from cslint.config import Settings
 from cslint.rules import Finding, Fix, Rule, RuleContext
 from cslint.targets import adapt_message, get_target, is_cerebras_fix
@@ -27,22 +28,18 @@ def internal_error(node: cst.CSTNode, traced: TracedFunction | None, where: str,
                    node=node, traced=traced)
 
 
-class _Dispatcher(cst.CSTVisitor):
-    def __init__(self, table: dict[type, list[tuple[Rule, Handler]]], ctx: RuleContext) -> None:
-        self.table = table
-        self.ctx = ctx
-
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        handlers = self.table.get(type(node))
-        if handlers:
-            for rule, handler in handlers:
-                self.ctx.current_rule = rule
-                try:
-                    handler(node, self.ctx)
-                except Exception as exc:  # one rule's bug must not stop the run or hide other findings
-                    self.ctx.findings.append(internal_error(node, self.ctx.traced, f"rule {rule.code}", exc))
-        # nested classes are not part of the traced function
-        return not isinstance(node, cst.ClassDef)
+def _dispatch(root: cst.CSTNode, table: dict[type, list[tuple[Rule, Handler]]], ctx: RuleContext) -> None:
+    # nested classes are not part of the traced function
+    for node in iter_nodes(root, prune=(cst.ClassDef,)):
+        handlers = table.get(type(node))
+        if not handlers:
+            continue
+        for rule, handler in handlers:
+            ctx.current_rule = rule
+            try:
+                handler(node, ctx)
+            except Exception as exc:  # one rule's bug must not stop the run or hide other findings
+                ctx.findings.append(internal_error(node, ctx.traced, f"rule {rule.code}", exc))
 
 
 class Checker:
@@ -64,8 +61,7 @@ class Checker:
         if traced.analysis is None or not self.table:
             return []
         ctx = RuleContext(traced=traced, settings=self.settings)
-        dispatcher = _Dispatcher(self.table, ctx)
-        traced.func.node.body.visit(dispatcher)
+        _dispatch(traced.func.node.body, self.table, ctx)
         return adapt_to_target(ctx.findings, self.settings)
 
     def check_module(self, module: ModuleInfo, project: Project) -> list[Finding]:

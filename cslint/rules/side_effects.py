@@ -6,6 +6,7 @@ import libcst as cst
 
 from cslint.analysis.inference import path_key, string_value
 from cslint.analysis.kinds import Tag
+from cslint.analysis.walk import iter_nodes
 from cslint.fixers.buffers import counter_to_buffer
 from cslint.fixers.summaries import data_dependent_parts, log_call_kind, report_through_summaries
 from cslint.rules.base import Rule, RuleContext
@@ -112,32 +113,20 @@ def _mutated_state(ctx: RuleContext) -> tuple[set[str], set[str]]:
     attributes: set[str] = set()
     globals_: set[str] = set()
 
-    class Finder(cst.CSTVisitor):
-        def visit_Global(self, node: cst.Global) -> None:
-            globals_.update(n.name.value for n in node.names)
-
-        def visit_Nonlocal(self, node: cst.Nonlocal) -> None:
-            globals_.update(n.name.value for n in node.names)
-
-        def visit_AugAssign(self, node: cst.AugAssign) -> None:
-            target = path_key(node.target)
-            if target is not None and "." in target and _is_python_value(node.target, ctx):
+    for node in iter_nodes(ctx.traced.func.node.body, prune=(cst.FunctionDef, cst.ClassDef)):
+        kind = type(node)
+        if kind in (cst.Global, cst.Nonlocal):
+            globals_.update(n.name.value for n in node.names)  # type: ignore[attr-defined]
+        elif kind is cst.AugAssign:
+            target = path_key(node.target)  # type: ignore[attr-defined]
+            if target is not None and "." in target and _is_python_value(node.target, ctx):  # type: ignore
                 attributes.add(target)
-
-        def visit_Assign(self, node: cst.Assign) -> None:
-            for t in node.targets:
+        elif kind is cst.Assign:
+            for t in node.targets:  # type: ignore[attr-defined]
                 target = path_key(t.target)
                 if target is not None and "." in target and _is_python_value(t.target, ctx) \
-                        and _reads(node.value, {target}):
+                        and _reads(node.value, {target}):  # type: ignore[attr-defined]
                     attributes.add(target)  # self.calls = self.calls + 1
-
-        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-            return False
-
-        def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-            return False
-
-    ctx.traced.func.node.body.visit(Finder())
     ctx.scratch[key] = (attributes, globals_)
     return attributes, globals_
 
@@ -186,18 +175,10 @@ def _literal_attribute(target: cst.BaseExpression, ctx: RuleContext) -> bool:
 
 
 def _reads(expr: cst.CSTNode, paths: set[str]) -> bool:
-    found = False
-
-    class Reader(cst.CSTVisitor):
-        def on_visit(self, node: cst.CSTNode) -> bool:
-            nonlocal found
-            if isinstance(node, (cst.Name, cst.Attribute)) and path_key(node) in paths:
-                found = True
-                return False
-            return not found
-
-    expr.visit(Reader())
-    return found
+    if not paths:
+        return False
+    return any(type(node) in (cst.Name, cst.Attribute) and path_key(node) in paths  # type: ignore[arg-type]
+               for node in iter_nodes(expr))
 
 
 class PythonStateMutation(Rule):
@@ -296,6 +277,8 @@ class Net(nn.Module):
 
     def _check(self, node: cst.AugAssign | cst.Assign, target: cst.BaseExpression, ctx: RuleContext) -> None:
         attributes, globals_ = _mutated_state(ctx)
+        if not attributes and not globals_:
+            return
         key = path_key(target)
         if key is None:
             return
@@ -365,8 +348,11 @@ class Net(nn.Module):
     ]
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation, ctx: RuleContext) -> None:
+        derived = _derived(ctx)
+        if not derived:
+            return
         for side, other in ((node.left, node.right), (node.right, node.left)):
-            if ctx.is_tensor(other) and not ctx.is_tensor(side) and _reads(side, _derived(ctx)):
+            if ctx.is_tensor(other) and not ctx.is_tensor(side) and _reads(side, derived):
                 ctx.report(node, f"`{ctx.code(side)}` comes from Python state mutated in the traced step and "
                                  "feeds a tensor op: its first value is frozen into the graph")
                 return
@@ -376,8 +362,11 @@ class Net(nn.Module):
         method = isinstance(node.func, cst.Attribute) and ctx.is_tensor(node.func.value)
         if not method and (qualified is None or not qualified.startswith("torch.")):
             return
+        derived = _derived(ctx)
+        if not derived:
+            return
         for arg in node.args:
-            if not ctx.is_tensor(arg.value) and _reads(arg.value, _derived(ctx)):
+            if not ctx.is_tensor(arg.value) and _reads(arg.value, derived):
                 ctx.report(arg.value, f"`{ctx.code(arg.value)}` comes from Python state mutated in the traced "
                                       "step and feeds a tensor op: its first value is frozen into the graph")
 

@@ -1,0 +1,213 @@
+"""WSC6xx: dtypes a WSC graph cannot hold (float64, complex)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from cslint.analysis.kinds import Tag
+from cslint.fixers.dtypes import double_method_fix, dtype_attribute_fix, python_float_dtype_fix
+from cslint.rules.base import Rule, RuleContext
+
+SUPPORTED = "WSC computes in float32 and one 16-bit type (bfloat16 or float16)"
+FLOAT64_NAMES = frozenset({"torch.float64", "torch.double", "torch.DoubleTensor", "torch.cuda.DoubleTensor"})
+COMPLEX_DTYPES = frozenset({"torch.complex32", "torch.complex64", "torch.complex128", "torch.cfloat",
+                            "torch.cdouble", "torch.chalf"})
+COMPLEX_FUNCTIONS = frozenset({"torch.view_as_complex", "torch.complex", "torch.polar", "torch.stft"})
+COMPLEX_METHODS = frozenset({"cfloat", "cdouble", "chalf"})
+# Functions that only inspect a dtype: naming float64 there creates nothing.
+DTYPE_INSPECTORS = frozenset({"torch.finfo", "torch.iinfo", "torch.promote_types", "torch.can_cast",
+                              "torch.set_default_dtype", "torch.get_default_dtype"})
+
+
+def _inspections(ctx: RuleContext) -> set[int]:
+    return ctx.scratch.setdefault("dtype_inspections", set())  # type: ignore[no-any-return]
+
+
+class _Attributes(cst.CSTVisitor):
+    def __init__(self, found: set[int]) -> None:
+        self.found = found
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self.found.add(id(node))
+
+
+def _mark_inspection(node: cst.CSTNode, ctx: RuleContext) -> None:
+    """`x.dtype == torch.float64`, `torch.finfo(torch.float64)`: dtypes compared or inspected, not used."""
+    node.visit(_Attributes(_inspections(ctx)))
+
+
+def _mark_if_inspection(node: cst.CSTNode, ctx: RuleContext) -> None:
+    if isinstance(node, cst.Comparison):
+        _mark_inspection(node, ctx)
+    elif isinstance(node, cst.Call):
+        qualified = ctx.resolve(node.func)
+        if qualified in DTYPE_INSPECTORS - {"torch.set_default_dtype"} or qualified in ("isinstance",):
+            _mark_inspection(node, ctx)
+
+
+class Float64(Rule):
+    code = "WSC601"
+    name = "float64-dtype"
+    summary = ("Checks for `torch.float64`/`torch.double`, `.double()` and `dtype=float` (float64 to torch) "
+               "in traced code.")
+    why = (
+        f"{SUPPORTED}. A graph with double-precision tensors does not compile for the wafer; moving such "
+        "tensors to the host or emulating them costs far more than the precision buys."
+    )
+    example = """
+def forward(self, logits, labels):
+    log_probs = logits.double().log_softmax(-1)
+    return F.nll_loss(log_probs, labels).to(torch.float64)
+"""
+    use_instead = """
+def forward(self, logits, labels):
+    log_probs = logits.float().log_softmax(-1)
+    return F.nll_loss(log_probs, labels).to(torch.float32)
+"""
+    fix_safety = "Unsafe: float32 replaces float64, so results change in the low-order bits (or more, for long sums)."
+    VALID = [
+        """
+import torch
+from torch import nn
+
+class Head(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim).double()
+        self.eps = torch.finfo(torch.float64).eps
+
+    def forward(self, x):
+        if x.dtype == torch.float64:
+            x = x.float()
+        tiny = torch.finfo(torch.float64).tiny
+        return self.proj(x.to(torch.float32)) + x.half().float() + tiny
+""",
+    ]
+    INVALID = [
+        """
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+class StableLoss(nn.Module):
+    def forward(self, logits, labels):
+        log_probs = logits.double().log_softmax(-1)  # expect: WSC601
+        weights = torch.ones(labels.shape, dtype=torch.float64)  # expect: WSC601
+        scale = torch.tensor(0.5, dtype=float)  # expect: WSC601
+        loss = F.nll_loss(log_probs, labels, reduction="none") * weights * scale
+        return loss.mean().to(torch.double)  # expect: WSC601
+""",
+    ]
+
+    def visit_Comparison(self, node: cst.Comparison, ctx: RuleContext) -> None:
+        _mark_if_inspection(node, ctx)
+
+    def visit_Attribute(self, node: cst.Attribute, ctx: RuleContext) -> None:
+        qualified = ctx.resolve(node)
+        if qualified not in FLOAT64_NAMES or id(node) in _inspections(ctx):
+            return
+        ctx.report(node, f"`{ctx.code(node)}` makes float64 tensors in the traced step; {SUPPORTED}: use float32",
+                   dtype_attribute_fix(node))
+
+    def visit_Call(self, node: cst.Call, ctx: RuleContext) -> None:
+        _mark_if_inspection(node, ctx)
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "double" and not node.args \
+                and ctx.resolve(func) is None and ctx.kind(func.value).tag in (Tag.TENSOR, Tag.OBJECT):
+            ctx.report(node, f"`{ctx.code(node)}` converts to float64 in the traced step; {SUPPORTED}: use "
+                             "`.float()`", double_method_fix(node))
+            return
+        for value in self._python_float_dtypes(node, ctx):
+            ctx.report(value, f"`{ctx.code(node)}` passes Python `float` as a dtype, which torch reads as "
+                              f"float64; {SUPPORTED}: use torch.float32", python_float_dtype_fix(value, ctx))
+
+    def _python_float_dtypes(self, node: cst.Call, ctx: RuleContext) -> list[cst.Name]:
+        qualified = ctx.resolve(node.func)
+        func = node.func
+        method = func.attr.value if isinstance(func, cst.Attribute) and qualified is None \
+            and ctx.is_tensor(func.value) else None
+        if method is None and not (qualified or "").startswith("torch."):
+            return []
+        found = []
+        for arg in node.args:
+            is_dtype = (arg.keyword is not None and arg.keyword.value == "dtype") or (
+                arg.keyword is None and method in ("to", "type") and arg is node.args[0])
+            if is_dtype and isinstance(arg.value, cst.Name) and arg.value.value == "float" \
+                    and ctx.kind(arg.value).tag is Tag.STATIC:
+                found.append(arg.value)
+        return found
+
+
+class ComplexDtype(Rule):
+    code = "WSC602"
+    name = "complex-dtype"
+    summary = ("Checks for complex dtypes (`torch.complex64`, `.cfloat()` ...) and ops that produce complex "
+               "tensors (`torch.view_as_complex`, `torch.polar`, `torch.complex`, `torch.fft.*`, `torch.stft`) "
+               "in traced code.")
+    why = f"{SUPPORTED}; complex tensors have no representation in a WSC graph."
+    example = """
+def apply_rotary(x, freqs):
+    x_c = torch.view_as_complex(x.float().reshape(*x.shape[:-1], -1, 2))
+    rotation = torch.polar(torch.ones_like(freqs), freqs)
+    return torch.view_as_real(x_c * rotation).flatten(-2)
+"""
+    use_instead = """
+def apply_rotary(x, cos, sin):
+    x1, x2 = x[..., ::2], x[..., 1::2]
+    return torch.stack((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1).flatten(-2)
+"""
+    fix_safety = "No fix: the computation has to be written with real tensors (pairs of real and imaginary parts)."
+    VALID = [
+        """
+import torch
+from torch import nn
+
+class Rotary(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        freqs = torch.polar(torch.ones(dim // 2), torch.arange(dim // 2).float())
+        self.register_buffer("cos", freqs.real)
+        self.register_buffer("sin", freqs.imag)
+
+    def forward(self, x):
+        if x.is_complex() or x.dtype == torch.complex64:
+            x = x.real
+        x1, x2 = x[..., ::2], x[..., 1::2]
+        return torch.stack((x1 * self.cos - x2 * self.sin, x1 * self.sin + x2 * self.cos), dim=-1).flatten(-2)
+""",
+    ]
+    INVALID = [
+        """
+import torch
+from torch import nn
+
+class Rotary(nn.Module):
+    def forward(self, x, freqs):
+        pairs = x.float().reshape(*x.shape[:-1], -1, 2)
+        x_c = torch.view_as_complex(pairs)  # expect: WSC602
+        rotation = torch.polar(torch.ones_like(freqs), freqs)  # expect: WSC602
+        spectrum = torch.fft.rfft(x, dim=-1)  # expect: WSC602
+        phase = torch.zeros(4, dtype=torch.cfloat)  # expect: WSC602
+        return torch.view_as_real(x_c * rotation).flatten(-2), spectrum.abs(), phase
+""",
+    ]
+
+    def visit_Comparison(self, node: cst.Comparison, ctx: RuleContext) -> None:
+        _mark_if_inspection(node, ctx)
+
+    def visit_Attribute(self, node: cst.Attribute, ctx: RuleContext) -> None:
+        if ctx.resolve(node) in COMPLEX_DTYPES and id(node) not in _inspections(ctx):
+            ctx.report(node, f"`{ctx.code(node)}` makes complex tensors in the traced step; {SUPPORTED}: "
+                             "keep real and imaginary parts as two real tensors")
+
+    def visit_Call(self, node: cst.Call, ctx: RuleContext) -> None:
+        _mark_if_inspection(node, ctx)
+        func = node.func
+        qualified = ctx.resolve(func)
+        complex_op = qualified in COMPLEX_FUNCTIONS or (qualified or "").startswith("torch.fft.")
+        complex_method = qualified is None and isinstance(func, cst.Attribute) \
+            and func.attr.value in COMPLEX_METHODS and ctx.is_tensor(func.value)
+        if complex_op or complex_method:
+            ctx.report(node, f"`{ctx.code(node)}` computes with complex tensors in the traced step; {SUPPORTED}: "
+                             "write it with real tensors (for rotary embeddings: x1 * cos - x2 * sin, "
+                             "x1 * sin + x2 * cos)")

@@ -1,0 +1,349 @@
+"""WSC5xx: operations whose output shape depends on tensor values.
+
+Loops over such results are WSC107's (control flow); these rules report the operation itself.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from cslint.analysis import torch_api as api
+from cslint.fixers.masked import masked_reduction_fix, masked_store_fix
+from cslint.rules.base import Fix, Rule, RuleContext
+
+FIXED_SHAPE = "a static graph needs shapes known before the data"
+
+# op -> the fixed-shape way to write what it is usually used for
+ALTERNATIVES = {
+    "nonzero": "keep the boolean mask and compute on every element (torch.where(mask, x, 0), masked_fill), "
+               "or pick a fixed number of positions with torch.topk",
+    "argwhere": "keep the boolean mask and compute on every element (torch.where(mask, x, 0), masked_fill), "
+                "or pick a fixed number of positions with torch.topk",
+    "where": "use the three-argument torch.where(mask, x, other) or keep the mask as a multiplier",
+    "masked_select": "torch.where(mask, x, 0) keeps the shape; reduce it with a mask-weighted sum",
+    "unique": "count against the fixed range of values instead: F.one_hot(x, num_classes).sum(0)",
+    "unique_consecutive": "compare neighbours with a fixed-shape mask: x[..., 1:] != x[..., :-1]",
+    "bincount": "F.one_hot(x, num_classes).sum(0), or zeros(num_classes).scatter_add_(0, x, weights)",
+    "repeat_interleave": "repeat a Python int number of times, or gather with an index of fixed size "
+                         "(or pass output_size=)",
+}
+DYNAMIC_OPS = frozenset(ALTERNATIVES) - {"where", "repeat_interleave"}
+
+# Methods of a boolean tensor whose result is still boolean (shape and copy ops).
+BOOL_PRESERVING_METHODS = frozenset({
+    "clone", "view", "reshape", "expand", "expand_as", "unsqueeze", "squeeze", "flatten", "transpose",
+    "permute", "contiguous", "detach", "t", "view_as", "reshape_as", "tril", "triu", "roll", "flip",
+})
+BOOL_DTYPES = frozenset({"torch.bool"})
+
+
+def _repeats_argument(call: cst.Call, is_method: bool) -> cst.BaseExpression | None:
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == "repeats":
+            return arg.value
+    positional = [a.value for a in call.args if a.keyword is None]
+    if is_method:
+        return positional[0] if positional else None
+    return positional[1] if len(positional) > 1 else positional[0] if len(positional) == 1 else None
+
+
+def dynamic_op_name(call: cst.Call, ctx: RuleContext) -> str | None:
+    """The name of the value-dependent-shape op `call` performs on a tensor, if any."""
+    func = call.func
+    qualified = ctx.resolve(func)
+    is_method = qualified is None and isinstance(func, cst.Attribute) and ctx.is_tensor(func.value)
+    if is_method and isinstance(func, cst.Attribute):
+        name = func.attr.value
+    elif qualified is not None and qualified.startswith("torch.") and qualified.count(".") == 1:
+        name = qualified.split(".")[1]
+    else:
+        return None
+    if name in DYNAMIC_OPS:
+        return name
+    if name == "where" and not is_method and len(call.args) == 1 and call.args[0].keyword is None:
+        return name
+    if name == "repeat_interleave" and not any(a.keyword and a.keyword.value == "output_size" for a in call.args):
+        repeats = _repeats_argument(call, is_method)
+        if repeats is not None and ctx.is_tensor(repeats):
+            return name
+    return None
+
+
+class DynamicShapeOp(Rule):
+    code = "WSC501"
+    name = "dynamic-shape-op"
+    summary = ("Checks for `nonzero`, `argwhere`, one-argument `torch.where`, `masked_select`, `unique`, "
+               "`unique_consecutive`, `bincount` and `repeat_interleave` with tensor repeats in traced code.")
+    why = (
+        "These return as many elements as the data selects, so the output shape is only known once the values "
+        "are. A static graph is compiled for fixed shapes: the trace fails, or it freezes the first step's "
+        "shape and is wrong (or recompiles) on every step whose data selects a different number."
+    )
+    example = """
+def forward(self, tokens, hidden):
+    positions = (tokens == self.mask_id).nonzero(as_tuple=True)
+    return hidden[positions]
+"""
+    use_instead = """
+def forward(self, tokens, hidden):
+    is_masked = tokens == self.mask_id
+    return torch.where(is_masked.unsqueeze(-1), hidden, 0)  # same shape every step
+"""
+    fix_safety = "No fix: what replaces a variable-size selection (a mask, a top-k) is a design choice."
+    VALID = [
+        """
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+class TopKRouter(nn.Module):
+    def __init__(self, dim, num_experts, k):
+        super().__init__()
+        self.gate = nn.Linear(dim, num_experts)
+        self.k = k
+        self.lengths = torch.tensor([3, 1, 2]).repeat_interleave(2)
+
+    def forward(self, h, padding):
+        logits = self.gate(h).masked_fill(padding.unsqueeze(-1), float("-inf"))
+        weights, experts = torch.topk(logits.softmax(-1), self.k, dim=-1)
+        picked = torch.gather(h, 1, experts)
+        kept = torch.where(weights > 0.1, weights, 0)
+        load = F.one_hot(experts, logits.shape[-1]).sum(dim=(0, 1))
+        spread = h.repeat_interleave(2, dim=0)
+        sized = torch.repeat_interleave(h, experts.flatten(), dim=0, output_size=h.shape[0] * self.k)
+        return picked, kept, load, spread, sized
+""",
+    ]
+    INVALID = [
+        """
+import torch
+from torch import nn
+
+class MoE(nn.Module):
+    def __init__(self, experts):
+        super().__init__()
+        self.experts = nn.ModuleList(experts)
+
+    def forward(self, h, expert_ids):
+        out = torch.zeros_like(h)
+        for e, expert in enumerate(self.experts):
+            rows = torch.nonzero(expert_ids == e).squeeze(-1)  # expect: WSC501
+            out[rows] = expert(h[rows])
+        used = expert_ids.unique()  # expect: WSC501
+        rows, cols = torch.where(expert_ids > 0)  # expect: WSC501
+        picked = h.masked_select(expert_ids.unsqueeze(-1) > 0)  # expect: WSC501
+        counts = torch.bincount(expert_ids.flatten())  # expect: WSC501
+        spread = h.repeat_interleave(counts, dim=0)  # expect: WSC501
+        return out, used, rows, picked, spread
+""",
+    ]
+
+    def visit_Call(self, node: cst.Call, ctx: RuleContext) -> None:
+        name = dynamic_op_name(node, ctx)
+        if name is None:
+            return
+        what = "one-argument torch.where" if name == "where" else f"`{name}`"
+        ctx.report(node, f"{what} in `{ctx.code(node)}` returns a tensor whose shape depends on its values; "
+                         f"{FIXED_SHAPE}: {ALTERNATIVES[name]}")
+
+
+def _call_name(call: cst.Call, ctx: RuleContext) -> str:
+    qualified = ctx.resolve(call.func)
+    if qualified is not None:
+        return qualified.rsplit(".", 1)[-1] if qualified.startswith("torch.") else ""
+    return call.func.attr.value if isinstance(call.func, cst.Attribute) else ""
+
+
+def _is_bool_dtype(expr: cst.BaseExpression, ctx: RuleContext) -> bool:
+    return ctx.resolve(expr) in BOOL_DTYPES
+
+
+def is_boolean_tensor(expr: cst.BaseExpression, ctx: RuleContext, bool_names: dict[str, bool]) -> bool:
+    """Is `expr` visibly a boolean tensor: a comparison, a logical op, `.bool()`, `dtype=torch.bool`, or a
+    name assigned only from those? Integer index tensors (topk indices, arange) are not."""
+    if not ctx.is_tensor(expr):
+        return False
+    if isinstance(expr, cst.Comparison):
+        return not any(isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for c in expr.comparisons)
+    if isinstance(expr, cst.Name):
+        return bool_names.get(expr.value, False)
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.BitInvert):
+        return is_boolean_tensor(expr.expression, ctx, bool_names)
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.BitAnd, cst.BitOr, cst.BitXor)):
+        return is_boolean_tensor(expr.left, ctx, bool_names) or is_boolean_tensor(expr.right, ctx, bool_names)
+    if isinstance(expr, cst.Subscript):  # mask[:, None], mask[..., :-1]
+        return all(not isinstance(e.slice, cst.Index) or not ctx.is_tensor(e.slice.value) for e in expr.slice) \
+            and is_boolean_tensor(expr.value, ctx, bool_names)
+    if isinstance(expr, cst.Call):
+        name = _call_name(expr, ctx)
+        if name in api.BOOLEAN_RESULT_CALLS:
+            return True
+        for arg in expr.args:
+            if arg.keyword is not None and arg.keyword.value == "dtype" and _is_bool_dtype(arg.value, ctx):
+                return True
+        if name in ("to", "type") and expr.args and _is_bool_dtype(expr.args[0].value, ctx):
+            return True
+        if name in BOOL_PRESERVING_METHODS:
+            if isinstance(expr.func, cst.Attribute) and ctx.resolve(expr.func) is None:
+                return is_boolean_tensor(expr.func.value, ctx, bool_names)
+            return bool(expr.args) and is_boolean_tensor(expr.args[0].value, ctx, bool_names)
+    return False
+
+
+class _Assignments(cst.CSTVisitor):
+    """`name = value` in the function's own body, in source order (not in nested functions or classes)."""
+
+    def __init__(self) -> None:
+        self.pairs: list[tuple[str, cst.BaseExpression]] = []
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return False
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return False
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            if isinstance(target.target, cst.Name):
+                self.pairs.append((target.target.value, node.value))
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if isinstance(node.target, cst.Name) and node.value is not None:
+            self.pairs.append((node.target.value, node.value))
+
+
+def mask_names(ctx: RuleContext) -> tuple[dict[str, bool], dict[str, cst.BaseExpression]]:
+    """Names that hold boolean tensors in this function, and the expressions of names assigned once."""
+    cached = ctx.scratch.get("mask_names")
+    if cached is None:
+        collector = _Assignments()
+        ctx.traced.func.node.body.visit(collector)
+        bool_names: dict[str, bool] = {}
+        counts: dict[str, int] = {}
+        for name, value in collector.pairs:
+            boolean = is_boolean_tensor(value, ctx, bool_names)
+            bool_names[name] = boolean and bool_names.get(name, True)
+            counts[name] = counts.get(name, 0) + 1
+        once = {name: value for name, value in collector.pairs if counts[name] == 1}
+        cached = ctx.scratch["mask_names"] = (bool_names, once)
+    return cached  # type: ignore[no-any-return]
+
+
+def boolean_index(node: cst.Subscript, ctx: RuleContext) -> cst.BaseExpression | None:
+    """The boolean mask `node` indexes a tensor with (`x[m]`, `x[:, m]`), or None."""
+    if not ctx.is_tensor(node.value):
+        return None
+    bool_names, _ = mask_names(ctx)
+    for element in node.slice:
+        if isinstance(element.slice, cst.Index) and is_boolean_tensor(element.slice.value, ctx, bool_names):
+            return element.slice.value
+    return None
+
+
+class BooleanMaskIndex(Rule):
+    code = "WSC502"
+    name = "boolean-mask-index"
+    summary = "Checks for indexing a tensor with a boolean mask (`x[mask]`, `x[t > 0]`) in traced code."
+    why = (
+        "`x[mask]` keeps as many elements as the mask has true values, so its shape depends on the data. "
+        "A static graph is compiled for fixed shapes; storing through a mask (`x[mask] = 0`) is lowered "
+        "through the same value-dependent index computation."
+    )
+    example = """
+def forward(self, logits, labels):
+    loss = F.cross_entropy(logits.flatten(0, 1), labels.flatten(), reduction="none")
+    keep = labels.flatten() != -100
+    return loss[keep].mean()
+"""
+    use_instead = """
+def forward(self, logits, labels):
+    loss = F.cross_entropy(logits.flatten(0, 1), labels.flatten(), reduction="none")
+    keep = labels.flatten() != -100
+    return torch.where(keep, loss, 0).sum() / keep.sum()
+"""
+    fix_safety = (
+        "`x[m].sum()` -> `torch.where(m, x, 0).sum()` and `x[m].mean()` -> `torch.where(m, x, 0).sum() / m.sum()` "
+        "(an all-false mask still gives NaN, like the original) are safe when the mask is visibly elementwise "
+        "over `x` (`x[x > 0]`), unsafe otherwise because a mask over only the leading dimensions of `x` "
+        "broadcasts differently. `x[m] = <number>` -> `x.masked_fill_(m, <number>)`, with the same safety. "
+        "Other uses are reported without a fix."
+    )
+    VALID = [
+        """
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+class Attention(nn.Module):
+    def forward(self, q, k, v, key_padding, top_idx):
+        causal = torch.ones(q.shape[1], k.shape[1], dtype=torch.bool).tril()
+        scores = q @ k.transpose(-1, -2)
+        scores = scores.masked_fill(~causal, float("-inf"))
+        scores = torch.where(key_padding[:, None, :], scores, -1e9)
+        best = torch.topk(scores, 4, dim=-1).indices
+        rows = v[top_idx]
+        picked = torch.gather(v, 1, best[..., :1].expand(-1, -1, v.shape[-1]))
+        return F.softmax(scores, -1) @ v + rows + picked
+""",
+    ]
+    INVALID = [
+        """
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+class MaskedLMLoss(nn.Module):
+    def forward(self, logits, labels, attention_mask):
+        loss = F.cross_entropy(logits.flatten(0, 1), labels.flatten(), reduction="none")
+        keep = labels.flatten() != -100
+        masked = loss[keep].mean()  # expect: WSC502
+        real = logits[attention_mask.bool()]  # expect: WSC502
+        hard = loss[loss > loss.mean()].sum()  # expect: WSC502
+        logits[labels == 0] = 0.0  # expect: WSC502
+        return masked + real.sum() + hard
+""",
+    ]
+
+    def visit_Call(self, node: cst.Call, ctx: RuleContext) -> None:
+        func = node.func
+        if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Subscript)):
+            return
+        subscript = func.value
+        if func.attr.value not in api.REDUCTIONS or len(subscript.slice) != 1:
+            return
+        mask = boolean_index(subscript, ctx)
+        if mask is None:
+            return
+        self._handled(ctx).add(id(subscript))
+        _, once = mask_names(ctx)
+        fix = masked_reduction_fix(node, subscript.value, mask, func.attr.value, ctx, once)
+        self._report(subscript, mask, ctx, fix, reduction=func.attr.value)
+
+    def visit_Assign(self, node: cst.Assign, ctx: RuleContext) -> None:
+        for target in node.targets:
+            if isinstance(target.target, cst.Subscript):
+                mask = boolean_index(target.target, ctx)
+                if mask is not None:
+                    self._handled(ctx).add(id(target.target))
+                    fix = masked_store_fix(node, target.target.value, mask, ctx, mask_names(ctx)[1]) \
+                        if len(target.target.slice) == 1 else None
+                    ctx.report(target.target, f"storing through the boolean mask `{ctx.code(mask)}` indexes a "
+                                              f"data-dependent set of positions; {FIXED_SHAPE}: use "
+                                              "masked_fill or torch.where(mask, value, x)", fix)
+
+    def visit_Subscript(self, node: cst.Subscript, ctx: RuleContext) -> None:
+        if id(node) in self._handled(ctx):
+            return
+        mask = boolean_index(node, ctx)
+        if mask is not None:
+            self._report(node, mask, ctx, None, reduction="")
+
+    def _handled(self, ctx: RuleContext) -> set[int]:
+        return ctx.scratch.setdefault("bool_index_handled", set())  # type: ignore[no-any-return]
+
+    def _report(self, node: cst.Subscript, mask: cst.BaseExpression, ctx: RuleContext, fix: Fix | None,
+                reduction: str) -> None:
+        alternative = "reduce with torch.where(mask, x, 0).sum() (divide by mask.sum() for a mean)" if reduction \
+            else "keep the full shape with torch.where(mask, x, 0) or masked_fill and reduce with the mask"
+        ctx.report(node, f"`{ctx.code(node)}` selects by the boolean mask `{ctx.code(mask)}`, so its shape "
+                         f"depends on the data; {FIXED_SHAPE}: {alternative}", fix)

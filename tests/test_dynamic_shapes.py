@@ -1,0 +1,191 @@
+"""WSC5xx: value-dependent shapes in realistic model code, their fixed-shape look-alikes, and the fixes."""
+
+from __future__ import annotations
+
+from tests.conftest import codes
+
+MOE_DISPATCH = """
+import torch
+from torch import nn
+
+class SparseMoE(nn.Module):
+    def __init__(self, dim, num_experts):
+        super().__init__()
+        self.router = nn.Linear(dim, num_experts)
+        self.experts = nn.ModuleList(nn.Linear(dim, dim) for _ in range(num_experts))
+
+    def forward(self, h):
+        expert_ids = self.router(h).argmax(-1)
+        out = torch.zeros_like(h)
+        for e, expert in enumerate(self.experts):
+            hit = expert_ids == e
+            rows = hit.nonzero().squeeze(-1)
+            out[rows] = expert(h[hit])
+        for e in expert_ids.unique():
+            out = out + e
+        return out
+"""
+
+
+def test_moe_dispatch_reports_each_selection_once(lint):
+    found = codes(lint(MOE_DISPATCH, select=("WSC5", "WSC107")))
+    # the op itself (WSC501/502) and the loop over its result (WSC107) are separate findings
+    assert sorted(found) == [("WSC107", 17), ("WSC501", 15), ("WSC501", 17), ("WSC502", 16)]
+
+
+TOPK_ROUTING = """
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+class TopKRouter(nn.Module):
+    def __init__(self, dim, num_experts, k=2, capacity=8):
+        super().__init__()
+        self.gate = nn.Linear(dim, num_experts)
+        self.k = k
+        self.capacity = capacity
+
+    def forward(self, h, padding_mask):
+        logits = self.gate(h)
+        logits = logits.masked_fill(padding_mask.unsqueeze(-1), float("-inf"))
+        probs = logits.softmax(-1)
+        weights, experts = torch.topk(probs, self.k, dim=-1)
+        dispatch = F.one_hot(experts, probs.shape[-1]).float()
+        position = torch.cumsum(dispatch, dim=1) * dispatch
+        in_capacity = position <= self.capacity
+        dispatch = torch.where(in_capacity, dispatch, 0)
+        tokens = torch.gather(h, 1, experts[..., :1].expand(-1, -1, h.shape[-1]))
+        load = dispatch.sum(dim=(0, 1, 2))
+        return dispatch * weights.unsqueeze(-1), tokens[experts[:, :1, 0]], load
+"""
+
+
+def test_fixed_shape_routing_is_not_flagged(lint):
+    assert lint(TOPK_ROUTING, select=("WSC5",)) == []
+
+
+ATTENTION = """
+import torch
+from torch import nn
+
+class MaskedAttention(nn.Module):
+    def forward(self, q, k, v, lengths):
+        positions = torch.arange(k.shape[-2])
+        valid = positions[None, :] < lengths[:, None]
+        causal = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool).triu(1)
+        scores = (q @ k.transpose(-1, -2)).masked_fill(causal, float("-inf"))
+        scores = torch.where(valid[:, None, :], scores, float("-inf"))
+        kept_scores = scores[valid[:, None, :].expand_as(scores)]
+        return scores.softmax(-1) @ v, kept_scores
+"""
+
+
+def test_attention_masks_flag_only_the_selection(lint):
+    assert codes(lint(ATTENTION, select=("WSC5",))) == [("WSC502", 11)]
+
+
+def test_boolean_masks_are_told_from_index_tensors(lint):
+    code = """
+    import torch
+    from torch import nn
+
+    class Gather(nn.Module):
+        def forward(self, x, idx, scores):
+            order = scores.argsort(-1)
+            best = torch.topk(scores, 3).indices
+            flags = scores.gt(0)
+            both = flags & (scores < 5)
+            flags_t = scores.to(torch.bool)
+            return x[idx], x[order], x[best], x[flags], x[both], x[~flags], x[flags_t], x[scores > 0, :]
+    """
+    lines = {line for _, line in codes(lint(code, select=("WSC502",)))}
+    assert lines == {11}
+    assert len(lint(code, select=("WSC502",))) == 5
+
+
+def test_quiet_outside_traced_code(lint):
+    code = """
+    import torch
+    from torch import nn
+
+    def build_vocab(token_ids):
+        used = torch.unique(token_ids)
+        counts = torch.bincount(token_ids)
+        return used[counts[used] > 1]
+
+    class Embedding(nn.Module):
+        def __init__(self, frequencies):
+            super().__init__()
+            keep = frequencies > 5
+            self.rare = torch.nonzero(~keep).squeeze(-1)
+            self.table = nn.Parameter(torch.randn(int(keep.sum()), 4))
+            self.table.data[keep[: self.table.shape[0]]] = 0.0
+
+        def forward(self, ids):
+            return self.table[ids]
+
+    def evaluate(model, batches):
+        for ids, labels in batches:
+            preds = model(ids).argmax(-1)
+            right = preds[labels != -100] == labels[labels != -100]
+            print(right.float().mean().item(), torch.where(labels > 0))
+    """
+    assert lint(code, select=("WSC5",)) == []
+
+
+def test_masked_mean_fix_is_safe_for_a_mask_over_the_values(fix):
+    code = """
+    import torch
+    from torch import nn
+
+    class HardLoss(nn.Module):
+        def forward(self, losses):
+            return losses[losses > losses.mean()].mean()
+    """
+    assert "torch.where(losses > losses.mean(), losses, 0).sum() / (losses > losses.mean()).sum()" in fix(code)
+
+
+def test_mask_from_another_tensor_needs_unsafe_fixes(fix):
+    code = """
+    import torch
+    from torch import nn
+
+    class TokenLoss(nn.Module):
+        def forward(self, token_loss, labels):
+            keep = labels != -100
+            return token_loss[keep].sum()
+    """
+    assert "token_loss[keep].sum()" in fix(code)
+    assert "torch.where(keep, token_loss, 0).sum()" in fix(code, unsafe=True)
+
+
+def test_no_fix_when_reordering_would_change_random_draws(fix):
+    code = """
+    import torch
+    from torch import nn
+
+    class Drop(nn.Module):
+        def forward(self, x):
+            return x[torch.rand_like(x) > 0.1].sum(), x[x > 0].sum(dim=0)
+    """
+    fixed = fix(code, unsafe=True)
+    assert "x[torch.rand_like(x) > 0.1].sum()" in fixed
+    assert "x[x > 0].sum(dim=0)" in fixed
+
+
+def test_masked_store_fix_keeps_the_in_place_update(fix):
+    code = """
+    import torch
+    from torch import nn
+
+    class ClampPad(nn.Module):
+        def forward(self, ids, scores):
+            ids[ids < 0] = 0
+            scores[scores != scores] = -1e4
+            scores[ids == 0] = torch.zeros(3)
+            return ids, scores
+    """
+    fixed = fix(code)
+    assert "ids.masked_fill_(ids < 0, 0)" in fixed
+    assert "scores.masked_fill_(scores != scores, -1e4)" in fixed
+    assert "scores[ids == 0] = torch.zeros(3)" in fixed  # a tensor value: report only
