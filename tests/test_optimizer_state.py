@@ -116,3 +116,98 @@ class Sched(Optimizer):
     found = lint(code, select=("WSC303",))
     assert codes(found) == [("WSC303", 11), ("WSC303", 13)]
     assert all(d.fix is None for d in found)
+
+
+def test_optimizer_reached_from_a_step_function_keeps_its_findings(lint):
+    files = {
+        "opt.py": """
+            import torch
+            from torch.optim import Optimizer
+
+            class Momentum(Optimizer):
+                def __init__(self, params, lr=0.1):
+                    super().__init__(params, dict(lr=lr))
+
+                def step(self, closure=None):
+                    for group in self.param_groups:
+                        for p in group["params"]:
+                            state = self.state[p]
+                            if len(state) == 0:
+                                state["buf"] = torch.zeros_like(p)
+                            state["buf"].mul_(0.9).add_(p.grad)
+                            p.add_(state["buf"], alpha=-group["lr"])
+        """,
+        "train.py": """
+            import cerebras.pytorch as cstorch
+            import torch
+            from opt import Momentum
+
+            model = torch.nn.Linear(4, 4)
+            optimizer = Momentum(model.parameters())
+
+            @cstorch.trace
+            def training_step(x):
+                loss = model(x).sum()
+                loss.backward()
+                optimizer.step()
+                return loss
+        """,
+    }
+    alone = lint({"opt.py": files["opt.py"]}, select=("WSC3", "WSC4"))
+    together = [d for d in lint(files, select=("WSC3", "WSC4")) if d.path.name == "opt.py"]
+    assert [(d.code, d.line) for d in together] == [(d.code, d.line) for d in alone] == [
+        ("WSC301", 12), ("WSC401", 15)]
+    assert together[0].chain == ["train.training_step", "opt.Momentum.step"]
+
+
+def test_optimizers_following_the_cerebras_contract_are_clean(lint):
+    code = """
+    import torch
+    import cerebras.pytorch as cstorch
+
+    class Adam(cstorch.optim.Optimizer):
+        def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8):
+            super().__init__(params, dict(lr=lr, betas=betas, eps=eps), enable_global_step=True)
+
+        def preinitialize(self):
+            for group in self.param_groups:
+                for p in group["params"]:
+                    state = self.state[p]
+                    state["exp_avg"] = torch.zeros_like(p)
+                    state["exp_avg_sq"] = torch.zeros_like(p)
+                    state["beta1_power"] = torch.tensor(1.0, device=p.device)
+                    state["beta2_power"] = torch.tensor(1.0, device=p.device)
+
+        @torch.no_grad()
+        def step(self, closure=None):
+            for group in self.param_groups:
+                beta1, beta2 = group["betas"]
+                lr = group["lr"]
+                for p in group["params"]:
+                    if p.grad is None:
+                        continue
+                    state = self.state[p]
+                    self.increment_global_step(p)
+                    state["beta1_power"].mul_(beta1)
+                    state["beta2_power"].mul_(beta2)
+                    state["exp_avg"].mul_(beta1).add_(p.grad, alpha=1 - beta1)
+                    state["exp_avg_sq"].mul_(beta2).addcmul_(p.grad, p.grad, value=1 - beta2)
+                    denom = (state["exp_avg_sq"] / (1 - state["beta2_power"])).sqrt().add_(group["eps"])
+                    update = state["exp_avg"] / denom / (1 - state["beta1_power"])
+                    update *= lr
+                    p.sub_(update)
+
+    class SGD(cstorch.optim.Optimizer):
+        def __init__(self, params, lr=0.1):
+            super().__init__(params, dict(lr=lr))
+
+        def preinitialize(self):
+            pass
+
+        def step(self, closure=None):
+            for group in self.param_groups:
+                for p in group["params"]:
+                    if p.grad is not None:
+                        p.add_(-group["lr"] * p.grad)
+    """
+    assert lint(code) == []

@@ -16,10 +16,25 @@ NO_IDENTITY = "state created inside step() has no identity before the first step
 
 
 def in_optimizer_step(ctx: RuleContext) -> bool:
-    """Is this function `step` of an Optimizer subclass, or called from one?"""
-    root = ctx.traced.root
-    first = _first_param(root.func.node) if root.func.cls is not None else None
-    return first is not None and root.params.get(first) is not None and root.params[first].role == "optimizer"
+    """Is this function `step` of an Optimizer subclass, or called from one? (A step function that calls
+    `optimizer.step()` may be the root of the chain, so look at every function along it.)"""
+    current = ctx.traced
+    while current is not None:
+        first = _first_param(current.func.node) if current.func.cls is not None else None
+        if first is not None and current.params.get(first) is not None and current.params[first].role == "optimizer":
+            return True
+        current = current.parent
+    return False
+
+
+def _nearest_class(ctx: RuleContext):  # type: ignore[no-untyped-def]
+    """The class of the closest method up the call chain (the optimizer whose step calls this helper)."""
+    current = ctx.traced.parent
+    while current is not None:
+        if current.func.cls is not None:
+            return current.func.cls
+        current = current.parent
+    return None
 
 
 def _is_state_expr(ctx: RuleContext, expr: cst.BaseExpression) -> bool:
@@ -81,7 +96,7 @@ CLASS_FIXES = _ClassFixes()
 
 def known_state_keys(ctx: RuleContext) -> set[str]:
     """Keys the class creates outside of step: in preinitialize/__init__, or in the guards WSC301 reports."""
-    cls = ctx.traced.func.cls or ctx.traced.root.func.cls
+    cls = ctx.traced.func.cls or _nearest_class(ctx)
     if cls is None:
         return set()
     keys: set[str] = set()
