@@ -41,7 +41,7 @@ def lint_tree(label: str, root: Path, chunk: int = 400) -> int:
     internal, findings, errors = [], 0, []
     # chunks keep memory flat; cross-file chains only matter within a package, which chunks mostly keep
     for i in range(0, len(files), chunk):
-        result = run_with_deep_stack(lambda: linter.run(files[i:i + chunk]))
+        result = run_with_deep_stack(lambda i=i: linter.run(files[i:i + chunk]))
         internal += [d for d in result.diagnostics if d.code == INTERNAL_ERROR]
         findings += len(result.diagnostics)
         errors += result.errors

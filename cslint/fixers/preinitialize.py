@@ -293,7 +293,8 @@ def _reads_values_of(node: cst.CSTNode, name: str) -> bool:
     class Reader(cst.CSTVisitor):
         def visit_Call(self, n: cst.Call) -> bool:
             func = n.func
-            last = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+            last = (func.attr.value if isinstance(func, cst.Attribute)
+                    else func.value if isinstance(func, cst.Name) else "")
             if last in SHAPE_ONLY_CALLS and n.args:
                 for arg in n.args[1:]:
                     arg.visit(self)
@@ -344,7 +345,7 @@ def _guard_plan(guard: cst.If, chain: tuple[cst.CSTNode, ...], method: cst.Funct
     aliases = state_aliases(method)
     # enclosing `if`s between the parameter loop and the guard are conditions on hyperparameters
     conditions: list[cst.BaseExpression] = []
-    for node, inner in zip(chain[loop_at + 1:], chain[loop_at + 2:] + (guard,)):
+    for node, _inner in zip(chain[loop_at + 1:], chain[loop_at + 2:] + (guard,)):
         if isinstance(node, cst.If):
             conditions.append(node.test)
         elif isinstance(node, cst.Else):
@@ -557,7 +558,8 @@ def preinitialize_fix(cls: ClassInfo, torch_name: str, imports: frozenset[str]) 
     group, param = plan.loops
     for name, method in cls.methods.items():
         if plan.counters and name not in SKIPPED_METHODS:
-            plan.replacements.extend(_counter_use_replacements(method.node, plan.counters, cls.module.imports, torch_name))
+            plan.replacements.extend(
+                _counter_use_replacements(method.node, plan.counters, cls.module.imports, torch_name))
     indent = "    "
     loops = (f"def preinitialize(self):\n"
              f"{indent}for {group} in self.param_groups:\n"

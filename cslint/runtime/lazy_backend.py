@@ -73,7 +73,8 @@ class Watcher(TorchDispatchMode):
         if frame is None:
             return out
         self.ops.append(OpRecord(str(func), frame.path, frame.line,
-                                 tuple(_describe(a) for a in args) + tuple(sorted((k, _describe(v)) for k, v in kwargs.items()))))
+                                 tuple(_describe(a) for a in args)
+                                 + tuple(sorted((k, _describe(v)) for k, v in kwargs.items()))))
         kind = self._kind(func, args, kwargs, out)
         if kind is not None:
             self.event(kind, frame, f"aten.{func.__name__}")

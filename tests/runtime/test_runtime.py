@@ -150,7 +150,8 @@ def test_compare_static_lists_static_findings_never_seen(in_process: None, capsy
     runtime_main([f"{FAMILIES}:control_flow", "--backend", "lazy", "--compare-static"])
     out = capsys.readouterr().out
     # the static pass flags `.item()` in another model of the same file; this target never runs it
-    assert re.search(r"static only \(not seen at runtime\): .*families.py:%d: WSC201" % expected_line(FAMILIES, "WSC201"), out)
+    line = expected_line(FAMILIES, "WSC201")
+    assert re.search(rf"static only \(not seen at runtime\): .*families.py:{line}: WSC201", out)
     assert "static pass missed" not in out
 
 
