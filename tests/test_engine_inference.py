@@ -206,3 +206,23 @@ def test_imports_anywhere_in_the_module_are_resolved(lint):
             return y
     """
     assert codes(lint(code, select=("WSC101",))) == [("WSC101", 14)]
+
+
+def test_isinstance_narrows_optional_tensor_parameters_to_objects(lint):
+    code = """
+    import torch
+    from torch import nn
+    from .cache_utils import EncoderDecoderCache
+
+    class Attention(nn.Module):
+        def forward(self, hidden, past_key_values=None, mask=None):
+            is_updated = False
+            if isinstance(past_key_values, EncoderDecoderCache):
+                is_updated = past_key_values.is_updated.get(0)
+            if is_updated and past_key_values is not None:
+                hidden = hidden * 2
+            if isinstance(mask, torch.Tensor) and mask.any():
+                hidden = hidden * mask
+            return hidden
+    """
+    assert codes(lint(code, select=("WSC101",))) == [("WSC101", 12)]

@@ -293,6 +293,7 @@ class FunctionInference:
         self.result.bound_before.setdefault(id(stmt), dict(env))
         self.ev(stmt.test, env)
         body_env = dict(env)
+        self._narrow(stmt.test, body_env)
         self._block(stmt.body, body_env)
         else_env = dict(env)
         if isinstance(stmt.orelse, cst.If):
@@ -300,6 +301,23 @@ class FunctionInference:
         elif isinstance(stmt.orelse, cst.Else):
             self._block(stmt.orelse.body, else_env)
         self._merge_into(env, [body_env, else_env])
+
+    def _narrow(self, test: cst.BaseExpression, env: Env) -> None:
+        """In `if isinstance(x, SomeCache):` x is that object, not a tensor (`past_key_values=None`)."""
+        if type(test) is cst.BooleanOperation and type(test.operator) is cst.And:
+            self._narrow(test.left, env)
+            self._narrow(test.right, env)
+            return
+        if type(test) is not cst.Call or not isinstance(test.func, cst.Name) or test.func.value != "isinstance" \
+                or len(test.args) != 2:
+            return
+        key = path_key(test.args[0].value)
+        classes = test.args[1].value
+        names = [e.value for e in classes.elements] if type(classes) is cst.Tuple else [classes]
+        qualified = [self.module.imports.resolve(n) or dotted_name(n) or "" for n in names]
+        if key is not None and key in env and qualified and not any(
+                q.endswith(("Tensor", "Parameter")) or q.startswith("torch.") for q in qualified):
+            env[key] = obj("object")
 
     def _for(self, stmt: cst.For, env: Env) -> None:
         iter_kind = self.ev(stmt.iter, env)
