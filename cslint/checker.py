@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -12,6 +13,7 @@ from cslint.analysis.project import Project
 from cslint.analysis.traced import TracedFunction
 from cslint.analysis.walk import iter_nodes
 from cslint.config import Settings
+from cslint.profile import Profile
 from cslint.rules import Finding, Fix, Rule, RuleContext
 from cslint.targets import adapt_message, get_target, is_cerebras_fix
 
@@ -28,7 +30,9 @@ def internal_error(node: cst.CSTNode, traced: TracedFunction | None, where: str,
                    node=node, traced=traced)
 
 
-def _dispatch(root: cst.CSTNode, table: dict[type, list[tuple[Rule, Handler]]], ctx: RuleContext) -> None:
+def _dispatch(root: cst.CSTNode, table: dict[type, list[tuple[Rule, Handler]]], ctx: RuleContext,
+              profile: Profile | None = None) -> None:
+    timed = profile is not None and profile.enabled
     # nested classes are not part of the traced function
     for node in iter_nodes(root, prune=(cst.ClassDef,)):
         handlers = table.get(type(node))
@@ -36,15 +40,19 @@ def _dispatch(root: cst.CSTNode, table: dict[type, list[tuple[Rule, Handler]]], 
             continue
         for rule, handler in handlers:
             ctx.current_rule = rule
+            start = time.perf_counter() if timed else 0.0
             try:
                 handler(node, ctx)
             except Exception as exc:  # one rule's bug must not stop the run or hide other findings
                 ctx.findings.append(internal_error(node, ctx.traced, f"rule {rule.code}", exc))
+            if timed:
+                profile.add_rule_time(rule.code, time.perf_counter() - start)  # type: ignore[union-attr]
 
 
 class Checker:
-    def __init__(self, rules: Iterable[type[Rule]], settings: Settings) -> None:
+    def __init__(self, rules: Iterable[type[Rule]], settings: Settings, profile: Profile | None = None) -> None:
         self.settings = settings
+        self.profile = profile
         self.rules = [rule() for rule in rules]
         self.module_rules = [rule for rule in self.rules if getattr(rule, "scope", "function") == "module"]
         self.table: dict[type, list[tuple[Rule, Handler]]] = {}
@@ -61,7 +69,7 @@ class Checker:
         if traced.analysis is None or not self.table:
             return []
         ctx = RuleContext(traced=traced, settings=self.settings)
-        _dispatch(traced.func.node.body, self.table, ctx)
+        _dispatch(traced.func.node.body, self.table, ctx, self.profile)
         return adapt_to_target(ctx.findings, self.settings)
 
     def check_module(self, module: ModuleInfo, project: Project) -> list[Finding]:

@@ -9,6 +9,7 @@ import argparse
 import difflib
 import os
 import sys
+import time
 from pathlib import Path
 
 from cslint import __version__
@@ -20,6 +21,23 @@ EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         self.exit(EXIT_ERROR, f"cslint: error: {message} (see `cslint {self.prog.split()[-1]} --help`)\n")
+
+
+def _jobs(value: str) -> int:
+    try:
+        jobs = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {value!r}") from None
+    if jobs < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return jobs
+
+
+def available_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 def _codes(value: str) -> list[str]:
@@ -60,6 +78,16 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--verify", action="store_true", help="with --fix: keep fixes only if `runtime-targets` "
                        "lose their runtime findings and keep allclose outputs (needs torch)")
     check.add_argument("--verify-tolerance", type=float, default=1e-5, help="rtol and atol for --verify")
+    check.add_argument("--no-cache", action="store_true", default=bool(os.environ.get("CSLINT_NO_CACHE")),
+                       help="neither read nor write .cslint_cache/ (also CSLINT_NO_CACHE=1)")
+    check.add_argument("--cache-dir", type=Path, help="where the cache lives (default: .cslint_cache/ next to "
+                       "pyproject.toml, else in the current directory; also CSLINT_CACHE_DIR)")
+    check.add_argument("-j", "--jobs", type=_jobs, default=None,
+                       help="worker processes for independent parts of the tree (default: the number of cores)")
+    check.add_argument("--profile", action="store_true", help="print where the time went (phases, rules)")
+
+    clean = sub.add_parser("clean", help="remove the cache directory")
+    clean.add_argument("--cache-dir", type=Path, help="the cache directory to remove (default as for check)")
 
     rule = sub.add_parser("rule", help="explain a rule")
     rule.add_argument("code", nargs="?", help="rule code, e.g. WSC101")
@@ -77,6 +105,8 @@ def main(argv: list[str] | None = None) -> int:
             return run_check(args)
         if args.command == "rule":
             return run_rule(args)
+        if args.command == "clean":
+            return run_clean(args)
         if args.command == "runtime":
             from cslint.runtime.cli import main as runtime_main
 
@@ -117,21 +147,29 @@ def run_check(args: argparse.Namespace) -> int:
     from cslint.deep_stack import run_with_deep_stack
     from cslint.discovery import collect_files
     from cslint.output import FORMATS, FormatOptions
-    from cslint.runner import INTERNAL_ERROR, Linter
+    from cslint.cache import Cache, default_cache_dir, settings_key
+    from cslint.incremental import Session
+    from cslint.profile import Profile
+    from cslint.runner import INTERNAL_ERROR
     from cslint.selection import enabled_rules
     from cslint.sources import ReadError, write_atomically
 
+    started = time.perf_counter()
+    profile = Profile(enabled=args.profile)
     settings = settings_from_args(args)
     rules = enabled_rules(settings)
-    files = collect_files(args.paths or [Path(".")], settings)
-    linter = Linter(settings, rules)
+    with profile.phase("discover files"):
+        files = collect_files(args.paths or [Path(".")], settings)
     fixing = args.fix or args.diff
     if args.add_noqa and fixing:
         raise ConfigError("--add-noqa cannot be combined with --fix or --diff")
     context = collect_files([settings.project_root], settings) \
         if args.project_context and settings.project_root else []
-    result = run_with_deep_stack(lambda: linter.run(files, fix=fixing, unsafe_fixes=settings.unsafe_fixes,
-                                                    context=context))
+    session = Session(settings, rules, cache=None if args.no_cache else Cache(
+        args.cache_dir or default_cache_dir(settings), settings_key(settings, [r.code for r in rules])).load(),
+        jobs=args.jobs or available_cores(), profile=profile)
+    result = run_with_deep_stack(lambda: session.run(files, context=context, fix=fixing,
+                                                     unsafe_fixes=settings.unsafe_fixes))
     if args.add_noqa:
         from cslint.noqa_edit import add_noqa
 
@@ -173,12 +211,26 @@ def run_check(args: argparse.Namespace) -> int:
             sys.stdout.write(report)
     for error in result.errors:
         print(f"cslint: error: {error}", file=sys.stderr)
+    if args.profile:
+        sys.stderr.write(profile.report(time.perf_counter() - started))
     if result.errors or any(d.code == INTERNAL_ERROR for d in result.diagnostics):
         return EXIT_ERROR
     if args.diff and result.changed_files:
         return EXIT_FINDINGS
     if result.diagnostics and not args.exit_zero:
         return EXIT_FINDINGS
+    return EXIT_CLEAN
+
+
+def run_clean(args: argparse.Namespace) -> int:
+    from cslint.cache import clean, default_cache_dir
+
+    directory = args.cache_dir or default_cache_dir(load_settings(None, Path(".")))
+    try:
+        removed = clean(directory)
+    except OSError as exc:
+        raise ConfigError(f"cannot remove {directory}: {exc.strerror or exc}") from None
+    print(f"Removed {removed} cache file{'s' if removed != 1 else ''} from {directory}.", file=sys.stderr)
     return EXIT_CLEAN
 
 

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import ast
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
+from libcst._position import CodeRange
 
-from cslint.analysis.index import ModuleInfo, index_module, module_name_for
+from cslint.analysis.index import ModuleInfo, assign_module_names, index_module, index_module_from_ast
 from cslint.analysis.project import Project
 from cslint.analysis.traced import TracedProgram
 from cslint.checker import BUG_HINT, INTERNAL_ERROR, Checker, internal_error
@@ -16,6 +18,8 @@ from cslint.checker import BUG_HINT, INTERNAL_ERROR, Checker, internal_error
 __all__ = ["INTERNAL_ERROR", "SYNTAX_ERROR", "Diagnostic", "Linter", "RunResult"]
 from cslint.config import Settings
 from cslint.noqa import is_suppressed, noqa_lines
+from cslint.positions import locate, whole_module_positions
+from cslint.profile import Profile
 from cslint.rules import Finding, Fix, Rule, all_rules
 from cslint.rules.base import module_level_alias
 from cslint.rules.noqa_usage import UNUSED_NOQA, removal_fix, unused_noqa
@@ -51,10 +55,12 @@ class RunResult:
 
 
 class Linter:
-    def __init__(self, settings: Settings, rules: list[type[Rule]]) -> None:
+    def __init__(self, settings: Settings, rules: list[type[Rule]], profile: Profile | None = None) -> None:
         self.settings = settings
-        self.checker = Checker(rules, settings)
+        self.profile = profile or Profile(enabled=False)
+        self.checker = Checker(rules, settings, self.profile)
         self.enabled_codes = frozenset(r.code for r in rules)
+        self.reach: dict[Path, set[Path]] = {}
 
     # ---- loading ---------------------------------------------------------------------------------
 
@@ -62,42 +68,59 @@ class Linter:
         sources = []
         for path in paths:
             try:
-                source = read_source(path)
+                with self.profile.phase("read"):
+                    source = read_source(path)
             except ReadError as exc:
                 result.errors.append(f"{path}: {exc}")
                 continue
-            parse(source)
-            sources.append(source)
+            sources.append(source)  # parsed in analyse(), and with libcst only where it is needed
         return sources
 
     # ---- analysis --------------------------------------------------------------------------------
 
-    def analyse(self, sources: list[SourceFile], result: RunResult) -> dict[Path, list[Finding]]:
+    def analyse(self, sources: list[SourceFile], result: RunResult,
+                names: dict[Path, tuple[str, bool]] | None = None) -> dict[Path, list[Finding]]:
+        """Findings per file. Also sets `self.reach`: for each file, the files whose traced roots reach
+        code in it (what its findings depend on besides its own imports)."""
         modules: dict[str, ModuleInfo] = {}
         by_module: dict[str, SourceFile] = {}
         findings: dict[Path, list[Finding]] = {}
         for source in sources:
-            if source.tree is None:
-                continue
-            name, is_package = module_name_for(source.path)
-            if name in modules:  # two scripts with the same name in different folders
-                name = ".".join(source.path.with_suffix("").parts[-3:])
+            if source.tree is None and source.syntax_error is None and _likely_traced(source.text):
+                with self.profile.phase("parse"):
+                    parse(source)
+        parsed = [s for s in sources if s.syntax_error is None]
+        if names is None or any(s.path not in names for s in parsed):
+            names = {**assign_module_names([s.path for s in parsed]), **(names or {})}
+        for source in parsed:
+            name, is_package = names[source.path]
             try:
-                modules[name] = index_module(source.path, source.text, source.tree, name, is_package)
+                with self.profile.phase("index"):
+                    info = self._index(source, name, is_package)
+                if info is None:  # a syntax error, found while indexing
+                    continue
+                modules[name] = info
             except Exception as exc:
-                findings.setdefault(source.path, []).append(internal_error(source.tree, None, "indexing", exc))
+                findings.setdefault(source.path, []).append(
+                    internal_error(source.tree or cst.Module([]), None, "indexing", exc))
                 continue
             by_module[name] = source
         project = Project(modules.values())
-        program = TracedProgram(project, self.settings.trace_roots).run()
+        with self.profile.phase("traced code and tensor inference"):
+            program = TracedProgram(project, self.settings.trace_roots).run()
         for traced, exc in program.errors:
             source = by_module[traced.func.module.name]
             where = f"the analysis of {traced.func.display_name}"
             findings.setdefault(source.path, []).append(internal_error(traced.func.node.name, traced, where, exc))
+        self.reach = {}
         for traced in program.functions.values():
             source = by_module[traced.func.module.name]
+            root = by_module.get(traced.root.func.module.name)
+            if root is not None:
+                self.reach.setdefault(source.path, set()).add(root.path)
             try:
-                found = self.checker.check(traced)
+                with self.profile.phase("rules"):
+                    found = self.checker.check(traced)
             except Exception as exc:
                 found = [internal_error(traced.func.node.name, traced, f"checking {traced.func.display_name}", exc)]
             findings.setdefault(source.path, []).extend(found)
@@ -105,6 +128,31 @@ class Linter:
             for name, module in modules.items():
                 findings.setdefault(by_module[name].path, []).extend(self.checker.check_module(module, project))
         return findings
+
+    def _index(self, source: SourceFile, name: str, is_package: bool) -> ModuleInfo | None:
+        """libcst's index for files likely to hold traced code; Python's `ast` (several times faster) for
+        the rest, with their libcst tree parsed only if something turns out to need it."""
+        if source.tree is None:
+            try:
+                tree = ast.parse(source.text)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                tree = None
+            if tree is not None:
+                return index_module_from_ast(source.path, source.text, tree, name, is_package,
+                                             loader=lambda: self._load_tree(source))
+            with self.profile.phase("parse"):
+                parse(source)
+            if source.tree is None:
+                return None
+        return index_module(source.path, source.text, source.tree, name, is_package)
+
+    def _load_tree(self, source: SourceFile) -> cst.Module:
+        with self.profile.phase("parse"):
+            parse(source)
+        self.profile.count("files parsed on demand")
+        if source.tree is None:
+            raise SyntaxError(f"cslint's parser rejects {source.path} (Python accepts it)")
+        return source.tree
 
     # ---- locating and filtering ------------------------------------------------------------------
 
@@ -116,12 +164,16 @@ class Linter:
             return [Diagnostic(source.path, line, column, line, column + 1, SYNTAX_ERROR,
                                f"syntax error: {message}", source_line=text)]
         check_noqa = UNUSED_NOQA in self.enabled_codes and "noqa" in source.text.lower()
-        if (not findings and not check_noqa) or source.tree is None:
+        if not findings and not check_noqa:
             return []
+        if source.tree is None:
+            parse(source)
+            if source.tree is None:
+                return self.diagnostics_for(source, findings) if source.syntax_error is not None else []
         try:
-            positions = MetadataWrapper(source.tree, unsafe_skip_copy=True).resolve(PositionProvider)
+            with self.profile.phase("positions"):
+                positions = self._positions(source, findings, check_noqa)
         except RecursionError:
-            positions = {}
             text = lines[0] if lines else ""
             return [Diagnostic(source.path, 1, 1, 1, 1, INTERNAL_ERROR, f"internal error: too deeply nested to "
                                f"locate {len(findings)} findings; {BUG_HINT}", source_line=text)]
@@ -160,10 +212,18 @@ class Linter:
         out.sort(key=lambda d: (d.line, d.column, d.code))
         return out
 
+    @staticmethod
+    def _positions(source: SourceFile, findings: list[Finding], whole: bool) -> Mapping[cst.CSTNode, CodeRange]:
+        assert source.tree is not None
+        if whole:
+            return whole_module_positions(source.tree)
+        return locate(source.tree, source.text, ((f.node, _statement_of(f)) for f in findings))
+
     # ---- whole runs ------------------------------------------------------------------------------
 
     def run(self, paths: list[Path], fix: bool = False, unsafe_fixes: bool = False,
-            context: tuple[Path, ...] | list[Path] = ()) -> RunResult:
+            context: tuple[Path, ...] | list[Path] = (), names: dict[Path, tuple[str, bool]] | None = None,
+            ) -> RunResult:
         """Lint (and fix) `paths`. `context` files are analysed too, so call chains through them resolve,
         but they are never reported on or written."""
         result = RunResult()
@@ -171,14 +231,14 @@ class Linter:
         result.files_checked = len(sources)
         targets = {s.path.resolve() for s in sources}
         extra = self.load([p for p in context if p.resolve() not in targets], RunResult())
-        findings = self.analyse(sources + extra, result)
+        findings = self.analyse(sources + extra, result, names)
         if fix:
             for _ in range(MAX_FIX_PASSES):
                 applied = self._fix_pass(sources, findings, unsafe_fixes, result)
                 if not applied:
                     break
                 result.fixed += applied
-                findings = self.analyse(sources + extra, result)
+                findings = self.analyse(sources + extra, result, names)
             result.changed_files = [s for s in sources if s.changed]
         for source in sources:
             result.diagnostics.extend(self.diagnostics_for(source, findings.get(source.path, [])))
@@ -206,6 +266,19 @@ class Linter:
             source.text, source.tree = new_text, reparsed
             applied += len(chosen)
         return applied
+
+
+def _likely_traced(text: str) -> bool:
+    """Files worth parsing with libcst straight away: they define a forward or an optimizer step."""
+    return "def forward" in text or "def step" in text or "def _init_group" in text
+
+
+def _statement_of(finding: Finding) -> cst.CSTNode | None:
+    """The top-level statement holding a finding: its traced function's class, or the function."""
+    if finding.traced is None:
+        return None
+    func = finding.traced.func
+    return func.cls.node if func.cls is not None else func.node
 
 
 def _apply(tree: cst.Module, fixes: list[Fix], bound: set[str]) -> tuple[cst.Module, list[Fix]]:

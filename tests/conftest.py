@@ -35,6 +35,12 @@ def run_linter(root: Path, files: dict[str, str], *, fix: bool = False, unsafe: 
 LintFn = Callable[..., list[Diagnostic]]
 
 
+@pytest.fixture(autouse=True)
+def _private_cache_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test's `cslint check` runs get their own cache, outside the trees they lint."""
+    monkeypatch.setenv("CSLINT_CACHE_DIR", str(tmp_path_factory.mktemp("cslint-cache")))
+
+
 @pytest.fixture
 def lint(tmp_path: Path) -> LintFn:
     """lint(code) or lint({"a.py": ..., "b.py": ...}) -> diagnostics (relative paths in .path.name)."""

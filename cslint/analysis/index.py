@@ -6,24 +6,33 @@ kept separate from (and much cheaper than) tensor-value inference.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import ast
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import libcst as cst
 
-from cslint.analysis.imports import ImportTable, dotted_name
+from cslint.analysis.imports import ImportTable, dotted_name, resolve_relative
 from cslint.sources import safe_resolve
+from cslint.analysis.walk import visit
 
 
 @dataclass(eq=False)
 class FunctionInfo:
     qualname: str  # pkg.mod.Class.method or pkg.mod.func
     name: str
-    node: cst.FunctionDef
     module: ModuleInfo
     cls: ClassInfo | None = None
     decorators: list[str] = field(default_factory=list)  # qualified where imports tell
+    _node: cst.FunctionDef | None = None
+
+    @property
+    def node(self) -> cst.FunctionDef:
+        if self._node is None:
+            self.module.materialise()
+        assert self._node is not None
+        return self._node
 
     @property
     def display_name(self) -> str:
@@ -38,24 +47,72 @@ class FunctionInfo:
 class ClassInfo:
     qualname: str
     name: str
-    node: cst.ClassDef
     module: ModuleInfo
     bases: list[str] = field(default_factory=list)  # qualified names of the base expressions
     methods: dict[str, FunctionInfo] = field(default_factory=dict)
+    _node: cst.ClassDef | None = None
+
+    @property
+    def node(self) -> cst.ClassDef:
+        if self._node is None:
+            self.module.materialise()
+        assert self._node is not None
+        return self._node
 
 
 @dataclass(eq=False)
 class ModuleInfo:
+    """A file's index. Built from libcst's tree, or, for files unlikely to hold traced code, from Python's
+    much faster `ast` with `loader` parsing the libcst tree only when something asks for a node."""
+
     name: str
     path: Path
     source: str
-    tree: cst.Module
     imports: ImportTable
     is_package: bool = False
     classes: dict[str, ClassInfo] = field(default_factory=dict)
     functions: dict[str, FunctionInfo] = field(default_factory=dict)
-    # call expressions at module level (`torch.compile(fn)` marks fn as a root)
-    toplevel_calls: list[cst.Call] = field(default_factory=list)
+    _tree: cst.Module | None = None
+    loader: Callable[[], cst.Module] | None = None
+    # call expressions at module level (`torch.compile(fn)` marks fn as a root); None: not collected yet
+    _toplevel_calls: list[cst.Call] | None = None
+    may_have_toplevel_roots: bool = True
+
+    @property
+    def tree(self) -> cst.Module:
+        if self._tree is None:
+            self.materialise()
+        assert self._tree is not None
+        return self._tree
+
+    @property
+    def toplevel_calls(self) -> list[cst.Call]:
+        if self._toplevel_calls is None:
+            collector = _ToplevelCallCollector()
+            if self.may_have_toplevel_roots and ("compile" in self.source or "trace" in self.source):
+                visit(self.tree, collector)
+            self._toplevel_calls = collector.calls
+        return self._toplevel_calls
+
+    def materialise(self) -> None:
+        """Parse the libcst tree of an `ast`-indexed module and give every class and function its node."""
+        if self._tree is not None:
+            return
+        if self.loader is None:
+            raise RuntimeError(f"no syntax tree for {self.path}")
+        tree = self.loader()
+        for stmt in tree.body:
+            if isinstance(stmt, cst.ClassDef) and stmt.name.value in self.classes:
+                cls = self.classes[stmt.name.value]
+                cls._node = stmt
+                body = stmt.body.body if isinstance(stmt.body, cst.IndentedBlock) else ()
+                for inner in body:
+                    if isinstance(inner, cst.FunctionDef) and inner.name.value in cls.methods:
+                        cls.methods[inner.name.value]._node = inner
+            elif isinstance(stmt, cst.FunctionDef) and stmt.name.value in self.functions:
+                self.functions[stmt.name.value]._node = stmt
+        # in body order, so a name defined twice gets its last definition, as in the index
+        self._tree = tree
 
 
 def module_name_for(path: Path) -> tuple[str, bool]:
@@ -68,6 +125,20 @@ def module_name_for(path: Path) -> tuple[str, bool]:
         parts.insert(0, directory.name)
         directory = directory.parent
     return ".".join(parts) or path.stem, is_package
+
+
+def assign_module_names(paths: list[Path]) -> dict[Path, tuple[str, bool]]:
+    """Module names for a set of files; two scripts with the same name in different folders (no
+    packages around them) get their last folders prepended, so both stay in the project."""
+    names: dict[Path, tuple[str, bool]] = {}
+    taken: set[str] = set()
+    for path in paths:
+        name, is_package = module_name_for(path)
+        if name in taken:
+            name = ".".join(path.with_suffix("").parts[-3:])
+        taken.add(name)
+        names[path] = (name, is_package)
+    return names
 
 
 def _decorator_name(dec: cst.Decorator, imports: ImportTable) -> str:
@@ -133,7 +204,7 @@ def index_module(path: Path, source: str, tree: cst.Module, name: str, is_packag
     package = name if is_package else name.rpartition(".")[0]
     imports = ImportTable(name, package)
     _collect_imports(tree.body, imports)
-    info = ModuleInfo(name=name, path=path, source=source, tree=tree, imports=imports, is_package=is_package)
+    info = ModuleInfo(name=name, path=path, source=source, _tree=tree, imports=imports, is_package=is_package)
     for stmt in tree.body:
         if isinstance(stmt, cst.ClassDef):
             imports.add_definition(stmt.name.value)
@@ -141,16 +212,12 @@ def index_module(path: Path, source: str, tree: cst.Module, name: str, is_packag
         elif isinstance(stmt, cst.FunctionDef):
             imports.add_definition(stmt.name.value)
             info.functions[stmt.name.value] = _index_function(stmt, info, None, f"{name}.{stmt.name.value}")
-    if "compile" in source or "trace" in source:
-        collector = _ToplevelCallCollector()
-        tree.visit(collector)
-        info.toplevel_calls = collector.calls
     return info
 
 
 def _index_function(node: cst.FunctionDef, module: ModuleInfo, cls: ClassInfo | None, qualname: str) -> FunctionInfo:
     decorators = [_decorator_name(d, module.imports) for d in node.decorators]
-    return FunctionInfo(qualname=qualname, name=node.name.value, node=node, module=module, cls=cls,
+    return FunctionInfo(qualname=qualname, name=node.name.value, _node=node, module=module, cls=cls,
                         decorators=decorators)
 
 
@@ -166,9 +233,105 @@ def _index_class(node: cst.ClassDef, module: ModuleInfo) -> ClassInfo:
         dotted = dotted_name(expr)
         if dotted is not None:
             bases.append(module.imports.qualify(dotted))
-    info = ClassInfo(qualname=qualname, name=node.name.value, node=node, module=module, bases=bases)
+    info = ClassInfo(qualname=qualname, name=node.name.value, _node=node, module=module, bases=bases)
     body = node.body.body if isinstance(node.body, cst.IndentedBlock) else ()
     for stmt in body:
         if isinstance(stmt, cst.FunctionDef):
             info.methods[stmt.name.value] = _index_function(stmt, module, info, f"{qualname}.{stmt.name.value}")
     return info
+
+
+# ---- the same index from Python's ast ------------------------------------------------------------
+
+_TOPLEVEL_ROOT_CALLS = frozenset({"compile", "trace", "trace_graph", "trace_multigraph", "mark_step", "sync"})
+
+
+def index_module_from_ast(path: Path, source: str, tree: ast.Module, name: str, is_package: bool,
+                          loader: Callable[[], cst.Module]) -> ModuleInfo:
+    """`index_module` for a file parsed with `ast`: same imports, classes, bases, methods and decorators
+    (in the same order, so later bindings win the same way); nodes come from `loader` on demand."""
+    package = name if is_package else name.rpartition(".")[0]
+    imports = ImportTable(name, package)
+    _collect_ast_imports(tree.body, imports)
+    info = ModuleInfo(name=name, path=path, source=source, imports=imports, is_package=is_package, loader=loader)
+    info.may_have_toplevel_roots = _has_toplevel_root_call(tree)
+    for stmt in tree.body:
+        if isinstance(stmt, ast.ClassDef):
+            imports.add_definition(stmt.name)
+            cls = ClassInfo(qualname=f"{name}.{stmt.name}", name=stmt.name, module=info,
+                            bases=[imports.qualify(d) for d in map(_ast_base, stmt.bases) if d is not None])
+            for inner in stmt.body:
+                if isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    cls.methods[inner.name] = _ast_function(inner, info, cls, f"{cls.qualname}.{inner.name}")
+            info.classes[stmt.name] = cls
+        elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            imports.add_definition(stmt.name)
+            info.functions[stmt.name] = _ast_function(stmt, info, None, f"{name}.{stmt.name}")
+    return info
+
+
+def _ast_function(node: ast.FunctionDef | ast.AsyncFunctionDef, module: ModuleInfo, cls: ClassInfo | None,
+                  qualname: str) -> FunctionInfo:
+    decorators = []
+    for dec in node.decorator_list:
+        dotted = _ast_dotted(dec.func if isinstance(dec, ast.Call) else dec)
+        decorators.append(module.imports.qualify(dotted) if dotted is not None else "")
+    return FunctionInfo(qualname=qualname, name=node.name, module=module, cls=cls, decorators=decorators)
+
+
+def _ast_dotted(node: ast.expr) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        base = _ast_dotted(node.value)
+        return f"{base}.{node.attr}" if base is not None else None
+    return None
+
+
+def _ast_base(node: ast.expr) -> str | None:
+    return _ast_dotted(node.value if isinstance(node, ast.Subscript) else node)
+
+
+def _collect_ast_imports(body: list[ast.stmt], table: ImportTable) -> None:
+    """`_collect_imports` over ast statements, visiting blocks in the same order (body, orelse,
+    finalbody, handlers, cases) so that a name imported twice ends up bound the same way."""
+    for stmt in body:
+        if isinstance(stmt, ast.Import):
+            for alias in stmt.names:
+                if alias.asname is not None:
+                    table.names[alias.asname] = alias.name
+                else:
+                    head = alias.name.split(".")[0]
+                    table.names[head] = head
+        elif isinstance(stmt, ast.ImportFrom):
+            module = stmt.module or ""
+            if stmt.level:
+                module = resolve_relative(table.package, stmt.level, module)
+            if any(alias.name == "*" for alias in stmt.names):
+                continue
+            for alias in stmt.names:
+                table.names[alias.asname or alias.name] = f"{module}.{alias.name}" if module else alias.name
+        else:
+            for attr in ("body", "orelse", "finalbody"):
+                block = getattr(stmt, attr, None)
+                if isinstance(block, list):
+                    _collect_ast_imports(block, table)
+            for handler in getattr(stmt, "handlers", ()):
+                _collect_ast_imports(handler.body, table)
+            for case in getattr(stmt, "cases", ()):
+                _collect_ast_imports(case.body, table)
+
+
+def _has_toplevel_root_call(tree: ast.Module) -> bool:
+    """Whether a call outside functions and classes could be `torch.compile(fn)`-like."""
+    stack: list[ast.AST] = list(tree.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        if isinstance(node, ast.Call):
+            dotted = _ast_dotted(node.func)
+            if dotted is None or dotted.rsplit(".", 1)[-1] in _TOPLEVEL_ROOT_CALLS:
+                return True
+        stack.extend(ast.iter_child_nodes(node))
+    return False

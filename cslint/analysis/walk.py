@@ -46,3 +46,50 @@ def iter_nodes(root: cst.CSTNode, prune: tuple[type, ...] = ()) -> Iterator[cst.
             elif type(value) in (list, tuple):
                 children.extend(item for item in value if isinstance(item, cst.CSTNode))
         stack.extend(reversed(children))
+
+
+_HOOKS: dict[tuple[type, type], tuple[object, object]] = {}
+
+
+def _hooks(visitor_type: type, node_type: type) -> tuple[object, object]:
+    """The visitor's own visit_X / leave_X for a node type (None where it keeps libcst's no-op)."""
+    key = (visitor_type, node_type)
+    found = _HOOKS.get(key)
+    if found is None:
+        name = node_type.__name__
+        visit_hook = getattr(visitor_type, f"visit_{name}", None)
+        leave_hook = getattr(visitor_type, f"leave_{name}", None)
+        found = (visit_hook if visit_hook is not getattr(cst.CSTVisitor, f"visit_{name}", None) else None,
+                 leave_hook if leave_hook is not getattr(cst.CSTVisitor, f"leave_{name}", None) else None)
+        _HOOKS[key] = found
+    return found
+
+
+def visit(root: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
+    """Run a read-only libcst visitor over `root` on the fast walk: `visit_X` (returning False skips the
+    children), `leave_X` and an overridden `on_visit` are honoured; `CSTNode.visit` would rebuild every
+    node it passes. The fields `iter_nodes` skips (whitespace, punctuation) are not visited."""
+    generic = type(visitor).on_visit is not cst.CSTVisitor.on_visit
+    stack: list[tuple[cst.CSTNode, bool]] = [(root, False)]
+    while stack:
+        node, leaving = stack.pop()
+        visit_hook, leave_hook = _hooks(type(visitor), type(node))
+        if leaving:
+            leave_hook(visitor, node)  # type: ignore[operator]
+            continue
+        if generic:
+            descend = visitor.on_visit(node)
+        else:
+            descend = visit_hook(visitor, node) is not False if visit_hook is not None else True  # type: ignore[operator]
+        if leave_hook is not None:
+            stack.append((node, True))
+        if not descend:
+            continue
+        children: list[cst.CSTNode] = []
+        for name in _child_fields(type(node)):
+            value = getattr(node, name)
+            if isinstance(value, cst.CSTNode):
+                children.append(value)
+            elif type(value) in (list, tuple):
+                children.extend(item for item in value if isinstance(item, cst.CSTNode))
+        stack.extend((child, False) for child in reversed(children))

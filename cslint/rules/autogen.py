@@ -14,6 +14,7 @@ import libcst as cst
 from cslint.analysis.imports import dotted_name
 from cslint.analysis.index import ModuleInfo
 from cslint.rules.base import Rule
+from cslint.analysis.walk import visit
 
 AUTOGEN_DECORATOR = "autogen_loss"
 MODELZOO_LAYERS = "modelzoo.common.pytorch.layers"
@@ -71,7 +72,7 @@ def _module_calls(ctx) -> _Calls:  # type: ignore[no-untyped-def]
     found = _WALKED.get(ctx.module)
     if found is None:  # the three rules walk each file once
         found = _Calls()
-        ctx.module.tree.visit(found)
+        visit(ctx.module.tree, found)
         _WALKED[ctx.module] = found
     return found
 

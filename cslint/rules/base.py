@@ -15,6 +15,7 @@ import libcst as cst
 
 from cslint.analysis.imports import dotted_name
 from cslint.analysis.kinds import Kind
+from cslint.analysis.walk import visit
 
 if TYPE_CHECKING:
     from cslint.analysis.traced import TracedFunction
@@ -132,7 +133,7 @@ class RuleContext:
                 def visit_CompIf(self, n: cst.CompIf) -> None:
                     mark(n.test)
 
-            self.traced.func.node.visit(Tests())
+            visit(self.traced.func.node, Tests())
             self._condition_parts = parts
         return id(node) in self._condition_parts
 

@@ -7,6 +7,7 @@ import libcst as cst
 from cslint.analysis.kinds import Tag
 from cslint.fixers.dtypes import double_method_fix, dtype_attribute_fix, python_float_dtype_fix
 from cslint.rules.base import Rule, RuleContext
+from cslint.analysis.walk import visit
 
 SUPPORTED = "WSC computes in float32 and one 16-bit type (bfloat16 or float16)"
 FLOAT64_NAMES = frozenset({"torch.float64", "torch.double", "torch.DoubleTensor", "torch.cuda.DoubleTensor"})
@@ -33,7 +34,7 @@ class _Attributes(cst.CSTVisitor):
 
 def _mark_inspection(node: cst.CSTNode, ctx: RuleContext) -> None:
     """`x.dtype == torch.float64`, `torch.finfo(torch.float64)`: dtypes compared or inspected, not used."""
-    node.visit(_Attributes(_inspections(ctx)))
+    visit(node, _Attributes(_inspections(ctx)))
 
 
 def _mark_if_inspection(node: cst.CSTNode, ctx: RuleContext) -> None:

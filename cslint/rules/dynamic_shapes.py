@@ -10,6 +10,7 @@ import libcst as cst
 from cslint.analysis import torch_api as api
 from cslint.fixers.masked import masked_reduction_fix, masked_store_fix
 from cslint.rules.base import Fix, Rule, RuleContext
+from cslint.analysis.walk import visit
 
 FIXED_SHAPE = "a static graph needs shapes known before the data"
 
@@ -217,7 +218,7 @@ def mask_names(ctx: RuleContext) -> tuple[dict[str, bool], dict[str, cst.BaseExp
     cached = ctx.scratch.get("mask_names")
     if cached is None:
         collector = _Assignments()
-        ctx.traced.func.node.body.visit(collector)
+        visit(ctx.traced.func.node.body, collector)
         bool_names: dict[str, bool] = {}
         counts: dict[str, int] = {}
         for name, value in collector.pairs:

@@ -10,6 +10,7 @@ from cslint.analysis.walk import iter_nodes
 from cslint.fixers.host import builtin_to_clamp, builtin_to_torch, drop_conversion, feeds_tensor_arithmetic
 from cslint.fixers.summaries import log_call_kind
 from cslint.rules.base import Rule, RuleContext
+from cslint.analysis.walk import visit
 
 NO_VALUE = "a traced tensor has no value while the step is traced"
 ARITHMETIC_KEY = "host.arithmetic_operands"
@@ -466,7 +467,7 @@ class Block(nn.Module):
                     return True
 
             for arg in node.args:
-                arg.value.visit(Marker())
+                visit(arg.value, Marker())
             return
         if self._skip(node, ctx):
             return

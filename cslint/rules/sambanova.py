@@ -16,6 +16,7 @@ from cslint.analysis.imports import dotted_name
 from cslint.analysis.index import ClassInfo, FunctionInfo, ModuleInfo
 from cslint.analysis.project import Project
 from cslint.rules.base import Rule
+from cslint.analysis.walk import visit
 
 TRACE_GRAPH = "samba.utils.trace_graph"
 TRACE_MULTIGRAPH = "samba.utils.trace_multigraph"
@@ -112,7 +113,7 @@ def samba_script(module: ModuleInfo) -> SambaScript | None:
     if "trace_graph" not in module.source and "trace_multigraph" not in module.source:
         return None
     finder = _CallFinder(module)
-    module.tree.visit(finder)
+    visit(module.tree, finder)
     if not finder.calls:
         return None
     return SambaScript(finder.calls, finder.assigned, finder.grads_initialised)
@@ -175,7 +176,7 @@ def _returned_tuples(func: FunctionInfo) -> Iterator[cst.Tuple | cst.List]:
                 self.found.append(node.value)
 
     visitor = Returns()
-    func.node.visit(visitor)
+    visit(func.node, visitor)
     yield from visitor.found
 
 
@@ -350,7 +351,7 @@ def _all_names(node: cst.CSTNode) -> Iterator[cst.Name]:
             self.found.append(n)
 
     visitor = Names()
-    node.visit(visitor)
+    visit(node, visitor)
     yield from visitor.found
 
 

@@ -10,6 +10,7 @@ from cslint.analysis.walk import iter_nodes
 from cslint.fixers.buffers import counter_to_buffer
 from cslint.fixers.summaries import data_dependent_parts, log_call_kind, report_through_summaries
 from cslint.rules.base import Rule, RuleContext
+from cslint.analysis.walk import visit
 
 ONCE = "it runs once, while the step is traced, not on every step"
 SEED_FUNCTIONS = frozenset({
@@ -165,7 +166,7 @@ def _literal_attribute(target: cst.BaseExpression, ctx: RuleContext) -> bool:
                 registered = True
 
     for method in cls.methods.values():
-        method.node.visit(Finder())
+        visit(method.node, Finder())
     literal = (cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString)
     return bool(values) and not registered and all(
         isinstance(v, literal) or _reads(v, {f"self.{attr}"}) or
@@ -386,7 +387,7 @@ def _derived(ctx: RuleContext) -> set[str]:
                 if isinstance(t.target, cst.Name):
                     assigns.append((t.target.value, node.value))
 
-    ctx.traced.func.node.body.visit(Collector())
+    visit(ctx.traced.func.node.body, Collector())
     changed = bool(derived)
     while changed:
         changed = False

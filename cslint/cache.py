@@ -1,0 +1,134 @@
+"""The results cache in `.cslint_cache/`: a file's report, reused while nothing it depends on changed.
+
+One JSON file per cslint version and effective configuration (selected rules, target, trace roots,
+per-file ignores, ...), so changing either starts from an empty cache. Each entry belongs to one file
+and holds its content hash, the modules it imports, the files whose traced roots reached it, a digest
+of the content hashes of every file its report depended on, and the report itself. An entry is reused only when all
+of those hashes still match (see `incremental.py`). A cache that cannot be read, of whatever kind of
+damage, is ignored and rewritten; writes go through a temporary file and a rename.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from cslint import __version__
+from cslint.config import Settings
+
+CACHE_DIR_NAME = ".cslint_cache"
+FORMAT = 1
+
+
+def content_hash(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+@dataclass
+class CachedDiagnostic:
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    code: str
+    message: str
+    fix: tuple[str, str] | None  # (applicability, message); the edits themselves are not kept
+    chain: list[str]
+    reason: str
+    source_line: str
+
+
+@dataclass
+class Entry:
+    hash: str
+    mtime_ns: int
+    size: int
+    module: str
+    imports: list[str]
+    reach: list[str] = field(default_factory=list)  # files whose traced roots reach this one
+    deps: str = ""  # digest of the paths and content hashes of every file its report depended on
+    diagnostics: list[CachedDiagnostic] | None = None  # None: imports known, report not computed
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Entry:
+        names = {f.name for f in fields(cls)}
+        entry = cls(**{k: v for k, v in data.items() if k in names})
+        if entry.diagnostics is not None:
+            entry.diagnostics = [CachedDiagnostic(**{**d, "fix": tuple(d["fix"]) if d["fix"] else None})
+                                 for d in entry.diagnostics]  # type: ignore[arg-type]
+        if not isinstance(entry.hash, str) or not isinstance(entry.imports, list):
+            raise ValueError("malformed entry")
+        return entry
+
+
+def settings_key(settings: Settings, codes: list[str]) -> str:
+    """A digest of everything in the configuration that changes a report."""
+    relevant = {
+        "version": __version__, "format": FORMAT, "codes": sorted(codes), "target": settings.target,
+        "trace_roots": list(settings.trace_roots), "cerebras_version": settings.cerebras_version,
+        "per_file_ignores": {k: list(v) for k, v in sorted(settings.per_file_ignores.items())},
+        "unsafe_fixes": settings.unsafe_fixes, "project_root": str(settings.project_root or ""),
+    }
+    return hashlib.blake2b(json.dumps(relevant, sort_keys=True).encode(), digest_size=12).hexdigest()
+
+
+class Cache:
+    def __init__(self, directory: Path, key: str) -> None:
+        self.directory = directory
+        self.path = directory / f"v{__version__}-{key}.json"
+        self.entries: dict[str, Entry] = {}
+        self.loaded_from_disk = False
+
+    def load(self) -> Cache:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+            if data.get("format") != FORMAT:
+                return self
+            self.entries = {path: Entry.from_json(entry) for path, entry in data["files"].items()}
+            self.loaded_from_disk = True
+        except FileNotFoundError:
+            pass
+        except Exception:  # damaged in any way: start again; the next save replaces it
+            self.entries = {}
+        return self
+
+    def save(self) -> None:
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            ignore = self.directory / ".gitignore"
+            if not ignore.exists():
+                ignore.write_text("# created by cslint\n*\n", encoding="utf-8")
+            payload = {"format": FORMAT, "version": __version__,
+                       "files": {path: asdict(entry) for path, entry in self.entries.items()}}
+            fd, temporary = tempfile.mkstemp(dir=self.directory, prefix=".tmp-", suffix=".json")
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                json.dump(payload, handle, separators=(",", ":"))
+            os.replace(temporary, self.path)
+        except OSError:
+            pass  # a read-only checkout still gets its report; it just is not cached
+
+
+def default_cache_dir(settings: Settings) -> Path:
+    configured = os.environ.get("CSLINT_CACHE_DIR")
+    if configured:
+        return Path(configured)
+    # next to the pyproject.toml that configured the run (like ruff), else in the current directory
+    return (settings.config_path.parent if settings.config_path else Path.cwd()) / CACHE_DIR_NAME
+
+
+def clean(directory: Path) -> int:
+    """Remove a cache directory's files; returns how many were removed."""
+    removed = 0
+    if not directory.is_dir():
+        return 0
+    for item in directory.iterdir():
+        if item.is_file():
+            item.unlink()
+            removed += 1
+    directory.rmdir()
+    return removed

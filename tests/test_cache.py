@@ -1,0 +1,195 @@
+"""The results cache and the process pool: reused reports are the reports a fresh run would give."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from cslint import incremental
+from cslint.cli import main
+
+MODEL = """\
+import torch
+from torch import nn
+
+from helpers import scale
+
+
+class Net(nn.Module):
+    def forward(self, x):
+        return scale(x)
+"""
+
+HELPERS_BRANCHING = """\
+import torch
+
+
+def scale(x):
+    if x.sum() > 0:
+        return x * 2
+    return x
+
+
+def shift(x):
+    if x.mean() > 0:
+        return x + 1
+    return x
+"""
+
+HELPERS_STATIC = HELPERS_BRANCHING.replace("    if x.sum() > 0:\n        return x * 2\n", "")
+
+
+def _check(capsys, root: Path, *extra: str) -> tuple[list[dict], str]:
+    code = main(["check", str(root), "--output-format", "json", "--cache-dir", str(root / ".cache"),
+                 "--profile", *extra])
+    out, err = capsys.readouterr()
+    assert code in (0, 1), err
+    findings = json.loads(out)
+    return sorted(findings, key=lambda f: (f["filename"], f["line"], f["code"])), err
+
+
+def _where(findings: list[dict]) -> list[tuple[str, int, str]]:
+    return [(Path(f["filename"]).name, f["line"], f["code"]) for f in findings]
+
+
+def _reused(err: str) -> int:
+    return int(err.split("reports reused from the cache: ")[1].split()[0].rstrip(","))
+
+
+def _touch(path: Path, text: str) -> None:
+    path.write_text(text)
+    stat = path.stat()  # an mtime well in the past, so the cache trusts mtime+size for this file
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns - 10_000_000_000))
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    _touch(tmp_path / "model.py", MODEL)
+    _touch(tmp_path / "helpers.py", HELPERS_BRANCHING)
+    _touch(tmp_path / "data.py", "import torch\n\n\ndef load(n):\n    return torch.randn(n)\n")
+    return tmp_path
+
+
+def test_second_run_reuses_every_report_and_gives_the_same_findings(tree, capsys):
+    first, err = _check(capsys, tree)
+    assert _where(first) == [("helpers.py", 5, "WSC101")]
+    assert _reused(err) == 0
+    second, err = _check(capsys, tree)
+    assert second == first
+    assert _reused(err) == 3
+
+
+def test_editing_a_callee_in_another_file_updates_the_report(tree, capsys):
+    _check(capsys, tree)
+    _touch(tree / "helpers.py", HELPERS_STATIC)
+    findings, err = _check(capsys, tree)
+    assert findings == []
+    assert _reused(err) == 1  # data.py; model.py imports helpers.py, so it was checked again
+    _touch(tree / "helpers.py", HELPERS_BRANCHING)
+    findings, _ = _check(capsys, tree)
+    assert _where(findings) == [("helpers.py", 5, "WSC101")]
+
+
+def test_a_caller_that_stops_calling_clears_the_callee_report(tree, capsys):
+    _check(capsys, tree)
+    _touch(tree / "model.py", MODEL.replace("return scale(x)", "return x * 2"))
+    findings, _ = _check(capsys, tree)
+    assert findings == []  # helpers.py did not change, but the root that reached it did
+
+
+def test_a_new_caller_makes_an_unchanged_file_traced(tree, capsys):
+    _check(capsys, tree)
+    _touch(tree / "other.py", MODEL.replace("scale", "shift").replace("Net", "Other"))
+    findings, _ = _check(capsys, tree)
+    assert _where(findings) == [("helpers.py", 5, "WSC101"), ("helpers.py", 11, "WSC101")]
+    assert [f["trace_chain"][0] for f in findings] == ["model.Net.forward", "other.Other.forward"]
+
+
+def test_deleting_the_caller_clears_the_callee_report(tree, capsys):
+    _check(capsys, tree)
+    (tree / "model.py").unlink()
+    findings, _ = _check(capsys, tree)
+    assert findings == []
+
+
+def test_changing_the_configuration_changes_the_results(tree, capsys):
+    before, _ = _check(capsys, tree)
+    ignored, err = _check(capsys, tree, "--ignore", "WSC101")
+    assert before and ignored == []
+    assert _reused(err) == 0  # another configuration, another cache
+    (tree / "pyproject.toml").write_text("[project]\nname = 'demo'\n[tool.cslint]\ntrace-roots = ['data.*']\n")
+    _touch(tree / "data.py", "import torch\n\n\ndef load(n):\n    t = torch.randn(n)\n    return t.item()\n")
+    findings, _ = _check(capsys, tree)
+    assert ("data.py", 6, "WSC201") in _where(findings)
+
+
+@pytest.mark.parametrize("damage", [b"", b"{not json", b'{"format": 1, "files": {"x": 3}}', b"\x00\xff" * 50])
+def test_a_damaged_cache_is_ignored_and_rebuilt(tree, capsys, damage):
+    expected, _ = _check(capsys, tree)
+    [cache_file] = (tree / ".cache").glob("*.json")
+    cache_file.write_bytes(damage)
+    findings, err = _check(capsys, tree)
+    assert findings == expected
+    assert _reused(err) == 0
+    assert json.loads(cache_file.read_text())["files"]  # rewritten whole
+    _, err = _check(capsys, tree)
+    assert _reused(err) == 3
+
+
+def test_an_edit_right_after_a_run_is_seen_even_with_the_same_size(tree, capsys):
+    _check(capsys, tree)
+    path = tree / "helpers.py"
+    edited = HELPERS_BRANCHING.replace("x.sum() > 0", "x.dim() > 0")  # same size, now static
+    assert len(edited) == len(HELPERS_BRANCHING)
+    path.write_text(edited)  # a recent mtime is never trusted: the file is hashed again
+    assert _check(capsys, tree)[0] == []
+
+
+def test_no_cache_reads_and_writes_nothing(tree, capsys):
+    code = main(["check", str(tree), "--no-cache", "--cache-dir", str(tree / ".cache"), "-q"])
+    capsys.readouterr()
+    assert code == 1
+    assert not (tree / ".cache").exists()
+
+
+def test_clean_removes_the_cache(tree, capsys):
+    _check(capsys, tree)
+    assert (tree / ".cache").is_dir()
+    assert main(["clean", "--cache-dir", str(tree / ".cache")]) == 0
+    assert "Removed 2 cache files" in capsys.readouterr().err  # the report and its .gitignore
+    assert not (tree / ".cache").exists()
+    assert main(["clean", "--cache-dir", str(tree / ".cache")]) == 0
+
+
+def test_fix_uses_the_parsed_file_even_when_its_report_is_cached(tree, capsys):
+    _touch(tree / "helpers.py", HELPERS_BRANCHING.replace(
+        "    if x.sum() > 0:\n        return x * 2\n    return x\n",
+        "    if x.sum() > 0:\n        y = x * 2\n    else:\n        y = x\n    return y\n"))
+    _check(capsys, tree)
+    _check(capsys, tree, "--fix")
+    assert "torch.where(x.sum() > 0, x * 2, x)" in (tree / "helpers.py").read_text()
+    findings, _ = _check(capsys, tree)
+    assert findings == []
+
+
+def test_worker_processes_give_the_same_report(tree, capsys, monkeypatch):
+    for i in range(4):
+        _touch(tree / f"net{i}.py", MODEL.replace("helpers", f"helpers{i}").replace("Net", f"Net{i}"))
+        _touch(tree / f"helpers{i}.py", HELPERS_BRANCHING)
+    serial, _ = _check(capsys, tree, "--no-cache", "--jobs", "1")
+    monkeypatch.setattr(incremental, "MIN_PARALLEL_BYTES", 0)
+    parallel, err = _check(capsys, tree, "--no-cache", "--jobs", "2")
+    assert "worker processes: 2" in err
+    assert parallel == serial
+    assert len(serial) == 5
+
+
+def test_jobs_must_be_a_positive_number(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["check", ".", "--jobs", "0"])
+    assert exit_info.value.code == 2
+    assert "--jobs" in capsys.readouterr().err
