@@ -10,7 +10,9 @@ generating the whole module.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import contextlib
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 
 import libcst as cst
 from libcst._position import CodePosition, CodeRange
@@ -24,11 +26,43 @@ class _Sink:
         self._computed: dict[cst.CSTNode, CodeRange] = {}
 
 
-def _generate(node: cst.CSTNode, module: cst.Module) -> tuple[str, dict[cst.CSTNode, CodeRange]]:
+class _Done(Exception):
+    pass
+
+
+class _StoppingState(PositionProvidingCodegenState):
+    """PositionProvider's codegen state, stopping once the wanted nodes have their positions."""
+
+    remaining: set[int]
+
+    @contextmanager
+    def record_syntactic_position(self, node: cst.CSTNode, *, start_node: cst.CSTNode | None = None,
+                                  end_node: cst.CSTNode | None = None) -> Iterator[None]:
+        # libcst's version, without its `finally`: when we stop, the enclosing nodes have no end
+        start = CodePosition(self.line, self.column)
+        yield
+        computed = self.provider._computed  # type: ignore[attr-defined]
+        first = computed[start_node].start if start_node is not None else start
+        last = computed[end_node].end if end_node is not None else CodePosition(self.line, self.column)
+        computed[node] = CodeRange(first, last)
+
+    def after_codegen(self, node: cst.CSTNode) -> None:
+        super().after_codegen(node)
+        remaining = self.remaining
+        if remaining and id(node) in remaining:
+            remaining.discard(id(node))
+            if not remaining:
+                raise _Done
+
+
+def _generate(node: cst.CSTNode, module: cst.Module,
+              stop_after: Iterable[cst.CSTNode] = ()) -> tuple[str, dict[cst.CSTNode, CodeRange]]:
     sink = _Sink()
-    state = PositionProvidingCodegenState(default_indent=module.default_indent,
-                                          default_newline=module.default_newline, provider=sink)  # type: ignore[arg-type]
-    node._codegen(state)
+    state = _StoppingState(default_indent=module.default_indent, default_newline=module.default_newline,
+                           provider=sink)  # type: ignore[arg-type]
+    state.remaining = {id(n) for n in stop_after}
+    with contextlib.suppress(_Done):
+        node._codegen(state)
     return "".join(state.tokens), sink._computed
 
 
@@ -36,15 +70,25 @@ def whole_module_positions(module: cst.Module) -> dict[cst.CSTNode, CodeRange]:
     return _generate(module, module)[1]
 
 
-def _statement_positions(statement: cst.CSTNode, module: cst.Module,
-                         text: str) -> dict[cst.CSTNode, CodeRange] | None:
-    code, computed = _generate(statement, module)
-    start = text.find(code)
-    if not code or start < 0 or (start > 0 and text[start - 1] != "\n") or text.find(code, start + 1) >= 0:
-        return None  # not found, or found twice: the line offset would be a guess
-    offset = text.count("\n", 0, start)
-    return {node: CodeRange(CodePosition(r.start.line + offset, r.start.column),
-                            CodePosition(r.end.line + offset, r.end.column)) for node, r in computed.items()}
+def _statement_positions(statement: cst.CSTNode, module: cst.Module, text: str,
+                         nodes: list[cst.CSTNode]) -> dict[cst.CSTNode, CodeRange] | None:
+    # The code up to the last wanted node is usually enough to find the statement in the text; if
+    # it is not unique, generate the whole statement and try again.
+    for stop_after in (nodes, ()):
+        code, computed = _generate(statement, module, stop_after)
+        start = text.find(code)
+        if not code or start < 0 or (start > 0 and text[start - 1] != "\n") or text.find(code, start + 1) >= 0:
+            continue  # not found, or found twice: the line offset would be a guess
+        offset = text.count("\n", 0, start)
+        out = {}
+        for node in nodes:
+            r = computed.get(node)
+            if r is None:
+                return None
+            out[node] = CodeRange(CodePosition(r.start.line + offset, r.start.column),
+                                  CodePosition(r.end.line + offset, r.end.column))
+        return out
+    return None
 
 
 def locate(module: cst.Module, text: str,
@@ -60,8 +104,8 @@ def locate(module: cst.Module, text: str,
         by_statement.setdefault(statement, []).append(node)
     if not whole:
         found: dict[cst.CSTNode, CodeRange] = {}
-        for statement in by_statement:
-            positions = _statement_positions(statement, module, text)
+        for statement, nodes in by_statement.items():
+            positions = _statement_positions(statement, module, text, nodes)
             if positions is None:
                 whole = True
                 break

@@ -193,3 +193,21 @@ def test_jobs_must_be_a_positive_number(capsys):
         main(["check", ".", "--jobs", "0"])
     assert exit_info.value.code == 2
     assert "--jobs" in capsys.readouterr().err
+
+
+def test_the_callers_finding_follows_what_the_callee_returns(tmp_path, capsys):
+    """model.py branches on what `size()` returns: a tensor (finding in model.py) or a Python int."""
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    _touch(tmp_path / "model.py", "from torch import nn\n\nfrom measure import size\n\n\nclass Net(nn.Module):\n"
+                                  "    def forward(self, x):\n        if size(x) > 4:\n            x = x * 2\n"
+                                  "        return x\n")
+    _touch(tmp_path / "measure.py", "def size(x):\n    return x.sum()\n")
+    findings, _ = _check(capsys, tmp_path)
+    assert _where(findings) == [("model.py", 8, "WSC101")]
+    _touch(tmp_path / "measure.py", "def size(x):\n    return x.shape[0]\n")
+    findings, err = _check(capsys, tmp_path)
+    assert findings == []
+    assert _reused(err) == 0  # measure.py changed; model.py imports it
+    _touch(tmp_path / "measure.py", "def size(x):\n    return x.sum()\n")
+    findings, _ = _check(capsys, tmp_path)
+    assert _where(findings) == [("model.py", 8, "WSC101")]

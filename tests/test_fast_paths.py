@@ -1,0 +1,137 @@
+"""The shortcuts taken for speed give what the slow, obvious way gives, on real files.
+
+- positions from generating one top-level statement == libcst's PositionProvider over the module;
+- the `ast` index == the libcst index (imports, classes, bases, methods, decorators);
+- the text import scan finds every module the import table resolves.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import random
+from pathlib import Path
+
+import libcst as cst
+import pytest
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from cslint.analysis.import_scan import scan_imports
+from cslint.analysis.imports import ImportTable
+from cslint.analysis.index import _collect_imports, index_module, index_module_from_ast, module_name_for
+from cslint.analysis.walk import iter_nodes
+from cslint.positions import locate
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _corpus() -> list[Path]:
+    files = sorted((ROOT / "cslint").rglob("*.py")) + sorted((ROOT / "examples").rglob("*.py"))
+    files += sorted((ROOT / "tests" / "fixtures").rglob("*.py"))
+    spec = importlib.util.find_spec("torch")
+    if spec is not None and spec.submodule_search_locations:
+        torch_files = sorted(Path(next(iter(spec.submodule_search_locations))).rglob("*.py"))
+        files += random.Random(7).sample(torch_files, 25)
+    return files
+
+
+CORPUS = _corpus()
+
+
+def _parse(path: Path) -> tuple[str, cst.Module] | None:
+    text = path.read_text(encoding="utf-8")
+    try:
+        return text, cst.parse_module(text)
+    except cst.ParserSyntaxError:
+        return None
+
+
+@pytest.mark.parametrize("path", CORPUS[::4], ids=lambda p: p.name)
+def test_statement_positions_equal_position_provider(path: Path):
+    parsed = _parse(path)
+    if parsed is None:
+        pytest.skip("does not parse")
+    text, tree = parsed
+    expected = MetadataWrapper(tree, unsafe_skip_copy=True).resolve(PositionProvider)
+    statements = [s for s in tree.body if isinstance(s, (cst.ClassDef, cst.FunctionDef))]
+    wanted = [(node, stmt) for stmt in statements for node in list(iter_nodes(stmt))[::7]]
+    if not wanted:
+        pytest.skip("no classes or functions")
+    found = locate(tree, text, wanted)
+    for node, _ in wanted:
+        assert found[node] == expected[node], cst.Module([]).code_for_node(node)[:60]
+
+
+def test_positions_fall_back_when_a_statement_occurs_twice():
+    text = "x = 1\n\n\ndef f(x):\n    return x.item()\n\n\ndef f(x):\n    return x.item()\n"
+    tree = cst.parse_module(text)
+    second = tree.body[2]
+    assert text.count(tree.code_for_node(second)) == 2  # the statement's text alone cannot place it
+    node = next(n for n in iter_nodes(second) if isinstance(n, cst.Call))
+    assert locate(tree, text, [(node, second)])[node].start.line == 9
+
+
+def test_positions_with_crlf_line_endings():
+    text = "import torch\r\n\r\n\r\nclass A:\r\n    def f(self, x):\r\n        return x.item()\r\n"
+    tree = cst.parse_module(text)
+    cls = tree.body[1]
+    node = next(n for n in iter_nodes(cls) if isinstance(n, cst.Call))
+    position = locate(tree, text, [(node, cls)])[node]
+    assert (position.start.line, position.start.column) == (6, 15)
+
+
+def _summary(info) -> dict:  # type: ignore[no-untyped-def]
+    return {
+        "imports": dict(info.imports.names),
+        "functions": {n: f.decorators for n, f in info.functions.items()},
+        "classes": {n: (c.bases, {m: f.decorators for m, f in c.methods.items()}) for n, c in info.classes.items()},
+    }
+
+
+@pytest.mark.parametrize("path", CORPUS, ids=lambda p: p.name)
+def test_ast_index_equals_libcst_index(path: Path):
+    parsed = _parse(path)
+    if parsed is None:
+        pytest.skip("does not parse")
+    text, tree = parsed
+    name, is_package = module_name_for(path)
+    slow = index_module(path, text, tree, name, is_package)
+    fast = index_module_from_ast(path, text, ast.parse(text), name, is_package, loader=lambda: tree)
+    assert _summary(fast) == _summary(slow)
+    if slow.toplevel_calls and any((slow.imports.resolve(c.func) or "").endswith(("compile", "trace"))
+                                   for c in slow.toplevel_calls):
+        assert fast.may_have_toplevel_roots
+    for qualname, func in fast.functions.items():  # nodes arrive on demand, and are libcst's
+        assert func.node is slow.functions[qualname].node
+    for cls_name, cls in fast.classes.items():
+        assert cls.node is slow.classes[cls_name].node
+        for method, func in cls.methods.items():
+            assert func.node is slow.classes[cls_name].methods[method].node
+
+
+@pytest.mark.parametrize("path", CORPUS, ids=lambda p: p.name)
+def test_import_scan_finds_every_import(path: Path):
+    parsed = _parse(path)
+    if parsed is None:
+        pytest.skip("does not parse")
+    text, tree = parsed
+    name, is_package = module_name_for(path)
+    table = ImportTable(name, name if is_package else name.rpartition(".")[0])
+    _collect_imports(tree.body, table)
+    found = set(scan_imports(text, name, is_package))
+    for target in set(table.names.values()):
+        # `import a.b` binds `a`: the scan's `a.b` covers it
+        assert any(f == target or f.startswith(target + ".") for f in found), target
+
+
+def test_import_scan_handles_the_awkward_forms():
+    text = (
+        "import a.b as c, d\n"
+        "from .e import (f,  # a comment with a ) in it\n    g as h)\n"
+        "from .. import i\n"
+        "if x: import j\n"
+        "from k \\\n    import l\n"
+        "s = 1; import m\n"
+    )
+    assert scan_imports(text, "pkg.sub.mod", False) == [
+        "a.b", "d", "j", "k", "k.l", "m", "pkg", "pkg.i", "pkg.sub.e", "pkg.sub.e.f", "pkg.sub.e.g"]
