@@ -14,11 +14,10 @@ from cslint.analysis.traced import TracedFunction
 from cslint.analysis.walk import iter_nodes
 from cslint.config import Settings
 from cslint.profile import Profile
+from cslint.report import BUG_HINT, INTERNAL_ERROR
 from cslint.rules import Finding, Fix, Rule, RuleContext
 from cslint.targets import adapt_message, get_target, is_cerebras_fix
 
-INTERNAL_ERROR = "WSC002"
-BUG_HINT = "please report it, with the file, at the cslint issue tracker"
 
 Handler = Callable[[cst.CSTNode, RuleContext], None]
 

@@ -120,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # a bug in cslint: one line, not a traceback (CSLINT_DEBUG=1 shows it)
         if os.environ.get("CSLINT_DEBUG"):
             raise
-        from cslint.checker import BUG_HINT
+        from cslint.report import BUG_HINT
 
         print(f"cslint: internal error: {type(exc).__name__}: {exc}; {BUG_HINT}", file=sys.stderr)
         return EXIT_ERROR
@@ -150,14 +150,14 @@ def run_check(args: argparse.Namespace) -> int:
     from cslint.cache import Cache, default_cache_dir, settings_key
     from cslint.incremental import Session
     from cslint.profile import Profile
-    from cslint.runner import INTERNAL_ERROR
-    from cslint.selection import enabled_rules
+    from cslint.report import INTERNAL_ERROR
+    from cslint.selection import enabled_codes
     from cslint.sources import ReadError, write_atomically
 
     started = time.perf_counter()
     profile = Profile(enabled=args.profile)
     settings = settings_from_args(args)
-    rules = enabled_rules(settings)
+    codes = enabled_codes(settings)
     with profile.phase("discover files"):
         files = collect_files(args.paths or [Path(".")], settings)
     fixing = args.fix or args.diff
@@ -165,8 +165,8 @@ def run_check(args: argparse.Namespace) -> int:
         raise ConfigError("--add-noqa cannot be combined with --fix or --diff")
     context = collect_files([settings.project_root], settings) \
         if args.project_context and settings.project_root else []
-    session = Session(settings, rules, cache=None if args.no_cache else Cache(
-        args.cache_dir or default_cache_dir(settings), settings_key(settings, [r.code for r in rules])).load(),
+    session = Session(settings, codes, cache=None if args.no_cache else Cache(
+        args.cache_dir or default_cache_dir(settings), settings_key(settings, codes)).load(),
         jobs=args.jobs or available_cores(), profile=profile)
     result = run_with_deep_stack(lambda: session.run(files, context=context, fix=fixing,
                                                      unsafe_fixes=settings.unsafe_fixes))

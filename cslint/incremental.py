@@ -26,12 +26,11 @@ from pathlib import Path
 from typing import Any
 
 from cslint.analysis.import_scan import scan_imports
-from cslint.analysis.index import assign_module_names
+from cslint.analysis.module_names import assign_module_names
 from cslint.cache import Cache, CachedDiagnostic, Entry, content_hash
 from cslint.config import Settings
 from cslint.profile import Profile
-from cslint.rules import Fix
-from cslint.runner import INTERNAL_ERROR, Diagnostic, Linter, RunResult
+from cslint.report import INTERNAL_ERROR, Diagnostic, FixSummary, RunResult
 
 # Below this much source, starting worker processes costs more than it saves.
 MIN_PARALLEL_BYTES = 2_000_000
@@ -55,10 +54,14 @@ class FileState:
 
 
 class Session:
-    def __init__(self, settings: Settings, rules: list[Any], cache: Cache | None, jobs: int = 1,
+    """One `cslint check` run. `codes` are the enabled rules; the rule classes (and libcst with them)
+    are imported only if some file has to be analysed: a run served from the cache never needs them."""
+
+    def __init__(self, settings: Settings, codes: list[str], cache: Cache | None, jobs: int = 1,
                  profile: Profile | None = None) -> None:
         self.settings = settings
-        self.rules = rules
+        self.codes = codes
+        self._rules: list[Any] | None = None
         self.cache = cache
         self.jobs = max(1, jobs)
         self.profile = profile or Profile(enabled=False)
@@ -66,6 +69,14 @@ class Session:
         self.by_module: dict[str, str] = {}
         self.direct: dict[str, set[str]] = {}
         self._closures: dict[str, frozenset[str]] = {}
+
+    @property
+    def rules(self) -> list[Any]:
+        if self._rules is None:
+            from cslint import selection  # looked up at call time, so tests can swap enabled_rules
+
+            self._rules = selection.enabled_rules(self.settings)
+        return self._rules
 
     # ---- what changed ----------------------------------------------------------------------------
 
@@ -217,6 +228,8 @@ class Session:
                  result: RunResult) -> tuple[dict[str, list[Diagnostic]], dict[str, set[str]]]:
         names = {self.states[k].path: (self.states[k].name, self.states[k].is_package) for k in analysed}
         if fix:  # fixes rewrite parsed trees in this process
+            from cslint.runner import Linter
+
             linter = Linter(self.settings, self.rules, self.profile)
             order = [s.path for k, s in self.states.items() if k in wanted and s.target]
             others = [s.path for k, s in self.states.items() if k in analysed and not (k in wanted and s.target)]
@@ -314,12 +327,14 @@ def _check_components(settings: Settings, codes: list[str], batch: list[Any], pr
 def check_component(settings: Settings, rules: list[Any], files: list[tuple[Path, bool]],
                     names: dict[Path, tuple[str, bool]], profiled: bool) -> tuple[Any, ...]:
     """Analyse one component; report on the files flagged True. Returns plain data (crosses processes)."""
+    from cslint.runner import Linter
+
     profile = Profile(enabled=profiled)
     linter = Linter(settings, rules, profile)
     run = linter.run([p for p, report in files if report], context=[p for p, report in files if not report],
                      names=names)
     for d in run.diagnostics:
-        d.fix = Fix(d.fix.applicability, d.fix.message, []) if d.fix is not None else None
+        d.fix = FixSummary(d.fix.applicability, d.fix.message) if d.fix is not None else None
     reach = {str(_absolute(p)): {str(_absolute(r)) for r in roots} for p, roots in linter.reach.items()}
     return run.diagnostics, run.errors, reach, profile.as_dict()
 
@@ -342,6 +357,6 @@ def _freeze(d: Diagnostic) -> CachedDiagnostic:
 
 
 def _restore(path: Path, d: CachedDiagnostic) -> Diagnostic:
-    fix = Fix(d.fix[0], d.fix[1], []) if d.fix is not None else None  # type: ignore[arg-type]
+    fix = FixSummary(d.fix[0], d.fix[1]) if d.fix is not None else None
     return Diagnostic(path, d.line, d.column, d.end_line, d.end_column, d.code, d.message, fix, list(d.chain),
                       d.reason, d.source_line)

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from cslint.noqa import NOQA
-from cslint.runner import SYNTAX_ERROR, Diagnostic
+from cslint.report import SYNTAX_ERROR, Diagnostic
 from cslint.sources import ReadError, read_source, write_atomically
 
 LINE_END = re.compile(r"(\r\n|\r|\n)?\Z")

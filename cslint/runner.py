@@ -4,54 +4,31 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import libcst as cst
 from libcst._position import CodeRange
 
-from cslint.analysis.index import ModuleInfo, assign_module_names, index_module, index_module_from_ast
+from cslint.analysis.index import ModuleInfo, index_module, index_module_from_ast
+from cslint.analysis.module_names import assign_module_names
 from cslint.analysis.project import Project
 from cslint.analysis.traced import TracedProgram
-from cslint.checker import BUG_HINT, INTERNAL_ERROR, Checker, internal_error
+from cslint.checker import Checker, internal_error
 
-__all__ = ["INTERNAL_ERROR", "SYNTAX_ERROR", "Diagnostic", "Linter", "RunResult"]
 from cslint.config import Settings
 from cslint.noqa import is_suppressed, noqa_lines
 from cslint.positions import locate, whole_module_positions
 from cslint.profile import Profile
+from cslint.report import BUG_HINT, INTERNAL_ERROR, SYNTAX_ERROR, Diagnostic, RunResult
 from cslint.rules import Finding, Fix, Rule, all_rules
 from cslint.rules.base import module_level_alias
 from cslint.rules.noqa_usage import UNUSED_NOQA, removal_fix, unused_noqa
 from cslint.selection import ignored_for_file
 from cslint.sources import ReadError, SourceFile, parse, read_source
 
-SYNTAX_ERROR = "WSC001"
+__all__ = ["INTERNAL_ERROR", "SYNTAX_ERROR", "Diagnostic", "Linter", "RunResult"]
+
 MAX_FIX_PASSES = 10
-
-
-@dataclass
-class Diagnostic:
-    path: Path
-    line: int
-    column: int  # 1-based
-    end_line: int
-    end_column: int  # 1-based, exclusive
-    code: str
-    message: str
-    fix: Fix | None = None
-    chain: list[str] = field(default_factory=list)
-    reason: str = ""
-    source_line: str = ""
-
-
-@dataclass
-class RunResult:
-    diagnostics: list[Diagnostic] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)  # one line each; any makes the exit code 2
-    fixed: int = 0
-    changed_files: list[SourceFile] = field(default_factory=list)
-    files_checked: int = 0
 
 
 class Linter:

@@ -5,16 +5,21 @@ from __future__ import annotations
 import fnmatch
 from pathlib import Path
 
+from typing import TYPE_CHECKING
+
 from cslint.config import ConfigError, Settings
-from cslint.rules import Rule, all_rules
+from cslint.rule_codes import RULE_CODES
 from cslint.sources import safe_resolve
 from cslint.targets import get_target, runs_on_target
+
+if TYPE_CHECKING:
+    from cslint.rules import Rule
 
 GENERIC_PREFIXES = ("ALL", "WSC")
 
 
 def validate_codes(codes: tuple[str, ...], option: str) -> None:
-    known = [r.code for r in all_rules()] + ["WSC001", "WSC002"]
+    known = [code for code, _ in RULE_CODES] + ["WSC001", "WSC002"]
     for code in codes:
         if code == "ALL":
             continue
@@ -42,14 +47,22 @@ def is_selected(code: str, settings: Settings, default_enabled: bool = True) -> 
     return chosen > _longest(code, settings.ignore)
 
 
-def enabled_rules(settings: Settings) -> list[type[Rule]]:
+def enabled_codes(settings: Settings) -> list[str]:
+    """The codes of the rules that run, from the code list alone (no rule, and no libcst, imported)."""
     validate_codes(settings.select, "--select")
     validate_codes(settings.extend_select, "--extend-select")
     validate_codes(settings.ignore, "--ignore")
     target = get_target(settings.target)
     selectors = settings.select + settings.extend_select
-    return [r for r in all_rules() if is_selected(r.code, settings, r.default_enabled)
-            and runs_on_target(r.code, target, selectors)]
+    return [code for code, default_enabled in RULE_CODES if is_selected(code, settings, default_enabled)
+            and runs_on_target(code, target, selectors)]
+
+
+def enabled_rules(settings: Settings) -> list[type[Rule]]:
+    from cslint.rules import all_rules
+
+    codes = set(enabled_codes(settings))
+    return [r for r in all_rules() if r.code in codes]
 
 
 def ignored_for_file(path: Path, settings: Settings) -> tuple[str, ...]:

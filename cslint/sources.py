@@ -9,8 +9,11 @@ import tempfile
 import tokenize
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import libcst as cst
+if TYPE_CHECKING:
+    import libcst as cst
+
 
 
 def safe_resolve(path: Path) -> Path:
@@ -74,6 +77,8 @@ def read_source(path: Path) -> SourceFile:
 
 def parse(source: SourceFile) -> None:
     """Parse `source.text` into `source.tree`, or record the syntax error."""
+    import libcst as cst  # here, not at the top: runs served from the cache never need the parser
+
     try:
         source.tree = cst.parse_module(source.text)
         source.syntax_error = None

@@ -211,3 +211,18 @@ def test_the_callers_finding_follows_what_the_callee_returns(tmp_path, capsys):
     _touch(tmp_path / "measure.py", "def size(x):\n    return x.sum()\n")
     findings, _ = _check(capsys, tmp_path)
     assert _where(findings) == [("model.py", 8, "WSC101")]
+
+
+def test_a_run_served_from_the_cache_does_not_import_the_parser(tree):
+    """What keeps a pre-commit run on an unchanged file well under a second: no libcst, no rules."""
+    import subprocess
+    import sys
+
+    script = ("import sys\nfrom cslint.cli import main\n"
+              f"code = main(['check', {str(tree)!r}, '-q', '--cache-dir', {str(tree / '.cache')!r}])\n"
+              "print(code, 'libcst' in sys.modules, 'cslint.rules' in sys.modules)\n")
+    first = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert first.stdout.split()[-3:] == ["1", "True", "True"]
+    second = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert second.stdout.split()[-3:] == ["1", "False", "False"]
+    assert "helpers.py:5:" in second.stdout

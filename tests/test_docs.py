@@ -59,3 +59,10 @@ def test_guides_link_to_existing_pages() -> None:
         text = (DOCS / guide).read_text(encoding="utf-8")
         for target in re.findall(r"\]\(([^)#:]+\.md)(?:#[^)]*)?\)", text):
             assert (DOCS / target).exists(), f"{guide} links to missing {target}"
+
+
+def test_rule_code_list_is_current() -> None:
+    """cslint/rule_codes.py lets cached runs select rules without importing them (or libcst)."""
+    generator = _generator()
+    assert generator.CODES_FILE.read_text(encoding="utf-8") == generator.expected_codes_module(), \
+        f"cslint/rule_codes.py is stale; {REGENERATE}"

@@ -18,7 +18,8 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from cslint.analysis.import_scan import scan_imports
 from cslint.analysis.imports import ImportTable
-from cslint.analysis.index import _collect_imports, index_module, index_module_from_ast, module_name_for
+from cslint.analysis.index import _collect_imports, index_module, index_module_from_ast
+from cslint.analysis.module_names import module_name_for
 from cslint.analysis.walk import iter_nodes
 from cslint.positions import locate
 

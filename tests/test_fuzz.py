@@ -44,7 +44,9 @@ def _lint_and_fix(code: str) -> None:
             return
         fixed = run_with_deep_stack(lambda: linter.run([path], fix=True, unsafe_fixes=True))
         assert not fixed.errors, fixed.errors
-        text = fixed.changed_files[0].text if fixed.changed_files else code
+        if not fixed.changed_files:
+            return  # nothing written (the input may be Python that only `ast` accepts: not analysed by libcst)
+        text = fixed.changed_files[0].text
         cst.parse_module(text)
         path.write_text(text, encoding="utf-8")
         again = run_with_deep_stack(lambda: linter.run([path], fix=True, unsafe_fixes=True))

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from cslint.analysis.index import index_module, module_name_for
+from cslint.analysis.index import index_module
+from cslint.analysis.module_names import module_name_for
 from cslint.analysis.project import Project
 from cslint.analysis.traced import find_roots
 from cslint.sources import parse, read_source

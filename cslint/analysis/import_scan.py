@@ -11,13 +11,22 @@ from __future__ import annotations
 
 import re
 
-from cslint.analysis.imports import resolve_relative
-
 _STATEMENT = re.compile(
     r"[ \t]*(?:from[ \t\\\n]+(?P<module>\.*[\w.]*)[ \t\\\n]+import\b(?P<names>[ \t]*\((?:[^)#]|#[^\n]*)*\)|"
     r"(?:[^\n\\]|\\\n)*)|import\b(?P<plain>(?:[^\n\\]|\\\n)*))",
 )
 _NAME = re.compile(r"[A-Za-z_][\w.]*")
+
+
+def resolve_relative(current_package: str, level: int, module: str) -> str:
+    """`from ..x import y` inside package `a.b.c` resolves against `a.b` (level 2)."""
+    parts = current_package.split(".") if current_package else []
+    if level > 1:
+        parts = parts[: len(parts) - (level - 1)] if level - 1 <= len(parts) else []
+    base = ".".join(parts)
+    if module:
+        return f"{base}.{module}" if base else module
+    return base
 
 
 def _dotted_names(text: str) -> list[str]:

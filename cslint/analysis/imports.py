@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import libcst as cst
 
+from cslint.analysis.import_scan import resolve_relative
+
 
 def dotted_name(node: cst.BaseExpression) -> str | None:
     """`a.b.c` as a string, or None for anything that is not a plain name or attribute chain."""
@@ -22,17 +24,6 @@ def dotted_name(node: cst.BaseExpression) -> str | None:
 
 def _module_name(node: cst.BaseExpression | None) -> str:
     return dotted_name(node) or "" if node is not None else ""
-
-
-def resolve_relative(current_package: str, level: int, module: str) -> str:
-    """`from ..x import y` inside package `a.b.c` resolves against `a.b` (level 2)."""
-    parts = current_package.split(".") if current_package else []
-    if level > 1:
-        parts = parts[: len(parts) - (level - 1)] if level - 1 <= len(parts) else []
-    base = ".".join(parts)
-    if module:
-        return f"{base}.{module}" if base else module
-    return base
 
 
 class ImportTable:

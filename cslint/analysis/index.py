@@ -13,8 +13,8 @@ from pathlib import Path
 
 import libcst as cst
 
-from cslint.analysis.imports import ImportTable, dotted_name, resolve_relative
-from cslint.sources import safe_resolve
+from cslint.analysis.import_scan import resolve_relative
+from cslint.analysis.imports import ImportTable, dotted_name
 from cslint.analysis.walk import visit
 
 
@@ -113,32 +113,6 @@ class ModuleInfo:
                 self.functions[stmt.name.value]._node = stmt
         # in body order, so a name defined twice gets its last definition, as in the index
         self._tree = tree
-
-
-def module_name_for(path: Path) -> tuple[str, bool]:
-    """Dotted module name from the package directories (those with __init__.py) above the file."""
-    path = safe_resolve(path)
-    is_package = path.name == "__init__.py"
-    parts = [] if is_package else [path.stem]
-    directory = path.parent
-    while (directory / "__init__.py").exists() and directory.parent != directory:
-        parts.insert(0, directory.name)
-        directory = directory.parent
-    return ".".join(parts) or path.stem, is_package
-
-
-def assign_module_names(paths: list[Path]) -> dict[Path, tuple[str, bool]]:
-    """Module names for a set of files; two scripts with the same name in different folders (no
-    packages around them) get their last folders prepended, so both stay in the project."""
-    names: dict[Path, tuple[str, bool]] = {}
-    taken: set[str] = set()
-    for path in paths:
-        name, is_package = module_name_for(path)
-        if name in taken:
-            name = ".".join(path.with_suffix("").parts[-3:])
-        taken.add(name)
-        names[path] = (name, is_package)
-    return names
 
 
 def _decorator_name(dec: cst.Decorator, imports: ImportTable) -> str:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 
-from cslint.output import github, grouped, json_format, json_lines, sarif, text
-from cslint.runner import Diagnostic, RunResult
+from cslint.report import Diagnostic, RunResult
 
 Formatter = Callable[[RunResult, "FormatOptions"], str]
 
@@ -21,14 +21,29 @@ class FormatOptions:
         self.fix_mode = fix_mode
 
 
-FORMATS: dict[str, Formatter] = {
-    "text": text.render,
-    "concise": text.render_concise,
-    "grouped": grouped.render,
-    "json": json_format.render,
-    "json-lines": json_lines.render,
-    "sarif": sarif.render,
-    "github": github.render,
+# format -> (module, function); imported when used (sarif reads the rules' metadata, and so libcst)
+_RENDERERS = {
+    "text": ("text", "render"),
+    "concise": ("text", "render_concise"),
+    "grouped": ("grouped", "render"),
+    "json": ("json_format", "render"),
+    "json-lines": ("json_lines", "render"),
+    "sarif": ("sarif", "render"),
+    "github": ("github", "render"),
 }
+
+
+class _Formats(dict):  # type: ignore[type-arg]
+    def __missing__(self, name: str) -> Formatter:
+        module, function = _RENDERERS[name]
+        renderer: Formatter = getattr(importlib.import_module(f"cslint.output.{module}"), function)
+        self[name] = renderer
+        return renderer
+
+    def __contains__(self, name: object) -> bool:
+        return name in _RENDERERS
+
+
+FORMATS: dict[str, Formatter] = _Formats()
 
 __all__ = ["Diagnostic", "FORMATS", "FormatOptions", "RunResult"]

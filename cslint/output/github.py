@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from cslint.runner import Diagnostic, RunResult
+from cslint.report import Diagnostic, RunResult
 
 if TYPE_CHECKING:
     from cslint.output import FormatOptions

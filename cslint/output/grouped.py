@@ -6,7 +6,7 @@ from itertools import groupby
 from typing import TYPE_CHECKING
 
 from cslint.output.text import _fixable, _summary
-from cslint.runner import RunResult
+from cslint.report import RunResult
 
 if TYPE_CHECKING:
     from cslint.output import FormatOptions

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from cslint.runner import Diagnostic, RunResult
+from cslint.report import Diagnostic, RunResult
 
 if TYPE_CHECKING:
     from cslint.output import FormatOptions

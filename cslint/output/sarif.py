@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from cslint import __version__
 from cslint.docs import DOCS_URL, render_rule, rule_url
 from cslint.rules import Rule, all_rules
-from cslint.runner import INTERNAL_ERROR, SYNTAX_ERROR, Diagnostic, RunResult
+from cslint.report import INTERNAL_ERROR, SYNTAX_ERROR, Diagnostic, RunResult
 
 if TYPE_CHECKING:
     from cslint.output import FormatOptions

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING
 
-from cslint.runner import Diagnostic, RunResult
+from cslint.report import Diagnostic, RunResult
 
 if TYPE_CHECKING:
     from cslint.output import FormatOptions

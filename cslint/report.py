@@ -1,0 +1,50 @@
+"""What a run reports: diagnostics with their location, and the run's outcome.
+
+Kept free of libcst so a run whose reports all come from the cache never imports the parser.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from cslint.rules import Fix
+    from cslint.sources import SourceFile
+
+SYNTAX_ERROR = "WSC001"
+INTERNAL_ERROR = "WSC002"
+BUG_HINT = "please report it, with the file, at the cslint issue tracker"
+
+
+@dataclass
+class FixSummary:
+    """A fix as reports show it (from the cache, or from a worker process): no edits to apply."""
+
+    applicability: str
+    message: str
+
+
+@dataclass
+class Diagnostic:
+    path: Path
+    line: int
+    column: int  # 1-based
+    end_line: int
+    end_column: int  # 1-based, exclusive
+    code: str
+    message: str
+    fix: Fix | FixSummary | None = None
+    chain: list[str] = field(default_factory=list)
+    reason: str = ""
+    source_line: str = ""
+
+
+@dataclass
+class RunResult:
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)  # one line each; any makes the exit code 2
+    fixed: int = 0
+    changed_files: list[SourceFile] = field(default_factory=list)
+    files_checked: int = 0
