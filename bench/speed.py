@@ -1,99 +1,151 @@
-"""How long cslint takes on a large tree, next to libcst parsing alone (and torchfix, if installed).
+"""How fast cslint is on a large tree, next to libcst parsing alone and torchfix, in one run.
 
-    python bench/speed.py                       # corpus: the installed torch package's own sources
-    python bench/speed.py --corpus path/to/transformers/models
+    pip install -e '.[test]'
+    python bench/speed.py --corpus path/to/transformers/models             # cslint and libcst only
+    python bench/speed.py --corpus path/to/transformers/models --torchfix /path/to/venv/bin/torchfix
 
-Each measurement runs in its own subprocess (cold start, peak memory from getrusage). Prints one
-table; nothing is asserted. The goals of the speed issue are targets, not met yet: see the README.
+torchfix pins an older libcst, so install it in its own virtualenv (`python -m venv /tmp/tfx &&
+/tmp/tfx/bin/pip install torchfix`) and pass its executable. Without `--corpus` the corpus is the
+installed torch package's own source. The corpus is copied to a temporary directory first (the
+"one file edited" row edits the copy). Every measurement is a fresh process started from the shell,
+like a user's run: wall-clock seconds and the peak resident memory of the largest process. Prints one
+table and whether each goal of the speed issue is met; nothing is asserted.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
+import os
 import shutil
 import subprocess
 import sys
-import time
+import tempfile
 from pathlib import Path
 
 PARSE_ONLY = r"""
-import json, resource, sys, time
+import sys
 from pathlib import Path
 import libcst as cst
-files = [Path(p) for p in json.load(open(sys.argv[1]))]
-start = time.perf_counter()
-for path in files:
+for path in sorted(Path(sys.argv[1]).rglob("*.py")):
     try:
         cst.parse_module(path.read_bytes())
     except Exception:
         pass
-print(json.dumps({"seconds": time.perf_counter() - start,
-                  "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
 
-CSLINT = r"""
-import json, resource, sys, time
-from pathlib import Path
-from cslint.config import Settings
-from cslint.deep_stack import run_with_deep_stack
-from cslint.runner import Linter
-from cslint.selection import enabled_rules
-files = [Path(p) for p in json.load(open(sys.argv[1]))]
-settings = Settings()
-linter = Linter(settings, enabled_rules(settings))
+# Runs one command and reports the peak RSS of its largest process (the children's maximum).
+MEASURE = r"""
+import json, resource, subprocess, sys, time
 start = time.perf_counter()
-result = run_with_deep_stack(lambda: linter.run(files))
-print(json.dumps({"seconds": time.perf_counter() - start, "findings": len(result.diagnostics),
-                  "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+done = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+seconds = time.perf_counter() - start
+peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+print(json.dumps({"seconds": seconds, "peak_mb": peak, "returncode": done.returncode,
+                  "stderr": done.stderr[-2000:]}))
 """
 
+GOALS = {
+    "cold vs torchfix": "cslint cold at least 10x faster than torchfix",
+    "cold vs parse": "cslint cold within 1.5x of libcst parsing the corpus",
+    "warm": "warm re-run, nothing changed: under 2 s",
+    "edit": "warm re-run after editing one file: under 3 s",
+    "one": "one edited file, as the pre-commit hook runs it: under 0.3 s",
+    "memory": "peak memory under 300 MB per process",
+}
 
-def measure(script: str, file_list: Path) -> dict[str, float]:
-    out = subprocess.run([sys.executable, "-c", script, str(file_list)], capture_output=True, text=True,
-                         check=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])
+
+def measure(argv: list[str], cwd: Path | None = None) -> dict[str, float]:
+    out = subprocess.run([sys.executable, "-c", MEASURE, *argv], capture_output=True, text=True, check=True,
+                         cwd=cwd)
+    return json.loads(out.stdout)
 
 
-def wall(argv: list[str]) -> float:
-    start = time.perf_counter()
-    subprocess.run(argv, capture_output=True)
-    return time.perf_counter() - start
+def cslint(*args: str) -> list[str]:
+    return [sys.executable, "-m", "cslint", "check", *args, "-q", "--exit-zero", "-o", os.devnull]
+
+
+def torch_sources() -> Path:
+    spec = importlib.util.find_spec("torch")  # finds the package without importing it
+    if spec is None or not spec.submodule_search_locations:
+        sys.exit("no --corpus given and torch is not installed")
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def copy_corpus(source: Path, limit: int | None, target: Path) -> list[Path]:
+    files = sorted(p for p in source.rglob("*.py") if "__pycache__" not in p.parts)
+    if limit:
+        files = files[:limit]
+    for path in files:
+        destination = target / path.relative_to(source)
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, destination)
+    return [target / p.relative_to(source) for p in files]
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--corpus", type=Path)
-    parser.add_argument("--limit", type=int, default=0, help="use only the first N files")
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--corpus", type=Path, help="a directory of Python files (default: torch's sources)")
+    parser.add_argument("--limit", type=int, help="only the first N files (sorted)")
+    parser.add_argument("--torchfix", help="torchfix executable (default: `torchfix` on PATH, if any)")
+    parser.add_argument("--json", type=Path, help="also write the figures to this file")
     args = parser.parse_args()
-    corpus = args.corpus
-    if corpus is None:
-        import importlib.util
+    source = (args.corpus or torch_sources()).resolve()
+    torchfix = args.torchfix or shutil.which("torchfix")
+    rows: dict[str, dict[str, float]] = {}
+    with tempfile.TemporaryDirectory(prefix="cslint-bench-") as work:
+        corpus = Path(work) / "corpus"
+        files = copy_corpus(source, args.limit, corpus)
+        (corpus / "pyproject.toml").write_text("[tool.cslint]\n", encoding="utf-8")  # the project root
+        lines = sum(p.read_bytes().count(b"\n") for p in files)
+        cache = Path(work) / "cache"
+        print(f"corpus: {source} ({len(files)} files, {lines:,} lines; copied to {corpus})", flush=True)
 
-        spec = importlib.util.find_spec("torch")
-        if spec is None or spec.origin is None:
-            print("no --corpus given and torch is not installed")
-            return 2
-        corpus = Path(spec.origin).parent
-    files = sorted(str(p) for p in corpus.rglob("*.py") if "test" not in p.parts)
-    if args.limit:
-        files = files[: args.limit]
-    lines = sum(Path(f).read_bytes().count(b"\n") for f in files)
-    file_list = Path("/tmp/cslint-bench-files.json")
-    file_list.write_text(json.dumps(files))
-    print(f"corpus: {corpus} ({len(files)} files, {lines:,} lines)")
-    parse = measure(PARSE_ONLY, file_list)
-    cold = measure(CSLINT, file_list)
-    one = min(wall([sys.executable, "-m", "cslint", "check", "--quiet", files[0]]) for _ in range(3))
-    rows = [("libcst parse only", parse["seconds"], parse["peak_mb"]),
-            ("cslint check (cold, 1 process)", cold["seconds"], cold["peak_mb"])]
-    if shutil.which("torchfix"):
-        rows.append(("torchfix", wall(["torchfix", str(corpus)]), float("nan")))
-    print(f"{'':34} {'seconds':>9} {'peak MB':>9} {'x parse':>8}")
-    for name, seconds, peak in rows:
-        print(f"{name:34} {seconds:9.1f} {peak:9.0f} {seconds / parse['seconds']:8.2f}")
-    print(f"{'one file, interpreter start incl.':34} {one:9.2f}")
-    print(f"findings: {cold['findings']}")
+        rows["libcst parse only"] = measure([sys.executable, "-c", PARSE_ONLY, str(corpus)])
+        rows["cslint cold"] = measure(cslint(str(corpus), "--no-cache"))
+        rows["cslint cold, --jobs 1"] = measure(cslint(str(corpus), "--no-cache", "--jobs", "1"))
+        measure(cslint(str(corpus), "--cache-dir", str(cache)))  # fills the cache
+        rows["cslint warm, nothing changed"] = measure(cslint(str(corpus), "--cache-dir", str(cache)))
+        edited = sorted(files, key=lambda p: p.stat().st_size)[len(files) // 2]
+        with edited.open("a", encoding="utf-8") as handle:
+            handle.write("\n_cslint_bench_edit = 1\n")
+        rows["cslint warm, one file edited"] = measure(cslint(str(corpus), "--cache-dir", str(cache)))
+        one = [measure(cslint(str(edited), "--no-cache")) for _ in range(3)]
+        rows["cslint one file (no cache)"] = min(one, key=lambda r: r["seconds"])
+        hook = cslint("--project-context", str(edited), "--cache-dir", str(cache))  # what the pre-commit hook runs
+        measure(hook)
+        hits = [measure(hook) for _ in range(3)]
+        rows["cslint pre-commit hook, file unchanged"] = min(hits, key=lambda r: r["seconds"])
+        with edited.open("a", encoding="utf-8") as handle:
+            handle.write("_cslint_bench_edit_again = 2\n")
+        rows["cslint pre-commit hook, file edited"] = measure(hook)
+        if torchfix:
+            rows["torchfix"] = measure([torchfix, str(corpus)])
+    width = max(map(len, rows))
+    print(f"\n{'':<{width}}  {'seconds':>9}  {'peak MB':>8}")
+    for name, row in rows.items():
+        print(f"{name:<{width}}  {row['seconds']:>9.2f}  {row['peak_mb']:>8.0f}")
+    if not torchfix:
+        print(f"{'torchfix':<{width}}  not installed (pass --torchfix)")
+
+    cold = rows["cslint cold"]["seconds"]
+    results = {
+        "cold vs parse": (cold / rows["libcst parse only"]["seconds"], "x parse", lambda r: r <= 1.5),
+        "warm": (rows["cslint warm, nothing changed"]["seconds"], "s", lambda r: r < 2),
+        "edit": (rows["cslint warm, one file edited"]["seconds"], "s", lambda r: r < 3),
+        "one": (rows["cslint pre-commit hook, file edited"]["seconds"], "s", lambda r: r < 0.3),
+        "memory": (max(r["peak_mb"] for k, r in rows.items() if k.startswith("cslint")), "MB", lambda r: r < 300),
+    }
+    if torchfix:
+        results["cold vs torchfix"] = (rows["torchfix"]["seconds"] / cold, "x faster", lambda r: r >= 10)
+    print()
+    for key, (value, unit, met) in results.items():
+        print(f"{GOALS[key]:<62} {value:8.2f} {unit:<9} {'met' if met(value) else 'NOT met'}")
+    print(f"(pre-commit hook on an unchanged file: {rows['cslint pre-commit hook, file unchanged']['seconds']:.2f} s;"
+          f" one file without cache or project: {rows['cslint one file (no cache)']['seconds']:.2f} s)")
+    if args.json:
+        args.json.write_text(json.dumps({"files": len(files), "lines": lines, "rows": rows}, indent=2))
     return 0
 
 
