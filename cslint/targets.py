@@ -63,7 +63,9 @@ TARGETS: dict[str, Target] = {t.name: t for t in (
     Target(
         name="xla", title="PyTorch/XLA (TPU, Trainium/Neuron)",
         families=("WSC0", "WSC1", "WSC2", "WSC5", "WSC6", "WSC7"),
-        roots=COMMON_ROOTS + ("functions passed to or decorated with `torch_xla.compile`",),
+        roots=COMMON_ROOTS + ("functions passed to or decorated with `torch_xla.compile`",
+                              "functions called in a loop that ends each step with `xm.mark_step()` or "
+                              "`torch_xla.sync()` (found for every target: only XLA code calls them)"),
         graph="the XLA graph",
         hints={"WSC2": "on XLA this forces a graph execution and a device-to-host copy before `xm.mark_step()`",
                "WSC5": "a value-dependent shape recompiles the XLA graph; use `torch._check` or a static bound",

@@ -26,6 +26,7 @@ class FunctionInfo:
     cls: ClassInfo | None = None
     decorators: list[str] = field(default_factory=list)  # qualified where imports tell
     _node: cst.FunctionDef | None = None
+    step_function: bool = False  # traced as a training step without a decorator (an xm.mark_step loop)
 
     @property
     def node(self) -> cst.FunctionDef:

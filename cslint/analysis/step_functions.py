@@ -143,7 +143,7 @@ def global_kind(project: Project, module: ModuleInfo, name: str) -> Kind:
 
 def is_step_function(func: FunctionInfo) -> bool:
     """A function traced because of a decorator or wrapper (not a forward/step found by class)."""
-    return func.cls is None and any(d in api.TRACE_DECORATORS for d in func.decorators)
+    return func.step_function or func.cls is None and any(d in api.TRACE_DECORATORS for d in func.decorators)
 
 
 def _annotation_object_kind(project: Project, module: ModuleInfo, param: cst.Param) -> Kind | None:
