@@ -88,6 +88,9 @@ class Session:
             if key not in seen:
                 seen.add(key)
                 ordered.append((path, is_target))
+        # one order for every run over the tree, whichever files were named: it decides module names of
+        # same-named scripts and which root a shared helper's chain starts from
+        ordered.sort(key=lambda item: str(_absolute(item[0])))
         names = assign_module_names([p for p, _ in ordered])
         now = time.time()
         for path, is_target in ordered:

@@ -69,6 +69,9 @@ class Linter:
         parsed = [s for s in sources if s.syntax_error is None]
         if names is None or any(s.path not in names for s in parsed):
             names = {**assign_module_names([s.path for s in parsed]), **(names or {})}
+        else:  # the caller's order (the whole tree's), so roots are met in the same order in every subset
+            order = {path: i for i, path in enumerate(names)}
+            parsed.sort(key=lambda s: order[s.path])
         for source in parsed:
             name, is_package = names[source.path]
             try:
@@ -89,12 +92,10 @@ class Linter:
             source = by_module[traced.func.module.name]
             where = f"the analysis of {traced.func.display_name}"
             findings.setdefault(source.path, []).append(internal_error(traced.func.node.name, traced, where, exc))
-        self.reach = {}
+        self.reach = {by_module[m].path: {by_module[r].path for r in rs if r in by_module}
+                      for m, rs in program.influencing_modules().items() if m in by_module}
         for traced in program.functions.values():
             source = by_module[traced.func.module.name]
-            root = by_module.get(traced.root.func.module.name)
-            if root is not None:
-                self.reach.setdefault(source.path, set()).add(root.path)
             try:
                 with self.profile.phase("rules"):
                     found = self.checker.check(traced)

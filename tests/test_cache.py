@@ -226,3 +226,39 @@ def test_a_run_served_from_the_cache_does_not_import_the_parser(tree):
     second = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert second.stdout.split()[-3:] == ["1", "False", "False"]
     assert "helpers.py:5:" in second.stdout
+
+
+def test_every_caller_of_a_helper_is_a_dependency_not_only_the_first(tmp_path, capsys):
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    caller = ("from torch import nn\n\nfrom helpers import scale\n\n\nclass {name}(nn.Module):\n"
+              "    def forward(self, x):\n        return scale(x, {arg})\n")
+    _touch(tmp_path / "model_a.py", caller.format(name="A", arg="2"))
+    _touch(tmp_path / "model_b.py", caller.format(name="B", arg="2"))
+    _touch(tmp_path / "helpers.py", "def scale(x, factor):\n    if factor > 1:\n        return x * factor\n"
+                                    "    return x\n")
+    _touch(tmp_path / "model_c.py", "from model_a import A\n\n\ndef build():\n    return A()\n")
+    assert _check(capsys, tmp_path)[0] == []
+    # model_c.py changes too, so model_a.py (which it imports) is analysed again alongside model_b.py,
+    # and A.forward reaches the helper first: B's call must still count
+    _touch(tmp_path / "model_c.py", "from model_a import A\n\n\ndef build():\n    return A().eval()\n")
+    _touch(tmp_path / "model_b.py", caller.format(name="B", arg="x.max()"))  # now a tensor
+    findings, _ = _check(capsys, tmp_path)
+    assert ("helpers.py", 2, "WSC101") in _where(findings)
+    assert findings == _check(capsys, tmp_path, "--no-cache")[0]
+
+
+def test_a_helper_called_by_two_files_ties_their_reports(tmp_path, capsys):
+    """`ident`'s parameter is the join of what both models pass, so model_a.py's report depends on
+    model_b.py although neither imports the other."""
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    _touch(tmp_path / "utils.py", "def ident(v):\n    return v\n")
+    _touch(tmp_path / "model_a.py", "from torch import nn\n\nfrom utils import ident\n\n\nclass A(nn.Module):\n"
+                                    "    def forward(self, x):\n        if ident(3) > 0:\n            x = x * 2\n"
+                                    "        return x\n")
+    b = "from torch import nn\n\nfrom utils import ident\n\n\nclass B(nn.Module):\n    def forward(self, x):\n" \
+        "        return x * ident({})\n"
+    _touch(tmp_path / "model_b.py", b.format("x"))
+    first, _ = _check(capsys, tmp_path)
+    assert _where(first) == [("model_a.py", 8, "WSC101")]
+    _touch(tmp_path / "model_b.py", b.format("5"))
+    assert _check(capsys, tmp_path)[0] == [] == _check(capsys, tmp_path, "--no-cache")[0]

@@ -219,5 +219,34 @@ class TracedProgram:
         self._given[callee] = given
         return changed
 
+    def influencing_modules(self) -> dict[str, set[str]]:
+        """For each module with traced code, the other modules whose traced code can change what is
+        inferred in it: its callers (up to the roots), and the callers of everything it calls (a helper's
+        parameters, and so its result, are the join of what all its callers pass)."""
+        module_of = {name: t.func.module.name for name, t in self.functions.items()}
+        callees: dict[str, set[str]] = {}
+        for callee, callers in self._callers.items():
+            for caller in callers:
+                callees.setdefault(caller, set()).add(callee)
+
+        def closure(start: set[str], edges: dict[str, set[str]]) -> set[str]:
+            seen, stack = set(start), list(start)
+            while stack:
+                for nxt in edges.get(stack.pop(), ()):
+                    if nxt not in seen:
+                        seen.add(nxt)
+                        stack.append(nxt)
+            return seen
+
+        by_module: dict[str, set[str]] = {}
+        for name, module in module_of.items():
+            by_module.setdefault(module, set()).add(name)
+        out: dict[str, set[str]] = {}
+        for module, names in by_module.items():
+            reached = closure(names, callees)  # what this module's functions call, transitively
+            influencing = closure(reached, self._callers)  # and every caller of any of that
+            out[module] = {module_of[n] for n in influencing if n in module_of} - {module}
+        return out
+
     def in_module(self, module_name: str) -> list[TracedFunction]:
         return [t for t in self.functions.values() if t.func.module.name == module_name]
