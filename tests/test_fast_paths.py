@@ -39,20 +39,17 @@ def _corpus() -> list[Path]:
 CORPUS = _corpus()
 
 
-def _parse(path: Path) -> tuple[str, cst.Module] | None:
+def _parse(path: Path) -> tuple[str, cst.Module]:
     text = path.read_text(encoding="utf-8")
     try:
         return text, cst.parse_module(text)
     except cst.ParserSyntaxError:
-        return None
+        pytest.skip("does not parse")
 
 
 @pytest.mark.parametrize("path", CORPUS[::4], ids=lambda p: p.name)
 def test_statement_positions_equal_position_provider(path: Path):
-    parsed = _parse(path)
-    if parsed is None:
-        pytest.skip("does not parse")
-    text, tree = parsed
+    text, tree = _parse(path)
     expected = MetadataWrapper(tree, unsafe_skip_copy=True).resolve(PositionProvider)
     statements = [s for s in tree.body if isinstance(s, (cst.ClassDef, cst.FunctionDef))]
     wanted = [(node, stmt) for stmt in statements for node in list(iter_nodes(stmt))[::7]]
@@ -91,10 +88,7 @@ def _summary(info) -> dict:  # type: ignore[no-untyped-def]
 
 @pytest.mark.parametrize("path", CORPUS, ids=lambda p: p.name)
 def test_ast_index_equals_libcst_index(path: Path):
-    parsed = _parse(path)
-    if parsed is None:
-        pytest.skip("does not parse")
-    text, tree = parsed
+    text, tree = _parse(path)
     name, is_package = module_name_for(path)
     slow = index_module(path, text, tree, name, is_package)
     fast = index_module_from_ast(path, text, ast.parse(text), name, is_package, loader=lambda: tree)
@@ -112,10 +106,7 @@ def test_ast_index_equals_libcst_index(path: Path):
 
 @pytest.mark.parametrize("path", CORPUS, ids=lambda p: p.name)
 def test_import_scan_finds_every_import(path: Path):
-    parsed = _parse(path)
-    if parsed is None:
-        pytest.skip("does not parse")
-    text, tree = parsed
+    text, tree = _parse(path)
     name, is_package = module_name_for(path)
     table = ImportTable(name, name if is_package else name.rpartition(".")[0])
     _collect_imports(tree.body, table)

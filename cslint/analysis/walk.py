@@ -29,6 +29,17 @@ def _child_fields(node_type: type) -> tuple[str, ...]:
     return fields
 
 
+def _children(node: cst.CSTNode) -> list[cst.CSTNode]:
+    children: list[cst.CSTNode] = []
+    for name in _child_fields(type(node)):
+        value = getattr(node, name)
+        if isinstance(value, cst.CSTNode):
+            children.append(value)
+        elif type(value) in (list, tuple):
+            children.extend(item for item in value if isinstance(item, cst.CSTNode))
+    return children
+
+
 def iter_nodes(root: cst.CSTNode, prune: tuple[type, ...] = ()) -> Iterator[cst.CSTNode]:
     """`root` and its descendants, parents before children, in source order; below a node whose type is
     in `prune` nothing is yielded (the node itself is)."""
@@ -38,14 +49,7 @@ def iter_nodes(root: cst.CSTNode, prune: tuple[type, ...] = ()) -> Iterator[cst.
         yield node
         if prune and type(node) in prune:
             continue
-        children: list[cst.CSTNode] = []
-        for name in _child_fields(type(node)):
-            value = getattr(node, name)
-            if isinstance(value, cst.CSTNode):
-                children.append(value)
-            elif type(value) in (list, tuple):
-                children.extend(item for item in value if isinstance(item, cst.CSTNode))
-        stack.extend(reversed(children))
+        stack.extend(reversed(_children(node)))
 
 
 _HOOKS: dict[tuple[type, type], tuple[object, object]] = {}
@@ -85,11 +89,4 @@ def visit(root: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
             stack.append((node, True))
         if not descend:
             continue
-        children: list[cst.CSTNode] = []
-        for name in _child_fields(type(node)):
-            value = getattr(node, name)
-            if isinstance(value, cst.CSTNode):
-                children.append(value)
-            elif type(value) in (list, tuple):
-                children.extend(item for item in value if isinstance(item, cst.CSTNode))
-        stack.extend((child, False) for child in reversed(children))
+        stack.extend((child, False) for child in reversed(_children(node)))
