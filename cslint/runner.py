@@ -256,7 +256,8 @@ def _statement_of(finding: Finding) -> cst.CSTNode | None:
     if finding.traced is None:
         return None
     func = finding.traced.func
-    return func.cls.node if func.cls is not None else func.node
+    owner = getattr(func, "enclosing", None) or func  # a training loop's step stands in for its function
+    return owner.cls.node if owner.cls is not None else owner.node
 
 
 def _apply(tree: cst.Module, fixes: list[Fix], bound: set[str]) -> tuple[cst.Module, list[Fix]]:

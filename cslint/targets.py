@@ -64,8 +64,8 @@ TARGETS: dict[str, Target] = {t.name: t for t in (
         name="xla", title="PyTorch/XLA (TPU, Trainium/Neuron)",
         families=("WSC0", "WSC1", "WSC2", "WSC5", "WSC6", "WSC7"),
         roots=COMMON_ROOTS + ("functions passed to or decorated with `torch_xla.compile`",
-                              "functions called in a loop that ends each step with `xm.mark_step()` or "
-                              "`torch_xla.sync()` (found for every target: only XLA code calls them)"),
+                              "the body of a training loop up to its `xm.mark_step()` or `torch_xla.sync()`, "
+                              "and what it calls (found for every target: only XLA code calls them)"),
         graph="the XLA graph",
         hints={"WSC2": "on XLA this forces a graph execution and a device-to-host copy before `xm.mark_step()`",
                "WSC5": "a value-dependent shape recompiles the XLA graph; use `torch._check` or a static bound",
@@ -141,7 +141,8 @@ def render_target_table() -> str:
 
 
 def platform_roots(project: Project) -> Iterator[tuple[FunctionInfo, str]]:
-    """Roots named by a platform's entry points, found in any target (they only name what gets traced)."""
+    """Roots named by a platform's entry points, found in any target (they only name what gets traced).
+    torch_xla's training loops (`xm.mark_step()`) are found in any target too, by `find_roots`."""
     from cslint.rules.sambanova import sambanova_roots
 
     yield from sambanova_roots(project)

@@ -124,6 +124,7 @@ def test_import_scan_handles_the_awkward_forms():
         "if x: import j\n"
         "from k \\\n    import l\n"
         "s = 1; import m\n"
+        "from .star import *\n"
     )
     assert scan_imports(text, "pkg.sub.mod", False) == [
         "a.b", "d", "j", "k", "k.l", "m", "pkg", "pkg.i", "pkg.sub.e", "pkg.sub.e.f", "pkg.sub.e.g"]

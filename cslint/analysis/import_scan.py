@@ -53,6 +53,8 @@ def scan_imports(text: str, module: str, is_package: bool) -> list[str]:
         if match.group("plain") is not None:
             found.update(_dotted_names(match.group("plain")))
             continue
+        if (match.group("names") or "").split("#", 1)[0].strip() == "*":
+            continue  # the import table ignores star imports, so nothing is looked up through them
         spec = match.group("module") or ""
         level = len(spec) - len(spec.lstrip("."))
         base = resolve_relative(package, level, spec[level:]) if level else spec

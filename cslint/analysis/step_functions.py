@@ -29,7 +29,7 @@ import libcst as cst
 from cslint.analysis import torch_api as api
 from cslint.analysis.imports import dotted_name
 from cslint.analysis.index import FunctionInfo, ModuleInfo
-from cslint.analysis.kinds import MODULE, STATIC, TENSOR, Kind, Tag, obj
+from cslint.analysis.kinds import MODULE, STATIC, TENSOR, UNKNOWN, Kind, Tag, obj
 from cslint.analysis.project import Project
 
 if TYPE_CHECKING:
@@ -83,7 +83,7 @@ def class_instance_kind(project: Project, qualified: str) -> Kind | None:
     return obj("object", cls.qualname)
 
 
-def _expression_kind(project: Project, module: ModuleInfo, expr: cst.BaseExpression,
+def expression_kind(project: Project, module: ModuleInfo, expr: cst.BaseExpression,
                      known: dict[str, Kind]) -> Kind | None:
     if isinstance(expr, cst.Name):
         return known.get(expr.value)
@@ -91,7 +91,7 @@ def _expression_kind(project: Project, module: ModuleInfo, expr: cst.BaseExpress
         return None
     func = expr.func
     if isinstance(func, cst.Attribute) and func.attr.value in SELF_RETURNING_METHODS:
-        receiver = _expression_kind(project, module, func.value, known)
+        receiver = expression_kind(project, module, func.value, known)
         if receiver is not None and receiver.role == "module":
             return receiver
     dotted = dotted_name(func)
@@ -99,7 +99,7 @@ def _expression_kind(project: Project, module: ModuleInfo, expr: cst.BaseExpress
         return None
     qualified = module.imports.qualify(dotted)
     if qualified in MODEL_WRAPPERS and expr.args:
-        return _expression_kind(project, module, expr.args[0].value, known)
+        return expression_kind(project, module, expr.args[0].value, known)
     return class_instance_kind(project, qualified)
 
 
@@ -125,7 +125,7 @@ def module_objects(project: Project, module: ModuleInfo) -> dict[str, Kind]:
         return cached
     known: dict[str, Kind] = {}
     for assign in _toplevel_assignments(module):
-        kind = _expression_kind(project, module, assign.value, known)
+        kind = expression_kind(project, module, assign.value, known)
         for target in assign.targets:
             if isinstance(target.target, cst.Name):
                 if kind is None:
@@ -159,10 +159,12 @@ def _annotation_object_kind(project: Project, module: ModuleInfo, param: cst.Par
     return None
 
 
-def step_param_kind(project: Project, func: FunctionInfo, param: cst.Param, default: Kind) -> Kind:
+def step_param_kind(project: Project, func: FunctionInfo, param: cst.Param, default: Kind,
+                    fallback: Kind = TENSOR) -> Kind:
     """What a step function's parameter holds: its annotation's class, the module-level object of the
     same name (`def step(model, batch)` called as `step(model, batch)`), a conventional object name
-    (`optimizer`, `scaler`), else `default` (a batch of tensors)."""
+    (`optimizer`, `scaler`), else `default` when the signature says what it is, else `fallback` (a batch
+    of tensors; unknown for the parameters of a function holding a training loop)."""
     from_annotation = _annotation_object_kind(project, func.module, param)
     if from_annotation is not None:
         return from_annotation
@@ -172,26 +174,27 @@ def step_param_kind(project: Project, func: FunctionInfo, param: cst.Param, defa
     same_name = module_objects(project, func.module).get(name)
     if same_name is not None:
         return same_name
-    if name in MODEL_PARAM_NAMES or name.endswith("_model"):
-        return MODULE
-    if name in OPTIMIZER_PARAM_NAMES or name.endswith("_optimizer"):
-        return obj("optimizer")
-    if name in SCHEDULER_PARAM_NAMES or name.endswith("_scheduler"):
-        return obj("lr_scheduler")
-    if name in SCALER_PARAM_NAMES:
-        return obj("grad_scaler")
-    return TENSOR
+    conventional = conventional_kind(name)
+    if conventional is not None:
+        return conventional
+    return TENSOR if param.annotation is not None else fallback
 
 
 def apply_step_params(project: Project, func: FunctionInfo, params: dict[str, Kind]) -> None:
-    """Refine the root parameter kinds of a `@cstorch.trace` step function in place."""
+    """Refine the root parameter kinds of a `@cstorch.trace` step function in place. For a training
+    loop's body (`LoopStep`), also bind what its names hold when it starts."""
+    from cslint.analysis.xla_loops import LoopStep, loop_step_seeds  # xla_loops builds on this module
+
     if not is_step_function(func):
         return
+    fallback = UNKNOWN if isinstance(func, LoopStep) else TENSOR
     p = func.node.params
     for param in (*p.posonly_params, *p.params, *p.kwonly_params):
         name = param.name.value
         if name in params:
-            params[name] = step_param_kind(project, func, param, params[name])
+            params[name] = step_param_kind(project, func, param, params[name], fallback)
+    if isinstance(func, LoopStep):
+        params.update(loop_step_seeds(project, func, params))
 
 
 def adopt_into_step(caller: TracedFunction, callee: TracedFunction) -> None:
@@ -203,3 +206,15 @@ def adopt_into_step(caller: TracedFunction, callee: TracedFunction) -> None:
         return
     callee.parent = caller
     callee.reason = f"called from {caller.func.display_name}"
+
+
+def conventional_kind(name: str) -> Kind | None:
+    if name in MODEL_PARAM_NAMES or name.endswith("_model"):
+        return MODULE
+    if name in OPTIMIZER_PARAM_NAMES or name.endswith("_optimizer"):
+        return obj("optimizer")
+    if name in SCHEDULER_PARAM_NAMES or name.endswith("_scheduler"):
+        return obj("lr_scheduler")
+    if name in SCALER_PARAM_NAMES:
+        return obj("grad_scaler")
+    return None

@@ -27,7 +27,22 @@ STATIC_TORCH_FUNCTIONS = frozenset({
 # torch.* functions that return a Python bool computed from tensor values (a host read).
 HOST_TORCH_FUNCTIONS = frozenset({"torch.allclose", "torch.equal", "torch.is_nonzero"})
 
-STATIC_PREFIXES = ("torch.distributed.", "torch.cuda.", "torch.backends.", "torch.utils.data.")
+# torch_xla calls that return Python values (devices, ordinals, None), not lazy tensors; other torch_xla
+# calls (xm.all_reduce, ...) are tensor operations. `if xm.is_master_ordinal():` in a training loop is
+# not a branch on a tensor.
+XLA_STATIC_FUNCTIONS = frozenset({
+    "torch_xla.device", "torch_xla.devices", "torch_xla.device_count", "torch_xla.real_devices",
+    "torch_xla.sync", "torch_xla.step", "torch_xla.compile",
+    *(f"torch_xla.core.xla_model.{name}" for name in (
+        "xla_device", "xla_device_hw", "xla_real_devices", "get_xla_supported_devices", "is_xla_tensor",
+        "is_master_ordinal", "get_ordinal", "get_local_ordinal", "xrt_world_size", "world_size",
+        "master_print", "mark_step", "wait_device_ops", "add_step_closure", "rendezvous", "set_rng_state",
+        "get_rng_state", "get_memory_info", "save", "get_stablehlo", "get_stablehlo_bytecode")),
+})
+STATIC_TORCH_FUNCTIONS = STATIC_TORCH_FUNCTIONS | XLA_STATIC_FUNCTIONS
+
+STATIC_PREFIXES = ("torch.distributed.", "torch.cuda.", "torch.backends.", "torch.utils.data.",
+                   "torch_xla.runtime.", "torch_xla.debug.")
 
 # Functions whose output shape depends on the values of their input.
 DYNAMIC_SHAPE_FUNCTIONS = frozenset({
@@ -97,6 +112,11 @@ TRACE_DECORATORS = frozenset({
 })
 # Calls `X(fn, ...)` at module level that make `fn` a traced root.
 TRACE_WRAPPERS = frozenset({"torch.compile", "cerebras.pytorch.trace", "torch_xla.compile"})
+
+# torch_xla calls that end a lazily traced step: a loop calling one runs its body as one XLA graph.
+# `torch_xla.sync()` is the newer spelling of `xm.mark_step()`; `with torch_xla.step():` syncs on exit.
+MARK_STEP_CALLS = frozenset({"torch_xla.core.xla_model.mark_step", "torch_xla.sync", "torch_xla.step",
+                             "torch_xla.torch_xla.sync", "torch_xla.torch_xla.step"})
 
 # Ops that draw random numbers: computing them on both sides of a torch.where changes the RNG stream.
 RANDOM_FUNCTIONS = frozenset({

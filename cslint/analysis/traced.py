@@ -22,7 +22,7 @@ from cslint.analysis.inference import (
 from cslint.analysis.kinds import STATIC, TENSOR, UNKNOWN, Kind, join, obj
 from cslint.analysis.project import Project
 from cslint.analysis.step_functions import adopt_into_step, apply_step_params
-from cslint.analysis.xla_loops import xla_loop_roots
+from cslint.analysis.xla_loops import mark_step_loop_roots
 from cslint.targets import platform_roots
 
 # Re-analysing a function more often than this means its kinds oscillate; keep the last result.
@@ -64,7 +64,7 @@ def find_roots(project: Project, patterns: Iterable[str] = ()) -> list[tuple[Fun
 
     for func, reason in platform_roots(project):  # first, so the reason names the platform's entry point
         add(func, reason)
-    for func, reason in xla_loop_roots(project):
+    for func, reason in mark_step_loop_roots(project):  # a torch_xla training loop's body (see LoopStep)
         add(func, reason)
     for module in project.modules.values():
         for cls in module.classes.values():
