@@ -8,10 +8,11 @@ import libcst as cst
 import pytest
 
 from cslint.analysis.index import index_module
-from cslint.analysis.project import Project
 from cslint.analysis.kinds import STATIC
-from cslint.analysis.xla_loops import LoopStep, loop_step_seeds
+from cslint.analysis.project import Project
 from cslint.analysis.traced import find_roots
+from cslint.analysis.xla_loops import LoopStep, loop_step_seeds
+from tests.test_step_function import OPTIMIZER  # the same hand-written optimizer
 
 MODEL = """
 import torch
@@ -27,20 +28,6 @@ class Regressor(nn.Module):
         if out.mean() > 0:
             out = out * 2
         return out
-"""
-
-OPTIMIZER = """
-import torch
-
-class SignSGD(torch.optim.Optimizer):
-    def __init__(self, params, lr=1e-3):
-        super().__init__(params, dict(lr=lr))
-
-    @torch.no_grad()
-    def step(self, closure=None):
-        for group in self.param_groups:
-            for p in group["params"]:
-                p.sub_(group["lr"] * p.grad.double().sign())
 """
 
 # The classic loop, written out in the function: the statements before xm.mark_step() are the step.

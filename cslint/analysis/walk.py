@@ -90,3 +90,14 @@ def visit(root: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
         if not descend:
             continue
         stack.extend((child, False) for child in reversed(_children(node)))
+
+
+def bound_names(target: cst.BaseExpression) -> Iterator[cst.Name]:
+    """The names an assignment or loop target binds: `a`, `a, (b, *c)`, `[a, b]`."""
+    if isinstance(target, cst.Name):
+        yield target
+    elif isinstance(target, (cst.Tuple, cst.List)):
+        for element in target.elements:
+            yield from bound_names(element.value)
+    elif isinstance(target, cst.StarredElement):
+        yield from bound_names(target.value)

@@ -16,7 +16,7 @@ from cslint.analysis.index import FunctionInfo, ModuleInfo
 from cslint.analysis.kinds import STATIC, TENSOR, UNKNOWN, Kind, Tag, join
 from cslint.analysis.project import Project
 from cslint.analysis.step_functions import conventional_kind, expression_kind
-from cslint.analysis.walk import iter_nodes
+from cslint.analysis.walk import bound_names, iter_nodes
 
 @dataclass(eq=False)
 class LoopStep(FunctionInfo):
@@ -154,16 +154,6 @@ def _step_loops(module: ModuleInfo, scope: Sequence[cst.BaseStatement], prune_de
     return found
 
 
-def _name_targets(target: cst.BaseExpression) -> Iterator[cst.Name]:
-    if isinstance(target, cst.Name):
-        yield target
-    elif isinstance(target, (cst.Tuple, cst.List)):
-        for element in target.elements:
-            yield from _name_targets(element.value)
-    elif isinstance(target, cst.StarredElement):
-        yield from _name_targets(target.value)
-
-
 def _builtin_call(module: ModuleInfo, expr: cst.BaseExpression, name: str) -> cst.Call | None:
     """`expr` if it calls the builtin `name` (not shadowed by an import)."""
     if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == name \
@@ -176,14 +166,14 @@ def _loop_target_kinds(module: ModuleInfo, target: cst.BaseExpression, iterable:
                        element: Kind) -> dict[str, Kind]:
     """Names a `for` binds: `element` for each, except `range` numbers and `enumerate` indices (static)."""
     if _builtin_call(module, iterable, "range") is not None:
-        return {n.value: STATIC for n in _name_targets(target)}
+        return {n.value: STATIC for n in bound_names(target)}
     enumerated = _builtin_call(module, iterable, "enumerate")
     if enumerated is not None and enumerated.args and isinstance(target, (cst.Tuple, cst.List)) \
             and len(target.elements) == 2:
-        kinds = {n.value: STATIC for n in _name_targets(target.elements[0].value)}
+        kinds = {n.value: STATIC for n in bound_names(target.elements[0].value)}
         kinds.update(_loop_target_kinds(module, target.elements[1].value, enumerated.args[0].value, element))
         return kinds
-    return {n.value: element for n in _name_targets(target)}
+    return {n.value: element for n in bound_names(target)}
 
 
 _LITERALS = (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString,
@@ -217,7 +207,7 @@ class _BoundBefore:
 
     def bind(self, target: cst.BaseExpression, kind: Kind | None) -> None:
         imported = self.module.imports.names
-        for name in _name_targets(target):
+        for name in bound_names(target):
             found = kind if kind is not None else conventional_kind(name.value) or UNKNOWN
             if found.tag in (Tag.STATIC, Tag.UNKNOWN) and name.value in imported:
                 continue  # `except ImportError: xm = None`: the name still resolves through its import

@@ -15,8 +15,8 @@ import libcst as cst
 from cslint.analysis.imports import dotted_name
 from cslint.analysis.index import ClassInfo, FunctionInfo, ModuleInfo
 from cslint.analysis.project import Project
+from cslint.analysis.walk import bound_names, visit
 from cslint.rules.base import Rule
-from cslint.analysis.walk import visit
 
 TRACE_GRAPH = "samba.utils.trace_graph"
 TRACE_MULTIGRAPH = "samba.utils.trace_multigraph"
@@ -67,7 +67,7 @@ class _CallFinder(cst.CSTVisitor):
         self.grads_initialised = False
 
     def visit_For(self, node: cst.For) -> None:
-        self.loops.append(frozenset(n.value for n in _names(node.target)))
+        self.loops.append(frozenset(n.value for n in bound_names(node.target)))
 
     def leave_For(self, original_node: cst.For) -> None:
         self.loops.pop()
@@ -91,14 +91,6 @@ class _CallFinder(cst.CSTVisitor):
             self.calls.append(SambaCall(node, api, tuple(self.loops)))
         elif (dotted_name(node.func) or "").rsplit(".", 1)[-1] == INIT_OUTPUT_GRADS:
             self.grads_initialised = True
-
-
-def _names(node: cst.CSTNode) -> Iterator[cst.Name]:
-    if isinstance(node, cst.Name):
-        yield node
-    elif isinstance(node, (cst.Tuple, cst.List)):
-        for element in node.elements:
-            yield from _names(element.value)
 
 
 @dataclass
