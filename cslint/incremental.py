@@ -216,9 +216,24 @@ class Session:
             else:
                 result.diagnostics.extend(_restore(state.path, d) for d in state.entry.diagnostics)  # type: ignore[union-attr]
         if self.cache is not None:
-            with self.profile.phase("cache write"):
-                self.cache.save()
+            refreshed = self._refresh_file_times(stale)
+            if stale or refreshed:
+                with self.profile.phase("cache write"):
+                    self.cache.save()
         return result
+
+    def _refresh_file_times(self, stale: set[str]) -> bool:
+        """Record the mtime of files whose content was hashed and found unchanged (after a checkout, say),
+        so the next run can trust it again. Whether there is anything to write."""
+        refreshed = False
+        for key, state in self.states.items():
+            entry = state.entry
+            if key in stale or entry is None or not state.unchanged or state.mtime_ns == 0:
+                continue
+            if (entry.mtime_ns, entry.size) != (state.mtime_ns, state.size):
+                entry.mtime_ns, entry.size = state.mtime_ns, state.size
+                refreshed = True
+        return refreshed
 
     def _store(self, state: FileState, diagnostics: list[Diagnostic], reach: list[str]) -> None:
         assert self.cache is not None

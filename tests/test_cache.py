@@ -262,3 +262,17 @@ def test_a_helper_called_by_two_files_ties_their_reports(tmp_path, capsys):
     assert _where(first) == [("model_a.py", 8, "WSC101")]
     _touch(tmp_path / "model_b.py", b.format("5"))
     assert _check(capsys, tmp_path)[0] == [] == _check(capsys, tmp_path, "--no-cache")[0]
+
+
+def test_a_run_with_nothing_new_does_not_rewrite_the_cache_but_records_new_file_times(tree, capsys):
+    _check(capsys, tree)
+    [cache_file] = (tree / ".cache").glob("*.json")
+    written = cache_file.stat().st_mtime_ns
+    _check(capsys, tree)
+    assert cache_file.stat().st_mtime_ns == written  # nothing to record
+    path = tree / "data.py"
+    _touch(path, path.read_text())  # same content, new (old-enough) mtime: like a fresh checkout
+    _, err = _check(capsys, tree)
+    assert _reused(err) == 3
+    entry = json.loads(cache_file.read_text())["files"][str(path)]
+    assert entry["mtime_ns"] == path.stat().st_mtime_ns  # the next run trusts it without reading it
