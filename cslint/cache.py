@@ -2,10 +2,11 @@
 
 One JSON file per cslint version and effective configuration (selected rules, target, trace roots,
 per-file ignores, ...), so changing either starts from an empty cache. Each entry belongs to one file
-and holds its content hash, the modules it imports, the files whose traced roots reached it, a digest
-of the content hashes of every file its report depended on, and the report itself. An entry is reused only when all
-of those hashes still match (see `incremental.py`). A cache that cannot be read, of whatever kind of
-damage, is ignored and rewritten; writes go through a temporary file and a rename.
+and holds its content hash, the modules it imports, the files whose traced code can change what is
+inferred in it, a digest of the content hashes of every file its report depended on, and the report
+itself. An entry is reused only when all of those hashes still match (see `incremental.py`). A cache
+that cannot be read, of whatever kind of damage, is ignored and rewritten; writes go through a
+temporary file and a rename.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ class Entry:
     size: int
     module: str
     imports: list[str]
-    reach: list[str] = field(default_factory=list)  # files whose traced roots reach this one
+    reach: list[str] = field(default_factory=list)  # files whose traced code can change what it infers
     deps: str = ""  # digest of the paths and content hashes of every file its report depended on
     diagnostics: list[CachedDiagnostic] | None = None  # None: imports known, report not computed
 
@@ -82,7 +83,6 @@ class Cache:
         self.directory = directory
         self.path = directory / f"v{__version__}-{key}.json"
         self.entries: dict[str, Entry] = {}
-        self.loaded_from_disk = False
 
     def load(self) -> Cache:
         try:
@@ -90,7 +90,6 @@ class Cache:
             if data.get("format") != FORMAT:
                 return self
             self.entries = {path: Entry.from_json(entry) for path, entry in data["files"].items()}
-            self.loaded_from_disk = True
         except FileNotFoundError:
             pass
         except Exception:  # damaged in any way: start again; the next save replaces it

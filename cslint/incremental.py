@@ -4,8 +4,10 @@ spread independent parts of the tree over worker processes.
 What a file's report depends on:
 - its own text and the files it imports, directly or not (callees, base classes, re-exports): cslint
   resolves names through import statements only, so the import graph bounds what a file can see;
-- the files whose traced roots call into it (callers decide whether, and with which argument kinds,
-  its helpers are traced). These are recorded after each analysis as the file's `reach`.
+- the files whose traced code calls into it (callers decide whether, and with which argument kinds,
+  its helpers are traced), and the other callers of what it calls (a helper's parameters, so its
+  result, are the join of all its callers' arguments). These are recorded after each analysis as the
+  file's `reach` (`TracedProgram.influencing_modules`).
 A cached report is reused while the content hashes of all of those are unchanged. A changed file makes
 every file that imports it stale, plus the files it reached. A new caller is caught after the fact: if
 a root in a re-checked file reaches a file whose report was reused, that file is re-checked too.
@@ -82,19 +84,19 @@ class Session:
 
     def _survey(self, targets: list[Path], context: list[Path]) -> None:
         seen: set[str] = set()
-        ordered: list[tuple[Path, bool]] = []
+        ordered: list[tuple[str, Path, bool]] = []
         for path, is_target in [(p, True) for p in targets] + [(p, False) for p in context]:
-            key = str(_absolute(path))
+            key = _key(path)
             if key not in seen:
                 seen.add(key)
-                ordered.append((path, is_target))
+                ordered.append((key, path, is_target))
         # one order for every run over the tree, whichever files were named: it decides module names of
         # same-named scripts and which root a shared helper's chain starts from
-        ordered.sort(key=lambda item: str(_absolute(item[0])))
-        names = assign_module_names([p for p, _ in ordered])
+        ordered.sort()
+        names = assign_module_names([p for _, p, _ in ordered])
         now = time.time()
-        for path, is_target in ordered:
-            state = FileState(path=path, key=str(_absolute(path)), target=is_target)
+        for key, path, is_target in ordered:
+            state = FileState(path=path, key=key, target=is_target)
             state.name, state.is_package = names[path]
             state.entry = self.cache.entries.get(state.key) if self.cache else None
             self._hash(state, now)
@@ -204,7 +206,7 @@ class Session:
             stale |= newly
         self.profile.count("reports reused from the cache", sum(1 for s in target_states if s.key not in stale))
         self.profile.count("files re-checked", sum(1 for s in target_states if s.key in stale))
-        changed = {str(_absolute(s.path)) for s in result.changed_files}
+        changed = {_key(s.path) for s in result.changed_files}
         if self.cache is not None:
             for key in stale:
                 state = self.states[key]
@@ -254,26 +256,27 @@ class Session:
             run = linter.run(order, fix=True, unsafe_fixes=unsafe, context=others, names=names)
             result.errors.extend(run.errors)
             result.fixed, result.changed_files = run.fixed, run.changed_files
-            return _by_key(run.diagnostics), {str(_absolute(p)): {str(_absolute(r)) for r in roots}
-                                                for p, roots in linter.reach.items()}
-        tasks = []
-        for component in self._components(analysed):
-            paths = [self.states[k].path for k in self.states if k in component]  # survey order
-            tasks.append(([(p, self.states[str(_absolute(p))].key in wanted) for p in paths],
-                          {p: names[p] for p in paths}))
+            return _by_key(run.diagnostics), _keyed_reach(linter.reach)
+        components = self._components(analysed)
+        component_of = {key: i for i, component in enumerate(components) for key in component}
+        tasks: list[tuple[list[tuple[Path, bool]], dict[Path, tuple[str, bool]]]] = [([], {}) for _ in components]
+        for key, state in self.states.items():  # survey order within each component
+            if key in component_of:
+                files, component_names = tasks[component_of[key]]
+                files.append((state.path, key in wanted))
+                component_names[state.path] = names[state.path]
         self.profile.count("components", len(tasks))
         size = sum(self.states[k].size for k in analysed)
-        reports: dict[str, list[Diagnostic]] = {}
+        diagnostics: list[Diagnostic] = []
         reach: dict[str, set[str]] = {}
         outputs = self._run_tasks(tasks, parallel=self.jobs > 1 and len(tasks) > 1 and size >= MIN_PARALLEL_BYTES)
-        for diagnostics, errors, component_reach, profile in outputs:
+        for found, errors, component_reach, profile in outputs:
             result.errors.extend(errors)
-            for d in diagnostics:
-                reports.setdefault(str(_absolute(d.path)), []).append(d)
+            diagnostics.extend(found)
             for key, roots in component_reach.items():
                 reach.setdefault(key, set()).update(roots)
             self.profile.merge(profile)
-        return reports, reach
+        return _by_key(diagnostics), reach
 
     def _components(self, keys: set[str]) -> list[set[str]]:
         parent = {k: k for k in keys}
@@ -353,19 +356,23 @@ def check_component(settings: Settings, rules: list[Any], files: list[tuple[Path
                      names=names)
     for d in run.diagnostics:
         d.fix = FixSummary(d.fix.applicability, d.fix.message) if d.fix is not None else None
-    reach = {str(_absolute(p)): {str(_absolute(r)) for r in roots} for p, roots in linter.reach.items()}
-    return run.diagnostics, run.errors, reach, profile.as_dict()
+    return run.diagnostics, run.errors, _keyed_reach(linter.reach), profile.as_dict()
 
 
 def _by_key(diagnostics: list[Diagnostic]) -> dict[str, list[Diagnostic]]:
     out: dict[str, list[Diagnostic]] = {}
     for d in diagnostics:
-        out.setdefault(str(_absolute(d.path)), []).append(d)
+        out.setdefault(_key(d.path), []).append(d)
     return out
 
 
-def _absolute(path: Path) -> Path:
-    return Path(os.path.abspath(path))
+def _keyed_reach(reach: dict[Path, set[Path]]) -> dict[str, set[str]]:
+    return {_key(path): {_key(r) for r in roots} for path, roots in reach.items()}
+
+
+def _key(path: Path) -> str:
+    """A file's key in the cache and in a run: its absolute path (symlinks not resolved)."""
+    return os.path.abspath(path)
 
 
 def _freeze(d: Diagnostic) -> CachedDiagnostic:

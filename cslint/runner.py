@@ -14,7 +14,6 @@ from cslint.analysis.module_names import assign_module_names
 from cslint.analysis.project import Project
 from cslint.analysis.traced import TracedProgram
 from cslint.checker import Checker, internal_error
-
 from cslint.config import Settings
 from cslint.noqa import is_suppressed, noqa_lines
 from cslint.positions import locate, whole_module_positions
