@@ -83,6 +83,7 @@ class Cache:
         self.directory = directory
         self.path = directory / f"v{__version__}-{key}.json"
         self.entries: dict[str, Entry] = {}
+        self._loaded: dict[str, tuple[Entry, dict[str, Any]]] = {}  # entries as read, and their JSON
 
     def load(self) -> Cache:
         try:
@@ -90,6 +91,7 @@ class Cache:
             if data.get("format") != FORMAT:
                 return self
             self.entries = {path: Entry.from_json(entry) for path, entry in data["files"].items()}
+            self._loaded = {path: (self.entries[path], raw) for path, raw in data["files"].items()}
         except FileNotFoundError:
             pass
         except Exception:  # damaged in any way: start again; the next save replaces it
@@ -103,13 +105,25 @@ class Cache:
             if not ignore.exists():
                 ignore.write_text("# created by cslint\n*\n", encoding="utf-8")
             payload = {"format": FORMAT, "version": __version__,
-                       "files": {path: asdict(entry) for path, entry in self.entries.items()}}
+                       "files": {path: self._as_json(path, entry) for path, entry in self.entries.items()}}
+            text = json.dumps(payload, separators=(",", ":"))  # one call: json.dump encodes piece by piece
             fd, temporary = tempfile.mkstemp(dir=self.directory, prefix=".tmp-", suffix=".json")
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump(payload, handle, separators=(",", ":"))
+                handle.write(text)
             os.replace(temporary, self.path)
         except OSError:
             pass  # a read-only checkout still gets its report; it just is not cached
+
+
+    def _as_json(self, path: str, entry: Entry) -> dict[str, Any]:
+        """An entry read from the file is written back as read (a run changes only its file times in
+        place; a new report is a new entry): converting thousands of unchanged entries is most of a save."""
+        loaded = self._loaded.get(path)
+        if loaded is None or loaded[0] is not entry:
+            return asdict(entry)
+        raw = loaded[1]
+        raw["mtime_ns"], raw["size"] = entry.mtime_ns, entry.size
+        return raw
 
 
 def default_cache_dir(settings: Settings) -> Path:

@@ -21,21 +21,23 @@ from __future__ import annotations
 
 import os
 import time
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
-from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
 from cslint.analysis.import_scan import scan_imports
 from cslint.analysis.module_names import assign_module_names
 from cslint.cache import Cache, CachedDiagnostic, Entry, content_hash
+from cslint.collector import fewer_collections
 from cslint.config import Settings
 from cslint.profile import Profile
 from cslint.report import INTERNAL_ERROR, Diagnostic, FixSummary, RunResult
 
 # Below this much source, starting worker processes costs more than it saves.
 MIN_PARALLEL_BYTES = 2_000_000
+# Bytes of source whose libcst trees a worker keeps at once (a tree takes ~45x its source): with ast
+# indexes and the rest, a worker stays within ~300 MB however many files it analyses together.
+TREE_BUDGET_BYTES = 2_500_000
 # An mtime this recent may hide a second edit within the same clock tick: hash the file anyway.
 RECENT_SECONDS = 2.0
 
@@ -71,6 +73,7 @@ class Session:
         self.by_module: dict[str, str] = {}
         self.direct: dict[str, set[str]] = {}
         self._closures: dict[str, frozenset[str]] = {}
+        self._target_files: dict[str, str | None] = {}  # imported name -> the file it resolves in
 
     @property
     def rules(self) -> list[Any]:
@@ -130,16 +133,22 @@ class Session:
     def _edges(self, state: FileState) -> set[str]:
         edges: set[str] = set()
         for target in state.imports:
-            # a qualified name resolves in the longest module prefix that exists (Project.lookup), and
-            # only there; what that module re-exports is its own edge
-            parts = target.split(".")
-            for end in range(len(parts), 0, -1):
-                key = self.by_module.get(".".join(parts[:end]))
-                if key is not None:
-                    if key != state.key:
-                        edges.add(key)
-                    break
+            key = self._target_files.get(target, "")
+            if key == "":
+                key = self._target_files[target] = self._file_of(target)
+            if key is not None and key != state.key:
+                edges.add(key)
         return edges
+
+    def _file_of(self, target: str) -> str | None:
+        """A qualified name resolves in the longest module prefix that exists (Project.lookup), and only
+        there; what that module re-exports is its own edge."""
+        parts = target.split(".")
+        for end in range(len(parts), 0, -1):
+            key = self.by_module.get(".".join(parts[:end]))
+            if key is not None:
+                return key
+        return None
 
     def closure(self, key: str) -> frozenset[str]:
         found = self._closures.get(key)
@@ -184,8 +193,11 @@ class Session:
         with self.profile.phase("survey (stat, hash, imports)"):
             self._survey(targets, list(context))
         target_states = [s for s in self.states.values() if s.target]
-        # context files count too: a changed one may now call into a target whose report is cached
-        stale = {s.key for s in self.states.values() if not self._fresh(s, fix, unsafe_fixes)}
+        # Context files (`--project-context`) count when their own text changed (or was never analysed): a
+        # changed one may now call into a target. One that is stale only through what it imports is not
+        # re-checked for a report nobody asked for; its cached entry stays stale until it is a target.
+        stale = {s.key for s in self.states.values()
+                 if not self._fresh(s, fix, unsafe_fixes) and (s.target or not _seen_unchanged(s))}
         self.profile.count("files", len(target_states))
         reports: dict[str, list[Diagnostic]] = {}
         reach: dict[str, set[str]] = {}
@@ -198,6 +210,7 @@ class Session:
                 entry = self.states[key].entry
                 analysed |= {k for k in self.dependencies(key, entry.reach if entry else []) if k in self.states}
             result = RunResult(files_checked=result.files_checked)
+            self.profile.count("files analysed", len(analysed))
             reports, reach = self._analyse(analysed, stale, fix, unsafe_fixes, result)
             newly = {key for key in analysed - stale if self.states[key].entry is not None and
                      not reach.get(key, set()) <= set(self.states[key].entry.reach)}  # type: ignore[union-attr]
@@ -253,7 +266,8 @@ class Session:
             linter = Linter(self.settings, self.rules, self.profile)
             order = [s.path for k, s in self.states.items() if k in wanted and s.target]
             others = [s.path for k, s in self.states.items() if k in analysed and not (k in wanted and s.target)]
-            run = linter.run(order, fix=True, unsafe_fixes=unsafe, context=others, names=names)
+            with fewer_collections():
+                run = linter.run(order, fix=True, unsafe_fixes=unsafe, context=others, names=names)
             result.errors.extend(run.errors)
             result.fixed, result.changed_files = run.fixed, run.changed_files
             return _by_key(run.diagnostics), _keyed_reach(linter.reach)
@@ -301,6 +315,9 @@ class Session:
         if not parallel:
             return [check_component(self.settings, self.rules, files, names, self.profile.enabled)
                     for files, names in tasks]
+        from concurrent.futures import ProcessPoolExecutor  # here: runs that need no workers skip the import
+        from multiprocessing import get_context
+
         codes = [r.code for r in self.rules]
         self.profile.count("worker processes", self.jobs)
         with ProcessPoolExecutor(max_workers=self.jobs, mp_context=get_context("spawn"),
@@ -308,6 +325,10 @@ class Session:
             futures = [pool.submit(_check_components, self.settings, codes, batch, self.profile.enabled)
                        for batch in _batches(tasks, self.jobs)]
             return [out for future in futures for out in future.result()]
+
+
+def _seen_unchanged(state: FileState) -> bool:
+    return state.unchanged and state.entry is not None and state.entry.diagnostics is not None
 
 
 def _die_with_parent() -> None:
@@ -351,9 +372,10 @@ def check_component(settings: Settings, rules: list[Any], files: list[tuple[Path
     from cslint.runner import Linter
 
     profile = Profile(enabled=profiled)
-    linter = Linter(settings, rules, profile)
-    run = linter.run([p for p, report in files if report], context=[p for p, report in files if not report],
-                     names=names)
+    linter = Linter(settings, rules, profile, tree_budget=TREE_BUDGET_BYTES)
+    with fewer_collections():
+        run = linter.run([p for p, report in files if report], context=[p for p, report in files if not report],
+                         names=names)
     for d in run.diagnostics:
         d.fix = FixSummary(d.fix.applicability, d.fix.message) if d.fix is not None else None
     return run.diagnostics, run.errors, _keyed_reach(linter.reach), profile.as_dict()

@@ -4,21 +4,22 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 import libcst as cst
-from libcst._position import CodeRange
+from libcst._position import CodePosition, CodeRange
 
-from cslint.analysis.index import ModuleInfo, index_module, index_module_from_ast
+from cslint.analysis.index import ModuleInfo, TreeBudget, index_module, index_module_from_ast
 from cslint.analysis.module_names import assign_module_names
 from cslint.analysis.project import Project
-from cslint.analysis.traced import TracedProgram
+from cslint.analysis.traced import TracedFunction, TracedProgram
 from cslint.checker import Checker, internal_error
 from cslint.config import Settings
 from cslint.noqa import is_suppressed, noqa_lines
 from cslint.positions import locate, whole_module_positions
 from cslint.profile import Profile
-from cslint.report import BUG_HINT, INTERNAL_ERROR, SYNTAX_ERROR, Diagnostic, RunResult
+from cslint.report import BUG_HINT, INTERNAL_ERROR, SYNTAX_ERROR, Diagnostic, FixSummary, RunResult
 from cslint.rules import Finding, Fix, Rule, all_rules
 from cslint.rules.base import module_level_alias
 from cslint.rules.noqa_usage import UNUSED_NOQA, removal_fix, unused_noqa
@@ -30,13 +31,37 @@ __all__ = ["INTERNAL_ERROR", "SYNTAX_ERROR", "Diagnostic", "Linter", "RunResult"
 MAX_FIX_PASSES = 10
 
 
+class Unparsable(SyntaxError):
+    """A file `ast` indexed and libcst then rejected; it is reported as a syntax error."""
+
+
+@dataclass
+class Located:
+    """A finding with its place in the file, no longer tied to the syntax tree it was found in."""
+
+    code: str
+    message: str
+    fix: Fix | FixSummary | None
+    traced: TracedFunction | None
+    span: CodeRange
+
+
 class Linter:
-    def __init__(self, settings: Settings, rules: list[type[Rule]], profile: Profile | None = None) -> None:
+    """`tree_budget` (bytes of source) bounds memory when only reporting: files are indexed with `ast`,
+    libcst trees are parsed on demand and given back least recently used first, and each function's
+    findings are located as soon as it is analysed. Without it (and always when fixing) every tree
+    parsed stays in memory until the run ends."""
+
+    def __init__(self, settings: Settings, rules: list[type[Rule]], profile: Profile | None = None,
+                 tree_budget: int | None = None) -> None:
         self.settings = settings
         self.profile = profile or Profile(enabled=False)
         self.checker = Checker(rules, settings, self.profile)
         self.enabled_codes = frozenset(r.code for r in rules)
         self.reach: dict[Path, set[Path]] = {}
+        self.tree_budget = tree_budget
+        self._budget: TreeBudget | None = None
+        self.modules_by_path: dict[Path, ModuleInfo] = {}
 
     # ---- loading ---------------------------------------------------------------------------------
 
@@ -56,15 +81,86 @@ class Linter:
 
     def analyse(self, sources: list[SourceFile], result: RunResult,
                 names: dict[Path, tuple[str, bool]] | None = None) -> dict[Path, list[Finding]]:
-        """Findings per file. Also sets `self.reach`: for each file, the files whose traced roots reach
-        code in it (what its findings depend on besides its own imports)."""
-        modules: dict[str, ModuleInfo] = {}
-        by_module: dict[str, SourceFile] = {}
-        findings: dict[Path, list[Finding]] = {}
+        """Findings per file, every tree kept. Also sets `self.reach`: for each file, the files whose
+        traced roots reach code in it (what its findings depend on besides its own imports)."""
+        self._budget = None
         for source in sources:
             if source.tree is None and source.syntax_error is None and _likely_traced(source.text):
                 with self.profile.phase("parse"):
                     parse(source)
+        findings: dict[Path, list[Finding]] = {}
+        modules, by_module = self._index_all(sources, names, findings)
+        project = Project(modules.values())
+        with self.profile.phase("traced code and tensor inference"):
+            program = TracedProgram(project, self.settings.trace_roots).run()
+        for traced, exc in program.errors:
+            source = by_module[traced.func.module.name]
+            if source.syntax_error is not None:
+                continue  # libcst rejects the file (Python accepts it): reported as a syntax error
+            where = f"the analysis of {traced.func.display_name}"
+            findings.setdefault(source.path, []).append(internal_error(traced.func.node.name, traced, where, exc))
+        self._record_reach(program, by_module)
+        for traced in program.functions.values():
+            findings.setdefault(by_module[traced.func.module.name].path, []).extend(self._check(traced))
+        if self.checker.module_rules:
+            for name, module in modules.items():
+                findings.setdefault(by_module[name].path, []).extend(self.checker.check_module(module, project))
+        return findings
+
+    def analyse_bounded(self, sources: list[SourceFile], result: RunResult,
+                        names: dict[Path, tuple[str, bool]] | None = None) -> dict[Path, list[Located]]:
+        """`analyse` within `tree_budget`: findings located as they are found, trees given back."""
+        assert self.tree_budget is not None
+        self._budget = TreeBudget(self.tree_budget)
+        early: dict[Path, list[Finding]] = {}
+        modules, by_module = self._index_all(sources, names, early)
+        located: dict[Path, list[Located]] = {path: self._locate(None, found) for path, found in early.items()}
+        per_function: dict[str, tuple[tuple[str, ...], list[Located]]] = {}
+
+        def check_now(traced: TracedFunction) -> None:  # the module is held; its analysis is final or not
+            per_function[traced.func.qualname] = (_rule_inputs(traced), self._locate(traced.func.module,
+                                                                                     self._check(traced)))
+            traced.analysis = None  # its node-keyed maps would keep the tree alive
+
+        project = Project(modules.values())
+        with self.profile.phase("traced code and tensor inference"):
+            program = TracedProgram(project, self.settings.trace_roots, after_analysis=check_now).run()
+        for traced in program.functions.values():  # rules that read callers see their final state
+            seen = per_function.get(traced.func.qualname)
+            if seen is not None and seen[0] != _rule_inputs(traced):
+                with traced.func.module.held():
+                    if program.analyse(traced):
+                        check_now(traced)
+        for traced, exc in program.errors:
+            per_function.pop(traced.func.qualname, None)
+            module = traced.func.module
+            if by_module[module.name].syntax_error is not None:
+                continue  # libcst rejects the file (Python accepts it): reported as a syntax error
+            with module.held():
+                error = internal_error(traced.func.node.name, traced, f"the analysis of {traced.func.display_name}",
+                                       exc)
+                located.setdefault(by_module[module.name].path, []).extend(self._locate(module, [error]))
+        self._record_reach(program, by_module)
+        for traced in program.functions.values():
+            if traced.func.qualname in per_function:
+                located.setdefault(by_module[traced.func.module.name].path, []).extend(
+                    per_function[traced.func.qualname][1])
+        if self.checker.module_rules:
+            for name, module in modules.items():
+                with module.held():
+                    try:
+                        found = self.checker.check_module(module, project)
+                        if found:
+                            located.setdefault(by_module[name].path, []).extend(self._locate(module, found))
+                    except Unparsable:
+                        continue
+        self.modules_by_path = {by_module[name].path: module for name, module in modules.items()}
+        return located
+
+    def _index_all(self, sources: list[SourceFile], names: dict[Path, tuple[str, bool]] | None,
+                   findings: dict[Path, list[Finding]]) -> tuple[dict[str, ModuleInfo], dict[str, SourceFile]]:
+        modules: dict[str, ModuleInfo] = {}
+        by_module: dict[str, SourceFile] = {}
         parsed = [s for s in sources if s.syntax_error is None]
         if names is None or any(s.path not in names for s in parsed):
             names = {**assign_module_names([s.path for s in parsed]), **(names or {})}
@@ -84,27 +180,18 @@ class Linter:
                     internal_error(source.tree or cst.Module([]), None, "indexing", exc))
                 continue
             by_module[name] = source
-        project = Project(modules.values())
-        with self.profile.phase("traced code and tensor inference"):
-            program = TracedProgram(project, self.settings.trace_roots).run()
-        for traced, exc in program.errors:
-            source = by_module[traced.func.module.name]
-            where = f"the analysis of {traced.func.display_name}"
-            findings.setdefault(source.path, []).append(internal_error(traced.func.node.name, traced, where, exc))
+        return modules, by_module
+
+    def _record_reach(self, program: TracedProgram, by_module: dict[str, SourceFile]) -> None:
         self.reach = {by_module[m].path: {by_module[r].path for r in rs if r in by_module}
                       for m, rs in program.influencing_modules().items() if m in by_module}
-        for traced in program.functions.values():
-            source = by_module[traced.func.module.name]
-            try:
-                with self.profile.phase("rules"):
-                    found = self.checker.check(traced)
-            except Exception as exc:
-                found = [internal_error(traced.func.node.name, traced, f"checking {traced.func.display_name}", exc)]
-            findings.setdefault(source.path, []).extend(found)
-        if self.checker.module_rules:
-            for name, module in modules.items():
-                findings.setdefault(by_module[name].path, []).extend(self.checker.check_module(module, project))
-        return findings
+
+    def _check(self, traced: TracedFunction) -> list[Finding]:
+        try:
+            with self.profile.phase("rules"):
+                return self.checker.check(traced)
+        except Exception as exc:
+            return [internal_error(traced.func.node.name, traced, f"checking {traced.func.display_name}", exc)]
 
     def _index(self, source: SourceFile, name: str, is_package: bool) -> ModuleInfo | None:
         """libcst's index for files likely to hold traced code; Python's `ast` (several times faster) for
@@ -115,8 +202,10 @@ class Linter:
             except (SyntaxError, ValueError, RecursionError, MemoryError):
                 tree = None
             if tree is not None:
-                return index_module_from_ast(source.path, source.text, tree, name, is_package,
+                info = index_module_from_ast(source.path, source.text, tree, name, is_package,
                                              loader=lambda: self._load_tree(source))
+                info.budget = self._budget
+                return info
             with self.profile.phase("parse"):
                 parse(source)
             if source.tree is None:
@@ -127,64 +216,119 @@ class Linter:
         with self.profile.phase("parse"):
             parse(source)
         self.profile.count("files parsed on demand")
-        if source.tree is None:
-            raise SyntaxError(f"cslint's parser rejects {source.path} (Python accepts it)")
-        return source.tree
+        tree = source.tree
+        if tree is None:
+            raise Unparsable(f"cslint's parser rejects {source.path} (Python accepts it)")
+        if self._budget is not None:
+            source.tree = None  # the module holds it, and may give it back
+        return tree
 
     # ---- locating and filtering ------------------------------------------------------------------
 
+    def _locate(self, module: ModuleInfo | None, findings: list[Finding]) -> list[Located]:
+        """Findings of one module, with positions, and fixes reduced to what a report shows."""
+        if not findings:
+            return []
+        positions: Mapping[cst.CSTNode, CodeRange] = {}
+        if module is not None:
+            try:
+                with self.profile.phase("positions"):
+                    positions = locate(module.tree, module.source, ((f.node, _statement_of(f)) for f in findings))
+            except RecursionError:
+                start = CodeRange(CodePosition(1, 0), CodePosition(1, 0))
+                return [Located(INTERNAL_ERROR, f"internal error: too deeply nested to locate {len(findings)} "
+                                f"findings; {BUG_HINT}", None, None, start)]
+        start = CodeRange(CodePosition(1, 0), CodePosition(1, 0))  # an index error: there is no tree
+        out = []
+        for f in findings:
+            span = positions.get(f.node) if module is not None else start
+            if span is not None:
+                fix = FixSummary(f.fix.applicability, f.fix.message) if f.fix is not None else None
+                out.append(Located(f.code, f.message, fix, f.traced, span))
+        return out
+
     def diagnostics_for(self, source: SourceFile, findings: list[Finding]) -> list[Diagnostic]:
-        lines = source.text.splitlines()
         if source.syntax_error is not None:
-            line, column, message = source.syntax_error
-            text = lines[line - 1] if 0 < line <= len(lines) else ""
-            return [Diagnostic(source.path, line, column, line, column + 1, SYNTAX_ERROR,
-                               f"syntax error: {message}", source_line=text)]
+            return [self._syntax_error(source)]
         check_noqa = UNUSED_NOQA in self.enabled_codes and "noqa" in source.text.lower()
         if not findings and not check_noqa:
             return []
         if source.tree is None:
             parse(source)
             if source.tree is None:
-                return self.diagnostics_for(source, findings) if source.syntax_error is not None else []
+                return [self._syntax_error(source)] if source.syntax_error is not None else []
         try:
             with self.profile.phase("positions"):
                 positions = self._positions(source, findings, check_noqa)
         except RecursionError:
-            text = lines[0] if lines else ""
-            return [Diagnostic(source.path, 1, 1, 1, 1, INTERNAL_ERROR, f"internal error: too deeply nested to "
-                               f"locate {len(findings)} findings; {BUG_HINT}", source_line=text)]
+            return [self._too_deep(source, len(findings))]
+        located = [Located(f.code, f.message, f.fix, f.traced, positions[f.node]) for f in findings
+                   if f.node in positions]
+        return self._diagnostics(source, located, positions if check_noqa else None)
+
+    def bounded_diagnostics_for(self, source: SourceFile, located: list[Located]) -> list[Diagnostic]:
+        if source.syntax_error is not None:
+            return [self._syntax_error(source)]
+        noqa_positions = None
+        module = self.modules_by_path.get(source.path)
+        if UNUSED_NOQA in self.enabled_codes and "noqa" in source.text.lower() and module is not None:
+            with module.held():
+                try:
+                    noqa_positions = whole_module_positions(module.tree)
+                except RecursionError:
+                    return [self._too_deep(source, len(located))]
+        if not located and noqa_positions is None:
+            return []
+        return self._diagnostics(source, located, noqa_positions)
+
+    @staticmethod
+    def _syntax_error(source: SourceFile) -> Diagnostic:
+        assert source.syntax_error is not None
+        line, column, message = source.syntax_error
+        lines = source.text.splitlines()
+        text = lines[line - 1] if 0 < line <= len(lines) else ""
+        return Diagnostic(source.path, line, column, line, column + 1, SYNTAX_ERROR, f"syntax error: {message}",
+                          source_line=text)
+
+    @staticmethod
+    def _too_deep(source: SourceFile, count: int) -> Diagnostic:
+        first = source.text.splitlines()[:1]
+        return Diagnostic(source.path, 1, 1, 1, 1, INTERNAL_ERROR, f"internal error: too deeply nested to "
+                          f"locate {count} findings; {BUG_HINT}", source_line=first[0] if first else "")
+
+    def _diagnostics(self, source: SourceFile, located: list[Located],
+                     noqa_positions: Mapping[cst.CSTNode, CodeRange] | None) -> list[Diagnostic]:
+        """Suppression (`# noqa`, per-file ignores), duplicates dropped, unused `noqa` directives."""
+        lines = source.text.splitlines()
         suppressed = noqa_lines(source.text)
         per_file = ignored_for_file(source.path, self.settings)
         out = []
         seen: set[tuple[str, int, int]] = set()
         used: set[tuple[int, str]] = set()  # (line, code as written in the noqa) that suppressed something
-        for finding in findings:
-            span = positions.get(finding.node)
-            if span is None:
-                continue
+        for item in located:
+            span = item.span
             line, column = span.start.line, span.start.column + 1
-            if (finding.code, line, column) in seen:
+            if (item.code, line, column) in seen:
                 continue
-            seen.add((finding.code, line, column))
-            if finding.code != INTERNAL_ERROR and is_suppressed(finding.code, line, suppressed):
-                used.update((line, c) for c in suppressed[line] if finding.code.startswith(c))
+            seen.add((item.code, line, column))
+            if item.code != INTERNAL_ERROR and is_suppressed(item.code, line, suppressed):
+                used.update((line, c) for c in suppressed[line] if item.code.startswith(c))
                 continue
-            if finding.code != INTERNAL_ERROR and any(finding.code.startswith(c) for c in per_file):
+            if item.code != INTERNAL_ERROR and any(item.code.startswith(c) for c in per_file):
                 continue
-            traced = finding.traced
+            traced = item.traced
             out.append(Diagnostic(
                 path=source.path, line=line, column=column, end_line=span.end.line,
-                end_column=span.end.column + 1, code=finding.code, message=finding.message, fix=finding.fix,
+                end_column=span.end.column + 1, code=item.code, message=item.message, fix=item.fix,
                 chain=traced.chain if traced else [], reason=traced.root.reason if traced else "",
                 source_line=lines[line - 1] if 0 < line <= len(lines) else "",
             ))
-        if check_noqa and not any(UNUSED_NOQA.startswith(c) for c in per_file):
+        if noqa_positions is not None and not any(UNUSED_NOQA.startswith(c) for c in per_file):
             known = [r.code for r in all_rules()] + [SYNTAX_ERROR, INTERNAL_ERROR]
-            for item in unused_noqa(source.text, used, self.enabled_codes, known):
-                d = item.directive
+            for unused in unused_noqa(source.text, used, self.enabled_codes, known):
+                d = unused.directive
                 out.append(Diagnostic(source.path, d.line, d.column, d.line, d.end_column, UNUSED_NOQA,
-                                      item.message, removal_fix(positions, item),
+                                      unused.message, removal_fix(noqa_positions, unused),
                                       source_line=lines[d.line - 1] if 0 < d.line <= len(lines) else ""))
         out.sort(key=lambda d: (d.line, d.column, d.code))
         return out
@@ -208,6 +352,11 @@ class Linter:
         result.files_checked = len(sources)
         targets = {s.path.resolve() for s in sources}
         extra = self.load([p for p in context if p.resolve() not in targets], RunResult())
+        if self.tree_budget is not None and not fix:
+            located = self.analyse_bounded(sources + extra, result, names)
+            for source in sources:
+                result.diagnostics.extend(self.bounded_diagnostics_for(source, located.get(source.path, [])))
+            return result
         findings = self.analyse(sources + extra, result, names)
         if fix:
             for _ in range(MAX_FIX_PASSES):
@@ -243,6 +392,17 @@ class Linter:
             source.text, source.tree = new_text, reparsed
             applied += len(chosen)
         return applied
+
+
+def _rule_inputs(traced: TracedFunction) -> tuple[object, ...]:
+    """What rules read besides the function's own analysis: its callers up to the root, and their
+    parameters. When these change after the function was checked, it is checked again."""
+    chain = []
+    current: TracedFunction | None = traced
+    while current is not None:
+        chain.append((current.func.qualname, tuple(current.params.items())))
+        current = current.parent
+    return tuple(chain)
 
 
 def _likely_traced(text: str) -> bool:

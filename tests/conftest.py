@@ -25,11 +25,20 @@ def run_linter(root: Path, files: dict[str, str], *, fix: bool = False, unsafe: 
     config = Settings(project_root=root).with_overrides(**settings)
     linter = Linter(config, enabled_rules(config))
     result = linter.run(paths, fix=fix, unsafe_fixes=unsafe)
+    if not fix:  # every lint in the suite also checks that bounded memory changes nothing reported
+        bounded = Linter(config, enabled_rules(config), tree_budget=1).run(paths)
+        assert reported(bounded) == reported(result)
     texts = {}
     for name in files:
         source = next((s for s in result.changed_files if s.path == root / name), None)
         texts[name] = source.text if source else (root / name).read_text(encoding="utf-8")
     return result, texts
+
+
+def reported(result: RunResult) -> list[tuple[object, ...]]:
+    """What a report shows of each diagnostic (a fix by its applicability and message)."""
+    return [(d.path, d.line, d.column, d.end_line, d.end_column, d.code, d.message, d.chain, d.reason,
+             (d.fix.applicability, d.fix.message) if d.fix else None) for d in result.diagnostics] + result.errors
 
 
 LintFn = Callable[..., list[Diagnostic]]

@@ -276,3 +276,51 @@ def test_a_run_with_nothing_new_does_not_rewrite_the_cache_but_records_new_file_
     assert _reused(err) == 3
     entry = json.loads(cache_file.read_text())["files"][str(path)]
     assert entry["mtime_ns"] == path.stat().st_mtime_ns  # the next run trusts it without reading it
+
+
+def _hook(capsys, root: Path, target: str) -> tuple[list[dict], str]:
+    """What the pre-commit hook runs: one file reported, the rest of the project as context."""
+    return _check_paths(capsys, root, [str(root / target), "--project-context"])
+
+
+def _check_paths(capsys, root: Path, args: list[str]) -> tuple[list[dict], str]:
+    code = main(["check", *args, "--output-format", "json", "--cache-dir", str(root / ".cache"), "--profile"])
+    out, err = capsys.readouterr()
+    assert code in (0, 1), err
+    return json.loads(out), err
+
+
+def _analysed(err: str) -> int:
+    return int(err.split("files analysed: ")[1].split()[0].rstrip(","))
+
+
+def test_hook_on_an_edited_callee_uses_its_unchanged_callers(tree, capsys):
+    _check(capsys, tree)
+    _touch(tree / "helpers.py", HELPERS_STATIC)
+    findings, _ = _hook(capsys, tree, "helpers.py")
+    assert findings == []
+    _touch(tree / "helpers.py", HELPERS_BRANCHING)
+    findings, _ = _hook(capsys, tree, "helpers.py")
+    assert _where(findings) == [("helpers.py", 5, "WSC101")]
+    assert findings[0]["trace_chain"] == ["model.Net.forward", "helpers.scale"]
+
+
+def test_hook_sees_a_changed_context_file_that_now_calls_the_target(tree, capsys):
+    _check(capsys, tree)
+    _touch(tree / "model.py", MODEL.replace("import scale", "import scale, shift").replace(
+        "return scale(x)", "return shift(scale(x))"))
+    findings, _ = _hook(capsys, tree, "helpers.py")
+    assert _where(findings) == [("helpers.py", 5, "WSC101"), ("helpers.py", 11, "WSC101")]
+
+
+def test_hook_leaves_context_files_stale_only_through_their_imports(tree, capsys):
+    _touch(tree / "util.py", "from helpers import shift\n\n\ndef describe():\n    return shift.__name__\n")
+    _check(capsys, tree)
+    _touch(tree / "helpers.py", HELPERS_STATIC)
+    findings, err = _hook(capsys, tree, "helpers.py")
+    assert findings == []
+    # helpers.py and model.py, whose forward calls into it; util.py only imports it and has no report asked
+    assert _analysed(err) == 2
+    findings, err = _check(capsys, tree)  # a full run re-checks what the hook run left stale
+    assert _reused(err) == 2  # helpers.py (from the hook run) and data.py; model.py and util.py again
+    assert findings == _check(capsys, tree, "--no-cache")[0] == []

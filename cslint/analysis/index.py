@@ -7,8 +7,11 @@ kept separate from (and much cheaper than) tensor-value inference.
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
 from pathlib import Path
 
 import libcst as cst
@@ -27,13 +30,23 @@ class FunctionInfo:
     decorators: list[str] = field(default_factory=list)  # qualified where imports tell
     _node: cst.FunctionDef | None = None
     step_function: bool = False  # traced as a training step without a decorator (an xm.mark_step loop)
+    _signature: tuple[tuple[str, ...], str | None] | None = None
 
     @property
     def node(self) -> cst.FunctionDef:
-        if self._node is None:
-            self.module.materialise()
+        self.module.use()
         assert self._node is not None
         return self._node
+
+    @property
+    def signature(self) -> tuple[tuple[str, ...], str | None]:
+        """Positional parameter names and the `*args` name: what binding a call needs. Kept when the
+        tree is given back, so calling into a file does not parse it again."""
+        if self._signature is None:
+            p = self.node.params
+            star = p.star_arg.name.value if isinstance(p.star_arg, cst.Param) else None
+            self._signature = (tuple(x.name.value for x in (*p.posonly_params, *p.params)), star)
+        return self._signature
 
     @property
     def display_name(self) -> str:
@@ -55,8 +68,7 @@ class ClassInfo:
 
     @property
     def node(self) -> cst.ClassDef:
-        if self._node is None:
-            self.module.materialise()
+        self.module.use()
         assert self._node is not None
         return self._node
 
@@ -78,13 +90,25 @@ class ModuleInfo:
     # call expressions at module level (`torch.compile(fn)` marks fn as a root); None: not collected yet
     _toplevel_calls: list[cst.Call] | None = None
     may_have_toplevel_roots: bool = True
+    # Bounded memory: a module with a loader may give its tree back (`release`) unless it is held; the
+    # budget hears of every load. Whatever is computed from the tree and holds its nodes goes in
+    # `tree_data`, which goes with it.
+    budget: TreeBudget | None = None
+    holds: int = 0
+    tree_data: dict[str, Any] = field(default_factory=dict)
 
     @property
     def tree(self) -> cst.Module:
-        if self._tree is None:
-            self.materialise()
+        self.use()
         assert self._tree is not None
         return self._tree
+
+    def use(self) -> None:
+        """The tree is about to be read: parse it if needed, and count it as recently used."""
+        if self._tree is None:
+            self.materialise()
+        elif self.budget is not None:
+            self.budget.touched(self)
 
     @property
     def toplevel_calls(self) -> list[cst.Call]:
@@ -114,6 +138,61 @@ class ModuleInfo:
                 self.functions[stmt.name.value]._node = stmt
         # in body order, so a name defined twice gets its last definition, as in the index
         self._tree = tree
+        if self.budget is not None:
+            self.budget.loaded(self)
+
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        """Keep the tree (once loaded) while nodes of it are in use: an analysis, its rules, its positions."""
+        self.holds += 1
+        if self.budget is not None:
+            self.budget.touched(self)
+        try:
+            yield
+        finally:
+            self.holds -= 1
+
+    def release(self) -> bool:
+        """Drop the tree and every node reference into it; the next use parses the file again."""
+        if self._tree is None or self.loader is None or self.holds:
+            return False
+        self._tree = None
+        self._toplevel_calls = None
+        self.tree_data.clear()
+        for cls in self.classes.values():
+            cls._node = None
+            for method in cls.methods.values():
+                method._node = None
+        for func in self.functions.values():
+            func._node = None
+        return True
+
+
+class TreeBudget:
+    """The libcst trees of ast-indexed modules kept in memory: at most `limit` bytes of their source (a
+    tree takes some 45 times its source), least recently used given back first. Memory then depends on
+    this limit and on the largest file, not on how many files a run analyses together."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.size = 0
+        self.resident: OrderedDict[ModuleInfo, int] = OrderedDict()
+
+    def loaded(self, module: ModuleInfo) -> None:
+        self.resident[module] = len(module.source)
+        self.size += len(module.source)
+        self._trim(keep=module)
+
+    def touched(self, module: ModuleInfo) -> None:
+        if module in self.resident:
+            self.resident.move_to_end(module)
+
+    def _trim(self, keep: ModuleInfo) -> None:
+        for module in list(self.resident):
+            if self.size <= self.limit:
+                return
+            if module is not keep and module.release():
+                self.size -= self.resident.pop(module)
 
 
 def _decorator_name(dec: cst.Decorator, imports: ImportTable) -> str:

@@ -773,14 +773,13 @@ def _all_params(node: cst.FunctionDef | cst.Lambda) -> list[cst.Param]:
 def bind_arguments(target: FunctionInfo, node: cst.Call, arg_kinds: list[Kind],
                    receiver: Kind | None) -> dict[str, Kind]:
     """Map the call's argument kinds onto the callee's parameter names."""
-    p = target.node.params
-    positional = [x.name.value for x in (*p.posonly_params, *p.params)]
+    names, star = target.signature
+    positional = list(names)
     bound: dict[str, Kind] = {}
     if receiver is not None and positional and not target.is_static_method:
         bound[positional[0]] = receiver
         positional = positional[1:]
     index = 0
-    star = p.star_arg.name.value if isinstance(p.star_arg, cst.Param) else None
     for arg, kind in zip(node.args, arg_kinds):
         if arg.keyword is not None:
             bound[arg.keyword.value] = kind

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from cslint.sources import safe_resolve
@@ -9,16 +10,45 @@ from cslint.sources import safe_resolve
 __all__ = ["assign_module_names", "module_name_for"]
 
 
-def module_name_for(path: Path) -> tuple[str, bool]:
+class _Packages:
+    """Real directories and the package names above them, worked out once per directory (a large tree
+    has a hundred files per directory, and resolving each file's path would stat every component)."""
+
+    def __init__(self) -> None:
+        self.real: dict[str, str] = {}
+        self.parts: dict[str, list[str]] = {}
+
+    def real_path(self, path: Path) -> str:
+        text = os.path.abspath(path)
+        if os.path.islink(text):
+            return str(safe_resolve(path))
+        directory, name = os.path.split(text)
+        real = self.real.get(directory)
+        if real is None:
+            real = self.real[directory] = str(safe_resolve(Path(directory)))
+        return os.path.join(real, name)
+
+    def package_parts(self, directory: str) -> list[str]:
+        """The dotted parts of the package a real directory is (empty if it has no __init__.py)."""
+        found = self.parts.get(directory)
+        if found is None:
+            parent = os.path.dirname(directory)
+            if parent != directory and os.path.exists(os.path.join(directory, "__init__.py")):
+                found = [*self.package_parts(parent), os.path.basename(directory)]
+            else:
+                found = []
+            self.parts[directory] = found
+        return found
+
+
+def module_name_for(path: Path, packages: _Packages | None = None) -> tuple[str, bool]:
     """Dotted module name from the package directories (those with __init__.py) above the file."""
-    path = safe_resolve(path)
-    is_package = path.name == "__init__.py"
-    parts = [] if is_package else [path.stem]
-    directory = path.parent
-    while (directory / "__init__.py").exists() and directory.parent != directory:
-        parts.insert(0, directory.name)
-        directory = directory.parent
-    return ".".join(parts) or path.stem, is_package
+    packages = packages or _Packages()
+    directory, filename = os.path.split(packages.real_path(path))
+    stem = os.path.splitext(filename)[0]
+    is_package = filename == "__init__.py"
+    parts = packages.package_parts(directory) + ([] if is_package else [stem])
+    return ".".join(parts) or stem, is_package
 
 
 def assign_module_names(paths: list[Path]) -> dict[Path, tuple[str, bool]]:
@@ -26,8 +56,9 @@ def assign_module_names(paths: list[Path]) -> dict[Path, tuple[str, bool]]:
     packages around them) get their last folders prepended, so both stay in the project."""
     names: dict[Path, tuple[str, bool]] = {}
     taken: set[str] = set()
+    packages = _Packages()
     for path in paths:
-        name, is_package = module_name_for(path)
+        name, is_package = module_name_for(path, packages)
         if name in taken:
             name = ".".join(path.with_suffix("").parts[-3:])
         taken.add(name)

@@ -9,8 +9,8 @@ callers pass, iterated to a fixed point, so `helper(x, self.eps)` sees a tensor 
 from __future__ import annotations
 
 import fnmatch
-from collections import deque
-from collections.abc import Iterable
+import heapq
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from cslint.analysis import torch_api as api
@@ -35,6 +35,7 @@ class TracedFunction:
     reason: str  # why it is traced: the root's reason, or "called from ..."
     parent: TracedFunction | None = None
     params: dict[str, Kind] = field(default_factory=dict)
+    params_stale: bool = True  # what callers pass changed: work `params` out again before the next analysis
     analysis: FunctionAnalysis | None = None
     analyses: int = 0
 
@@ -133,11 +134,38 @@ def helper_param_kinds(oracle: ProjectOracle, func: FunctionInfo, given: dict[st
     return params
 
 
-class TracedProgram:
-    """Traced functions of a project, analysed to a fixed point."""
+class _Worklist:
+    """Functions waiting to be analysed, taken file by file in the project's order (then first come,
+    first served): a file's functions are analysed together, so its tree is parsed once even when
+    trees are given back to bound memory."""
 
-    def __init__(self, project: Project, trace_roots: Iterable[str] = ()) -> None:
+    def __init__(self, project: Project) -> None:
+        self.rank = {name: i for i, name in enumerate(project.modules)}
+        self.heap: list[tuple[int, int, str]] = []
+        self.queued: set[str] = set()
+        self.count = 0
+
+    def add(self, traced: TracedFunction) -> None:
+        name = traced.func.qualname
+        if name not in self.queued:
+            self.queued.add(name)
+            self.count += 1
+            heapq.heappush(self.heap, (self.rank.get(traced.func.module.name, -1), self.count, name))
+
+    def pop(self) -> str:
+        name = heapq.heappop(self.heap)[2]
+        self.queued.discard(name)
+        return name
+
+
+class TracedProgram:
+    """Traced functions of a project, analysed to a fixed point. `after_analysis`, if given, sees each
+    analysis while its module's tree is held (rules can run on it then, and the tree be given back)."""
+
+    def __init__(self, project: Project, trace_roots: Iterable[str] = (),
+                 after_analysis: Callable[[TracedFunction], None] | None = None) -> None:
         self.project = project
+        self.after_analysis = after_analysis
         self.oracle = ProjectOracle(project)
         self.functions: dict[str, TracedFunction] = {}
         self._callers: dict[str, set[str]] = {}
@@ -148,36 +176,30 @@ class TracedProgram:
         self.errors: list[tuple[TracedFunction, Exception]] = []
 
     def run(self) -> TracedProgram:
-        queue: deque[str] = deque()
+        work = _Worklist(self.project)
         for func, reason in self._roots:
             traced = TracedFunction(func=func, reason=reason)
-            traced.params = root_param_kinds(self.project, self.oracle, func)
             self.functions[func.qualname] = traced
-            queue.append(func.qualname)
-        queued = set(queue)
-        while queue:
-            name = queue.popleft()
-            queued.discard(name)
+            work.add(traced)
+        while work.heap:
+            name = work.pop()
             traced = self.functions[name]
             if traced.analyses >= MAX_ANALYSES_PER_FUNCTION:
                 continue
             traced.analyses += 1
-            try:
-                analysis = FunctionInference(self.project, self.oracle, traced.func, dict(traced.params)).run()
-            except Exception as exc:  # reported for this function; the rest of the program is analysed
-                self.errors.append((traced, exc))
-                traced.analysis = None
-                traced.analyses = MAX_ANALYSES_PER_FUNCTION
-                continue
-            traced.analysis = analysis
+            with traced.func.module.held():
+                if not self.analyse(traced):
+                    continue
+                analysis = traced.analysis
+                assert analysis is not None
+                if self.after_analysis is not None:
+                    self.after_analysis(traced)
             new_return = analysis.return_kind if analysis.returns_value else STATIC
             old_return = self.oracle.returns.get(name)
             if old_return != new_return:
                 self.oracle.returns[name] = new_return
                 for caller in self._callers.get(name, ()):
-                    if caller not in queued:
-                        queue.append(caller)
-                        queued.add(caller)
+                    work.add(self.functions[caller])
             per_callee: dict[str, dict[str, Kind]] = {}
             callees: dict[str, FunctionInfo] = {}
             for site in analysis.calls.values():
@@ -195,17 +217,36 @@ class TracedProgram:
                     self.functions[callee_name] = callee
                     changed = True
                 adopt_into_step(traced, callee)
-                if changed and callee_name not in self._root_names:
-                    callee.params = helper_param_kinds(self.oracle, callee.func, self._given[callee_name])
-                elif changed:  # a root that is also called: widen with what callers pass
-                    callee.params = root_param_kinds(self.project, self.oracle, callee.func)
-                    for pname, kind in self._given[callee_name].items():
-                        if pname in callee.params:
-                            callee.params[pname] = join(callee.params[pname], kind)
-                if changed and callee_name not in queued:
-                    queue.append(callee_name)
-                    queued.add(callee_name)
+                if changed:
+                    callee.params_stale = True
+                    work.add(callee)
         return self
+
+    def analyse(self, traced: TracedFunction) -> bool:
+        """(Re-)analyse one function with its current parameters; False if the analysis failed. Parameters
+        are worked out here, not when callers change them, so a file's tree is needed only when its
+        functions' turn comes."""
+        try:
+            if traced.params_stale:
+                self._update_params(traced)
+                traced.params_stale = False
+            traced.analysis = FunctionInference(self.project, self.oracle, traced.func, dict(traced.params)).run()
+        except Exception as exc:  # reported for this function; the rest of the program is analysed
+            self.errors.append((traced, exc))
+            traced.analysis = None
+            traced.analyses = MAX_ANALYSES_PER_FUNCTION
+            return False
+        return True
+
+    def _update_params(self, traced: TracedFunction) -> None:
+        name = traced.func.qualname
+        if name not in self._root_names:
+            traced.params = helper_param_kinds(self.oracle, traced.func, self._given[name])
+            return
+        traced.params = root_param_kinds(self.project, self.oracle, traced.func)
+        for pname, kind in self._given.get(name, {}).items():  # a root that is also called: widen with
+            if pname in traced.params:  # what callers pass
+                traced.params[pname] = join(traced.params[pname], kind)
 
     def _merge_given(self, caller: str, callee: str, args: dict[str, Kind]) -> bool:
         """Record what `caller` now passes `callee`; its parameters are the join over callers' latest

@@ -52,20 +52,22 @@ def iter_nodes(root: cst.CSTNode, prune: tuple[type, ...] = ()) -> Iterator[cst.
         stack.extend(reversed(_children(node)))
 
 
-_HOOKS: dict[tuple[type, type], tuple[object, object]] = {}
-
-
 def _hooks(visitor_type: type, node_type: type) -> tuple[object, object]:
-    """The visitor's own visit_X / leave_X for a node type (None where it keeps libcst's no-op)."""
-    key = (visitor_type, node_type)
-    found = _HOOKS.get(key)
+    """The visitor's own visit_X / leave_X for a node type (None where it keeps libcst's no-op). Kept
+    on the visitor class, not in a global table: classes defined inside functions close over the nodes
+    they collect, and a global table would keep every such class, and its nodes, for good."""
+    table = visitor_type.__dict__.get("_walk_hooks")
+    if table is None:
+        table = {}
+        visitor_type._walk_hooks = table  # type: ignore[attr-defined]
+    found = table.get(node_type)
     if found is None:
         name = node_type.__name__
         visit_hook = getattr(visitor_type, f"visit_{name}", None)
         leave_hook = getattr(visitor_type, f"leave_{name}", None)
         found = (visit_hook if visit_hook is not getattr(cst.CSTVisitor, f"visit_{name}", None) else None,
                  leave_hook if leave_hook is not getattr(cst.CSTVisitor, f"leave_{name}", None) else None)
-        _HOOKS[key] = found
+        table[node_type] = found
     return found
 
 

@@ -73,6 +73,7 @@ def mark_step_loop_roots(project: Project) -> Iterator[tuple[LoopStep, str]]:
     for module in project.modules.values():
         if "torch_xla" not in module.source or not _imports_mark_step(module):  # before parsing with libcst
             continue
+        module.holds += 1  # the LoopSteps keep nodes of this tree: it must stay the module's tree
         owners: list[tuple[FunctionInfo | None, Sequence[cst.BaseStatement]]] = [
             (func, _statements(func.node.body)) for func in _module_functions(module)]
         owners.append((None, module.tree.body))

@@ -7,12 +7,9 @@ training scripts, outside traced code. Source: reference/cerebras-autogen-kernel
 
 from __future__ import annotations
 
-import weakref
-
 import libcst as cst
 
 from cslint.analysis.imports import dotted_name
-from cslint.analysis.index import ModuleInfo
 from cslint.rules.base import Rule
 from cslint.analysis.walk import visit
 
@@ -65,15 +62,12 @@ class _Calls(cst.CSTVisitor):
                     self.loss_assigned.add(constructor.rsplit(".", 1)[-1])
 
 
-_WALKED: weakref.WeakKeyDictionary[ModuleInfo, _Calls] = weakref.WeakKeyDictionary()
-
-
 def _module_calls(ctx) -> _Calls:  # type: ignore[no-untyped-def]
-    found = _WALKED.get(ctx.module)
+    found = ctx.module.tree_data.get("autogen calls")
     if found is None:  # the three rules walk each file once
         found = _Calls()
         visit(ctx.module.tree, found)
-        _WALKED[ctx.module] = found
+        ctx.module.tree_data["autogen calls"] = found
     return found
 
 

@@ -75,23 +75,18 @@ def _guarded_nodes(ctx: RuleContext) -> set[int]:
     return ctx.scratch["wsc3_guarded"]  # type: ignore[no-any-return]
 
 
-class _ClassFixes:
-    """One preinitialize fix per optimizer class, shared by all of its findings."""
-
-    def __init__(self) -> None:
-        self.cache: dict[int, tuple[cst.ClassDef, ClassFix | None]] = {}
-
-    def get(self, ctx: RuleContext) -> ClassFix | None:
-        cls = ctx.traced.func.cls
-        if cls is None:
-            return None
-        if id(cls.node) not in self.cache:
-            torch_name, imports = ctx.torch_name()
-            self.cache[id(cls.node)] = (cls.node, preinitialize_fix(cls, torch_name, imports))
-        return self.cache[id(cls.node)][1]
-
-
-CLASS_FIXES = _ClassFixes()
+def shared_class_fix(ctx: RuleContext) -> ClassFix | None:
+    """One preinitialize fix per optimizer class, shared by all of its findings. Kept with the class's
+    module tree (`tree_data`), so it goes when the tree is given back, and a new tree gets its own."""
+    cls = ctx.traced.func.cls
+    if cls is None:
+        return None
+    key = f"preinitialize fix of {cls.qualname}"
+    fixes = cls.module.tree_data
+    if key not in fixes:
+        torch_name, imports = ctx.torch_name()
+        fixes[key] = preinitialize_fix(cls, torch_name, imports)
+    return fixes[key]  # type: ignore[no-any-return]
 
 
 def known_state_keys(ctx: RuleContext) -> set[str]:
@@ -238,7 +233,7 @@ class SGD(Optimizer):
     def visit_If(self, node: cst.If, ctx: RuleContext) -> None:
         if not in_optimizer_step(ctx) or not is_guard(ctx, node):
             return
-        class_fix = CLASS_FIXES.get(ctx)
+        class_fix = shared_class_fix(ctx)
         aliases = ctx.scratch.setdefault("wsc3_aliases", state_aliases(ctx.traced.func.node))
         fixable = class_fix is not None and is_lazy_guard(node, aliases)
         ctx.report(node.test, f"`if {ctx.code(node.test)}` creates optimizer state inside step(): {NO_IDENTITY}; "
@@ -432,7 +427,7 @@ class Adam(Optimizer):
         fix: Fix | None = None
         if isinstance(target, cst.Subscript) and _is_state_expr(ctx, target.value):
             where = "optimizer state"
-            class_fix = CLASS_FIXES.get(ctx)
+            class_fix = shared_class_fix(ctx)
             if class_fix is not None and string_key(target) in class_fix.counters:
                 fix = class_fix.fix
         elif isinstance(target, cst.Subscript) and ctx.kind(target.value).role == "group":

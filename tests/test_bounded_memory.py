@@ -1,0 +1,129 @@
+"""Bounded memory: libcst trees are parsed on demand and given back, and nothing else keeps them.
+
+Every `lint` in the suite also compares the bounded run (with a budget so small that every tree not in
+use is given back at once) with the run that keeps all trees (see conftest.run_linter); these tests
+cover the budget itself, that given-back trees are really freed, and larger real inputs.
+"""
+
+from __future__ import annotations
+
+import ast
+import gc
+import importlib.util
+import random
+from pathlib import Path
+
+import libcst as cst
+import pytest
+
+from cslint.analysis.index import ModuleInfo, TreeBudget, index_module_from_ast
+from cslint.config import Settings
+from cslint.discovery import collect_files
+from cslint.runner import Linter
+from cslint.selection import enabled_rules
+from tests.conftest import reported
+
+ROOT = Path(__file__).resolve().parent.parent
+
+MODULE = """\
+import torch
+
+
+class Net(torch.nn.Module):
+    def forward(self, x):
+        return x.relu()
+
+
+def helper(x):
+    return x * 2
+"""
+
+
+def _module(name: str, budget: TreeBudget, loads: list[str]) -> ModuleInfo:
+    def load() -> cst.Module:
+        loads.append(name)
+        return cst.parse_module(MODULE)
+
+    info = index_module_from_ast(Path(f"{name}.py"), MODULE, ast.parse(MODULE), name, False, loader=load)
+    info.budget = budget
+    return info
+
+
+def test_budget_gives_back_the_least_recently_used_tree_and_its_nodes():
+    loads: list[str] = []
+    budget = TreeBudget(limit=2 * len(MODULE))
+    a, b, c = (_module(n, budget, loads) for n in "abc")
+    first = a.functions["helper"].node
+    b.tree  # noqa: B018 (loads it)
+    a.classes["Net"].node  # noqa: B018 (a is now more recent than b)
+    c.tree  # noqa: B018
+    assert loads == ["a", "b", "c"]
+    assert b._tree is None and b.functions["helper"]._node is None and b.classes["Net"]._node is None
+    assert a._tree is not None and c._tree is not None
+    again = b.functions["helper"].node  # parsed again, on demand
+    assert loads == ["a", "b", "c", "b"]
+    assert again is not first and again.deep_equals(first)
+
+
+def test_a_held_tree_is_not_given_back():
+    loads: list[str] = []
+    budget = TreeBudget(limit=1)
+    a, b = _module("a", budget, loads), _module("b", budget, loads)
+    with a.held():
+        node = a.functions["helper"].node
+        b.tree  # noqa: B018
+        assert a.functions["helper"].node is node  # still the same tree: no parse in the middle of its use
+    b.tree  # noqa: B018
+    c = _module("c", budget, loads)
+    c.tree  # noqa: B018
+    assert a._tree is None and b._tree is None and loads == ["a", "b", "c"]
+
+
+def _live_nodes() -> set[int]:
+    gc.collect()
+    return {id(o) for o in gc.get_objects() if isinstance(o, cst.CSTNode)}
+
+
+def test_given_back_trees_are_freed():
+    """Whatever rules and the analysis keep must not hold on to the nodes of a tree given back (a cache
+    of visitor classes once kept every tree a rule's local visitor class had seen)."""
+    settings = Settings(project_root=ROOT / "examples")
+    linter = Linter(settings, enabled_rules(settings), tree_budget=1)
+    files = collect_files([ROOT / "examples"], settings)
+    before = _live_nodes()
+    result = linter.run(files)
+    assert result.diagnostics
+    held = {id(n) for m in linter.modules_by_path.values() if m._tree is not None for n in _all_nodes(m._tree)}
+    left = _live_nodes() - before - held
+    assert len(left) < 100, f"{len(left)} nodes of given-back trees are still alive"
+
+
+def _all_nodes(node: cst.CSTNode) -> list[cst.CSTNode]:
+    out, stack = [], [node]
+    while stack:
+        current = stack.pop()
+        out.append(current)
+        stack.extend(current.children)
+    return out
+
+
+def _bounded_equals_unbounded(files: list[Path], settings: Settings) -> int:
+    full = Linter(settings, enabled_rules(settings)).run(files)
+    bounded = Linter(settings, enabled_rules(settings), tree_budget=1).run(files)
+    assert reported(bounded) == reported(full)
+    return len(full.diagnostics)
+
+
+def test_bounded_report_equals_the_full_one_on_the_examples():
+    settings = Settings(project_root=ROOT / "examples")
+    assert _bounded_equals_unbounded(collect_files([ROOT / "examples"], settings), settings) > 5
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="needs the torch sources")
+def test_bounded_report_equals_the_full_one_on_torch_sources_with_every_function_traced():
+    spec = importlib.util.find_spec("torch")
+    assert spec is not None and spec.submodule_search_locations
+    package = Path(next(iter(spec.submodule_search_locations)))
+    files = sorted((package / "optim").glob("*.py")) + random.Random(3).sample(sorted(package.rglob("*.py")), 30)
+    settings = Settings(project_root=package.parent).with_overrides(trace_roots=("*",))
+    assert _bounded_equals_unbounded(sorted({f for f in files if f.stat().st_size < 200_000}), settings) > 50
