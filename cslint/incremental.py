@@ -32,6 +32,7 @@ from cslint.collector import fewer_collections
 from cslint.config import Settings
 from cslint.profile import Profile
 from cslint.report import INTERNAL_ERROR, Diagnostic, FixSummary, RunResult
+from cslint.untraced import nothing_to_report
 
 # Below this much source, starting worker processes costs more than it saves.
 MIN_PARALLEL_BYTES = 2_000_000
@@ -197,7 +198,7 @@ class Session:
         # changed one may now call into a target. One that is stale only through what it imports is not
         # re-checked for a report nobody asked for; its cached entry stays stale until it is a target.
         stale = {s.key for s in self.states.values()
-                 if not self._fresh(s, fix, unsafe_fixes) and (s.target or not _seen_unchanged(s))}
+                 if (s.target or not _seen_unchanged(s)) and not self._fresh(s, fix, unsafe_fixes)}
         self.profile.count("files", len(target_states))
         reports: dict[str, list[Diagnostic]] = {}
         reach: dict[str, set[str]] = {}
@@ -271,6 +272,9 @@ class Session:
             result.errors.extend(run.errors)
             result.fixed, result.changed_files = run.fixed, run.changed_files
             return _by_key(run.diagnostics), _keyed_reach(linter.reach)
+        if nothing_to_report([self.states[k].path for k in analysed], self.settings, set(self.codes)):
+            self.profile.count("analyses skipped: no traced code possible")
+            return {}, {}
         components = self._components(analysed)
         component_of = {key: i for i, component in enumerate(components) for key in component}
         tasks: list[tuple[list[tuple[Path, bool]], dict[Path, tuple[str, bool]]]] = [([], {}) for _ in components]
