@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from cslint.config import Settings
-from cslint.discovery import collect_files
 from cslint.runner import Linter
 from cslint.selection import enabled_rules
 from cslint.untraced import may_hold_traced_code, nothing_to_report
