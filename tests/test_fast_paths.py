@@ -8,8 +8,6 @@
 from __future__ import annotations
 
 import ast
-import importlib.util
-import random
 from pathlib import Path
 
 import libcst as cst
@@ -22,21 +20,11 @@ from cslint.analysis.index import _collect_imports, index_module, index_module_f
 from cslint.analysis.module_names import module_name_for
 from cslint.analysis.walk import iter_nodes
 from cslint.positions import locate
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def _corpus() -> list[Path]:
-    files = sorted((ROOT / "cslint").rglob("*.py")) + sorted((ROOT / "examples").rglob("*.py"))
-    files += sorted((ROOT / "tests" / "fixtures").rglob("*.py"))
-    spec = importlib.util.find_spec("torch")
-    if spec is not None and spec.submodule_search_locations:
-        torch_files = sorted(Path(next(iter(spec.submodule_search_locations))).rglob("*.py"))
-        files += random.Random(7).sample(torch_files, 25)
-    return files
+from tests.corpus import real_files
 
 
-CORPUS = _corpus()
+
+CORPUS = real_files(torch_sample=25, seed=7)
 
 
 def _parse(path: Path) -> tuple[str, cst.Module]:

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import importlib.util
-import random
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -14,26 +11,16 @@ from cslint.config import Settings
 from cslint.runner import Linter
 from cslint.selection import enabled_rules
 from cslint.untraced import may_hold_traced_code, nothing_to_report
+from tests.corpus import real_files
 
-ROOT = Path(__file__).resolve().parent.parent
 CODES = frozenset({"WSC101", "WSC201"})
-
-
-def _files() -> list[Path]:
-    files = sorted((ROOT / "cslint").rglob("*.py")) + sorted((ROOT / "examples").rglob("*.py"))
-    files += sorted((ROOT / "tests" / "fixtures").rglob("*.py"))
-    spec = importlib.util.find_spec("torch")
-    if spec is not None and spec.submodule_search_locations:
-        torch_files = sorted(Path(next(iter(spec.submodule_search_locations))).rglob("*.py"))
-        files += random.Random(5).sample(torch_files, 120)
-    return files
 
 
 def test_a_file_judged_untraced_gets_no_report_from_the_full_analysis_either():
     """Every file on its own with every rule enabled: where the shortcut says nothing can be reported,
     the analysis finds nothing; and it does say so for some files (it is not a check that never fires)."""
     skipped = 0
-    for path in _files():
+    for path in real_files(torch_sample=120, seed=5):
         settings = Settings(project_root=path.parent).with_overrides(extend_select=("WSC003",))
         rules = enabled_rules(settings)
         if not nothing_to_report([path], settings, {r.code for r in rules}):
