@@ -114,7 +114,6 @@ class Cache:
         except OSError:
             pass  # a read-only checkout still gets its report; it just is not cached
 
-
     def _as_json(self, path: str, entry: Entry) -> dict[str, Any]:
         """An entry read from the file is written back as read (a run changes only its file times in
         place; a new report is a new entry): converting thousands of unchanged entries is most of a save."""

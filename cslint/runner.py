@@ -29,6 +29,7 @@ from cslint.sources import ReadError, SourceFile, parse, read_source
 __all__ = ["INTERNAL_ERROR", "SYNTAX_ERROR", "Diagnostic", "Linter", "RunResult"]
 
 MAX_FIX_PASSES = 10
+FILE_START = CodeRange(CodePosition(1, 0), CodePosition(1, 0))  # where a finding with no node of its own goes
 
 
 class Unparsable(SyntaxError):
@@ -95,10 +96,8 @@ class Linter:
             program = TracedProgram(project, self.settings.trace_roots).run()
         for traced, exc in program.errors:
             source = by_module[traced.func.module.name]
-            if source.syntax_error is not None:
-                continue  # libcst rejects the file (Python accepts it): reported as a syntax error
-            where = f"the analysis of {traced.func.display_name}"
-            findings.setdefault(source.path, []).append(internal_error(traced.func.node.name, traced, where, exc))
+            if source.syntax_error is None:  # else libcst rejects the file (Python accepts it): a syntax error
+                findings.setdefault(source.path, []).append(_analysis_error(traced, exc))
         self._record_reach(program, by_module)
         for traced in program.functions.values():
             findings.setdefault(by_module[traced.func.module.name].path, []).extend(self._check(traced))
@@ -134,12 +133,10 @@ class Linter:
         for traced, exc in program.errors:
             per_function.pop(traced.func.qualname, None)
             module = traced.func.module
-            if by_module[module.name].syntax_error is not None:
-                continue  # libcst rejects the file (Python accepts it): reported as a syntax error
-            with module.held():
-                error = internal_error(traced.func.node.name, traced, f"the analysis of {traced.func.display_name}",
-                                       exc)
-                located.setdefault(by_module[module.name].path, []).extend(self._locate(module, [error]))
+            source = by_module[module.name]
+            if source.syntax_error is None:  # else libcst rejects the file (Python accepts it): a syntax error
+                with module.held():
+                    located.setdefault(source.path, []).extend(self._locate(module, [_analysis_error(traced, exc)]))
         self._record_reach(program, by_module)
         for traced in program.functions.values():
             if traced.func.qualname in per_function:
@@ -194,8 +191,9 @@ class Linter:
             return [internal_error(traced.func.node.name, traced, f"checking {traced.func.display_name}", exc)]
 
     def _index(self, source: SourceFile, name: str, is_package: bool) -> ModuleInfo | None:
-        """libcst's index for files likely to hold traced code; Python's `ast` (several times faster) for
-        the rest, with their libcst tree parsed only if something turns out to need it."""
+        """The index from the libcst tree when the file is already parsed (files likely to hold traced code,
+        when every tree is kept); else from Python's `ast` (several times faster), with the libcst tree
+        parsed only when something needs it, and under a tree budget given back again."""
         if source.tree is None:
             try:
                 tree = ast.parse(source.text)
@@ -235,13 +233,10 @@ class Linter:
                 with self.profile.phase("positions"):
                     positions = locate(module.tree, module.source, ((f.node, _statement_of(f)) for f in findings))
             except RecursionError:
-                start = CodeRange(CodePosition(1, 0), CodePosition(1, 0))
-                return [Located(INTERNAL_ERROR, f"internal error: too deeply nested to locate {len(findings)} "
-                                f"findings; {BUG_HINT}", None, None, start)]
-        start = CodeRange(CodePosition(1, 0), CodePosition(1, 0))  # an index error: there is no tree
+                return [Located(INTERNAL_ERROR, _too_deep_message(len(findings)), None, None, FILE_START)]
         out = []
         for f in findings:
-            span = positions.get(f.node) if module is not None else start
+            span = positions.get(f.node) if module is not None else FILE_START  # no module: an index error
             if span is not None:
                 fix = FixSummary(f.fix.applicability, f.fix.message) if f.fix is not None else None
                 out.append(Located(f.code, f.message, fix, f.traced, span))
@@ -293,8 +288,8 @@ class Linter:
     @staticmethod
     def _too_deep(source: SourceFile, count: int) -> Diagnostic:
         first = source.text.splitlines()[:1]
-        return Diagnostic(source.path, 1, 1, 1, 1, INTERNAL_ERROR, f"internal error: too deeply nested to "
-                          f"locate {count} findings; {BUG_HINT}", source_line=first[0] if first else "")
+        return Diagnostic(source.path, 1, 1, 1, 1, INTERNAL_ERROR, _too_deep_message(count),
+                          source_line=first[0] if first else "")
 
     def _diagnostics(self, source: SourceFile, located: list[Located],
                      noqa_positions: Mapping[cst.CSTNode, CodeRange] | None) -> list[Diagnostic]:
@@ -392,6 +387,14 @@ class Linter:
             source.text, source.tree = new_text, reparsed
             applied += len(chosen)
         return applied
+
+
+def _too_deep_message(count: int) -> str:
+    return f"internal error: too deeply nested to locate {count} findings; {BUG_HINT}"
+
+
+def _analysis_error(traced: TracedFunction, exc: Exception) -> Finding:
+    return internal_error(traced.func.node.name, traced, f"the analysis of {traced.func.display_name}", exc)
 
 
 def _rule_inputs(traced: TracedFunction) -> tuple[object, ...]:

@@ -30,12 +30,18 @@ def nothing_to_report(paths: list[Path], settings: Settings, codes: frozenset[st
     parses. Anything unusual (a file that cannot be read or parsed) is left to the full analysis."""
     if settings.trace_roots:
         return False
-    for path in paths:
+    texts = []
+    for path in paths:  # every text first: one marker anywhere ends it before any parsing
         try:
             text = read_source(path).text
-            if may_hold_traced_code(text, codes):
-                return False
-            ast.parse(text)
-        except (ReadError, SyntaxError, ValueError, RecursionError, MemoryError):
+        except ReadError:
             return False
+        if may_hold_traced_code(text, codes):
+            return False
+        texts.append(text)
+    try:
+        for text in texts:
+            ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
     return True

@@ -152,6 +152,9 @@ class _Worklist:
             self.count += 1
             heapq.heappush(self.heap, (self.rank.get(traced.func.module.name, -1), self.count, name))
 
+    def __bool__(self) -> bool:
+        return bool(self.heap)
+
     def pop(self) -> str:
         name = heapq.heappop(self.heap)[2]
         self.queued.discard(name)
@@ -181,7 +184,7 @@ class TracedProgram:
             traced = TracedFunction(func=func, reason=reason)
             self.functions[func.qualname] = traced
             work.add(traced)
-        while work.heap:
+        while work:
             name = work.pop()
             traced = self.functions[name]
             if traced.analyses >= MAX_ANALYSES_PER_FUNCTION:
