@@ -1,5 +1,5 @@
 import sys
 
-from cslint.cli import main
+from cslint.launch import main
 
 sys.exit(main())

@@ -84,18 +84,22 @@ class Cache:
         self.path = directory / f"v{__version__}-{key}.json"
         self.entries: dict[str, Entry] = {}
         self._loaded: dict[str, tuple[Entry, dict[str, Any]]] = {}  # entries as read, and their JSON
+        self.read_ahead = False  # taken from the server's memory, not read from disk
 
     def load(self) -> Cache:
+        loaded_paths.append(os.path.abspath(self.path))
+        signature = _signature(self.path)
+        preloaded = _preloaded.get(os.path.abspath(self.path))
+        if preloaded is not None and signature is not None and preloaded[0] == signature:
+            self.entries, self._loaded = dict(preloaded[1]), dict(preloaded[2])
+            self.read_ahead = True
+            return self
         try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-            if data.get("format") != FORMAT:
-                return self
-            self.entries = {path: Entry.from_json(entry) for path, entry in data["files"].items()}
-            self._loaded = {path: (self.entries[path], raw) for path, raw in data["files"].items()}
+            self.entries, self._loaded = _read(self.path)
         except FileNotFoundError:
             pass
         except Exception:  # damaged in any way: start again; the next save replaces it
-            self.entries = {}
+            self.entries, self._loaded = {}, {}
         return self
 
     def save(self) -> None:
@@ -123,6 +127,44 @@ class Cache:
         raw = loaded[1]
         raw["mtime_ns"], raw["size"] = entry.mtime_ns, entry.size
         return raw
+
+
+# Cache files read ahead by the server (cslint/server/): a child forked from it reuses one while the
+# file on disk is still the one that was read. Writes replace the file, so its inode changes with them.
+_preloaded: dict[str, tuple[tuple[int, int, int], dict[str, Entry], dict[str, tuple[Entry, Any]]]] = {}
+PRELOADED_LIMIT = 4
+PRELOADED_MAX_BYTES = 16_000_000  # a cache file takes some 10x its size in memory once read
+loaded_paths: list[str] = []  # absolute paths of what this process loaded: the server's child tells the server
+
+
+def preload(path: str) -> None:
+    signature = _signature(Path(path))
+    _preloaded.pop(path, None)
+    if signature is None or signature[1] > PRELOADED_MAX_BYTES:
+        return
+    try:
+        entries, loaded = _read(Path(path))
+    except Exception:
+        return
+    _preloaded[path] = (signature, entries, loaded)
+    while len(_preloaded) > PRELOADED_LIMIT:
+        del _preloaded[next(iter(_preloaded))]
+
+
+def _read(path: Path) -> tuple[dict[str, Entry], dict[str, tuple[Entry, Any]]]:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    if data.get("format") != FORMAT:
+        return {}, {}
+    entries = {key: Entry.from_json(entry) for key, entry in data["files"].items()}
+    return entries, {key: (entries[key], raw) for key, raw in data["files"].items()}
+
+
+def _signature(path: Path) -> tuple[int, int, int] | None:
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return stat.st_ino, stat.st_size, stat.st_mtime_ns
 
 
 def default_cache_dir(settings: Settings) -> Path:

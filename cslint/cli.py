@@ -85,6 +85,12 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("-j", "--jobs", type=_jobs, default=None,
                        help="worker processes for independent parts of the tree (default: the number of cores)")
     check.add_argument("--profile", action="store_true", help="print where the time went (phases, rules)")
+    check.add_argument("--server", action="store_true",
+                       help="run in a background server that has cslint loaded already (starts one if none "
+                            "is up; not under CI or CSLINT_NO_SERVER; see `cslint server`)")
+
+    server = sub.add_parser("server", help="the background server of `check --server`: status or stop")
+    server.add_argument("action", choices=["status", "stop"])
 
     clean = sub.add_parser("clean", help="remove the cache directory")
     clean.add_argument("--cache-dir", type=Path, help="the cache directory to remove (default as for check)")
@@ -107,6 +113,8 @@ def main(argv: list[str] | None = None) -> int:
             return run_rule(args)
         if args.command == "clean":
             return run_clean(args)
+        if args.command == "server":
+            return run_server_command(args)
         if args.command == "runtime":
             from cslint.runtime.cli import main as runtime_main
 
@@ -158,16 +166,19 @@ def run_check(args: argparse.Namespace) -> int:
     profile = Profile(enabled=args.profile)
     settings = settings_from_args(args)
     codes = enabled_codes(settings)
-    with profile.phase("discover files"):
-        files = collect_files(args.paths or [Path(".")], settings)
     fixing = args.fix or args.diff
     if args.add_noqa and fixing:
         raise ConfigError("--add-noqa cannot be combined with --fix or --diff")
-    context = collect_files([settings.project_root], settings) \
-        if args.project_context and settings.project_root else []
-    session = Session(settings, codes, cache=None if args.no_cache else Cache(
-        args.cache_dir or default_cache_dir(settings), settings_key(settings, codes)).load(),
-        jobs=args.jobs or available_cores(), profile=profile)
+    with profile.phase("discover files"):
+        files = collect_files(args.paths or [Path(".")], settings)
+        context = collect_files([settings.project_root], settings) \
+            if args.project_context and settings.project_root else []
+    with profile.phase("cache read"):
+        cache = None if args.no_cache else Cache(args.cache_dir or default_cache_dir(settings),
+                                                 settings_key(settings, codes)).load()
+    if cache is not None and cache.read_ahead:
+        profile.count("cache read ahead by the server")
+    session = Session(settings, codes, cache=cache, jobs=args.jobs or available_cores(), profile=profile)
     result = run_with_deep_stack(lambda: session.run(files, context=context, fix=fixing,
                                                      unsafe_fixes=settings.unsafe_fixes))
     if args.add_noqa:
@@ -231,6 +242,23 @@ def run_clean(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise ConfigError(f"cannot remove {directory}: {exc.strerror or exc}") from None
     print(f"Removed {removed} cache file{'s' if removed != 1 else ''} from {directory}.", file=sys.stderr)
+    return EXIT_CLEAN
+
+
+def run_server_command(args: argparse.Namespace) -> int:
+    from cslint.server.client import ask
+
+    answer = ask({"kind": args.action}, timeout=10)
+    if answer is None:
+        print("cslint: no server is running for this installation.", file=sys.stderr)
+        return EXIT_CLEAN if args.action == "stop" else EXIT_FINDINGS
+    if args.action == "stop":
+        print(f"cslint: stopped the server (pid {answer.get('stopped')}).", file=sys.stderr)
+    else:
+        print(f"cslint server: pid {answer.get('pid')}, served {answer.get('served')} checks since "
+              f"{time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(answer.get('started', 0)))}, "
+              f"memory {answer.get('own_mb')} MB (largest check {answer.get('peak_mb')} MB), "
+              f"socket {answer.get('socket')}")
     return EXIT_CLEAN
 
 

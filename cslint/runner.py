@@ -24,7 +24,7 @@ from cslint.rules import Finding, Fix, Rule, all_rules
 from cslint.rules.base import module_level_alias
 from cslint.rules.noqa_usage import UNUSED_NOQA, removal_fix, unused_noqa
 from cslint.selection import ignored_for_file
-from cslint.sources import ReadError, SourceFile, parse, read_source
+from cslint.sources import ReadError, SourceFile, for_parser, parse, read_source
 
 __all__ = ["INTERNAL_ERROR", "SYNTAX_ERROR", "Diagnostic", "Linter", "RunResult"]
 
@@ -196,7 +196,7 @@ class Linter:
         parsed only when something needs it, and under a tree budget given back again."""
         if source.tree is None:
             try:
-                tree = ast.parse(source.text)
+                tree = ast.parse(for_parser(source.text))
             except (SyntaxError, ValueError, RecursionError, MemoryError):
                 tree = None
             if tree is not None:

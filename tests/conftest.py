@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -42,6 +43,25 @@ def reported(result: RunResult) -> list[tuple[object, ...]]:
 
 
 LintFn = Callable[..., list[Diagnostic]]
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_server_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Servers started by `--server` runs (the pre-commit hooks use it) live in a directory of the test
+    session, idle out quickly, and are stopped when the session ends, whichever Python runs them."""
+    from cslint.server.client import ask
+
+    directory = tmp_path_factory.mktemp("cslint-servers")
+    saved = {name: os.environ.get(name) for name in ("CSLINT_SERVER_DIR", "CSLINT_SERVER_IDLE")}
+    os.environ.update(CSLINT_SERVER_DIR=str(directory), CSLINT_SERVER_IDLE="60")
+    yield
+    for address in directory.glob("*/*.sock"):
+        ask({"kind": "stop"}, path=str(address), timeout=10)
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
 
 
 @pytest.fixture(autouse=True)

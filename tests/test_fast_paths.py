@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import ast
+import os
 from pathlib import Path
 
 import libcst as cst
@@ -17,9 +18,10 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 from cslint.analysis.import_scan import scan_imports
 from cslint.analysis.imports import ImportTable
 from cslint.analysis.index import _collect_imports, index_module, index_module_from_ast
-from cslint.analysis.module_names import module_name_for
+from cslint.analysis.module_names import assign_module_names, module_name_for
 from cslint.analysis.walk import iter_nodes
 from cslint.positions import locate
+from cslint.sources import parse_unvalidated
 from tests.corpus import real_files
 
 
@@ -116,3 +118,49 @@ def test_import_scan_handles_the_awkward_forms():
     )
     assert scan_imports(text, "pkg.sub.mod", False) == [
         "a.b", "d", "j", "k", "k.l", "m", "pkg", "pkg.i", "pkg.sub.e", "pkg.sub.e.f", "pkg.sub.e.g"]
+
+
+def test_module_names_from_known_links_equal_those_from_the_file_system(tmp_path: Path):
+    """The survey tells module naming which files are symbolic links (from the one stat it takes of each)
+    and which directories to resolve; the names equal those from resolving every path."""
+    real = tmp_path / "src" / "pkg" / "sub"
+    vendored = tmp_path / "vendor" / "pkg2"
+    for directory in (real, vendored):
+        directory.mkdir(parents=True)
+    for directory in (real.parent, real, vendored):
+        (directory / "__init__.py").write_text("")
+    (real / "layers.py").write_text("X = 1\n")
+    (vendored / "helpers.py").write_text("Y = 2\n")
+    (tmp_path / "alias").symlink_to(real.parent, target_is_directory=True)  # a linked package directory
+    (real / "helpers_link.py").symlink_to(vendored / "helpers.py")  # a linked file
+    (tmp_path / "script.py").write_text("Z = 3\n")
+    paths = [p for p in sorted(tmp_path.rglob("*.py")) if "vendor" not in p.parts]
+    paths.append(tmp_path / "alias" / "sub" / "layers.py")
+    links = {os.path.abspath(p) for p in paths if os.path.islink(p)}
+    assert links == {os.path.abspath(real / "helpers_link.py")}
+    fast = assign_module_names(paths, links=links)
+    assert fast == assign_module_names(paths)
+    assert fast[real / "helpers_link.py"] == ("pkg2.helpers", False)  # named where it really lives
+    assert fast[real / "layers.py"] == ("pkg.sub.layers", False)
+    # the same module through the linked directory: a second name, from its own path
+    assert fast[tmp_path / "alias" / "sub" / "layers.py"] == ("alias.sub.layers", False)
+
+
+@pytest.mark.parametrize("path", CORPUS[:10], ids=lambda p: p.name)
+def test_unvalidated_parse_builds_the_same_tree(path: Path):
+    text = path.read_text(encoding="utf-8")
+    fast = parse_unvalidated(text)
+    assert fast.deep_equals(cst.parse_module(text)) and fast.code == text
+
+
+def test_nodes_built_after_an_unvalidated_parse_are_validated():
+    parse_unvalidated("x = 1\n")
+    with pytest.raises(cst.CSTValidationError):
+        cst.Name("not a name")
+
+
+def test_a_failed_unvalidated_parse_restores_validation():
+    with pytest.raises(cst.ParserSyntaxError):
+        parse_unvalidated("def (:\n")
+    with pytest.raises(cst.CSTValidationError):
+        cst.Name("not a name")

@@ -18,15 +18,26 @@ class _Packages:
         self.real: dict[str, str] = {}
         self.parts: dict[str, list[str]] = {}
 
-    def real_path(self, path: Path) -> str:
+    def real_path(self, path: Path, links: set[str] | None = None) -> str:
+        """`links`, when given, holds every symbolic link among the files (known from a stat already)."""
         text = os.path.abspath(path)
-        if os.path.islink(text):
+        if text in links if links is not None else os.path.islink(text):
             return str(safe_resolve(path))
         directory, name = os.path.split(text)
+        return os.path.join(self.real_directory(directory), name)
+
+    def real_directory(self, directory: str) -> str:
+        """A directory's real path from its parent's: one lstat per directory, where `realpath` would
+        lstat every component of every directory again."""
         real = self.real.get(directory)
         if real is None:
-            real = self.real[directory] = str(safe_resolve(Path(directory)))
-        return os.path.join(real, name)
+            parent = os.path.dirname(directory)
+            if parent == directory or os.path.islink(directory):
+                real = str(safe_resolve(Path(directory)))
+            else:
+                real = os.path.join(self.real_directory(parent), os.path.basename(directory))
+            self.real[directory] = real
+        return real
 
     def package_parts(self, directory: str) -> list[str]:
         """The dotted parts of the package a real directory is (empty if it has no __init__.py)."""
@@ -41,24 +52,26 @@ class _Packages:
         return found
 
 
-def module_name_for(path: Path, packages: _Packages | None = None) -> tuple[str, bool]:
+def module_name_for(path: Path, packages: _Packages | None = None,
+                    links: set[str] | None = None) -> tuple[str, bool]:
     """Dotted module name from the package directories (those with __init__.py) above the file."""
     packages = packages or _Packages()
-    directory, filename = os.path.split(packages.real_path(path))
+    directory, filename = os.path.split(packages.real_path(path, links))
     stem = os.path.splitext(filename)[0]
     is_package = filename == "__init__.py"
     parts = packages.package_parts(directory) + ([] if is_package else [stem])
     return ".".join(parts) or stem, is_package
 
 
-def assign_module_names(paths: list[Path]) -> dict[Path, tuple[str, bool]]:
+def assign_module_names(paths: list[Path], links: set[str] | None = None) -> dict[Path, tuple[str, bool]]:
     """Module names for a set of files; two scripts with the same name in different folders (no
-    packages around them) get their last folders prepended, so both stay in the project."""
+    packages around them) get their last folders prepended, so both stay in the project. `links`: the
+    absolute paths of those that are symbolic links, if the caller knows them."""
     names: dict[Path, tuple[str, bool]] = {}
     taken: set[str] = set()
     packages = _Packages()
     for path in paths:
-        name, is_package = module_name_for(path, packages)
+        name, is_package = module_name_for(path, packages, links)
         if name in taken:
             name = ".".join(path.with_suffix("").parts[-3:])
         taken.add(name)

@@ -29,14 +29,28 @@ def _child_fields(node_type: type) -> tuple[str, ...]:
     return fields
 
 
+class _NodeTypes(dict):  # type: ignore[type-arg]
+    """type -> whether it is a CSTNode: `isinstance` against libcst's abstract base class goes through
+    ABCMeta, several times slower than a dictionary look-up, and a walk asks it for every field."""
+
+    def __missing__(self, kind: type) -> bool:
+        self[kind] = found = issubclass(kind, cst.CSTNode)
+        return found
+
+
+_IS_NODE = _NodeTypes()
+
+
 def _children(node: cst.CSTNode) -> list[cst.CSTNode]:
     children: list[cst.CSTNode] = []
+    is_node = _IS_NODE
     for name in _child_fields(type(node)):
         value = getattr(node, name)
-        if isinstance(value, cst.CSTNode):
+        kind = type(value)
+        if kind is list or kind is tuple:
+            children.extend(item for item in value if is_node[type(item)])
+        elif is_node[kind]:
             children.append(value)
-        elif type(value) in (list, tuple):
-            children.extend(item for item in value if isinstance(item, cst.CSTNode))
     return children
 
 

@@ -22,7 +22,7 @@ class FormatOptions:
 
 
 # format -> (module, function); imported when used (sarif reads the rules' metadata, and so libcst)
-_RENDERERS = {
+RENDERERS = {
     "text": ("text", "render"),
     "concise": ("text", "render_concise"),
     "grouped": ("grouped", "render"),
@@ -35,13 +35,13 @@ _RENDERERS = {
 
 class _Formats(dict):  # type: ignore[type-arg]
     def __missing__(self, name: str) -> Formatter:
-        module, function = _RENDERERS[name]
+        module, function = RENDERERS[name]
         renderer: Formatter = getattr(importlib.import_module(f"cslint.output.{module}"), function)
         self[name] = renderer
         return renderer
 
     def __contains__(self, name: object) -> bool:
-        return name in _RENDERERS
+        return name in RENDERERS
 
 
 FORMATS: dict[str, Formatter] = _Formats()

@@ -1,0 +1,20 @@
+"""The `cslint` command. A `check --server` run goes to the server when one is up, before the rest of
+cslint (and libcst) is imported; anything else, or no server, runs here."""
+
+from __future__ import annotations
+
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if "--server" in argv:
+        from cslint.server.client import run_on_server, wanted
+
+        if wanted(argv):
+            code = run_on_server(argv)
+            if code is not None:
+                return code
+    from cslint.cli import main as run_here
+
+    return run_here(argv)
