@@ -94,23 +94,30 @@ def _median_model_file(files: list[Path]) -> Path | None:
     return models[len(models) // 2] if models else None
 
 
-def _median(results: list[dict[str, float]]) -> dict[str, float]:
-    return sorted(results, key=lambda r: r["seconds"])[len(results) // 2]
+def _after_edits(path: Path, argv: list[str], edits: int = 3) -> dict[str, float]:
+    """The median run of `argv` after each of `edits` edits of `path`."""
+    runs = []
+    for _ in range(edits):
+        with path.open("a", encoding="utf-8") as handle:
+            handle.write(f"\n_cslint_bench_edit_{time.monotonic_ns()} = 1\n")
+        runs.append(measure(argv))
+        time.sleep(0.5)  # the server reads the new cache ahead between commits, as it would
+    return sorted(runs, key=lambda r: r["seconds"])[len(runs) // 2]
 
 
 def start_server(hook: list[str]) -> None:
     """The first `--server` run checks in its own process and starts the server in the background."""
     measure(hook)
     deadline = time.monotonic() + 60
-    while not server_status() and time.monotonic() < deadline:
+    while not server_ask("status") and time.monotonic() < deadline:
         time.sleep(0.2)
     measure(hook)  # the server has read the cache ahead after this one
 
 
-def server_status() -> dict[str, float] | None:
+def server_ask(kind: str) -> dict[str, float] | None:
     from cslint.server.client import ask
 
-    return ask({"kind": "status"}, timeout=10)
+    return ask({"kind": kind}, timeout=10)
 
 
 def main() -> int:
@@ -154,30 +161,18 @@ def main() -> int:
         for label, argv in (("server", hook), ("no server", local_hook)):
             hits = [measure(argv) for _ in range(3)]
             rows[f"cslint pre-commit hook ({label}), file unchanged"] = min(hits, key=lambda r: r["seconds"])
-            edits = []
-            for attempt in range(3):
-                with edited.open("a", encoding="utf-8") as handle:
-                    handle.write(f"_cslint_bench_edit_{label.replace(' ', '_')}_{attempt} = 2\n")
-                edits.append(measure(argv))
-                time.sleep(0.5)  # the server reads the new cache ahead between commits, as it would
-            rows[f"cslint pre-commit hook ({label}), file edited"] = _median(edits)
+            rows[f"cslint pre-commit hook ({label}), file edited"] = _after_edits(edited, argv)
         model = _median_model_file(files)
         if model is not None:  # the hook on a model file: it needs libcst, and its callers are re-analysed
             for label in ("server", "no server"):
                 argv = cslint(*(["--server"] if label == "server" else []), "--project-context", str(model),
                               "--cache-dir", str(cache))
-                edits = []
-                for attempt in range(3):
-                    with model.open("a", encoding="utf-8") as handle:
-                        handle.write(f"\n_cslint_bench_edit_{label.replace(' ', '_')}_{attempt} = 3\n")
-                    edits.append(measure(argv))
-                    time.sleep(0.5)
-                rows[f"cslint pre-commit hook ({label}), {model.name} edited"] = _median(edits)
-        served = server_status()
+                rows[f"cslint pre-commit hook ({label}), {model.name} edited"] = _after_edits(model, argv)
+        served = server_ask("status")
         if served:  # the served checks ran in the server's children, not in the measured processes
             rows["cslint server (its largest child)"] = {"seconds": 0.0, "peak_mb": served["peak_mb"]}
             rows["cslint server (itself, idle)"] = {"seconds": 0.0, "peak_mb": served["own_mb"]}
-        subprocess.run([sys.executable, "-m", "cslint", "server", "stop"], capture_output=True)
+        server_ask("stop")
         if torchfix:
             rows["torchfix"] = measure([torchfix, str(corpus)])
     width = max(map(len, rows))

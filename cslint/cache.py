@@ -87,9 +87,10 @@ class Cache:
         self.read_ahead = False  # taken from the server's memory, not read from disk
 
     def load(self) -> Cache:
-        loaded_paths.append(os.path.abspath(self.path))
+        key = os.path.abspath(self.path)
+        loaded_paths.append(key)
         signature = _signature(self.path)
-        preloaded = _preloaded.get(os.path.abspath(self.path))
+        preloaded = _preloaded.get(key)
         if preloaded is not None and signature is not None and preloaded[0] == signature:
             self.entries, self._loaded = dict(preloaded[1]), dict(preloaded[2])
             self.read_ahead = True

@@ -14,14 +14,14 @@ class _Packages:
     """Real directories and the package names above them, worked out once per directory (a large tree
     has a hundred files per directory, and resolving each file's path would stat every component)."""
 
-    def __init__(self) -> None:
+    def __init__(self, links: set[str] | None = None) -> None:
+        self.links = links  # every symbolic link among the files, when the caller knows them from a stat
         self.real: dict[str, str] = {}
         self.parts: dict[str, list[str]] = {}
 
-    def real_path(self, path: Path, links: set[str] | None = None) -> str:
-        """`links`, when given, holds every symbolic link among the files (known from a stat already)."""
+    def real_path(self, path: Path) -> str:
         text = os.path.abspath(path)
-        if text in links if links is not None else os.path.islink(text):
+        if text in self.links if self.links is not None else os.path.islink(text):
             return str(safe_resolve(path))
         directory, name = os.path.split(text)
         return os.path.join(self.real_directory(directory), name)
@@ -52,11 +52,10 @@ class _Packages:
         return found
 
 
-def module_name_for(path: Path, packages: _Packages | None = None,
-                    links: set[str] | None = None) -> tuple[str, bool]:
+def module_name_for(path: Path, packages: _Packages | None = None) -> tuple[str, bool]:
     """Dotted module name from the package directories (those with __init__.py) above the file."""
     packages = packages or _Packages()
-    directory, filename = os.path.split(packages.real_path(path, links))
+    directory, filename = os.path.split(packages.real_path(path))
     stem = os.path.splitext(filename)[0]
     is_package = filename == "__init__.py"
     parts = packages.package_parts(directory) + ([] if is_package else [stem])
@@ -69,9 +68,9 @@ def assign_module_names(paths: list[Path], links: set[str] | None = None) -> dic
     absolute paths of those that are symbolic links, if the caller knows them."""
     names: dict[Path, tuple[str, bool]] = {}
     taken: set[str] = set()
-    packages = _Packages()
+    packages = _Packages(links)
     for path in paths:
-        name, is_package = module_name_for(path, packages, links)
+        name, is_package = module_name_for(path, packages)
         if name in taken:
             name = ".".join(path.with_suffix("").parts[-3:])
         taken.add(name)

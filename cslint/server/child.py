@@ -66,7 +66,6 @@ def _take_streams(fds: list[int], encoding: str) -> None:
     for target, fd in zip((0, 1, 2), fds):
         os.dup2(fd, target)
         os.close(fd)
-    fds.clear()
     sys.stdin = open(0, encoding=encoding, closefd=False)  # noqa: SIM115
     sys.stdout = open(1, "w", encoding=encoding, closefd=False)  # noqa: SIM115
     sys.stderr = open(2, "w", encoding=encoding, errors="backslashreplace", closefd=False, buffering=1)  # noqa: SIM115

@@ -148,7 +148,7 @@ class Server:
 
             os.close(self.cache_paths)
             os.close(self.lock)
-            run_request(connection, self.listener, request, list(fds), self.cache_paths_to_server)  # never returns
+            run_request(connection, self.listener, request, fds, self.cache_paths_to_server)  # never returns
         self.served += 1
         self.children += 1
 
