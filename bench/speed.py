@@ -76,7 +76,20 @@ def torch_sources() -> Path:
     return Path(next(iter(spec.submodule_search_locations)))
 
 
-def copy_corpus(source: Path, limit: int | None, target: Path) -> list[Path]:
+def package_path(source: Path) -> Path:
+    """`source` relative to the directory above its top package (`transformers/models` for an installed
+    transformers' models): the copy keeps it, so module names, relative imports and names cslint knows
+    (`transformers.modeling_utils.PreTrainedModel`) resolve as they do where the package is installed."""
+    top = source
+    while (top.parent / "__init__.py").is_file():
+        top = top.parent
+    return source.relative_to(top.parent)
+
+
+def copy_corpus(source: Path, limit: int | None, root: Path) -> tuple[Path, list[Path]]:
+    """The files under `source` copied to the same package path under `root`; the packages above it get
+    their `__init__.py` only (the linted tree is `source`'s files alone, as on the original machine)."""
+    target = root / package_path(source)
     files = sorted(p for p in source.rglob("*.py") if "__pycache__" not in p.parts)
     if limit:
         files = files[:limit]
@@ -84,7 +97,10 @@ def copy_corpus(source: Path, limit: int | None, target: Path) -> list[Path]:
         destination = target / path.relative_to(source)
         destination.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(path, destination)
-    return [target / p.relative_to(source) for p in files]
+    for package in target.relative_to(root).parents:
+        if package != Path(".") and (source.parents[len(package.parts) - 1] / "__init__.py").is_file():
+            (root / package / "__init__.py").touch()
+    return target, [target / p.relative_to(source) for p in files]
 
 
 def _median_model_file(files: list[Path]) -> Path | None:
@@ -135,9 +151,9 @@ def main() -> int:
         os.environ.update(CSLINT_SERVER_DIR=work, CSLINT_SERVER_IDLE="600")
         for name in ("CI", "CSLINT_NO_SERVER"):
             os.environ.pop(name, None)
-        corpus = Path(work) / "corpus"
-        files = copy_corpus(source, args.limit, corpus)
-        (corpus / "pyproject.toml").write_text("[tool.cslint]\n", encoding="utf-8")  # the project root
+        root = Path(work) / "corpus"
+        corpus, files = copy_corpus(source, args.limit, root)
+        (root / "pyproject.toml").write_text("[tool.cslint]\n", encoding="utf-8")  # the project root
         lines = sum(p.read_bytes().count(b"\n") for p in files)
         cache = Path(work) / "cache"
         print(f"corpus: {source} ({len(files)} files, {lines:,} lines; copied to {corpus})", flush=True)

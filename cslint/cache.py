@@ -54,6 +54,7 @@ class Entry:
     reach: list[str] = field(default_factory=list)  # files whose traced code can change what it infers
     deps: str = ""  # digest of the paths and content hashes of every file its report depended on
     diagnostics: list[CachedDiagnostic] | None = None  # None: imports known, report not computed
+    hints: list[Any] | None = None  # incremental.GroupHints, as JSON
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Entry:

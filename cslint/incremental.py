@@ -12,15 +12,19 @@ A cached report is reused while the content hashes of all of those are unchanged
 every file that imports it stale, plus the files it reached. A new caller is caught after the fact: if
 a root in a re-checked file reaches a file whose report was reused, that file is re-checked too.
 
-Files that do not import one another, directly or through a common caller, are analysed separately:
-one component at a time in this process (memory stays bounded by the largest component) or in a pool
-of `--jobs` processes.
+Files are analysed in groups, one at a time in this process (memory stays bounded by the largest) or
+in a pool of `--jobs` processes. A group is a file with the files it imports that may define roots;
+each group's analysis also loads everything its files import (to resolve names) but looks for roots
+only in its own files. Two analyses that trace code in the same file would each see only some of its
+callers: their groups are merged and analysed again, until every file's traced code is in one
+analysis. The result is that of analysing all the files together, at a fraction of the wall time.
 """
 
 from __future__ import annotations
 
 import gc
 import os
+import re
 import stat
 import time
 from dataclasses import dataclass, field
@@ -35,17 +39,42 @@ from cslint.config import Settings
 from cslint.deferred import defer
 from cslint.profile import Profile
 from cslint.report import INTERNAL_ERROR, Diagnostic, FixSummary, RunResult
-from cslint.untraced import nothing_to_report
+from cslint.untraced import may_hold_roots, nothing_to_report
 
 # Below this much source, starting worker processes costs more than it saves.
 MIN_PARALLEL_BYTES = 2_000_000
 # Bytes of source whose libcst trees a worker keeps at once (a tree takes ~45x its source): with ast
 # indexes and the rest, a worker stays within ~300 MB however many files it analyses together.
 TREE_BUDGET_BYTES = 2_500_000
-# After a component this large, its garbage (cyclic: see check_components) is collected at once.
+# After a group this large, its garbage (cyclic: see check_components) is collected at once.
 COLLECT_AFTER_FILES = 100
 # An mtime this recent may hide a second edit within the same clock tick: hash the file anyway.
 RECENT_SECONDS = 2.0
+# A helper imported by more files than this is not grouped with them by default (see `_groups`).
+FEW_IMPORTERS = 3
+_CLASS_BASES = re.compile(rb"^[ \t]*class[ \t]+\w+[ \t]*\(([^)]*)\)", re.MULTILINE)
+_WORD = re.compile(rb"[A-Za-z_]\w*")
+
+
+@dataclass(frozen=True)
+class GroupHints:
+    """What a file's text says about how it may be called from traced code (see `Session._groups`)."""
+
+    roots: bool = True  # it may define a root: see untraced.may_hold_roots
+    torch: bool = True  # it mentions torch
+    bases: frozenset[str] = frozenset()  # names its classes derive from
+
+    @classmethod
+    def of(cls, data: bytes) -> GroupHints:
+        bases = {w.decode() for header in _CLASS_BASES.findall(data) for w in _WORD.findall(header)}
+        return cls(may_hold_roots(data), b"torch" in data, frozenset(bases))
+
+    def as_json(self) -> list[Any]:
+        return [self.roots, self.torch, sorted(self.bases)]
+
+    @classmethod
+    def from_json(cls, data: list[Any] | None) -> GroupHints:
+        return cls(bool(data[0]), bool(data[1]), frozenset(data[2])) if data else cls()
 
 
 @dataclass
@@ -59,6 +88,7 @@ class FileState:
     mtime_ns: int = 0
     size: int = 0
     imports: list[str] = field(default_factory=list)
+    hints: GroupHints = field(default_factory=GroupHints)
     entry: Entry | None = None
     unchanged: bool = False
 
@@ -79,6 +109,7 @@ class Session:
         self.by_module: dict[str, str] = {}
         self._direct: dict[str, set[str]] = {}  # a file's import edges, resolved when first needed
         self._closures: dict[str, frozenset[str]] = {}
+        self._order: dict[str, int] | None = None  # survey order
         self._target_files: dict[str, str | None] = {}  # imported name -> the file it resolves in
 
     @property
@@ -130,12 +161,14 @@ class Session:
         trusted = entry is not None and entry.module == state.name and now - stat.st_mtime > RECENT_SECONDS
         if trusted and entry.mtime_ns == stat.st_mtime_ns and entry.size == stat.st_size:  # type: ignore[union-attr]
             state.hash, state.unchanged, state.imports = entry.hash, True, entry.imports  # type: ignore[union-attr]
+            state.hints = GroupHints.from_json(entry.hints)  # type: ignore[union-attr]
             return
         try:
             data = state.path.read_bytes()
         except OSError:
             return
         state.hash = content_hash(data)
+        state.hints = GroupHints.of(data)
         if entry is not None and entry.hash == state.hash and entry.module == state.name:
             state.unchanged, state.imports = True, entry.imports
         else:
@@ -267,7 +300,7 @@ class Session:
         self.cache.entries[state.key] = Entry(
             hash=state.hash, mtime_ns=state.mtime_ns, size=state.size, module=state.name,
             imports=state.imports, reach=reach, deps=self.digest(self.dependencies(state.key, reach)),
-            diagnostics=[_freeze(d) for d in diagnostics])
+            diagnostics=[_freeze(d) for d in diagnostics], hints=state.hints.as_json())
 
     def _analyse(self, analysed: set[str], wanted: set[str], fix: bool, unsafe: bool,
                  result: RunResult) -> tuple[dict[str, list[Diagnostic]], dict[str, set[str]]]:
@@ -286,29 +319,40 @@ class Session:
         if nothing_to_report([self.states[k].path for k in analysed], self.settings, set(self.codes)):
             self.profile.count("analyses skipped: no traced code possible")
             return {}, {}
-        components = self._components(analysed)
-        component_of = {key: i for i, component in enumerate(components) for key in component}
-        tasks: list[tuple[list[tuple[Path, bool]], dict[Path, tuple[str, bool]]]] = [([], {}) for _ in components]
-        for key, state in self.states.items():  # survey order within each component
-            if key in component_of:
-                files, component_names = tasks[component_of[key]]
-                files.append((state.path, key in wanted))
-                component_names[state.path] = names[state.path]
-        self.profile.count("components", len(tasks))
+        groups = self._groups(analysed)
+        self.profile.count("groups", len(groups))
         size = sum(self.states[k].size for k in analysed)
-        diagnostics: list[Diagnostic] = []
-        reach: dict[str, set[str]] = {}
-        outputs = self._run_tasks(tasks, parallel=self.jobs > 1 and len(tasks) > 1 and size >= MIN_PARALLEL_BYTES)
-        for found, errors, component_reach, profile in outputs:
-            result.errors.extend(errors)
-            diagnostics.extend(found)
-            for key, roots in component_reach.items():
-                reach.setdefault(key, set()).update(roots)
-            self.profile.merge(profile)
-        return _by_key(diagnostics), reach
+        parallel = self.jobs > 1 and len(groups) > 1 and size >= MIN_PARALLEL_BYTES
+        done: list[tuple[set[str], Any]] = []
+        pending = groups
+        while pending:
+            tasks = [self._task(group, analysed, wanted, names) for group in pending]
+            outputs = self._run_tasks(tasks, [self._weight(g) for g in pending], parallel)
+            for output in outputs:
+                self.profile.merge(output[3])
+            done += zip(pending, outputs)
+            clashes = _clashes([set(output[2]) for _, output in done])
+            if not clashes:
+                break
+            self.profile.count("groups analysed again, together", sum(len(c) for c in clashes))
+            pending = sorted((set().union(*(done[i][0] for i in c)) for c in clashes), key=self._weight, reverse=True)
+            merged = set().union(*clashes)
+            done = [d for i, d in enumerate(done) if i not in merged]
+        if parallel:
+            self.profile.count("worker processes", self.jobs)
+        return self._collect(done, result)
 
-    def _components(self, keys: set[str]) -> list[set[str]]:
+    def _groups(self, keys: set[str]) -> list[set[str]]:
+        """The files analysed together, largest first: a file with what its cached report says reaches it,
+        the files it imports that may hold roots (`def forward`, ...), and, unless many files import
+        them, those that define its base classes on top of torch (mixins, caches). Traced code rarely
+        calls into what else a file imports (configurations, `Auto` classes, constants); when it does,
+        the groups involved are found out afterwards (`_clashes`) and analysed again as one."""
         parent = {k: k for k in keys}
+        importers: dict[str, int] = {}
+        for key in keys:
+            for other in self.direct(key):
+                importers[other] = importers.get(other, 0) + 1
 
         def find(k: str) -> str:
             while parent[k] != k:
@@ -316,28 +360,88 @@ class Session:
                 k = parent[k]
             return k
 
+        on_torch = self._on_torch(keys)
         for key in keys:
             entry = self.states[key].entry
-            for other in self.direct(key) | set(entry.reach if entry else ()):
-                if other in parent:
-                    parent[find(key)] = find(other)
+            linked = {o for o in self.direct(key) if o in parent and self.states[o].hints.roots}
+            linked |= {o for o in self._base_files(self.states[key])
+                       if o in on_torch and importers.get(o, 0) <= FEW_IMPORTERS}
+            for other in linked | {o for o in (entry.reach if entry else ()) if o in parent}:
+                parent[find(key)] = find(other)
         groups: dict[str, set[str]] = {}
         for key in keys:
             groups.setdefault(find(key), set()).add(key)
-        return sorted(groups.values(), key=len, reverse=True)
+        return sorted(groups.values(), key=self._weight, reverse=True)
 
-    def _run_tasks(self, tasks: list[Any], parallel: bool) -> list[Any]:
+    def _on_torch(self, keys: set[str]) -> set[str]:
+        """The files that mention torch, or derive classes from a file that does (within `keys`)."""
+        found = {k for k in keys if self.states[k].hints.torch}
+        derived: dict[str, set[str]] = {}
+        for key in keys - found:
+            for base in self._base_files(self.states[key]):
+                derived.setdefault(base, set()).add(key)
+        stack = list(found)
+        while stack:
+            for key in derived.get(stack.pop(), ()):
+                if key not in found:
+                    found.add(key)
+                    stack.append(key)
+        return found
+
+    def _base_files(self, state: FileState) -> set[str]:
+        """The files a file imports its base classes from."""
+        bases = state.hints.bases
+        if not bases:
+            return set()
+        self.direct(state.key)  # resolves its import targets
+        return {self._target_files[t] for t in state.imports  # type: ignore[misc]
+                if t.rpartition(".")[2] in bases and self._target_files.get(t)}
+
+    def _weight(self, group: set[str]) -> int:
+        return sum(self.states[k].size for k in group)
+
+    def _task(self, group: set[str], analysed: set[str], wanted: set[str],
+              names: dict[Path, tuple[str, bool]]) -> tuple[list[tuple[Path, bool, bool]], dict[Path, tuple[str, bool]]]:
+        """A group, with every file its files import (directly or not) there to resolve names: (path,
+        whether it is the group's, whether it is wanted), in survey order."""
+        seen: set[str] = set()
+        for key in group:
+            seen |= self.closure(key)
+        if self._order is None:
+            self._order = {key: i for i, key in enumerate(self.states)}
+        keys = sorted(seen & analysed, key=self._order.__getitem__)
+        files = [(self.states[key].path, key in group, key in wanted) for key in keys]
+        return files, {path: names[path] for path, _, _ in files}
+
+    def _collect(self, done: list[tuple[set[str], Any]],
+                 result: RunResult) -> tuple[dict[str, list[Diagnostic]], dict[str, set[str]]]:
+        """Each file's report and reach from the one analysis its traced code was in, else from its group's."""
+        owner: dict[str, int] = {}
+        for i, (group, _) in enumerate(done):
+            owner.update(dict.fromkeys(group, i))
+        for i, (_, output) in enumerate(done):
+            owner.update(dict.fromkeys(output[2], i))
+        diagnostics: list[Diagnostic] = []
+        reach: dict[str, set[str]] = {}
+        errors: dict[str, None] = {}
+        for i, (_, (found, task_errors, task_reach, _)) in enumerate(done):
+            errors.update(dict.fromkeys(task_errors))
+            diagnostics.extend(d for d in found if owner.get(_key(d.path)) == i)
+            reach.update((key, roots) for key, roots in task_reach.items() if owner[key] == i)
+        result.errors.extend(errors)
+        return _by_key(diagnostics), reach
+
+    def _run_tasks(self, tasks: list[Any], weights: list[int], parallel: bool) -> list[Any]:
         if not parallel:
             return check_components(self.settings, self.rules, tasks, self.profile.enabled)
         from concurrent.futures import ProcessPoolExecutor  # here: runs that need no workers skip the import
         from multiprocessing import get_context
 
         codes = [r.code for r in self.rules]
-        self.profile.count("worker processes", self.jobs)
         with ProcessPoolExecutor(max_workers=self.jobs, mp_context=get_context("spawn"),
                                  initializer=_die_with_parent) as pool:
             futures = [pool.submit(_check_components, self.settings, codes, batch, self.profile.enabled)
-                       for batch in _batches(tasks, self.jobs)]
+                       for batch in _batches(tasks, weights, self.jobs)]
             return [out for future in futures for out in future.result()]
 
 
@@ -367,18 +471,41 @@ def _die_with_parent() -> None:
         pass
 
 
-def _batches(tasks: list[Any], jobs: int) -> list[list[Any]]:
-    """Components (largest first) grouped so each worker call carries a fair share of the files."""
-    limit = max(1, sum(len(files) for files, _ in tasks) // (jobs * 4))
+def _batches(tasks: list[Any], weights: list[int], jobs: int) -> list[list[Any]]:
+    """Tasks (heaviest first) grouped so each worker call carries a fair share of the source."""
+    limit = max(1, sum(weights) // (jobs * 4))
     batches: list[list[Any]] = []
     filled = limit
-    for task in tasks:
+    for task, weight in zip(tasks, weights):
         if filled >= limit:
             batches.append([])
             filled = 0
         batches[-1].append(task)
-        filled += len(task[0])
+        filled += weight
     return batches
+
+
+def _clashes(traced: list[set[str]]) -> list[set[int]]:
+    """Analyses (by index) that traced code in the same file, merged transitively: their groups share a
+    callee, whose parameters are the join of what all its callers pass, so they are analysed as one."""
+    first: dict[str, int] = {}
+    parent = list(range(len(traced)))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for i, keys in enumerate(traced):
+        for key in keys:
+            j = first.setdefault(key, i)
+            if j != i:
+                parent[find(i)] = find(j)
+    merged: dict[int, set[int]] = {}
+    for i in range(len(traced)):
+        merged.setdefault(find(i), set()).add(i)
+    return [group for group in merged.values() if len(group) > 1]
 
 
 def _check_components(settings: Settings, codes: list[str], batch: list[Any], profiled: bool) -> list[Any]:
@@ -405,15 +532,20 @@ def check_components(settings: Settings, rules: list[Any], tasks: list[Any], pro
     return outputs
 
 
-def check_component(settings: Settings, rules: list[Any], files: list[tuple[Path, bool]],
+def check_component(settings: Settings, rules: list[Any], files: list[tuple[Path, bool, bool]],
                     names: dict[Path, tuple[str, bool]], profiled: bool) -> tuple[Any, ...]:
-    """Analyse one component; report on the files flagged True. Returns plain data (crosses processes)."""
+    """Analyse one group: `files` are (path, in the group, wanted). Roots are the group's; the other files
+    are what they import, and are reported on (when wanted) only if traced code reached them. Returns
+    plain data (it crosses processes): the diagnostics, errors, reach of each file with traced code, and
+    the profile."""
     from cslint.runner import Linter
 
     profile = Profile(enabled=profiled)
     linter = Linter(settings, rules, profile, tree_budget=TREE_BUDGET_BYTES)
-    run = linter.run([p for p, report in files if report], context=[p for p, report in files if not report],
-                     names=names)
+    run = linter.run([p for p, own, wanted in files if own and wanted],
+                     context=[p for p, own, wanted in files if not (own and wanted)], names=names,
+                     roots_in=[p for p, own, _ in files if own],
+                     report_if_traced=[p for p, own, wanted in files if wanted and not own])
     for d in run.diagnostics:
         d.fix = FixSummary(d.fix.applicability, d.fix.message) if d.fix is not None else None
     return run.diagnostics, run.errors, _keyed_reach(linter.reach), profile.as_dict()

@@ -55,11 +55,12 @@ class _StoppingState(PositionProvidingCodegenState):
                 raise _Done
 
 
-def _generate(node: cst.CSTNode, module: cst.Module,
-              stop_after: Iterable[cst.CSTNode] = ()) -> tuple[str, dict[cst.CSTNode, CodeRange]]:
+def _generate(node: cst.CSTNode, module: cst.Module, stop_after: Iterable[cst.CSTNode] = (),
+              indent: str = "") -> tuple[str, dict[cst.CSTNode, CodeRange]]:
     sink = _Sink()
     state = _StoppingState(default_indent=module.default_indent, default_newline=module.default_newline,
                            provider=sink)  # type: ignore[arg-type]
+    state.indent_tokens = [indent] if indent else []
     state.remaining = {id(n) for n in stop_after}
     with contextlib.suppress(_Done):
         node._codegen(state)
@@ -70,12 +71,23 @@ def whole_module_positions(module: cst.Module) -> dict[cst.CSTNode, CodeRange]:
     return _generate(module, module)[1]
 
 
-def _statement_positions(statement: cst.CSTNode, module: cst.Module, text: str,
-                         nodes: list[cst.CSTNode]) -> dict[cst.CSTNode, CodeRange] | None:
+def _method_positions(cls: cst.CSTNode, method: cst.CSTNode, module: cst.Module, text: str,
+                      nodes: list[cst.CSTNode]) -> dict[cst.CSTNode, CodeRange] | None:
+    """A method's code alone, indented as in its class: a class holding many traced methods is then
+    not generated again for each of them."""
+    body = getattr(cls, "body", None)
+    if type(body) is not cst.IndentedBlock or not any(s is method for s in body.body):
+        return None
+    indent = body.indent if body.indent is not None else module.default_indent
+    return _statement_positions(method, module, text, nodes, indent)
+
+
+def _statement_positions(statement: cst.CSTNode, module: cst.Module, text: str, nodes: list[cst.CSTNode],
+                         indent: str = "") -> dict[cst.CSTNode, CodeRange] | None:
     # The code up to the last wanted node is usually enough to find the statement in the text; if
     # it is not unique, generate the whole statement and try again.
     for stop_after in (nodes, ()):
-        code, computed = _generate(statement, module, stop_after)
+        code, computed = _generate(statement, module, stop_after, indent)
         start = text.find(code)
         if not code or start < 0 or (start > 0 and text[start - 1] != "\n") or text.find(code, start + 1) >= 0:
             continue  # not found, or found twice: the line offset would be a guess
@@ -91,21 +103,24 @@ def _statement_positions(statement: cst.CSTNode, module: cst.Module, text: str,
     return None
 
 
-def locate(module: cst.Module, text: str,
-           wanted: Iterable[tuple[cst.CSTNode, cst.CSTNode | None]]) -> Mapping[cst.CSTNode, CodeRange]:
-    """Positions for the `(node, top-level statement holding it or None)` pairs in `wanted`."""
-    by_statement: dict[cst.CSTNode, list[cst.CSTNode]] = {}
+def locate(module: cst.Module, text: str, wanted: Iterable[tuple[cst.CSTNode, cst.CSTNode | None,
+                                                                  cst.CSTNode | None]]) -> Mapping[cst.CSTNode, CodeRange]:
+    """Positions for the `(node, top-level statement holding it or None, method of that statement
+    holding it or None)` triples in `wanted`."""
+    by_statement: dict[tuple[cst.CSTNode, cst.CSTNode | None], list[cst.CSTNode]] = {}
     top_level = {id(s) for s in module.body}
     whole = "\r" in text and "\r" in text.replace("\r\n", "")  # lone CRs: newlines libcst counts, we would not
-    for node, statement in wanted:
+    for node, statement, method in wanted:
         if statement is None or id(statement) not in top_level:
             whole = True
             break
-        by_statement.setdefault(statement, []).append(node)
+        by_statement.setdefault((statement, method), []).append(node)
     if not whole:
         found: dict[cst.CSTNode, CodeRange] = {}
-        for statement, nodes in by_statement.items():
-            positions = _statement_positions(statement, module, text, nodes)
+        for (statement, method), nodes in by_statement.items():
+            positions = _method_positions(statement, method, module, text, nodes) if method is not None else None
+            if positions is None:
+                positions = _statement_positions(statement, module, text, nodes)
             if positions is None:
                 whole = True
                 break

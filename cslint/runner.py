@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ast
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -81,9 +81,11 @@ class Linter:
     # ---- analysis --------------------------------------------------------------------------------
 
     def analyse(self, sources: list[SourceFile], result: RunResult,
-                names: dict[Path, tuple[str, bool]] | None = None) -> dict[Path, list[Finding]]:
-        """Findings per file, every tree kept. Also sets `self.reach`: for each file, the files whose
-        traced roots reach code in it (what its findings depend on besides its own imports)."""
+                names: dict[Path, tuple[str, bool]] | None = None,
+                roots_in: Collection[Path] | None = None) -> dict[Path, list[Finding]]:
+        """Findings per file, every tree kept. Also sets `self.reach`: for each file with traced code,
+        the files whose traced roots reach code in it (what its findings depend on besides its own
+        imports). Roots are looked for in `roots_in` only, when given."""
         self._budget = None
         for source in sources:
             if source.tree is None and source.syntax_error is None and _likely_traced(source.text):
@@ -93,7 +95,8 @@ class Linter:
         modules, by_module = self._index_all(sources, names, findings)
         project = Project(modules.values())
         with self.profile.phase("traced code and tensor inference"):
-            program = TracedProgram(project, self.settings.trace_roots).run()
+            program = TracedProgram(project, self.settings.trace_roots,
+                                    root_modules=_module_names(by_module, roots_in)).run()
         for traced, exc in program.errors:
             source = by_module[traced.func.module.name]
             if source.syntax_error is None:  # else libcst rejects the file (Python accepts it): a syntax error
@@ -107,8 +110,11 @@ class Linter:
         return findings
 
     def analyse_bounded(self, sources: list[SourceFile], result: RunResult,
-                        names: dict[Path, tuple[str, bool]] | None = None) -> dict[Path, list[Located]]:
-        """`analyse` within `tree_budget`: findings located as they are found, trees given back."""
+                        names: dict[Path, tuple[str, bool]] | None = None,
+                        roots_in: Collection[Path] | None = None,
+                        reported: Collection[Path] | None = None) -> dict[Path, list[Located]]:
+        """`analyse` within `tree_budget`: findings located as they are found, trees given back. Whole-file
+        rules run on the `reported` files (all, if None) and on every file with traced code."""
         assert self.tree_budget is not None
         self._budget = TreeBudget(self.tree_budget)
         early: dict[Path, list[Finding]] = {}
@@ -123,7 +129,8 @@ class Linter:
 
         project = Project(modules.values())
         with self.profile.phase("traced code and tensor inference"):
-            program = TracedProgram(project, self.settings.trace_roots, after_analysis=check_now).run()
+            program = TracedProgram(project, self.settings.trace_roots, after_analysis=check_now,
+                                    root_modules=_module_names(by_module, roots_in)).run()
         for traced in program.functions.values():  # rules that read callers see their final state
             seen = per_function.get(traced.func.qualname)
             if seen is not None and seen[0] != _rule_inputs(traced):
@@ -144,6 +151,9 @@ class Linter:
                     per_function[traced.func.qualname][1])
         if self.checker.module_rules:
             for name, module in modules.items():
+                path = by_module[name].path
+                if reported is not None and path not in reported and path not in self.reach:
+                    continue
                 with module.held():
                     try:
                         found = self.checker.check_module(module, project)
@@ -231,7 +241,7 @@ class Linter:
         if module is not None:
             try:
                 with self.profile.phase("positions"):
-                    positions = locate(module.tree, module.source, ((f.node, _statement_of(f)) for f in findings))
+                    positions = locate(module.tree, module.source, ((f.node, *_statement_of(f)) for f in findings))
             except RecursionError:
                 return [Located(INTERNAL_ERROR, _too_deep_message(len(findings)), None, None, FILE_START)]
         out = []
@@ -333,33 +343,35 @@ class Linter:
         assert source.tree is not None
         if whole:
             return whole_module_positions(source.tree)
-        return locate(source.tree, source.text, ((f.node, _statement_of(f)) for f in findings))
+        return locate(source.tree, source.text, ((f.node, *_statement_of(f)) for f in findings))
 
     # ---- whole runs ------------------------------------------------------------------------------
 
     def run(self, paths: list[Path], fix: bool = False, unsafe_fixes: bool = False,
             context: tuple[Path, ...] | list[Path] = (), names: dict[Path, tuple[str, bool]] | None = None,
-            ) -> RunResult:
+            roots_in: Collection[Path] | None = None, report_if_traced: Collection[Path] = ()) -> RunResult:
         """Lint (and fix) `paths`. `context` files are analysed too, so call chains through them resolve,
-        but they are never reported on or written."""
+        but they are not written, and reported on only when in `report_if_traced` and some traced code
+        reaches them. Roots are looked for in `roots_in` only, when given (see incremental.py)."""
         result = RunResult()
         sources = self.load(paths, result)
         result.files_checked = len(sources)
         targets = {s.path.resolve() for s in sources}
         extra = self.load([p for p in context if p.resolve() not in targets], RunResult())
         if self.tree_budget is not None and not fix:
-            located = self.analyse_bounded(sources + extra, result, names)
-            for source in sources:
+            wanted = {s.path for s in sources} | set(report_if_traced)
+            located = self.analyse_bounded(sources + extra, result, names, roots_in, wanted)
+            for source in sources + [s for s in extra if s.path in wanted and s.path in self.reach]:
                 result.diagnostics.extend(self.bounded_diagnostics_for(source, located.get(source.path, [])))
             return result
-        findings = self.analyse(sources + extra, result, names)
+        findings = self.analyse(sources + extra, result, names, roots_in)
         if fix:
             for _ in range(MAX_FIX_PASSES):
                 applied = self._fix_pass(sources, findings, unsafe_fixes, result)
                 if not applied:
                     break
                 result.fixed += applied
-                findings = self.analyse(sources + extra, result, names)
+                findings = self.analyse(sources + extra, result, names, roots_in)
             result.changed_files = [s for s in sources if s.changed]
         for source in sources:
             result.diagnostics.extend(self.diagnostics_for(source, findings.get(source.path, [])))
@@ -389,6 +401,13 @@ class Linter:
         return applied
 
 
+def _module_names(by_module: dict[str, SourceFile], paths: Collection[Path] | None) -> set[str] | None:
+    if paths is None:
+        return None
+    wanted = set(paths)
+    return {name for name, source in by_module.items() if source.path in wanted}
+
+
 def _too_deep_message(count: int) -> str:
     return f"internal error: too deeply nested to locate {count} findings; {BUG_HINT}"
 
@@ -413,13 +432,14 @@ def _likely_traced(text: str) -> bool:
     return "def forward" in text or "def step" in text or "def _init_group" in text
 
 
-def _statement_of(finding: Finding) -> cst.CSTNode | None:
-    """The top-level statement holding a finding: its traced function's class, or the function."""
+def _statement_of(finding: Finding) -> tuple[cst.CSTNode | None, cst.CSTNode | None]:
+    """The top-level statement holding a finding (its traced function's class, or the function), and
+    the method of that class holding it."""
     if finding.traced is None:
-        return None
+        return None, None
     func = finding.traced.func
     owner = getattr(func, "enclosing", None) or func  # a training loop's step stands in for its function
-    return owner.cls.node if owner.cls is not None else owner.node
+    return (owner.cls.node, owner.node) if owner.cls is not None else (owner.node, None)
 
 
 def _apply(tree: cst.Module, fixes: list[Fix], bound: set[str]) -> tuple[cst.Module, list[Fix]]:

@@ -17,7 +17,15 @@ from pathlib import Path
 from cslint.config import Settings
 from cslint.sources import ReadError, read_source
 
-MARKERS = ("def forward", "def step", "def _init_group", "compile", "trace", "torch_xla", "criterion")
+ROOT_MARKERS = ("def forward", "def step", "def _init_group", "compile", "trace", "torch_xla")
+MARKERS = (*ROOT_MARKERS, "criterion")
+_ROOT_MARKER_BYTES = tuple(m.encode() for m in ROOT_MARKERS)
+
+
+def may_hold_roots(data: bytes) -> bool:
+    """Whether a file may define a traced root (a forward, a step, a decorated or wrapped function, a
+    training loop). Files without one are traced only through calls from other files."""
+    return any(m in data for m in _ROOT_MARKER_BYTES)
 
 
 def may_hold_traced_code(text: str, codes: frozenset[str] | set[str]) -> bool:

@@ -42,11 +42,15 @@ def test_statement_positions_equal_position_provider(path: Path):
     text, tree = _parse(path)
     expected = MetadataWrapper(tree, unsafe_skip_copy=True).resolve(PositionProvider)
     statements = [s for s in tree.body if isinstance(s, (cst.ClassDef, cst.FunctionDef))]
-    wanted = [(node, stmt) for stmt in statements for node in list(iter_nodes(stmt))[::7]]
+    wanted = [(node, stmt, None) for stmt in statements for node in list(iter_nodes(stmt))[::7]]
+    # and by method: each method's code generated alone, indented as in its class
+    wanted += [(node, stmt, method) for stmt in statements if isinstance(stmt, cst.ClassDef)
+               for method in stmt.body.body if isinstance(method, cst.FunctionDef)
+               for node in list(iter_nodes(method))[3::7]]
     if not wanted:
         pytest.skip("no classes or functions")
     found = locate(tree, text, wanted)
-    for node, _ in wanted:
+    for node, _, _ in wanted:
         assert found[node] == expected[node], cst.Module([]).code_for_node(node)[:60]
 
 
@@ -56,7 +60,19 @@ def test_positions_fall_back_when_a_statement_occurs_twice():
     second = tree.body[2]
     assert text.count(tree.code_for_node(second)) == 2  # the statement's text alone cannot place it
     node = next(n for n in iter_nodes(second) if isinstance(n, cst.Call))
-    assert locate(tree, text, [(node, second)])[node].start.line == 9
+    assert locate(tree, text, [(node, second, None)])[node].start.line == 9
+
+
+def test_method_positions_fall_back_when_a_method_occurs_twice():
+    text = ("class A:\n    def f(self, x):\n        return x.item()\n\n\n"
+            "class B:\n    # B's own\n    @staticmethod\n    def f(self, x):\n        return x.item()\n\n"
+            "    def f(self, x):\n        return x.item()\n")
+    tree = cst.parse_module(text)
+    cls = tree.body[1]
+    expected = MetadataWrapper(tree, unsafe_skip_copy=True).resolve(PositionProvider)
+    for method in cls.body.body:  # the decorated one is unique with its comment; the last is not
+        node = next(n for n in iter_nodes(method) if isinstance(n, cst.Call))
+        assert locate(tree, text, [(node, cls, method)])[node] == expected[node]
 
 
 def test_positions_with_crlf_line_endings():
@@ -64,7 +80,7 @@ def test_positions_with_crlf_line_endings():
     tree = cst.parse_module(text)
     cls = tree.body[1]
     node = next(n for n in iter_nodes(cls) if isinstance(n, cst.Call))
-    position = locate(tree, text, [(node, cls)])[node]
+    position = locate(tree, text, [(node, cls, cls.body.body[0])])[node]
     assert (position.start.line, position.start.column) == (6, 15)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import fnmatch
 import heapq
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from cslint.analysis import torch_api as api
@@ -166,15 +166,21 @@ class TracedProgram:
     analysis while its module's tree is held (rules can run on it then, and the tree be given back)."""
 
     def __init__(self, project: Project, trace_roots: Iterable[str] = (),
-                 after_analysis: Callable[[TracedFunction], None] | None = None) -> None:
+                 after_analysis: Callable[[TracedFunction], None] | None = None,
+                 root_modules: Collection[str] | None = None) -> None:
+        """`root_modules`: look for roots in these modules only (the others are there for what they
+        define; their functions are traced only when called)."""
         self.project = project
         self.after_analysis = after_analysis
         self.oracle = ProjectOracle(project)
         self.functions: dict[str, TracedFunction] = {}
-        self._callers: dict[str, set[str]] = {}
+        # callers in the order first seen (not a set: iterating a set of strings follows the hash seed, and
+        # the order callers are queued in decides what a function oscillating between kinds ends up with)
+        self._callers: dict[str, dict[str, None]] = {}
         self._given: dict[str, dict[str, Kind]] = {}
         self._site_args: dict[tuple[str, str], dict[str, Kind]] = {}
-        self._roots = find_roots(project, trace_roots)
+        self._roots = [(func, reason) for func, reason in find_roots(project, trace_roots)
+                       if root_modules is None or func.module.name in root_modules]
         self._root_names = {func.qualname for func, _ in self._roots}
         self.errors: list[tuple[TracedFunction, Exception]] = []
 
@@ -211,7 +217,7 @@ class TracedProgram:
                 for pname, kind in site.args.items():
                     args[pname] = join(args[pname], kind) if pname in args else kind
             for callee_name, args in per_callee.items():
-                self._callers.setdefault(callee_name, set()).add(name)
+                self._callers.setdefault(callee_name, {})[name] = None
                 changed = self._merge_given(name, callee_name, args)
                 callee = self.functions.get(callee_name)
                 if callee is None:
@@ -273,7 +279,7 @@ class TracedProgram:
             for caller in callers:
                 callees.setdefault(caller, set()).add(callee)
 
-        def closure(start: set[str], edges: dict[str, set[str]]) -> set[str]:
+        def closure(start: set[str], edges: Mapping[str, Iterable[str]]) -> set[str]:
             seen, stack = set(start), list(start)
             while stack:
                 for nxt in edges.get(stack.pop(), ()):

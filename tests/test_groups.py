@@ -1,0 +1,145 @@
+"""Files analysed in groups (see incremental.py) give the report of analysing them all together."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from cslint import incremental
+from cslint.cli import main
+
+CONFIG = """\
+class NetConfig:
+    hidden = 4
+    threshold = 0.5
+"""
+
+NORMALIZE = """\
+import torch
+
+
+def normalize(x, eps):
+    if x.norm() > eps:
+        return x / x.norm()
+    return x
+"""
+
+NET_A = """\
+import torch
+from torch import nn
+
+from config import NetConfig
+from normalize import normalize
+
+
+class NetA(nn.Module):
+    def forward(self, x):
+        return normalize(x, NetConfig.threshold)
+"""
+
+NET_B = """\
+import torch
+from torch import nn
+
+from config import NetConfig
+
+
+class NetB(nn.Module):
+    def forward(self, x):
+        print(f"mean {x.mean()}")
+        return x * NetConfig.hidden
+"""
+
+SCALE = """\
+def scale(x, factor):
+    if factor > 0:
+        return x * factor
+    return x
+"""
+
+CALLS_STATIC = """\
+from torch import nn
+
+from scale import scale
+
+
+class Static(nn.Module):
+    def forward(self, x):
+        return scale(x, 2.0)
+"""
+
+CALLS_TENSOR = """\
+from torch import nn
+
+from scale import scale
+
+
+class Dynamic(nn.Module):
+    def forward(self, x):
+        return scale(x, x.mean())
+"""
+
+
+def _write(root: Path, files: dict[str, str]) -> Path:
+    (root / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    for name, text in files.items():
+        (root / name).write_text(text)
+    return root
+
+
+def _check(capsys, root: Path) -> tuple[list[dict], str]:
+    code = main(["check", str(root), "--no-cache", "--show-chain", "--output-format", "json", "--profile"])
+    out, err = capsys.readouterr()
+    assert code in (0, 1), err
+    return sorted(json.loads(out), key=lambda f: (f["filename"], f["line"], f["code"])), err
+
+
+def _count(err: str, label: str) -> int:
+    return int(err.split(f"{label}: ")[1].split()[0].rstrip(",")) if f"{label}: " in err else 0
+
+
+@pytest.fixture
+def one_group(monkeypatch):
+    """Every file in one analysis, as before groups existed: the report groups must reproduce."""
+    def use() -> None:
+        monkeypatch.setattr(incremental.Session, "_groups", lambda self, keys: [set(keys)])
+    return use
+
+
+def test_models_sharing_only_a_configuration_are_analysed_apart_with_the_same_report(tmp_path, capsys, one_group):
+    root = _write(tmp_path, {"config.py": CONFIG, "normalize.py": NORMALIZE, "net_a.py": NET_A, "net_b.py": NET_B})
+    grouped, err = _check(capsys, root)
+    assert _count(err, "groups") == 4  # the configuration and the helper import no file with roots
+    assert _count(err, "groups analysed again, together") == 0
+    # the helper's finding comes from NetA's analysis, where it was loaded to resolve the call
+    assert [(Path(f["filename"]).name, f["code"]) for f in grouped] == [
+        ("net_b.py", "WSC701"), ("normalize.py", "WSC101")]
+    assert grouped[1]["trace_chain"] == ["net_a.NetA.forward", "normalize.normalize"]
+    one_group()
+    together, err = _check(capsys, root)
+    assert _count(err, "groups") == 1
+    assert grouped == together
+
+
+def test_groups_tracing_the_same_helper_are_analysed_again_as_one(tmp_path, capsys, one_group):
+    root = _write(tmp_path, {"scale.py": SCALE, "calls_static.py": CALLS_STATIC, "calls_tensor.py": CALLS_TENSOR})
+    grouped, err = _check(capsys, root)
+    # each caller's group traced `scale` with its own argument; the helper's parameters are the join of both
+    assert _count(err, "groups analysed again, together") == 2
+    one_group()
+    together, _ = _check(capsys, root)
+    assert grouped == together
+    assert [(Path(f["filename"]).name, f["code"]) for f in together] == [("scale.py", "WSC101")]
+
+
+def test_a_mixin_on_torch_is_grouped_with_the_model_deriving_from_it(tmp_path, capsys):
+    mixin = "import torch\n\n\nclass CacheMixin:\n    def update(self, x):\n        if x.sum() > 0:\n" \
+            "            return x\n        return -x\n"
+    model = "from torch import nn\n\nfrom mixin import CacheMixin\n\n\nclass Net(nn.Module, CacheMixin):\n" \
+            "    def forward(self, x):\n        return self.update(x)\n"
+    root = _write(tmp_path, {"mixin.py": mixin, "model.py": model, "config.py": CONFIG})
+    findings, err = _check(capsys, root)
+    assert _count(err, "groups") == 2  # model.py with mixin.py; config.py alone
+    assert [(Path(f["filename"]).name, f["code"]) for f in findings] == [("mixin.py", "WSC101")]
