@@ -77,6 +77,9 @@ class GroupHints:
         return cls(bool(data[0]), bool(data[1]), frozenset(data[2])) if data else cls()
 
 
+GroupFile = tuple[Path, bool, bool]  # a file of a group's analysis: path, whether the group's, whether wanted
+
+
 @dataclass
 class FileState:
     path: Path
@@ -401,7 +404,7 @@ class Session:
         return sum(self.states[k].size for k in group)
 
     def _task(self, group: set[str], analysed: set[str], wanted: set[str],
-              names: dict[Path, tuple[str, bool]]) -> tuple[list[tuple[Path, bool, bool]], dict[Path, tuple[str, bool]]]:
+              names: dict[Path, tuple[str, bool]]) -> tuple[list[GroupFile], dict[Path, tuple[str, bool]]]:
         """A group, with every file its files import (directly or not) there to resolve names: (path,
         whether it is the group's, whether it is wanted), in survey order."""
         seen: set[str] = set()
@@ -532,7 +535,7 @@ def check_components(settings: Settings, rules: list[Any], tasks: list[Any], pro
     return outputs
 
 
-def check_component(settings: Settings, rules: list[Any], files: list[tuple[Path, bool, bool]],
+def check_component(settings: Settings, rules: list[Any], files: list[GroupFile],
                     names: dict[Path, tuple[str, bool]], profiled: bool) -> tuple[Any, ...]:
     """Analyse one group: `files` are (path, in the group, wanted). Roots are the group's; the other files
     are what they import, and are reported on (when wanted) only if traced code reached them. Returns

@@ -103,8 +103,10 @@ def _statement_positions(statement: cst.CSTNode, module: cst.Module, text: str, 
     return None
 
 
-def locate(module: cst.Module, text: str, wanted: Iterable[tuple[cst.CSTNode, cst.CSTNode | None,
-                                                                  cst.CSTNode | None]]) -> Mapping[cst.CSTNode, CodeRange]:
+Wanted = tuple[cst.CSTNode, cst.CSTNode | None, cst.CSTNode | None]  # node, its top-level statement, its method
+
+
+def locate(module: cst.Module, text: str, wanted: Iterable[Wanted]) -> Mapping[cst.CSTNode, CodeRange]:
     """Positions for the `(node, top-level statement holding it or None, method of that statement
     holding it or None)` triples in `wanted`."""
     by_statement: dict[tuple[cst.CSTNode, cst.CSTNode | None], list[cst.CSTNode]] = {}
