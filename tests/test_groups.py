@@ -143,3 +143,15 @@ def test_a_mixin_on_torch_is_grouped_with_the_model_deriving_from_it(tmp_path, c
     findings, err = _check(capsys, root)
     assert _count(err, "groups") == 2  # model.py with mixin.py; config.py alone
     assert [(Path(f["filename"]).name, f["code"]) for f in findings] == [("mixin.py", "WSC101")]
+
+
+def test_a_function_compiled_in_another_file_is_traced_from_the_file_that_compiles_it(tmp_path, capsys, one_group):
+    steps = "def train_step(x):\n    if x.sum() > 0:\n        return x * 2\n    return x\n"
+    train = "import torch\n\nfrom steps import train_step\n\ncompiled = torch.compile(train_step)\n"
+    root = _write(tmp_path, {"steps.py": steps, "train.py": train})
+    grouped, err = _check(capsys, root)
+    assert _count(err, "groups") == 2  # steps.py names no root itself
+    assert [(Path(f["filename"]).name, f["code"], f["traced_because"]) for f in grouped] == [
+        ("steps.py", "WSC101", "passed to torch.compile()")]
+    one_group()
+    assert _check(capsys, root)[0] == grouped

@@ -56,18 +56,23 @@ class TracedFunction:
         return current
 
 
-def find_roots(project: Project, patterns: Iterable[str] = ()) -> list[tuple[FunctionInfo, str]]:
+def find_roots(project: Project, patterns: Iterable[str] = (),
+               root_modules: Collection[str] | None = None) -> list[tuple[FunctionInfo, str]]:
+    """The roots named in `root_modules` (all modules if None): a class's forward or step, a decorated
+    function, a function a wrapper call or a platform's entry point names (wherever it is defined), a
+    training loop, a function matching a `trace-roots` pattern."""
     patterns = list(patterns)
     roots: dict[str, tuple[FunctionInfo, str]] = {}
+    modules = [m for name, m in project.modules.items() if root_modules is None or name in root_modules]
 
     def add(func: FunctionInfo, reason: str) -> None:
         roots.setdefault(func.qualname, (func, reason))
 
-    for func, reason in platform_roots(project):  # first, so the reason names the platform's entry point
+    for func, reason in platform_roots(project, modules):  # first, so the reason names the platform's entry point
         add(func, reason)
-    for func, reason in mark_step_loop_roots(project):  # a torch_xla training loop's body (see LoopStep)
+    for func, reason in mark_step_loop_roots(modules):  # a torch_xla training loop's body (see LoopStep)
         add(func, reason)
-    for module in project.modules.values():
+    for module in modules:
         for cls in module.classes.values():
             if project.is_module_class(cls) and "forward" in cls.methods:
                 add(cls.methods["forward"], f"forward of nn.Module subclass {cls.name}")
@@ -88,7 +93,7 @@ def find_roots(project: Project, patterns: Iterable[str] = ()) -> list[tuple[Fun
                     if target is not None:
                         add(target, f"passed to {wrapper}()")
     if patterns:
-        for func in project.functions():
+        for func in (f for m in modules for f in _module_functions(m)):
             matched = next((p for p in patterns if fnmatch.fnmatchcase(func.qualname, p)), None)
             if matched is not None:
                 add(func, f"matches trace-roots pattern '{matched}'")
@@ -179,8 +184,7 @@ class TracedProgram:
         self._callers: dict[str, dict[str, None]] = {}
         self._given: dict[str, dict[str, Kind]] = {}
         self._site_args: dict[tuple[str, str], dict[str, Kind]] = {}
-        self._roots = [(func, reason) for func, reason in find_roots(project, trace_roots)
-                       if root_modules is None or func.module.name in root_modules]
+        self._roots = find_roots(project, trace_roots, root_modules)
         self._root_names = {func.qualname for func, _ in self._roots}
         self.errors: list[tuple[TracedFunction, Exception]] = []
 

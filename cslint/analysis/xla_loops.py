@@ -68,9 +68,9 @@ class LoopStep(FunctionInfo):
         return self.enclosing.display_name if self.enclosing is not None else self.qualname
 
 
-def mark_step_loop_roots(project: Project) -> Iterator[tuple[LoopStep, str]]:
-    """A `LoopStep` for every function (and script top level) with a loop that calls mark_step."""
-    for module in project.modules.values():
+def mark_step_loop_roots(modules: Iterable[ModuleInfo]) -> Iterator[tuple[LoopStep, str]]:
+    """A `LoopStep` for every function (and script top level) of `modules` with a loop that calls mark_step."""
+    for module in modules:
         if "torch_xla" not in module.source or not _imports_mark_step(module):  # before parsing with libcst
             continue
         module.holds += 1  # the LoopSteps keep nodes of this tree: it must stay the module's tree

@@ -7,7 +7,7 @@ module-scope rules: `trace_graph` is called from a training script, outside any 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import libcst as cst
@@ -132,9 +132,10 @@ def classes_of(expr: cst.BaseExpression | None, script: SambaScript, module: Mod
     return out
 
 
-def sambanova_roots(project: Project) -> Iterator[tuple[FunctionInfo, str]]:
-    """The model's `forward` and the optimizers' `step` of every trace_graph/trace_multigraph call."""
-    for module in project.modules.values():
+def sambanova_roots(project: Project, modules: Iterable[ModuleInfo]) -> Iterator[tuple[FunctionInfo, str]]:
+    """The model's `forward` and the optimizers' `step` of every trace_graph/trace_multigraph call in
+    `modules` (the classes they name may be defined anywhere in `project`)."""
+    for module in modules:
         script = samba_script(module)
         if script is None:
             continue
