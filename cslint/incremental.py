@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cslint.analysis.graph import reachable
 from cslint.analysis.import_scan import scan_imports
 from cslint.analysis.module_names import assign_module_names
 from cslint.cache import Cache, CachedDiagnostic, Entry, content_hash
@@ -383,13 +384,7 @@ class Session:
         for key in keys - found:
             for base in self._base_files(self.states[key]):
                 derived.setdefault(base, set()).add(key)
-        stack = list(found)
-        while stack:
-            for key in derived.get(stack.pop(), ()):
-                if key not in found:
-                    found.add(key)
-                    stack.append(key)
-        return found
+        return reachable(found, derived)
 
     def _base_files(self, state: FileState) -> set[str]:
         """The files a file imports its base classes from."""

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import fnmatch
 import heapq
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 
 from cslint.analysis import torch_api as api
+from cslint.analysis.graph import reachable
 from cslint.analysis.imports import dotted_name
 from cslint.analysis.index import FunctionInfo
 from cslint.analysis.inference import (
@@ -283,22 +284,13 @@ class TracedProgram:
             for caller in callers:
                 callees.setdefault(caller, set()).add(callee)
 
-        def closure(start: set[str], edges: Mapping[str, Iterable[str]]) -> set[str]:
-            seen, stack = set(start), list(start)
-            while stack:
-                for nxt in edges.get(stack.pop(), ()):
-                    if nxt not in seen:
-                        seen.add(nxt)
-                        stack.append(nxt)
-            return seen
-
         by_module: dict[str, set[str]] = {}
         for name, module in module_of.items():
             by_module.setdefault(module, set()).add(name)
         out: dict[str, set[str]] = {}
         for module, names in by_module.items():
-            reached = closure(names, callees)  # what this module's functions call, transitively
-            influencing = closure(reached, self._callers)  # and every caller of any of that
+            reached = reachable(names, callees)  # what this module's functions call, transitively
+            influencing = reachable(reached, self._callers)  # and every caller of any of that
             out[module] = {module_of[n] for n in influencing if n in module_of} - {module}
         return out
 
