@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cslint.analysis.graph import reachable
+from cslint.analysis.graph import connected, reachable
 from cslint.analysis.import_scan import scan_imports
 from cslint.analysis.module_names import assign_module_names
 from cslint.cache import Cache, CachedDiagnostic, Entry, content_hash
@@ -47,7 +47,7 @@ MIN_PARALLEL_BYTES = 2_000_000
 # Bytes of source whose libcst trees a worker keeps at once (a tree takes ~45x its source): with ast
 # indexes and the rest, a worker stays within ~300 MB however many files it analyses together.
 TREE_BUDGET_BYTES = 2_500_000
-# After a group this large, its garbage (cyclic: see check_components) is collected at once.
+# After a group this large, its garbage (cyclic: see check_groups) is collected at once.
 COLLECT_AFTER_FILES = 100
 # An mtime this recent may hide a second edit within the same clock tick: hash the file anyway.
 RECENT_SECONDS = 2.0
@@ -202,14 +202,7 @@ class Session:
     def closure(self, key: str) -> frozenset[str]:
         found = self._closures.get(key)
         if found is None:
-            seen = {key}
-            stack = [key]
-            while stack:
-                for nxt in self.direct(stack.pop()):
-                    if nxt not in seen:
-                        seen.add(nxt)
-                        stack.append(nxt)
-            found = self._closures[key] = frozenset(seen)
+            found = self._closures[key] = frozenset(reachable({key}, self.direct))
         return found
 
     def dependencies(self, key: str, reach: list[str] | set[str]) -> set[str]:
@@ -339,7 +332,7 @@ class Session:
             if not clashes:
                 break
             self.profile.count("groups analysed again, together", sum(len(c) for c in clashes))
-            pending = sorted((set().union(*(done[i][0] for i in c)) for c in clashes), key=self._weight, reverse=True)
+            pending = self._heaviest_first([set().union(*(done[i][0] for i in c)) for c in clashes])
             merged = set().union(*clashes)
             done = [d for i, d in enumerate(done) if i not in merged]
         if parallel:
@@ -352,39 +345,20 @@ class Session:
         them, those that define its base classes on top of torch (mixins, caches). Traced code rarely
         calls into what else a file imports (configurations, `Auto` classes, constants); when it does,
         the groups involved are found out afterwards (`_clashes`) and analysed again as one."""
-        parent = {k: k for k in keys}
         importers: dict[str, int] = {}
         for key in keys:
             for other in self.direct(key):
                 importers[other] = importers.get(other, 0) + 1
+        bases = {key: self._base_files(self.states[key]) for key in keys}
+        on_torch = _on_torch({k for k in keys if self.states[k].hints.torch}, bases)
 
-        def find(k: str) -> str:
-            while parent[k] != k:
-                parent[k] = parent[parent[k]]
-                k = parent[k]
-            return k
-
-        on_torch = self._on_torch(keys)
-        for key in keys:
+        def links(key: str) -> set[str]:
             entry = self.states[key].entry
-            linked = {o for o in self.direct(key) if o in parent and self.states[o].hints.roots}
-            linked |= {o for o in self._base_files(self.states[key])
-                       if o in on_torch and importers.get(o, 0) <= FEW_IMPORTERS}
-            for other in linked | {o for o in (entry.reach if entry else ()) if o in parent}:
-                parent[find(key)] = find(other)
-        groups: dict[str, set[str]] = {}
-        for key in keys:
-            groups.setdefault(find(key), set()).add(key)
-        return sorted(groups.values(), key=self._weight, reverse=True)
+            found = {o for o in self.direct(key) if o in keys and self.states[o].hints.roots}
+            found |= {o for o in bases[key] if o in on_torch and importers.get(o, 0) <= FEW_IMPORTERS}
+            return found | {o for o in (entry.reach if entry else ()) if o in keys}
 
-    def _on_torch(self, keys: set[str]) -> set[str]:
-        """The files that mention torch, or derive classes from a file that does (within `keys`)."""
-        found = {k for k in keys if self.states[k].hints.torch}
-        derived: dict[str, set[str]] = {}
-        for key in keys - found:
-            for base in self._base_files(self.states[key]):
-                derived.setdefault(base, set()).add(key)
-        return reachable(found, derived)
+        return self._heaviest_first(connected(keys, ((key, other) for key in keys for other in links(key))))
 
     def _base_files(self, state: FileState) -> set[str]:
         """The files a file imports its base classes from."""
@@ -397,6 +371,9 @@ class Session:
 
     def _weight(self, group: set[str]) -> int:
         return sum(self.states[k].size for k in group)
+
+    def _heaviest_first(self, groups: list[set[str]]) -> list[set[str]]:
+        return sorted(groups, key=lambda group: (-self._weight(group), min(group)))
 
     def _task(self, group: set[str], analysed: set[str], wanted: set[str],
               names: dict[Path, tuple[str, bool]]) -> tuple[list[GroupFile], dict[Path, tuple[str, bool]]]:
@@ -431,14 +408,14 @@ class Session:
 
     def _run_tasks(self, tasks: list[Any], weights: list[int], parallel: bool) -> list[Any]:
         if not parallel:
-            return check_components(self.settings, self.rules, tasks, self.profile.enabled)
+            return check_groups(self.settings, self.rules, tasks, self.profile.enabled)
         from concurrent.futures import ProcessPoolExecutor  # here: runs that need no workers skip the import
         from multiprocessing import get_context
 
         codes = [r.code for r in self.rules]
         with ProcessPoolExecutor(max_workers=self.jobs, mp_context=get_context("spawn"),
                                  initializer=_die_with_parent) as pool:
-            futures = [pool.submit(_check_components, self.settings, codes, batch, self.profile.enabled)
+            futures = [pool.submit(_check_groups, self.settings, codes, batch, self.profile.enabled)
                        for batch in _batches(tasks, weights, self.jobs)]
             return [out for future in futures for out in future.result()]
 
@@ -483,54 +460,48 @@ def _batches(tasks: list[Any], weights: list[int], jobs: int) -> list[list[Any]]
     return batches
 
 
+def _on_torch(found: set[str], bases: dict[str, set[str]]) -> set[str]:
+    """The files in `found` (they mention torch), and those deriving classes from one of them."""
+    derived: dict[str, set[str]] = {}
+    for key, files in bases.items():
+        for base in files:
+            derived.setdefault(base, set()).add(key)
+    return reachable(found, lambda key: derived.get(key, ()))
+
+
 def _clashes(traced: list[set[str]]) -> list[set[int]]:
     """Analyses (by index) that traced code in the same file, merged transitively: their groups share a
     callee, whose parameters are the join of what all its callers pass, so they are analysed as one."""
     first: dict[str, int] = {}
-    parent = list(range(len(traced)))
-
-    def find(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    for i, keys in enumerate(traced):
-        for key in keys:
-            j = first.setdefault(key, i)
-            if j != i:
-                parent[find(i)] = find(j)
-    merged: dict[int, set[int]] = {}
-    for i in range(len(traced)):
-        merged.setdefault(find(i), set()).add(i)
-    return [group for group in merged.values() if len(group) > 1]
+    links = [(i, first.setdefault(key, i)) for i, keys in enumerate(traced) for key in keys]
+    return [group for group in connected(range(len(traced)), links) if len(group) > 1]
 
 
-def _check_components(settings: Settings, codes: list[str], batch: list[Any], profiled: bool) -> list[Any]:
+def _check_groups(settings: Settings, codes: list[str], batch: list[Any], profiled: bool) -> list[Any]:
     """In a worker process: rules travel by code (rule classes outside cslint.rules do not exist here)."""
     from cslint.deep_stack import run_with_deep_stack
     from cslint.rules import all_rules
 
     rules = [r for r in all_rules() if r.code in set(codes)]
-    return run_with_deep_stack(lambda: check_components(settings, rules, batch, profiled))
+    return run_with_deep_stack(lambda: check_groups(settings, rules, batch, profiled))
 
 
-def check_components(settings: Settings, rules: list[Any], tasks: list[Any], profiled: bool) -> list[Any]:
-    """`check_component` for each task, with the collector's thresholds raised once for all of them:
-    putting the defaults back after each one started a full collection while that component's objects
+def check_groups(settings: Settings, rules: list[Any], tasks: list[Any], profiled: bool) -> list[Any]:
+    """`check_group` for each task, with the collector's thresholds raised once for all of them:
+    putting the defaults back after each one started a full collection while that group's objects
     were still alive (a fifth of a cold run on transformers). A file's index is one cycle (module ->
-    function -> module), so a large component's garbage is collected right after it, when little else
-    is alive, instead of adding to the next component's peak."""
+    function -> module), so a large group's garbage is collected right after it, when little else
+    is alive, instead of adding to the next group's peak."""
     outputs = []
     with fewer_collections():
         for files, names in tasks:
-            outputs.append(check_component(settings, rules, files, names, profiled))
+            outputs.append(check_group(settings, rules, files, names, profiled))
             if len(files) >= COLLECT_AFTER_FILES:
                 gc.collect()
     return outputs
 
 
-def check_component(settings: Settings, rules: list[Any], files: list[GroupFile],
+def check_group(settings: Settings, rules: list[Any], files: list[GroupFile],
                     names: dict[Path, tuple[str, bool]], profiled: bool) -> tuple[Any, ...]:
     """Analyse one group: `files` are (path, in the group, wanted). Roots are the group's; the other files
     are what they import, and are reported on (when wanted) only if traced code reached them. Returns

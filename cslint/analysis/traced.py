@@ -289,8 +289,8 @@ class TracedProgram:
             by_module.setdefault(module, set()).add(name)
         out: dict[str, set[str]] = {}
         for module, names in by_module.items():
-            reached = reachable(names, callees)  # what this module's functions call, transitively
-            influencing = reachable(reached, self._callers)  # and every caller of any of that
+            reached = reachable(names, lambda n: callees.get(n, ()))  # what this module's functions call, transitively
+            influencing = reachable(reached, lambda n: self._callers.get(n, ()))  # and every caller of any of that
             out[module] = {module_of[n] for n in influencing if n in module_of} - {module}
         return out
 
