@@ -18,6 +18,8 @@ import libcst as cst
 from libcst._position import CodePosition, CodeRange
 from libcst.metadata.position_provider import PositionProvidingCodegenState
 
+from cslint.analysis.index import Piece
+
 
 class _Sink:
     """Stands in for the metadata provider the codegen state writes positions into."""
@@ -101,6 +103,23 @@ def _statement_positions(statement: cst.CSTNode, module: cst.Module, text: str, 
                                   CodePosition(r.end.line + offset, r.end.column))
         return out
     return None
+
+
+def piece_positions(piece: Piece, function: cst.FunctionDef, text: str,
+                    nodes: list[cst.CSTNode]) -> dict[cst.CSTNode, CodeRange] | None:
+    """Positions of nodes of a function parsed alone: its code is the file's text at its span."""
+    code, computed = _generate(function, piece.module, nodes, piece.indent)
+    if not code or not text.startswith(code, piece.span.start):
+        return _statement_positions(function, piece.module, text, nodes, piece.indent)
+    offset = piece.span.line - 1
+    out = {}
+    for node in nodes:
+        r = computed.get(node)
+        if r is None:
+            return None
+        out[node] = CodeRange(CodePosition(r.start.line + offset, r.start.column),
+                              CodePosition(r.end.line + offset, r.end.column))
+    return out
 
 
 Wanted = tuple[cst.CSTNode, cst.CSTNode | None, cst.CSTNode | None]  # node, its top-level statement, its method

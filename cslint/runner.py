@@ -10,21 +10,21 @@ from pathlib import Path
 import libcst as cst
 from libcst._position import CodePosition, CodeRange
 
-from cslint.analysis.index import ModuleInfo, TreeBudget, index_module, index_module_from_ast
+from cslint.analysis.index import FunctionInfo, ModuleInfo, TreeBudget, index_module, index_module_from_ast
 from cslint.analysis.module_names import assign_module_names
 from cslint.analysis.project import Project
 from cslint.analysis.traced import TracedFunction, TracedProgram
 from cslint.checker import Checker, internal_error
 from cslint.config import Settings
 from cslint.noqa import is_suppressed, noqa_lines
-from cslint.positions import locate, whole_module_positions
+from cslint.positions import locate, piece_positions, whole_module_positions
 from cslint.profile import Profile
 from cslint.report import BUG_HINT, INTERNAL_ERROR, SYNTAX_ERROR, Diagnostic, FixSummary, RunResult
 from cslint.rules import Finding, Fix, Rule, all_rules
 from cslint.rules.base import module_level_alias
 from cslint.rules.noqa_usage import UNUSED_NOQA, removal_fix, unused_noqa
 from cslint.selection import ignored_for_file
-from cslint.sources import ReadError, SourceFile, for_parser, parse, read_source
+from cslint.sources import ReadError, SourceFile, for_parser, parse, parse_unvalidated, read_source
 
 __all__ = ["INTERNAL_ERROR", "SYNTAX_ERROR", "Diagnostic", "Linter", "RunResult"]
 
@@ -213,12 +213,19 @@ class Linter:
                 info = index_module_from_ast(source.path, source.text, tree, name, is_package,
                                              loader=lambda: self._load_tree(source))
                 info.budget = self._budget
+                if self._budget is not None:  # fixes edit whole trees: only a report may parse piecemeal
+                    info.piece_parser = self._parse_piece
                 return info
             with self.profile.phase("parse"):
                 parse(source)
             if source.tree is None:
                 return None
         return index_module(source.path, source.text, source.tree, name, is_package)
+
+    def _parse_piece(self, text: str) -> cst.Module:
+        with self.profile.phase("parse"):
+            self.profile.count("pieces parsed (functions, assignments)")
+            return parse_unvalidated(text)
 
     def _load_tree(self, source: SourceFile) -> cst.Module:
         with self.profile.phase("parse"):
@@ -241,7 +248,7 @@ class Linter:
         if module is not None:
             try:
                 with self.profile.phase("positions"):
-                    positions = locate(module.tree, module.source, ((f.node, *_statement_of(f)) for f in findings))
+                    positions = self._module_positions(module, findings)
             except RecursionError:
                 return [Located(INTERNAL_ERROR, _too_deep_message(len(findings)), None, None, FILE_START)]
         out = []
@@ -251,6 +258,29 @@ class Linter:
                 fix = FixSummary(f.fix.applicability, f.fix.message) if f.fix is not None else None
                 out.append(Located(f.code, f.message, fix, f.traced, span))
         return out
+
+    def _module_positions(self, module: ModuleInfo, findings: list[Finding]) -> dict[cst.CSTNode, CodeRange]:
+        """Findings in functions parsed alone are placed from their function's text; the others from
+        the module's tree."""
+        alone: dict[FunctionInfo, list[cst.CSTNode]] = {}
+        rest = []
+        for f in findings:
+            owner = _owner(f)
+            if owner is not None and owner.piece is not None:
+                alone.setdefault(owner, []).append(f.node)
+            else:
+                rest.append(f)
+        found: dict[cst.CSTNode, CodeRange] = {}
+        for owner, nodes in alone.items():
+            assert owner.piece is not None and owner._node is not None
+            placed = piece_positions(owner.piece, owner._node, module.source, nodes)
+            if placed is None:
+                self.profile.count("findings that could not be placed")
+            else:
+                found.update(placed)
+        if rest:
+            found.update(locate(module.tree, module.source, ((f.node, *_statement_of(f)) for f in rest)))
+        return found
 
     def diagnostics_for(self, source: SourceFile, findings: list[Finding]) -> list[Diagnostic]:
         if source.syntax_error is not None:
@@ -432,13 +462,20 @@ def _likely_traced(text: str) -> bool:
     return "def forward" in text or "def step" in text or "def _init_group" in text
 
 
+def _owner(finding: Finding) -> FunctionInfo | None:
+    """The indexed function holding a finding (a training loop's step stands in for its function)."""
+    if finding.traced is None:
+        return None
+    func = finding.traced.func
+    return getattr(func, "enclosing", None) or func
+
+
 def _statement_of(finding: Finding) -> tuple[cst.CSTNode | None, cst.CSTNode | None]:
     """The top-level statement holding a finding (its traced function's class, or the function), and
     the method of that class holding it."""
-    if finding.traced is None:
+    owner = _owner(finding)
+    if owner is None:
         return None, None
-    func = finding.traced.func
-    owner = getattr(func, "enclosing", None) or func  # a training loop's step stands in for its function
     return (owner.cls.node, owner.node) if owner.cls is not None else (owner.node, None)
 
 

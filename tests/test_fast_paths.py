@@ -20,7 +20,9 @@ from cslint.analysis.imports import ImportTable
 from cslint.analysis.index import _collect_imports, index_module, index_module_from_ast
 from cslint.analysis.module_names import assign_module_names, module_name_for
 from cslint.analysis.walk import iter_nodes
-from cslint.positions import locate
+from cslint.analysis.step_functions import _toplevel_assignments
+from cslint.positions import locate, piece_positions
+from cslint.rules.base import module_level_alias, top_level_alias
 from cslint.sources import parse_unvalidated
 from tests.corpus import real_files
 
@@ -108,6 +110,80 @@ def test_ast_index_equals_libcst_index(path: Path):
         assert cls.node is slow.classes[cls_name].node
         for method, func in cls.methods.items():
             assert func.node is slow.classes[cls_name].methods[method].node
+
+
+@pytest.mark.parametrize("path", CORPUS, ids=lambda p: p.name)
+def test_functions_parsed_alone_equal_the_whole_files_functions(path: Path):
+    """Each function parsed from its span alone: the same node as in the whole tree, the same signature,
+    and its nodes placed where PositionProvider places them in the whole file."""
+    text, tree = _parse(path)
+    name, is_package = module_name_for(path)
+    slow = index_module(path, text, tree, name, is_package)
+    fast = index_module_from_ast(path, text, ast.parse(text), name, is_package,
+                                 loader=lambda: pytest.fail("parsed the whole file"))
+    fast.piece_parser = cst.parse_module
+    expected = MetadataWrapper(tree, unsafe_skip_copy=True).resolve(PositionProvider)
+    pairs = [(fast.functions[n], f) for n, f in slow.functions.items()]
+    pairs += [(fast.classes[c].methods[m], f) for c, cls in slow.classes.items() for m, f in cls.methods.items()]
+    for alone, whole in pairs:
+        if text.count(f"def {whole.name}(") > 1:
+            continue  # a name defined twice: the index keeps the last, and so does the whole tree's
+        # the same code (blank lines and comments above the first decorator are the whole tree's only)
+        node = alone.node
+        assert alone.piece is not None and alone.signature == whole.signature
+        assert alone.piece.module.code_for_node(node) == tree.code_for_node(
+            whole.node.with_changes(leading_lines=())), whole.qualname
+        inner = list(iter_nodes(alone.node))[::11]
+        placed = piece_positions(alone.piece, alone.node, text, inner)
+        assert placed is not None
+        whole_nodes = list(iter_nodes(whole.node))[::11]
+        assert [placed[n] for n in inner] == [expected[n] for n in whole_nodes], whole.qualname
+
+
+SCRIPT = """\
+import torch as T
+import torch.nn
+from model import GPT
+
+HELP = \"\"\"a docstring constant
+that spans lines\"\"\"
+model = GPT(config); other = 1
+if FAST: model = T.compile(model)
+optimizer = T.optim.AdamW(model.parameters())
+model = 3
+net = GPT(
+    config)
+if __name__ == "__main__":
+    if True:
+        optimizer = make()
+        x: int = 1
+    else:
+        skipped = GPT()
+"""
+
+
+def test_assignments_parsed_alone_are_the_whole_files():
+    tree = cst.parse_module(SCRIPT)
+    info = index_module_from_ast(Path("train.py"), SCRIPT, ast.parse(SCRIPT), "train", False,
+                                 loader=lambda: pytest.fail("parsed the whole file"))
+    info.piece_parser = cst.parse_module
+    assert info.object_assignments is not None
+    whole = index_module(Path("train.py"), SCRIPT, tree, "train", False)
+    def code(node: cst.CSTNode) -> str:
+        return cst.Module([]).code_for_node(node).rstrip("; ")
+    # every assignment the whole tree's scan sees, bar the docstring constant, in the same order
+    expected = [code(a) for a in _toplevel_assignments(whole) if not code(a).startswith("HELP")]
+    assert expected[:2] == ["model = GPT(config)", "other = 1"] and len(expected) == 6
+    assert [code(a) for a in _toplevel_assignments(info)] == expected
+    assert top_level_alias(info, "torch") == module_level_alias(tree, "torch") == "T"
+
+
+def test_functions_parsed_alone_need_a_known_span():
+    text = "def f(x):\r    return x\r"  # lone carriage returns: ast and libcst could count lines apart
+    info = index_module_from_ast(Path("m.py"), text, ast.parse(text), "m", False, loader=lambda: cst.parse_module(text))
+    info.piece_parser = cst.parse_module
+    assert info.functions["f"].span is None and info.functions["f"].node is not None
+    assert info._tree is not None and info.functions["f"].piece is None
 
 
 @pytest.mark.parametrize("path", CORPUS, ids=lambda p: p.name)

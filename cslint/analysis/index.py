@@ -21,6 +21,25 @@ from cslint.analysis.imports import ImportTable, dotted_name
 from cslint.analysis.walk import visit
 
 
+@dataclass(frozen=True)
+class Span:
+    """Where a function's text is in its file: from its first decorator to the end of its last line."""
+
+    start: int  # offset in the text
+    end: int
+    line: int  # of `start`
+
+
+@dataclass(eq=False)
+class Piece:
+    """A function parsed on its own (`Span`'s text; a method inside a `class _:` line). Its nodes are
+    located by generating its code with its indent and shifting the lines."""
+
+    module: cst.Module  # what was parsed: its default indent and newline are the file's
+    span: Span
+    indent: str
+
+
 @dataclass(eq=False)
 class FunctionInfo:
     qualname: str  # pkg.mod.Class.method or pkg.mod.func
@@ -31,10 +50,15 @@ class FunctionInfo:
     _node: cst.FunctionDef | None = None
     step_function: bool = False  # traced as a training step without a decorator (an xm.mark_step loop)
     _signature: tuple[tuple[str, ...], str | None] | None = None
+    span: Span | None = None  # known for `ast`-indexed files, whose functions can be parsed one by one
+    piece: Piece | None = None  # set while the node comes from parsing this function alone
 
     @property
     def node(self) -> cst.FunctionDef:
-        self.module.use()
+        if self._node is None:
+            self.module.load_function(self)
+        elif self.module.budget is not None:
+            self.module.budget.touched(self.module)
         assert self._node is not None
         return self._node
 
@@ -87,6 +111,10 @@ class ModuleInfo:
     functions: dict[str, FunctionInfo] = field(default_factory=dict)
     _tree: cst.Module | None = None
     loader: Callable[[], cst.Module] | None = None
+    # Parses a piece of the file (a function, some assignments) when the whole tree is not needed.
+    piece_parser: Callable[[str], cst.Module] | None = None
+    top_level_imports: list[tuple[str, str | None]] | None = None  # (module, alias) of top-level `import`s
+    object_assignments: list[Span] | None = None  # see `index_module_from_ast`
     # call expressions at module level (`torch.compile(fn)` marks fn as a root); None: not collected yet
     _toplevel_calls: list[cst.Call] | None = None
     may_have_toplevel_roots: bool = True
@@ -120,12 +148,14 @@ class ModuleInfo:
         return self._toplevel_calls
 
     def materialise(self) -> None:
-        """Parse the libcst tree of an `ast`-indexed module and give every class and function its node."""
+        """Parse the libcst tree of an `ast`-indexed module and give every class and function its node
+        (a function parsed alone keeps the node it has)."""
         if self._tree is not None:
             return
         if self.loader is None:
             raise RuntimeError(f"no syntax tree for {self.path}")
         tree = self.loader()
+        # in body order, so a name defined twice gets its last definition, as in the index
         for stmt in tree.body:
             if isinstance(stmt, cst.ClassDef) and stmt.name.value in self.classes:
                 cls = self.classes[stmt.name.value]
@@ -133,13 +163,49 @@ class ModuleInfo:
                 body = stmt.body.body if isinstance(stmt.body, cst.IndentedBlock) else ()
                 for inner in body:
                     if isinstance(inner, cst.FunctionDef) and inner.name.value in cls.methods:
-                        cls.methods[inner.name.value]._node = inner
+                        _give_node(cls.methods[inner.name.value], inner)
             elif isinstance(stmt, cst.FunctionDef) and stmt.name.value in self.functions:
-                self.functions[stmt.name.value]._node = stmt
-        # in body order, so a name defined twice gets its last definition, as in the index
+                _give_node(self.functions[stmt.name.value], stmt)
         self._tree = tree
         if self.budget is not None:
-            self.budget.loaded(self)
+            self.budget.loaded(self, len(self.source))
+
+    def load_function(self, func: FunctionInfo) -> None:
+        """Give `func` its node: parsed alone when its span is known (most functions of a file are never
+        traced, and reading them is most of a parse), else from the whole tree."""
+        if self._tree is not None or func.span is None or self.piece_parser is None:
+            self.use()
+            return
+        span = func.span
+        text = self.source[span.start:span.end]
+        wrapped = func.cls is not None  # a method: indented, so it needs a class to be in
+        try:
+            parsed = self.piece_parser("class _:\n" + text if wrapped else text)
+            stmt = parsed.body[0]
+            node = stmt.body.body[0] if wrapped and isinstance(stmt, cst.ClassDef) else stmt
+        except (cst.ParserSyntaxError, RecursionError, IndexError, AttributeError):
+            node = None
+        if not isinstance(node, cst.FunctionDef) or node.name.value != func.name:
+            self.use()  # a function libcst will not parse alone: the whole file, as before
+            return
+        func._node = node
+        func.piece = Piece(parsed, span, text[:len(text) - len(text.lstrip(" \t"))])
+        if self.budget is not None:
+            self.budget.loaded(self, span.end - span.start)
+
+    def parse_pieces(self, spans: list[Span]) -> list[cst.BaseStatement] | None:
+        """The statements at `spans`, parsed together without the rest of the file; None if they cannot
+        be (the caller then reads the whole tree)."""
+        if self.piece_parser is None or self._tree is not None:
+            return None
+        # an indented statement goes in an `if 1:` block: a block's indent is whatever its first line has
+        text = "".join(("if 1:\n" if self.source[s.start] in " \t" else "") + self.source[s.start:s.end]
+                       for s in spans)
+        try:
+            body = self.piece_parser(text).body
+        except (cst.ParserSyntaxError, RecursionError):
+            return None
+        return [stmt.body.body[0] if isinstance(stmt, cst.If) else stmt for stmt in body]
 
     @contextmanager
     def held(self) -> Iterator[None]:
@@ -154,7 +220,7 @@ class ModuleInfo:
 
     def release(self) -> bool:
         """Drop the tree and every node reference into it; the next use parses the file again."""
-        if self._tree is None or self.loader is None or self.holds:
+        if self.loader is None or self.holds:
             return False
         self._tree = None
         self._toplevel_calls = None
@@ -162,9 +228,9 @@ class ModuleInfo:
         for cls in self.classes.values():
             cls._node = None
             for method in cls.methods.values():
-                method._node = None
+                method._node = method.piece = None
         for func in self.functions.values():
-            func._node = None
+            func._node = func.piece = None
         return True
 
 
@@ -178,9 +244,11 @@ class TreeBudget:
         self.size = 0
         self.resident: OrderedDict[ModuleInfo, int] = OrderedDict()
 
-    def loaded(self, module: ModuleInfo) -> None:
-        self.resident[module] = len(module.source)
-        self.size += len(module.source)
+    def loaded(self, module: ModuleInfo, size: int) -> None:
+        """`size` more bytes of `module`'s source are held as a tree (the whole file, or one function)."""
+        self.resident[module] = self.resident.get(module, 0) + size
+        self.resident.move_to_end(module)
+        self.size += size
         self._trim(keep=module)
 
     def touched(self, module: ModuleInfo) -> None:
@@ -238,6 +306,11 @@ def _blocks_of(stmt: cst.CSTNode) -> list[Sequence[cst.CSTNode]]:
     for case in getattr(stmt, "cases", ()):
         blocks.append(case.body.body if isinstance(case.body.body, (list, tuple)) else ())
     return blocks
+
+
+def _give_node(func: FunctionInfo, node: cst.FunctionDef) -> None:
+    if func.piece is None:  # a function parsed alone keeps that node: analyses may hold it
+        func._node = node
 
 
 class _ToplevelCallCollector(cst.CSTVisitor):
@@ -309,6 +382,7 @@ def index_module_from_ast(path: Path, source: str, tree: ast.Module, name: str, 
     _collect_ast_imports(tree.body, imports)
     info = ModuleInfo(name=name, path=path, source=source, imports=imports, is_package=is_package, loader=loader)
     info.may_have_toplevel_roots = _has_toplevel_root_call(tree)
+    spans = _Spans(source)
     for stmt in tree.body:
         if isinstance(stmt, ast.ClassDef):
             imports.add_definition(stmt.name)
@@ -316,21 +390,70 @@ def index_module_from_ast(path: Path, source: str, tree: ast.Module, name: str, 
                             bases=[imports.qualify(d) for d in map(_ast_base, stmt.bases) if d is not None])
             for inner in stmt.body:
                 if isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    cls.methods[inner.name] = _ast_function(inner, info, cls, f"{cls.qualname}.{inner.name}")
+                    cls.methods[inner.name] = _ast_function(inner, info, cls, f"{cls.qualname}.{inner.name}", spans)
             info.classes[stmt.name] = cls
         elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             imports.add_definition(stmt.name)
-            info.functions[stmt.name] = _ast_function(stmt, info, None, f"{name}.{stmt.name}")
+            info.functions[stmt.name] = _ast_function(stmt, info, None, f"{name}.{stmt.name}", spans)
+    info.top_level_imports = [(a.name, a.asname) for stmt in tree.body if isinstance(stmt, ast.Import)
+                              for a in stmt.names]
+    if spans.usable:
+        # one span per line: `a = f(); b = g()` is one statement line
+        info.object_assignments = list(dict.fromkeys(spans.of(stmt) for stmt in _object_assignments(tree.body)))
     return info
 
 
+class _Spans:
+    """Spans of statements from `ast` line numbers. Not usable when the text has a lone carriage return:
+    `ast` and libcst would count its lines differently from us."""
+
+    def __init__(self, text: str) -> None:
+        self.usable = "\r" not in text or "\r" not in text.replace("\r\n", "")
+        self.length = len(text)
+        self.starts = [0]
+        if self.usable:
+            find, at = text.find, text.find("\n")
+            while at >= 0:
+                self.starts.append(at + 1)
+                at = find("\n", at + 1)
+
+    def of(self, node: ast.stmt) -> Span:
+        first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", ()))])
+        last = node.end_lineno or node.lineno
+        end = self.starts[last] if last < len(self.starts) else self.length
+        return Span(self.starts[first - 1], end, first)
+
+
 def _ast_function(node: ast.FunctionDef | ast.AsyncFunctionDef, module: ModuleInfo, cls: ClassInfo | None,
-                  qualname: str) -> FunctionInfo:
+                  qualname: str, spans: _Spans) -> FunctionInfo:
     decorators = []
     for dec in node.decorator_list:
         dotted = _ast_dotted(dec.func if isinstance(dec, ast.Call) else dec)
         decorators.append(module.imports.qualify(dotted) if dotted is not None else "")
-    return FunctionInfo(qualname=qualname, name=node.name, module=module, cls=cls, decorators=decorators)
+    args = node.args
+    signature = (tuple(a.arg for a in (*args.posonlyargs, *args.args)), args.vararg.arg if args.vararg else None)
+    return FunctionInfo(qualname=qualname, name=node.name, module=module, cls=cls, decorators=decorators,
+                        _signature=signature, span=spans.of(node) if spans.usable else None)
+
+
+def _object_assignments(body: list[ast.stmt]) -> list[ast.stmt]:
+    """The statements holding the assignments that can bind a module-level object (`model = GPT(config)`,
+    `m = model`), and those that rebind such a name to something else, at top level and in `if`
+    blocks (not one-line `if`s): in the order they run. Docstring constants and the like are left out."""
+    found: list[ast.Assign] = []
+
+    def scan(statements: list[ast.stmt]) -> None:
+        for stmt in statements:
+            if isinstance(stmt, ast.Assign):
+                found.append(stmt)
+            elif isinstance(stmt, ast.If) and stmt.body and stmt.body[0].lineno > stmt.lineno:
+                scan(stmt.body)
+
+    scan(body)
+    binding = {t.id for a in found if isinstance(a.value, (ast.Call, ast.Name))
+               for t in a.targets if isinstance(t, ast.Name)}
+    return [a for a in found if isinstance(a.value, (ast.Call, ast.Name))
+            or any(isinstance(t, ast.Name) and t.id in binding for t in a.targets)]
 
 
 def _ast_dotted(node: ast.expr) -> str | None:

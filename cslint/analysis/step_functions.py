@@ -104,8 +104,11 @@ def expression_kind(project: Project, module: ModuleInfo, expr: cst.BaseExpressi
 
 
 def _toplevel_assignments(module: ModuleInfo) -> list[cst.Assign]:
-    """Assignments at module level, including those under `if __name__ == "__main__":`."""
+    """Assignments at module level, including those under `if __name__ == "__main__":`. Read from just
+    their lines when the file's index says where they are, so a file is not parsed whole for them."""
     found: list[cst.Assign] = []
+    spans = module.object_assignments
+    statements = module.parse_pieces(spans) if spans is not None else None
 
     def scan(statements: object) -> None:
         for stmt in statements:  # type: ignore[attr-defined]
@@ -114,7 +117,7 @@ def _toplevel_assignments(module: ModuleInfo) -> list[cst.Assign]:
             elif isinstance(stmt, cst.If) and isinstance(stmt.body, cst.IndentedBlock):
                 scan(stmt.body.body)
 
-    scan(module.tree.body)
+    scan(statements if statements is not None else module.tree.body)
     return found
 
 

@@ -18,6 +18,7 @@ from cslint.analysis.kinds import Kind
 from cslint.analysis.walk import visit
 
 if TYPE_CHECKING:
+    from cslint.analysis.index import ModuleInfo
     from cslint.analysis.traced import TracedFunction
     from cslint.config import Settings
 
@@ -64,6 +65,16 @@ def module_level_alias(tree: cst.Module, module: str) -> str | None:
                     return module
                 if isinstance(alias.asname.name, cst.Name):
                     return alias.asname.name.value
+    return None
+
+
+def top_level_alias(module: ModuleInfo, name: str) -> str | None:
+    """`module_level_alias` from the index when it has the top-level imports (no tree is parsed)."""
+    if module.top_level_imports is None:
+        return module_level_alias(module.tree, name)
+    for imported, alias in module.top_level_imports:
+        if imported == name:
+            return alias or name
     return None
 
 
@@ -153,7 +164,7 @@ class RuleContext:
 
     def torch_name(self) -> tuple[str, frozenset[str]]:
         """How fix code should spell the torch module here, and the imports it needs for that."""
-        alias = module_level_alias(self.module.tree, "torch")
+        alias = top_level_alias(self.module, "torch")
         if alias is not None:
             return alias, frozenset()
         return "torch", frozenset({"torch"})
