@@ -49,9 +49,10 @@ class Located:
 
 class Linter:
     """`tree_budget` (bytes of source) bounds memory when only reporting: files are indexed with `ast`,
-    libcst trees are parsed on demand and given back least recently used first, and each function's
-    findings are located as soon as it is analysed. Without it (and always when fixing) every tree
-    parsed stays in memory until the run ends."""
+    each function is parsed with libcst on its own when it is analysed (the whole file only when
+    something needs it), trees are given back least recently used first, and each function's findings
+    are located as soon as it is analysed. Without it (and always when fixing, which edits whole trees)
+    every tree parsed stays in memory until the run ends."""
 
     def __init__(self, settings: Settings, rules: list[type[Rule]], profile: Profile | None = None,
                  tree_budget: int | None = None) -> None:
@@ -202,8 +203,9 @@ class Linter:
 
     def _index(self, source: SourceFile, name: str, is_package: bool) -> ModuleInfo | None:
         """The index from the libcst tree when the file is already parsed (files likely to hold traced code,
-        when every tree is kept); else from Python's `ast` (several times faster), with the libcst tree
-        parsed only when something needs it, and under a tree budget given back again."""
+        when every tree is kept); else from Python's `ast` (several times faster), with libcst parsing
+        functions (or the whole file) only when something needs them, under a tree budget given back
+        again."""
         if source.tree is None:
             try:
                 tree = ast.parse(for_parser(source.text))
