@@ -276,10 +276,12 @@ class Linter:
         for owner, nodes in alone.items():
             assert owner.piece is not None and owner._node is not None
             placed = piece_positions(owner.piece, owner._node, module.source, nodes)
-            if placed is None:
-                self.profile.count("findings that could not be placed")
-            else:
-                found.update(placed)
+            if placed is None:  # not expected: the function's first line rather than no finding
+                self.profile.count("findings placed at their function's first line")
+                span, indent = owner.piece.span, len(owner.piece.indent)
+                first = CodeRange(CodePosition(span.line, indent), CodePosition(span.line, indent))
+                placed = dict.fromkeys(nodes, first)
+            found.update(placed)
         if rest:
             found.update(locate(module.tree, module.source, ((f.node, *_statement_of(f)) for f in rest)))
         return found

@@ -134,3 +134,46 @@ def test_bounded_report_equals_the_full_one_on_torch_sources_with_every_function
     files = sorted((package / "optim").glob("*.py")) + random.Random(3).sample(sorted(package.rglob("*.py")), 30)
     settings = Settings(project_root=package.parent).with_overrides(trace_roots=("*",))
     assert _bounded_equals_unbounded(sorted({f for f in files if f.stat().st_size < 200_000}), settings) > 50
+
+
+TRACED = """\
+import torch
+
+
+class Gate(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        if x.sum() > 0:
+            x = self.proj(x)
+        return x
+
+    def extra_repr(self):
+        return "gate"
+"""
+
+
+def _bounded_run(tmp_path: Path) -> tuple[Linter, list]:  # type: ignore[type-arg]
+    path = tmp_path / "gate.py"
+    path.write_text(TRACED, encoding="utf-8")
+    settings = Settings(project_root=tmp_path)
+    linter = Linter(settings, enabled_rules(settings), tree_budget=10_000_000)
+    return linter, linter.run([path]).diagnostics
+
+
+def test_a_report_parses_only_the_traced_functions(tmp_path: Path):
+    linter, found = _bounded_run(tmp_path)
+    assert [(d.code, d.line, d.column) for d in found] == [("WSC101", 10, 12)]
+    gate = next(iter(linter.modules_by_path.values())).classes["Gate"]
+    assert gate.module._tree is None  # the file was never parsed whole...
+    # ...only forward, and __init__ for what `self.proj` is, each on its own
+    assert gate.methods["forward"].piece is not None and gate.methods["__init__"].piece is not None
+    assert gate.methods["extra_repr"]._node is None
+
+
+def test_a_finding_that_cannot_be_placed_in_its_function_is_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr("cslint.runner.piece_positions", lambda *args: None)
+    _, found = _bounded_run(tmp_path)
+    assert [(d.code, d.line, d.column) for d in found] == [("WSC101", 9, 5)]  # `def forward` (1-based column)
