@@ -11,7 +11,6 @@ import libcst as cst
 from cslint.analysis.index import ModuleInfo
 from cslint.analysis.project import Project
 from cslint.analysis.traced import TracedFunction
-from cslint.analysis.walk import iter_nodes
 from cslint.config import Settings
 from cslint.profile import Profile
 from cslint.report import BUG_HINT, INTERNAL_ERROR
@@ -29,11 +28,11 @@ def internal_error(node: cst.CSTNode, traced: TracedFunction | None, where: str,
                    node=node, traced=traced)
 
 
-def _dispatch(root: cst.CSTNode, table: dict[type, list[tuple[Rule, Handler]]], ctx: RuleContext,
+def _dispatch(table: dict[type, list[tuple[Rule, Handler]]], ctx: RuleContext,
               profile: Profile | None = None) -> None:
     timed = profile is not None and profile.enabled
     # nested classes are not part of the traced function
-    for node in iter_nodes(root, prune=(cst.ClassDef,)):
+    for node in ctx.walk(prune=(cst.ClassDef,)):
         handlers = table.get(type(node))
         if not handlers:
             continue
@@ -68,7 +67,7 @@ class Checker:
         if traced.analysis is None or not self.table:
             return []
         ctx = RuleContext(traced=traced, settings=self.settings)
-        _dispatch(traced.func.node.body, self.table, ctx, self.profile)
+        _dispatch(self.table, ctx, self.profile)
         return adapt_to_target(ctx.findings, self.settings)
 
     def check_module(self, module: ModuleInfo, project: Project) -> list[Finding]:

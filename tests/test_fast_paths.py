@@ -2,7 +2,8 @@
 
 - positions from generating one top-level statement == libcst's PositionProvider over the module;
 - the `ast` index == the libcst index (imports, classes, bases, methods, decorators);
-- the text import scan finds every module the import table resolves.
+- the text import scan finds every module the import table resolves;
+- walks read from a function's flattened tree == walks of the tree itself.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from cslint.analysis.import_scan import scan_imports
 from cslint.analysis.imports import ImportTable
 from cslint.analysis.index import _collect_imports, index_module, index_module_from_ast
 from cslint.analysis.module_names import assign_module_names, module_name_for
-from cslint.analysis.walk import iter_nodes
+from cslint.analysis.walk import FlatTree, iter_nodes
 from cslint.analysis.step_functions import _toplevel_assignments
 from cslint.positions import locate, piece_positions
 from cslint.rules.base import module_level_alias, top_level_alias
@@ -256,3 +257,24 @@ def test_a_failed_unvalidated_parse_restores_validation():
         parse_unvalidated("def (:\n")
     with pytest.raises(cst.CSTValidationError):
         cst.Name("not a name")
+
+
+PRUNINGS = [(), (cst.ClassDef,), (cst.FunctionDef, cst.ClassDef), (cst.Call, cst.Attribute)]
+
+
+@pytest.mark.parametrize("path", CORPUS[::3], ids=lambda p: p.name)
+def test_flat_tree_walks_equal_iter_nodes(path: Path):
+    _, tree = _parse(path)
+    flat = FlatTree(tree)
+    assert [id(n) for n in flat.walk(tree)] == [id(n) for n in iter_nodes(tree)]
+    for root in list(iter_nodes(tree))[::13]:  # every kind of part: statements, expressions, names
+        for prune in PRUNINGS:
+            assert [id(n) for n in flat.walk(root, prune)] == [id(n) for n in iter_nodes(root, prune)]
+
+
+def test_flat_tree_walks_a_node_outside_it_the_slow_way():
+    inside, outside = cst.parse_module("x = f(a)\n"), cst.parse_module("class C:\n    def g(self): h(1)\n")
+    flat = FlatTree(inside)
+    walked = list(flat.walk(outside, (cst.FunctionDef,)))
+    assert walked == list(iter_nodes(outside, (cst.FunctionDef,)))
+    assert any(isinstance(n, cst.FunctionDef) for n in walked) and not any(isinstance(n, cst.Call) for n in walked)

@@ -66,6 +66,44 @@ def iter_nodes(root: cst.CSTNode, prune: tuple[type, ...] = ()) -> Iterator[cst.
         stack.extend(reversed(_children(node)))
 
 
+class FlatTree:
+    """A subtree's nodes in pre-order, each with the index just past its own subtree: walked once, then
+    any part of it can be walked again, with any pruning, by reading a list instead of asking every node
+    for its children (the rules of a traced function scan its body several times)."""
+
+    __slots__ = ("nodes", "ends", "index")
+
+    def __init__(self, root: cst.CSTNode) -> None:
+        nodes: list[cst.CSTNode] = []
+        ends: list[int] = []
+        stack: list[cst.CSTNode | int] = [root]  # an int: the subtree started at that index ends here
+        while stack:
+            item = stack.pop()
+            if type(item) is int:
+                ends[item] = len(nodes)
+                continue
+            stack.append(len(nodes))
+            nodes.append(item)  # type: ignore[arg-type]
+            ends.append(0)
+            stack.extend(reversed(_children(item)))  # type: ignore[arg-type]
+        self.nodes = nodes
+        self.ends = ends
+        self.index = {id(node): i for i, node in enumerate(nodes)}
+
+    def walk(self, root: cst.CSTNode, prune: tuple[type, ...] = ()) -> Iterator[cst.CSTNode]:
+        """What `iter_nodes(root, prune)` yields, in the same order; `root` need not be in this tree."""
+        start = self.index.get(id(root))
+        if start is None:
+            yield from iter_nodes(root, prune)
+            return
+        nodes, ends = self.nodes, self.ends
+        i, stop = start, ends[start]
+        while i < stop:
+            node = nodes[i]
+            yield node
+            i = ends[i] if prune and type(node) in prune else i + 1
+
+
 def _hooks(visitor_type: type, node_type: type) -> tuple[object, object]:
     """The visitor's own visit_X / leave_X for a node type (None where it keeps libcst's no-op). Kept
     on the visitor class, not in a global table: classes defined inside functions close over the nodes

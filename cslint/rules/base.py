@@ -7,7 +7,7 @@ of each expression and collects reports.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
@@ -15,7 +15,7 @@ import libcst as cst
 
 from cslint.analysis.imports import dotted_name
 from cslint.analysis.kinds import Kind
-from cslint.analysis.walk import visit
+from cslint.analysis.walk import FlatTree
 
 if TYPE_CHECKING:
     from cslint.analysis.index import ModuleInfo
@@ -78,6 +78,9 @@ def top_level_alias(module: ModuleInfo, name: str) -> str | None:
     return None
 
 
+_TESTED = (cst.If, cst.While, cst.IfExp, cst.Assert, cst.CompIf)  # statements whose test takes a truth value
+
+
 @dataclass
 class RuleContext:
     traced: TracedFunction
@@ -86,6 +89,8 @@ class RuleContext:
     current_rule: Rule | None = None
     scratch: dict[str, Any] = field(default_factory=dict)  # per-function notes a rule keeps between visits
     _condition_parts: set[int] | None = None
+    _body: FlatTree | None = None
+    _resolved: dict[int, str | None] = field(default_factory=dict)  # every rule resolves the same calls
 
     @property
     def analysis(self):  # type: ignore[no-untyped-def]
@@ -96,6 +101,14 @@ class RuleContext:
         return self.traced.func.module
 
     # ---- questions rules ask ---------------------------------------------------------------------
+
+    def walk(self, root: cst.CSTNode | None = None, prune: tuple[type, ...] = ()) -> Iterator[cst.CSTNode]:
+        """`iter_nodes` over the traced function's body (or a part of it), read from one walk of the body
+        shared by the dispatch and every rule's scans."""
+        body = self.traced.func.node.body
+        if self._body is None:
+            self._body = FlatTree(body)
+        return self._body.walk(body if root is None else root, prune)
 
     def kind(self, node: cst.CSTNode) -> Kind:
         return self.traced.analysis.kind(node)  # type: ignore[union-attr]
@@ -128,35 +141,24 @@ class RuleContext:
                     parts.add(id(test))
                     mark(test.expression)
 
-            class Tests(cst.CSTVisitor):
-                def visit_If(self, n: cst.If) -> None:
-                    mark(n.test)
-
-                def visit_While(self, n: cst.While) -> None:
-                    mark(n.test)
-
-                def visit_IfExp(self, n: cst.IfExp) -> None:
-                    mark(n.test)
-
-                def visit_Assert(self, n: cst.Assert) -> None:
-                    mark(n.test)
-
-                def visit_CompIf(self, n: cst.CompIf) -> None:
-                    mark(n.test)
-
-            visit(self.traced.func.node, Tests())
+            for n in self.walk():
+                if type(n) in _TESTED:
+                    mark(n.test)  # type: ignore[attr-defined]
             self._condition_parts = parts
         return id(node) in self._condition_parts
 
     def resolve(self, node: cst.BaseExpression) -> str | None:
         """Qualified name of a name/attribute through the module's imports (`T.where` -> torch.where)."""
+        key = id(node)
+        if key in self._resolved:
+            return self._resolved[key]
         dotted = dotted_name(node)
-        if dotted is None:
-            return None
-        head = dotted.split(".")[0]
-        if head in self.traced.analysis.params:  # type: ignore[union-attr]
-            return None
-        return self.module.imports.resolve(node)
+        if dotted is None or dotted.split(".")[0] in self.traced.analysis.params:  # type: ignore[union-attr]
+            found = None
+        else:
+            found = self.module.imports.resolve(node)
+        self._resolved[key] = found
+        return found
 
     def bound_before(self, stmt: cst.If) -> dict[str, Kind]:
         """Names bound (and their kinds) just before an `if` statement runs."""

@@ -7,7 +7,6 @@ import libcst as cst
 from cslint.analysis.kinds import Tag
 from cslint.fixers.dtypes import double_method_fix, dtype_attribute_fix, python_float_dtype_fix
 from cslint.rules.base import Rule, RuleContext
-from cslint.analysis.walk import visit
 
 SUPPORTED = "WSC computes in float32 and one 16-bit type (bfloat16 or float16)"
 FLOAT64_NAMES = frozenset({"torch.float64", "torch.double", "torch.DoubleTensor", "torch.cuda.DoubleTensor"})
@@ -24,17 +23,9 @@ def _inspections(ctx: RuleContext) -> set[int]:
     return ctx.scratch.setdefault("dtype_inspections", set())  # type: ignore[no-any-return]
 
 
-class _Attributes(cst.CSTVisitor):
-    def __init__(self, found: set[int]) -> None:
-        self.found = found
-
-    def visit_Attribute(self, node: cst.Attribute) -> None:
-        self.found.add(id(node))
-
-
 def _mark_inspection(node: cst.CSTNode, ctx: RuleContext) -> None:
     """`x.dtype == torch.float64`, `torch.finfo(torch.float64)`: dtypes compared or inspected, not used."""
-    visit(node, _Attributes(_inspections(ctx)))
+    _inspections(ctx).update(id(n) for n in ctx.walk(node) if type(n) is cst.Attribute)
 
 
 def _mark_if_inspection(node: cst.CSTNode, ctx: RuleContext) -> None:

@@ -10,7 +10,6 @@ import libcst as cst
 from cslint.analysis import torch_api as api
 from cslint.fixers.masked import masked_reduction_fix, masked_store_fix
 from cslint.rules.base import Fix, Rule, RuleContext
-from cslint.analysis.walk import visit
 
 FIXED_SHAPE = "a static graph needs shapes known before the data"
 
@@ -191,41 +190,32 @@ def is_boolean_tensor(expr: cst.BaseExpression, ctx: RuleContext, bool_names: di
     return False
 
 
-class _Assignments(cst.CSTVisitor):
+def _assignments(ctx: RuleContext) -> list[tuple[str, cst.BaseExpression]]:
     """`name = value` in the function's own body, in source order (not in nested functions or classes)."""
-
-    def __init__(self) -> None:
-        self.pairs: list[tuple[str, cst.BaseExpression]] = []
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        return False
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-        return False
-
-    def visit_Assign(self, node: cst.Assign) -> None:
-        for target in node.targets:
-            if isinstance(target.target, cst.Name):
-                self.pairs.append((target.target.value, node.value))
-
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        if isinstance(node.target, cst.Name) and node.value is not None:
-            self.pairs.append((node.target.value, node.value))
+    pairs: list[tuple[str, cst.BaseExpression]] = []
+    for node in ctx.walk(prune=(cst.FunctionDef, cst.ClassDef)):
+        kind = type(node)
+        if kind is cst.Assign:
+            pairs.extend((t.target.value, node.value) for t in node.targets  # type: ignore[attr-defined]
+                         if isinstance(t.target, cst.Name))
+        elif kind is cst.AnnAssign and isinstance(node.target, cst.Name) \
+                and node.value is not None:  # type: ignore[attr-defined]
+            pairs.append((node.target.value, node.value))  # type: ignore[attr-defined]
+    return pairs
 
 
 def mask_names(ctx: RuleContext) -> tuple[dict[str, bool], dict[str, cst.BaseExpression]]:
     """Names that hold boolean tensors in this function, and the expressions of names assigned once."""
     cached = ctx.scratch.get("mask_names")
     if cached is None:
-        collector = _Assignments()
-        visit(ctx.traced.func.node.body, collector)
+        pairs = _assignments(ctx)
         bool_names: dict[str, bool] = {}
         counts: dict[str, int] = {}
-        for name, value in collector.pairs:
+        for name, value in pairs:
             boolean = is_boolean_tensor(value, ctx, bool_names)
             bool_names[name] = boolean and bool_names.get(name, True)
             counts[name] = counts.get(name, 0) + 1
-        once = {name: value for name, value in collector.pairs if counts[name] == 1}
+        once = {name: value for name, value in pairs if counts[name] == 1}
         cached = ctx.scratch["mask_names"] = (bool_names, once)
     return cached  # type: ignore[no-any-return]
 

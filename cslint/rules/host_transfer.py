@@ -6,7 +6,6 @@ import libcst as cst
 
 from cslint.analysis.inference import string_value
 from cslint.analysis.kinds import Tag
-from cslint.analysis.walk import iter_nodes
 from cslint.fixers.host import builtin_to_clamp, builtin_to_torch, drop_conversion, feeds_tensor_arithmetic
 from cslint.fixers.summaries import log_call_kind
 from cslint.rules.base import Rule, RuleContext
@@ -508,9 +507,9 @@ def _in_raise(node: cst.CSTNode, ctx: RuleContext) -> bool:
     key = "host.raise_parts"
     if key not in ctx.scratch:
         parts: set[int] = set()
-        for node_ in iter_nodes(ctx.traced.func.node.body):
+        for node_ in ctx.walk():
             if type(node_) is cst.Raise and node_.exc is not None:  # type: ignore[attr-defined]
-                parts.update(id(inner) for inner in iter_nodes(node_.exc))  # type: ignore[attr-defined]
+                parts.update(id(inner) for inner in ctx.walk(node_.exc))  # type: ignore[attr-defined]
         ctx.scratch[key] = parts
     return id(node) in ctx.scratch[key]
 

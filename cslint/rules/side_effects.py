@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+
 import libcst as cst
 
 from cslint.analysis.xla_loops import LoopStep
@@ -116,7 +118,7 @@ def _mutated_state(ctx: RuleContext) -> tuple[set[str], set[str]]:
     attributes: set[str] = set()
     globals_: set[str] = set()
 
-    for node in iter_nodes(ctx.traced.func.node.body, prune=(cst.FunctionDef, cst.ClassDef)):
+    for node in ctx.walk(prune=(cst.FunctionDef, cst.ClassDef)):
         kind = type(node)
         if kind in (cst.Global, cst.Nonlocal):
             globals_.update(n.name.value for n in node.names)  # type: ignore[attr-defined]
@@ -128,7 +130,7 @@ def _mutated_state(ctx: RuleContext) -> tuple[set[str], set[str]]:
             for t in node.targets:  # type: ignore[attr-defined]
                 target = path_key(t.target)
                 if target is not None and "." in target and _is_python_value(t.target, ctx) \
-                        and _reads(node.value, {target}):  # type: ignore[attr-defined]
+                        and _reads(node.value, {target}, ctx.walk):  # type: ignore[attr-defined]
                     attributes.add(target)  # self.calls = self.calls + 1
     ctx.scratch[key] = (attributes, globals_)
     return attributes, globals_
@@ -177,11 +179,12 @@ def _literal_attribute(target: cst.BaseExpression, ctx: RuleContext) -> bool:
         for v in values)
 
 
-def _reads(expr: cst.CSTNode, paths: set[str]) -> bool:
+def _reads(expr: cst.CSTNode, paths: set[str],
+           walk: Callable[[cst.CSTNode], Iterator[cst.CSTNode]] = iter_nodes) -> bool:
     if not paths:
         return False
     return any(type(node) in (cst.Name, cst.Attribute) and path_key(node) in paths  # type: ignore[arg-type]
-               for node in iter_nodes(expr))
+               for node in walk(expr))
 
 
 class PythonStateMutation(Rule):
@@ -290,7 +293,7 @@ class Net(nn.Module):
         if isinstance(target, cst.Name) and key in globals_:
             ctx.report(node, f"global `{key}` is assigned inside traced code: {ONCE}; keep it a tensor buffer "
                              "or update it outside the step")
-        elif key in attributes and (isinstance(node, cst.AugAssign) or _reads(node.value, {key})):
+        elif key in attributes and (isinstance(node, cst.AugAssign) or _reads(node.value, {key}, ctx.walk)):
             fix = counter_to_buffer(node, ctx) if isinstance(node, cst.AugAssign) else None
             ctx.report(node, f"Python attribute `{key}` is updated inside traced code: {ONCE}; keep it as a "
                              "registered tensor buffer updated in place", fix)
@@ -357,7 +360,7 @@ class Net(nn.Module):
         if not derived:
             return
         for side, other in ((node.left, node.right), (node.right, node.left)):
-            if ctx.is_tensor(other) and not ctx.is_tensor(side) and _reads(side, derived):
+            if ctx.is_tensor(other) and not ctx.is_tensor(side) and _reads(side, derived, ctx.walk):
                 ctx.report(node, f"`{ctx.code(side)}` comes from Python state mutated in the traced step and "
                                  "feeds a tensor op: its first value is frozen into the graph")
                 return
@@ -371,7 +374,7 @@ class Net(nn.Module):
         if not derived:
             return
         for arg in node.args:
-            if not ctx.is_tensor(arg.value) and _reads(arg.value, derived):
+            if not ctx.is_tensor(arg.value) and _reads(arg.value, derived, ctx.walk):
                 ctx.report(arg.value, f"`{ctx.code(arg.value)}` comes from Python state mutated in the traced "
                                       "step and feeds a tensor op: its first value is frozen into the graph")
 
@@ -383,20 +386,13 @@ def _derived(ctx: RuleContext) -> set[str]:
         return ctx.scratch[key]  # type: ignore[no-any-return]
     attributes, globals_ = _mutated_state(ctx)
     derived = set(attributes) | set(globals_)
-    assigns: list[tuple[str, cst.BaseExpression]] = []
-
-    class Collector(cst.CSTVisitor):
-        def visit_Assign(self, node: cst.Assign) -> None:
-            for t in node.targets:
-                if isinstance(t.target, cst.Name):
-                    assigns.append((t.target.value, node.value))
-
-    visit(ctx.traced.func.node.body, Collector())
+    assigns = [(t.target.value, node.value) for node in ctx.walk() if type(node) is cst.Assign
+               for t in node.targets if isinstance(t.target, cst.Name)]  # type: ignore[attr-defined]
     changed = bool(derived)
     while changed:
         changed = False
         for name, value in assigns:
-            if name not in derived and _reads(value, derived):
+            if name not in derived and _reads(value, derived, ctx.walk):
                 derived.add(name)
                 changed = True
     ctx.scratch[key] = derived
