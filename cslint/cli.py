@@ -19,8 +19,18 @@ EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
 
 class _Parser(argparse.ArgumentParser):
+    commands: dict[str, argparse.ArgumentParser] = {}  # the subcommands' parsers, by name (set on the top one)
+
     def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(EXIT_ERROR, f"cslint: error: {message} (see `cslint {self.prog.split()[-1]} --help`)\n")
+        self.exit(EXIT_ERROR, f"cslint: error: {message} (see `{self.prog} --help`)\n")
+
+    def parse_args(self, args=None, namespace=None):  # type: ignore[no-untyped-def,override]
+        """Unknown arguments are reported by the command they were given to, so its --help is named."""
+        parsed, extra = self.parse_known_args(args, namespace)
+        if extra:
+            command = self.commands.get(getattr(parsed, "command", None) or "")
+            (command or self).error(f"unrecognized arguments: {' '.join(extra)}")
+        return parsed
 
 
 def _jobs(value: str) -> int:
@@ -48,6 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="cslint", description="Make PyTorch code run on static-graph accelerators.")
     parser.add_argument("--version", action="version", version=f"cslint {__version__}")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
+    parser.commands = sub.choices
 
     check = sub.add_parser("check", help="find (and fix) code a static-graph trace rejects")
     check.add_argument("paths", nargs="*", type=Path, help="files or directories (default: .)")

@@ -177,6 +177,21 @@ def test_usage_errors_are_one_line_exit_2(project, capsys, monkeypatch, argv, me
     assert len(err.strip().splitlines()) == 1
 
 
+@pytest.mark.parametrize(("argv", "hint"), [
+    (["check", "--bogus", "x.py"], "unrecognized arguments: --bogus (see `cslint check --help`)"),
+    (["rule", "WSC101", "--bogus"], "unrecognized arguments: --bogus (see `cslint rule --help`)"),
+    (["--bogus"], "(see `cslint --help`)"),
+    (["check", "--jobs", "x"], "not a number: 'x' (see `cslint check --help`)"),
+])
+def test_a_usage_error_names_the_help_of_the_command_it_was_given_to(capsys, argv, hint):
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert hint in err and "cslint cslint" not in err
+    assert len(err.strip().splitlines()) == 1
+
+
 class _nullcontext:
     def __enter__(self) -> None:
         return None
