@@ -71,7 +71,7 @@ class FlatTree:
     any part of it can be walked again, with any pruning, by reading a list instead of asking every node
     for its children (the rules of a traced function scan its body several times)."""
 
-    __slots__ = ("nodes", "ends", "index")
+    __slots__ = ("nodes", "ends", "_index")
 
     def __init__(self, root: cst.CSTNode) -> None:
         nodes: list[cst.CSTNode] = []
@@ -88,13 +88,19 @@ class FlatTree:
             stack.extend(reversed(_children(item)))  # type: ignore[arg-type]
         self.nodes = nodes
         self.ends = ends
-        self.index = {id(node): i for i, node in enumerate(nodes)}
+        self._index: dict[int, int] | None = None  # most walks start at the root: built when a part is walked
 
-    def walk(self, root: cst.CSTNode, prune: tuple[type, ...] = ()) -> Iterator[cst.CSTNode]:
-        """What `iter_nodes(root, prune)` yields, in the same order; `root` need not be in this tree."""
-        start = self.index.get(id(root))
+    def walk(self, root: cst.CSTNode | None = None, prune: tuple[type, ...] = ()) -> Iterator[cst.CSTNode]:
+        """What `iter_nodes(root, prune)` yields, in the same order (`root` defaults to the tree's own and
+        need not be in this tree)."""
+        if root is None or root is self.nodes[0]:
+            start: int | None = 0
+        else:
+            if self._index is None:
+                self._index = {id(node): i for i, node in enumerate(self.nodes)}
+            start = self._index.get(id(root))
         if start is None:
-            yield from iter_nodes(root, prune)
+            yield from iter_nodes(root, prune)  # type: ignore[arg-type]
             return
         nodes, ends = self.nodes, self.ends
         i, stop = start, ends[start]

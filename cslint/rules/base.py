@@ -78,7 +78,7 @@ def top_level_alias(module: ModuleInfo, name: str) -> str | None:
     return None
 
 
-_TESTED = (cst.If, cst.While, cst.IfExp, cst.Assert, cst.CompIf)  # statements whose test takes a truth value
+_TESTED = (cst.If, cst.While, cst.IfExp, cst.Assert, cst.CompIf)  # nodes whose `test` is taken as a truth value
 
 
 @dataclass
@@ -105,10 +105,9 @@ class RuleContext:
     def walk(self, root: cst.CSTNode | None = None, prune: tuple[type, ...] = ()) -> Iterator[cst.CSTNode]:
         """`iter_nodes` over the traced function's body (or a part of it), read from one walk of the body
         shared by the dispatch and every rule's scans."""
-        body = self.traced.func.node.body
         if self._body is None:
-            self._body = FlatTree(body)
-        return self._body.walk(body if root is None else root, prune)
+            self._body = FlatTree(self.traced.func.node.body)
+        return self._body.walk(root, prune)
 
     def kind(self, node: cst.CSTNode) -> Kind:
         return self.traced.analysis.kind(node)  # type: ignore[union-attr]

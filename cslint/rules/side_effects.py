@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-
 import libcst as cst
 
 from cslint.analysis.xla_loops import LoopStep
 
 from cslint.analysis.inference import path_key, string_value
 from cslint.analysis.kinds import Tag
-from cslint.analysis.walk import iter_nodes
 from cslint.fixers.buffers import counter_to_buffer
 from cslint.fixers.summaries import data_dependent_parts, log_call_kind, report_through_summaries
 from cslint.rules.base import Rule, RuleContext
@@ -130,7 +127,7 @@ def _mutated_state(ctx: RuleContext) -> tuple[set[str], set[str]]:
             for t in node.targets:  # type: ignore[attr-defined]
                 target = path_key(t.target)
                 if target is not None and "." in target and _is_python_value(t.target, ctx) \
-                        and _reads(node.value, {target}, ctx.walk):  # type: ignore[attr-defined]
+                        and _reads(node.value, {target}, ctx):  # type: ignore[attr-defined]
                     attributes.add(target)  # self.calls = self.calls + 1
     ctx.scratch[key] = (attributes, globals_)
     return attributes, globals_
@@ -173,18 +170,17 @@ def _literal_attribute(target: cst.BaseExpression, ctx: RuleContext) -> bool:
         visit(method.node, Finder())
     literal = (cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString)
     return bool(values) and not registered and all(
-        isinstance(v, literal) or _reads(v, {f"self.{attr}"}) or
+        isinstance(v, literal) or _reads(v, {f"self.{attr}"}, ctx) or
         (isinstance(v, cst.Name) and v.value in ("True", "False")) or
         (isinstance(v, cst.UnaryOperation) and isinstance(v.expression, literal))
         for v in values)
 
 
-def _reads(expr: cst.CSTNode, paths: set[str],
-           walk: Callable[[cst.CSTNode], Iterator[cst.CSTNode]] = iter_nodes) -> bool:
+def _reads(expr: cst.CSTNode, paths: set[str], ctx: RuleContext) -> bool:
     if not paths:
         return False
     return any(type(node) in (cst.Name, cst.Attribute) and path_key(node) in paths  # type: ignore[arg-type]
-               for node in walk(expr))
+               for node in ctx.walk(expr))
 
 
 class PythonStateMutation(Rule):
@@ -293,7 +289,7 @@ class Net(nn.Module):
         if isinstance(target, cst.Name) and key in globals_:
             ctx.report(node, f"global `{key}` is assigned inside traced code: {ONCE}; keep it a tensor buffer "
                              "or update it outside the step")
-        elif key in attributes and (isinstance(node, cst.AugAssign) or _reads(node.value, {key}, ctx.walk)):
+        elif key in attributes and (isinstance(node, cst.AugAssign) or _reads(node.value, {key}, ctx)):
             fix = counter_to_buffer(node, ctx) if isinstance(node, cst.AugAssign) else None
             ctx.report(node, f"Python attribute `{key}` is updated inside traced code: {ONCE}; keep it as a "
                              "registered tensor buffer updated in place", fix)
@@ -360,7 +356,7 @@ class Net(nn.Module):
         if not derived:
             return
         for side, other in ((node.left, node.right), (node.right, node.left)):
-            if ctx.is_tensor(other) and not ctx.is_tensor(side) and _reads(side, derived, ctx.walk):
+            if ctx.is_tensor(other) and not ctx.is_tensor(side) and _reads(side, derived, ctx):
                 ctx.report(node, f"`{ctx.code(side)}` comes from Python state mutated in the traced step and "
                                  "feeds a tensor op: its first value is frozen into the graph")
                 return
@@ -374,7 +370,7 @@ class Net(nn.Module):
         if not derived:
             return
         for arg in node.args:
-            if not ctx.is_tensor(arg.value) and _reads(arg.value, derived, ctx.walk):
+            if not ctx.is_tensor(arg.value) and _reads(arg.value, derived, ctx):
                 ctx.report(arg.value, f"`{ctx.code(arg.value)}` comes from Python state mutated in the traced "
                                       "step and feeds a tensor op: its first value is frozen into the graph")
 
@@ -392,7 +388,7 @@ def _derived(ctx: RuleContext) -> set[str]:
     while changed:
         changed = False
         for name, value in assigns:
-            if name not in derived and _reads(value, derived, ctx.walk):
+            if name not in derived and _reads(value, derived, ctx):
                 derived.add(name)
                 changed = True
     ctx.scratch[key] = derived
