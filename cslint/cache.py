@@ -120,6 +120,13 @@ class Cache:
         except OSError:
             pass  # a read-only checkout still gets its report; it just is not cached
 
+    def read_only(self) -> Cache:
+        """A copy to read from that is never saved: for runs over text that is not on disk (overlay.py)."""
+        copy = ReadOnlyCache.__new__(ReadOnlyCache)
+        copy.__dict__.update(self.__dict__)
+        copy.entries = dict(self.entries)
+        return copy
+
     def _as_json(self, path: str, entry: Entry) -> dict[str, Any]:
         """An entry read from the file is written back as read (a run changes only its file times in
         place; a new report is a new entry): converting thousands of unchanged entries is most of a save."""
@@ -129,6 +136,11 @@ class Cache:
         raw = loaded[1]
         raw["mtime_ns"], raw["size"] = entry.mtime_ns, entry.size
         return raw
+
+
+class ReadOnlyCache(Cache):
+    def save(self) -> None:
+        return None
 
 
 # Cache files read ahead by the server (cslint/server/): a child forked from it reuses one while the

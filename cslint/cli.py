@@ -61,7 +61,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.commands = sub.choices
 
     check = sub.add_parser("check", help="find (and fix) code a static-graph trace rejects")
-    check.add_argument("paths", nargs="*", type=Path, help="files or directories (default: .)")
+    check.add_argument("paths", nargs="*", type=Path,
+                       help="files or directories (default: .); `-` reads one file from standard input")
+    check.add_argument("--stdin-filename", type=Path, metavar="PATH",
+                       help="the path standard input stands for: its project, settings and report name "
+                            "(with --fix, the fixed text goes to standard output)")
     check.add_argument("--fix", action="store_true", help="apply safe fixes")
     check.add_argument("--unsafe-fixes", action="store_true", default=None,
                        help="also apply (and show as fixable) unsafe fixes")
@@ -147,8 +151,29 @@ def main(argv: list[str] | None = None) -> int:
     return EXIT_ERROR
 
 
+STDIN_PATHS = {Path("-"), Path("/dev/stdin"), Path("/dev/fd/0"), Path("/proc/self/fd/0")}
+
+
+def stdin_name(args: argparse.Namespace) -> Path | None:
+    """The path standard input is linted as, when it is the input (`-`, or `/dev/stdin`, which would
+    otherwise be read as an empty or half-read file); None when the inputs are files."""
+    reads_stdin = any(p in STDIN_PATHS for p in args.paths)
+    if not reads_stdin and not (args.stdin_filename is not None and not args.paths):
+        if args.stdin_filename is not None:
+            raise ConfigError("--stdin-filename needs `-` (standard input) as the only path")
+        return None
+    if len(args.paths) > 1:
+        raise ConfigError("`-` (standard input) cannot be combined with other paths")
+    for flag, given in (("--add-noqa", args.add_noqa), ("--verify", args.verify), ("--server", args.server)):
+        if given:
+            raise ConfigError(f"{flag} cannot be used on standard input")
+    return args.stdin_filename or Path("-")
+
+
 def settings_from_args(args: argparse.Namespace) -> Settings:
     paths = args.paths or [Path(".")]
+    if getattr(args, "stdin_name", None) is not None:
+        paths = [args.stdin_name]
     settings = load_settings(args.config, paths[0])
     for warning in settings.warnings:
         print(f"cslint: warning: {warning}", file=sys.stderr)
@@ -175,23 +200,31 @@ def run_check(args: argparse.Namespace) -> int:
 
     started = time.perf_counter()
     profile = Profile(enabled=args.profile)
+    args.stdin_name = stdin_name(args)
     settings = settings_from_args(args)
     codes = enabled_codes(settings)
     fixing = args.fix or args.diff
     if args.add_noqa and fixing:
         raise ConfigError("--add-noqa cannot be combined with --fix or --diff")
+    buffers = {args.stdin_name: read_stdin()} if args.stdin_name is not None else {}
     with profile.phase("discover files"):
-        files = collect_files(args.paths or [Path(".")], settings)
-        context = collect_files([settings.project_root], settings) \
-            if args.project_context and settings.project_root else []
+        files = collect_files(args.paths or [Path(".")], settings) if not buffers else []
+        context = collect_files([settings.project_root], settings) if (args.project_context or buffers) \
+            and settings.project_root and settings.project_root.is_dir() else []
     with profile.phase("cache read"):
         cache = None if args.no_cache else Cache(args.cache_dir or default_cache_dir(settings),
                                                  settings_key(settings, codes)).load()
     if cache is not None and cache.read_ahead:
         profile.count("cache read ahead by the server")
-    session = Session(settings, codes, cache=cache, jobs=args.jobs or available_cores(), profile=profile)
-    result = run_with_deep_stack(lambda: session.run(files, context=context, fix=fixing,
-                                                     unsafe_fixes=settings.unsafe_fixes))
+    if buffers:
+        from cslint.overlay import lint_texts
+
+        result = lint_texts(buffers, settings, codes, fix=fixing, unsafe_fixes=settings.unsafe_fixes,
+                            cache=cache, context=context, profile=profile)
+    else:
+        session = Session(settings, codes, cache=cache, jobs=args.jobs or available_cores(), profile=profile)
+        result = run_with_deep_stack(lambda: session.run(files, context=context, fix=fixing,
+                                                         unsafe_fixes=settings.unsafe_fixes))
     if args.add_noqa:
         from cslint.noqa_edit import add_noqa
 
@@ -207,6 +240,11 @@ def run_check(args: argparse.Namespace) -> int:
             sys.stdout.writelines(difflib.unified_diff(
                 (source.original_text or "").splitlines(keepends=True), source.text.splitlines(keepends=True),
                 fromfile=f"a/{name}", tofile=f"b/{name}"))
+    elif args.fix and buffers:  # as ruff: the fixed text on standard output, the report on standard error
+        fixed = {s.path: s.notebook.with_python(s.text) if s.notebook else s.text for s in result.changed_files}
+        buffers = {name: fixed.get(name, text) for name, text in buffers.items()}
+        sys.stdout.write(buffers[args.stdin_name])
+        sys.stdout.flush()
     elif args.fix:
         if args.verify:
             from cslint.runtime.verify import verify_fixes
@@ -220,11 +258,14 @@ def run_check(args: argparse.Namespace) -> int:
             except (ReadError, OSError) as exc:
                 reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
                 result.errors.append(f"{source.path}: cannot write fix: {reason}")
+    place_in_cells(result.diagnostics, buffers)
     options = FormatOptions(show_chain=args.show_chain, unsafe_fixes=settings.unsafe_fixes,
                             statistics=args.statistics, quiet=args.quiet, fix_mode=args.fix)
     if not args.diff:
         report = FORMATS[args.output_format](result, options)
-        if args.output_file is not None:
+        if args.output_file is None and args.fix and buffers:
+            sys.stderr.write(report)
+        elif args.output_file is not None:
             try:
                 args.output_file.write_text(report, encoding="utf-8")
             except OSError as exc:
@@ -242,6 +283,30 @@ def run_check(args: argparse.Namespace) -> int:
     if result.diagnostics and not args.exit_zero:
         return EXIT_FINDINGS
     return EXIT_CLEAN
+
+
+def read_stdin() -> str:
+    data = sys.stdin.buffer.read()
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"standard input is not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
+
+
+def place_in_cells(diagnostics: list, buffers: dict[Path, str]) -> None:
+    """Notebook findings as `cell N:line` (read as the run saw them: written fixes, or the buffers)."""
+    from cslint.notebook import place_in_cells as place
+    from cslint.overlay import unsaved_buffers
+    from cslint.sources import ReadError, read_source
+
+    def notebook_of(path: Path):  # type: ignore[no-untyped-def]
+        try:
+            with unsaved_buffers(buffers):
+                return read_source(path).notebook
+        except ReadError:
+            return None
+
+    place(diagnostics, notebook_of)
 
 
 def run_clean(args: argparse.Namespace) -> int:

@@ -11,6 +11,8 @@ from pathlib import Path
 from cslint.config import ConfigError, Settings
 from cslint.sources import safe_resolve
 
+PYTHON_SUFFIXES = (".py", ".pyi", ".ipynb")  # notebooks too, as ruff does by default
+
 
 def _any_of(patterns: Iterable[str]) -> re.Pattern[str] | None:
     translated = [f"(?:{fnmatch.translate(p)})" for p in patterns]
@@ -75,7 +77,7 @@ def _walk(directory: str, real: str, excluded: Excluder, seen: set[str], found: 
             if not excluded(name, entry_real):
                 subdirs.append((entry.path, entry_real))
             continue
-        if not name.endswith((".py", ".pyi")):
+        if not name.endswith(PYTHON_SUFFIXES):
             continue
         if entry.is_symlink():
             entry_real = str(safe_resolve(Path(entry.path)))

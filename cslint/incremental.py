@@ -22,6 +22,7 @@ analysis. The result is that of analysing all the files together, at a fraction 
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import re
@@ -30,6 +31,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from collections.abc import Callable
 
 from cslint.analysis.graph import connected, reachable
 from cslint.analysis.import_scan import scan_imports
@@ -38,6 +40,8 @@ from cslint.cache import Cache, CachedDiagnostic, Entry, content_hash
 from cslint.collector import fewer_collections
 from cslint.config import Settings
 from cslint.deferred import defer
+from cslint.notebook import Notebook, NotebookError, is_notebook
+from cslint.overlay import unsaved_text
 from cslint.profile import Profile
 from cslint.report import INTERNAL_ERROR, Diagnostic, FixSummary, RunResult
 from cslint.untraced import may_hold_roots, nothing_to_report
@@ -78,6 +82,7 @@ class GroupHints:
         return cls(bool(data[0]), bool(data[1]), frozenset(data[2])) if data else cls()
 
 
+FixChoice = Callable[[Diagnostic], bool]  # which diagnostics' fixes to apply (runner.Linter.run)
 GroupFile = tuple[Path, bool, bool]  # a file of a group's analysis: path, whether the group's, whether wanted
 
 
@@ -159,19 +164,27 @@ class Session:
 
     def _hash(self, state: FileState, stat: os.stat_result | None, now: float) -> None:
         entry = state.entry
-        if stat is None:
-            return
-        state.mtime_ns, state.size = stat.st_mtime_ns, stat.st_size
-        trusted = entry is not None and entry.module == state.name and now - stat.st_mtime > RECENT_SECONDS
-        if trusted and entry.mtime_ns == stat.st_mtime_ns and entry.size == stat.st_size:  # type: ignore[union-attr]
-            state.hash, state.unchanged, state.imports = entry.hash, True, entry.imports  # type: ignore[union-attr]
-            state.hints = GroupHints.from_json(entry.hints)  # type: ignore[union-attr]
-            return
-        try:
-            data = state.path.read_bytes()
-        except OSError:
-            return
+        unsaved = unsaved_text(state.path)
+        if unsaved is not None:  # an editor's buffer (overlay.py): its text, whatever the file's times say
+            data = unsaved.encode("utf-8", errors="surrogatepass")
+            state.size = len(data)
+        else:
+            if stat is None:
+                return
+            state.mtime_ns, state.size = stat.st_mtime_ns, stat.st_size
+            trusted = entry is not None and entry.module == state.name and now - stat.st_mtime > RECENT_SECONDS
+            if trusted and entry.mtime_ns == stat.st_mtime_ns and entry.size == stat.st_size:  # type: ignore[union-attr]
+                state.hash, state.unchanged, state.imports = entry.hash, True, entry.imports  # type: ignore[union-attr]
+                state.hints = GroupHints.from_json(entry.hints)  # type: ignore[union-attr]
+                return
+            try:
+                data = state.path.read_bytes()
+            except OSError:
+                return
         state.hash = content_hash(data)
+        if is_notebook(state.path):  # its imports and hints are those of its code cells
+            with contextlib.suppress(NotebookError):
+                data = Notebook.parse(data.decode("utf-8", errors="replace")).python.encode("utf-8")
         state.hints = GroupHints.of(data)
         if entry is not None and entry.hash == state.hash and entry.module == state.name:
             state.unchanged, state.imports = True, entry.imports
@@ -230,7 +243,7 @@ class Session:
 
     # ---- the run ---------------------------------------------------------------------------------
 
-    def run(self, targets: list[Path], context: list[Path] = (), fix: bool = False,  # type: ignore[assignment]
+    def run(self, targets: list[Path], context: list[Path] = (), fix: bool | FixChoice = False,  # type: ignore[assignment]
             unsafe_fixes: bool = False) -> RunResult:
         with self.profile.phase("survey (stat, hash, imports)"):
             self._survey(targets, list(context))
@@ -299,7 +312,7 @@ class Session:
             imports=state.imports, reach=reach, deps=self.digest(self.dependencies(state.key, reach)),
             diagnostics=[_freeze(d) for d in diagnostics], hints=state.hints.as_json())
 
-    def _analyse(self, analysed: set[str], wanted: set[str], fix: bool, unsafe: bool,
+    def _analyse(self, analysed: set[str], wanted: set[str], fix: bool | FixChoice, unsafe: bool,
                  result: RunResult) -> tuple[dict[str, list[Diagnostic]], dict[str, set[str]]]:
         names = {self.states[k].path: (self.states[k].name, self.states[k].is_package) for k in analysed}
         if fix:  # fixes rewrite parsed trees in this process
@@ -309,7 +322,7 @@ class Session:
             order = [s.path for k, s in self.states.items() if k in wanted and s.target]
             others = [s.path for k, s in self.states.items() if k in analysed and not (k in wanted and s.target)]
             with fewer_collections():
-                run = linter.run(order, fix=True, unsafe_fixes=unsafe, context=others, names=names)
+                run = linter.run(order, fix=fix, unsafe_fixes=unsafe, context=others, names=names)
             result.errors.extend(run.errors)
             result.fixed, result.changed_files = run.fixed, run.changed_files
             return _by_key(run.diagnostics), _keyed_reach(linter.reach)

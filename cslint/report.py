@@ -39,6 +39,12 @@ class Diagnostic:
     chain: list[str] = field(default_factory=list)
     reason: str = ""
     source_line: str = ""
+    cell: int | None = None  # a notebook's cell (1-based); `line` and `end_line` are then within it
+
+    @property
+    def place(self) -> str:
+        """`line`, or `cell N:line` in a notebook (ruff's notation)."""
+        return f"cell {self.cell}:{self.line}" if self.cell is not None else str(self.line)
 
 
 @dataclass

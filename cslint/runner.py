@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ast
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,6 +29,7 @@ from cslint.sources import ReadError, SourceFile, for_parser, parse, parse_unval
 __all__ = ["INTERNAL_ERROR", "SYNTAX_ERROR", "Diagnostic", "Linter", "RunResult"]
 
 MAX_FIX_PASSES = 10
+FixChoice = Callable[[Diagnostic], bool]  # which diagnostics' fixes to apply
 FILE_START = CodeRange(CodePosition(1, 0), CodePosition(1, 0))  # where a finding with no node of its own goes
 
 
@@ -381,12 +382,13 @@ class Linter:
 
     # ---- whole runs ------------------------------------------------------------------------------
 
-    def run(self, paths: list[Path], fix: bool = False, unsafe_fixes: bool = False,
+    def run(self, paths: list[Path], fix: bool | FixChoice = False, unsafe_fixes: bool = False,
             context: tuple[Path, ...] | list[Path] = (), names: dict[Path, tuple[str, bool]] | None = None,
             roots_in: Collection[Path] | None = None, report_if_traced: Collection[Path] = ()) -> RunResult:
         """Lint (and fix) `paths`. `context` files are analysed too, so call chains through them resolve,
         but they are not written, and reported on only when in `report_if_traced` and some traced code
-        reaches them. Roots are looked for in `roots_in` only, when given (see incremental.py)."""
+        reaches them. Roots are looked for in `roots_in` only, when given (see incremental.py). `fix` may
+        choose which diagnostics' fixes to apply (an editor's "fix this one"): then one pass only."""
         result = RunResult()
         sources = self.load(paths, result)
         result.files_checked = len(sources)
@@ -401,24 +403,27 @@ class Linter:
         findings = self.analyse(sources + extra, result, names, roots_in)
         if fix:
             for _ in range(MAX_FIX_PASSES):
-                applied = self._fix_pass(sources, findings, unsafe_fixes, result)
+                applied = self._fix_pass(sources, findings, unsafe_fixes, result, fix)
                 if not applied:
                     break
                 result.fixed += applied
                 findings = self.analyse(sources + extra, result, names, roots_in)
+                if callable(fix):
+                    break
             result.changed_files = [s for s in sources if s.changed]
         for source in sources:
             result.diagnostics.extend(self.diagnostics_for(source, findings.get(source.path, [])))
         return result
 
     def _fix_pass(self, sources: list[SourceFile], findings: dict[Path, list[Finding]], unsafe: bool,
-                  result: RunResult) -> int:
+                  result: RunResult, choice: bool | FixChoice = True) -> int:
         applied = 0
         for source in sources:
             if source.tree is None:
                 continue
             wanted = [d.fix for d in self.diagnostics_for(source, findings.get(source.path, []))
-                      if d.fix is not None and (d.fix.applicability == "safe" or unsafe)]
+                      if d.fix is not None and (d.fix.applicability == "safe" or unsafe)
+                      and (not callable(choice) or choice(d))]
             if not wanted:
                 continue
             module_imports = _bound_module_names(source.tree)

@@ -11,8 +11,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from cslint.notebook import NotebookError, is_notebook
+
+from cslint.overlay import unsaved_text
+
 if TYPE_CHECKING:
     import libcst as cst
+
+    from cslint.notebook import Notebook
 
 
 
@@ -38,6 +44,7 @@ class SourceFile:
     original_text: str | None = None
     tree: cst.Module | None = None
     syntax_error: tuple[int, int, str] | None = None  # line, column (1-based), message
+    notebook: Notebook | None = None  # for a notebook, `text` is its code cells as Python (notebook.py)
 
     @property
     def changed(self) -> bool:
@@ -45,6 +52,26 @@ class SourceFile:
 
 
 def read_source(path: Path) -> SourceFile:
+    """The file's text: an unsaved buffer standing in for it (overlay.py), else what is on disk; for
+    a notebook, its code cells as Python."""
+    unsaved = unsaved_text(path)
+    source = _read_disk(path) if unsaved is None else SourceFile(path=path, text=unsaved, original_text=unsaved)
+    return _notebook_source(source) if is_notebook(path) else source
+
+
+def _notebook_source(source: SourceFile) -> SourceFile:
+    from cslint.notebook import Notebook
+
+    try:
+        notebook = Notebook.parse(source.text)
+    except NotebookError as exc:
+        raise ReadError(str(exc)) from None
+    source.text = source.original_text = notebook.python
+    source.notebook = notebook
+    return source
+
+
+def _read_disk(path: Path) -> SourceFile:
     try:
         data = path.read_bytes()
         mtime = path.stat().st_mtime_ns
@@ -139,7 +166,11 @@ def write_atomically(source: SourceFile) -> None:
         raise ReadError("file disappeared before the fix could be written") from None
     if source.mtime_ns and current.st_mtime_ns != source.mtime_ns:
         raise ReadError("file changed on disk since it was read; not overwritten")
-    data = source.text.encode(source.encoding)
+    try:
+        text = source.notebook.with_python(source.text) if source.notebook is not None else source.text
+    except NotebookError as exc:
+        raise ReadError(str(exc)) from None
+    data = text.encode(source.encoding)
     if source.bom:
         data = b"\xef\xbb\xbf" + data
     directory = safe_resolve(path).parent

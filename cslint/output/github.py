@@ -23,7 +23,8 @@ def escape_property(value: str) -> str:
 
 
 def annotation(d: Diagnostic) -> str:
-    props = {"title": f"cslint ({d.code})", "file": str(d.path), "line": str(d.line), "col": str(d.column)}
+    title = f"cslint ({d.code}, cell {d.cell})" if d.cell is not None else f"cslint ({d.code})"
+    props = {"title": title, "file": str(d.path), "line": str(d.line), "col": str(d.column)}
     if d.end_line >= d.line:
         props["endLine"] = str(d.end_line)
         props["endColumn"] = str(d.end_column)

@@ -17,10 +17,10 @@ def render(result: RunResult, options: FormatOptions) -> str:
     for path, group in groupby(result.diagnostics, key=lambda d: d.path):
         items = list(group)
         out.append(f"{path}:")
-        width = max(len(f"{d.line}:{d.column}") for d in items)
+        width = max(len(f"{d.place}:{d.column}") for d in items)
         for d in items:
             marker = " [*]" if _fixable(d, options.unsafe_fixes) else ""
-            out.append(f"  {f'{d.line}:{d.column}':<{width}} {d.code}{marker} {d.message}")
+            out.append(f"  {f'{d.place}:{d.column}':<{width}} {d.code}{marker} {d.message}")
             if options.show_chain and d.chain:
                 out.append(f"  {'':<{width}} traced: {' -> '.join(d.chain)}")
         out.append("")

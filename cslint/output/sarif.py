@@ -68,6 +68,8 @@ def _result(d: Diagnostic, index: int) -> dict[str, Any]:
     if d.chain:
         properties["traceChain"] = d.chain
         properties["tracedBecause"] = d.reason
+    if d.cell is not None:  # SARIF has no notebook cells: the region's lines are within this cell
+        properties["cell"] = d.cell
     if d.fix is not None:
         properties["fix"] = {"applicability": d.fix.applicability, "message": d.fix.message}
     if properties:

@@ -30,7 +30,7 @@ def _excerpt(d: Diagnostic) -> list[str]:
 
 def _header(d: Diagnostic, unsafe: bool) -> str:
     marker = " [*]" if _fixable(d, unsafe) else ""
-    return f"{d.path}:{d.line}:{d.column}: {d.code}{marker} {d.message}"
+    return f"{d.path}:{d.place}:{d.column}: {d.code}{marker} {d.message}"
 
 
 def _summary(result: RunResult, options: FormatOptions) -> list[str]:
