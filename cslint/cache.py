@@ -15,7 +15,7 @@ import hashlib
 import json
 import os
 import tempfile
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,10 +24,6 @@ from cslint.config import Settings
 
 CACHE_DIR_NAME = ".cslint_cache"
 FORMAT = 1
-
-
-def content_hash(data: bytes) -> str:
-    return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
 @dataclass
@@ -57,15 +53,52 @@ class Entry:
     hints: list[Any] | None = None  # incremental.GroupHints, as JSON
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Entry:
-        names = {f.name for f in fields(cls)}
-        entry = cls(**{k: v for k, v in data.items() if k in names})
+    def from_json(cls, data: Any) -> Entry:
+        """An entry as written by `save`; ValueError for anything else (a damaged or edited cache file)."""
+        if not isinstance(data, dict) or not all(_is(data.get(name, _ABSENT), kind) for name, kind in _ENTRY.items()):
+            raise ValueError("malformed cache entry")
+        entry = cls(**{name: data[name] for name in _ENTRY if name in data})
         if entry.diagnostics is not None:
-            entry.diagnostics = [CachedDiagnostic(**{**d, "fix": tuple(d["fix"]) if d["fix"] else None})
-                                 for d in entry.diagnostics]  # type: ignore[arg-type]
-        if not isinstance(entry.hash, str) or not isinstance(entry.imports, list):
-            raise ValueError("malformed entry")
+            entry.diagnostics = [_diagnostic(d) for d in entry.diagnostics]
         return entry
+
+
+def _diagnostic(data: Any) -> CachedDiagnostic:
+    if not isinstance(data, dict) or not all(_is(data.get(name, _ABSENT), kind) for name, kind in _DIAGNOSTIC.items()):
+        raise ValueError("malformed cached finding")
+    fields_ = {name: data[name] for name in _DIAGNOSTIC}
+    return CachedDiagnostic(**{**fields_, "fix": tuple(data["fix"]) if data["fix"] is not None else None})
+
+
+# The schema of a cache entry: each field's kind ("?" after it: may be absent, for its default).
+_ABSENT = object()
+_ENTRY = {"hash": "str", "mtime_ns": "int", "size": "int", "module": "str", "imports": "[str]",
+          "reach": "[str]?", "deps": "str?", "diagnostics": "[dict]|None?", "hints": "hints|None?"}
+_DIAGNOSTIC = {"line": "int", "column": "int", "end_line": "int", "end_column": "int", "code": "str",
+               "message": "str", "fix": "pair|None", "chain": "[str]", "reason": "str", "source_line": "str"}
+
+
+def _is(value: Any, kind: str) -> bool:
+    if value is _ABSENT:
+        return kind.endswith("?")
+    kind = kind.rstrip("?")
+    if "|" in kind:
+        return any(_is(value, k) for k in kind.split("|"))
+    if kind == "None":
+        return value is None
+    if kind == "int":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind == "str":
+        return isinstance(value, str)
+    if kind in ("[str]", "[dict]"):
+        item = str if kind == "[str]" else dict
+        return isinstance(value, list) and all(isinstance(v, item) for v in value)
+    if kind == "pair":  # a fix: (applicability, message)
+        return isinstance(value, list) and len(value) == 2 and all(isinstance(v, str) for v in value)
+    if kind == "hints":  # incremental.GroupHints: [roots, torch, base class names]
+        return isinstance(value, list) and len(value) == 3 and all(isinstance(v, bool) for v in value[:2]) \
+            and _is(value[2], "[str]")
+    raise AssertionError(kind)
 
 
 def settings_key(settings: Settings, codes: list[str]) -> str:
@@ -167,10 +200,17 @@ def preload(path: str) -> None:
 
 def _read(path: Path) -> tuple[dict[str, Entry], dict[str, tuple[Entry, Any]]]:
     data = json.loads(path.read_text(encoding="utf-8"))
-    if data.get("format") != FORMAT:
+    if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("files"), dict):
         return {}, {}
-    entries = {key: Entry.from_json(entry) for key, entry in data["files"].items()}
-    return entries, {key: (entries[key], raw) for key, raw in data["files"].items()}
+    entries: dict[str, Entry] = {}
+    loaded: dict[str, tuple[Entry, Any]] = {}
+    for key, raw in data["files"].items():
+        try:
+            entries[key] = Entry.from_json(raw)
+        except ValueError:  # damaged: that file is checked again, and its entry rewritten
+            continue
+        loaded[key] = (entries[key], raw)
+    return entries, loaded
 
 
 def _signature(path: Path) -> tuple[int, int, int] | None:

@@ -35,8 +35,9 @@ from collections.abc import Callable
 
 from cslint.analysis.graph import connected, reachable
 from cslint.analysis.import_scan import scan_imports
-from cslint.analysis.module_names import assign_module_names
-from cslint.cache import Cache, CachedDiagnostic, Entry, content_hash
+from cslint.analysis.module_names import assign_module_names, import_aliases
+from cslint.cache import Cache, CachedDiagnostic, Entry
+from cslint.sources import content_hash
 from cslint.collector import fewer_collections
 from cslint.config import Settings
 from cslint.deferred import defer
@@ -107,8 +108,11 @@ class Session:
     are imported only if some file has to be analysed: a run served from the cache never needs them."""
 
     def __init__(self, settings: Settings, codes: list[str], cache: Cache | None, jobs: int = 1,
-                 profile: Profile | None = None) -> None:
+                 profile: Profile | None = None, roots: list[Path] | None = None) -> None:
         self.settings = settings
+        # the project roots, on `sys.path` for namespace packages (default: the configured project root)
+        self.roots = roots if roots is not None else [settings.project_root] if settings.project_root else []
+        self.aliases: dict[str, Path] = {}
         self.codes = codes
         self._rules: list[Any] | None = None
         self.cache = cache
@@ -120,6 +124,7 @@ class Session:
         self._closures: dict[str, frozenset[str]] = {}
         self._order: dict[str, int] | None = None  # survey order
         self._target_files: dict[str, str | None] = {}  # imported name -> the file it resolves in
+        self._moved: set[str] = set()  # files whose text changed between the survey and their analysis
 
     @property
     def rules(self) -> list[Any]:
@@ -145,6 +150,7 @@ class Session:
         stats = {key: _stat(key) for key, _, _ in ordered}
         names = assign_module_names([p for _, p, _ in ordered],
                                     links={key for key, (_, link) in stats.items() if link})
+        self.aliases = import_aliases(names, self.roots)
         now = time.time()
         for key, path, is_target in ordered:
             state = FileState(path=path, key=key, target=is_target)
@@ -153,6 +159,8 @@ class Session:
             self._hash(state, stats[key][0], now)
             self.states[state.key] = state
             self.by_module[state.name] = state.key
+        for alias, path in self.aliases.items():
+            self.by_module.setdefault(alias, _key(path))
 
     def direct(self, key: str) -> set[str]:
         """The files a file imports (a run that reuses most reports never needs most files' edges)."""
@@ -248,11 +256,11 @@ class Session:
         with self.profile.phase("survey (stat, hash, imports)"):
             self._survey(targets, list(context))
         target_states = [s for s in self.states.values() if s.target]
-        # Context files (`--project-context`) count when their own text changed (or was never analysed): a
-        # changed one may now call into a target. One that is stale only through what it imports is not
-        # re-checked for a report nobody asked for; its cached entry stays stale until it is a target.
-        stale = {s.key for s in self.states.values()
-                 if (s.target or not _seen_unchanged(s)) and not self._fresh(s, fix, unsafe_fixes)}
+        # Every file of the run whose entry is not fresh is analysed again, reported on or not: a context
+        # file stale only through what it imports may now call into a target (a helper it calls appeared),
+        # and no entry may stay behind that a later run would trust.
+        stale = {s.key for s in self.states.values() if not self._fresh(s, fix and s.target, unsafe_fixes)}
+        stale |= self._disputed()
         self.profile.count("files", len(target_states))
         reports: dict[str, list[Diagnostic]] = {}
         reach: dict[str, set[str]] = {}
@@ -278,8 +286,10 @@ class Session:
         if self.cache is not None:
             for key in stale:
                 state = self.states[key]
-                if key not in changed and state.hash != "unreadable" and (state.target or not fix):
-                    self._store(state, reports.get(key, []), sorted(reach.get(key, set())))
+                found = sorted(reach.get(key, set()))
+                if key not in changed and state.hash != "unreadable" and (state.target or not fix) and \
+                        self._storable(state, found):
+                    self._store(state, reports.get(key, []), found)
         for state in target_states:
             if state.key in stale:
                 result.diagnostics.extend(reports.get(state.key, []))
@@ -291,6 +301,37 @@ class Session:
                 with self.profile.phase("cache write"):
                     defer(self.cache.save)
         return result
+
+    def _disputed(self) -> set[str]:
+        """Files whose cached reports disagree about reaching each other. Reach is symmetric (two files
+        reach each other when traced code in both calls, directly or not, the same function), so when
+        one file's entry says it reaches another whose entry does not name it back, the two entries come
+        from analyses that saw different sets of files (a run on a few files, then one on the project):
+        the narrower one missed a caller. Both are analysed again, together."""
+        claims: dict[str, set[str]] = {}
+        for key, state in self.states.items():
+            if state.entry is not None and state.entry.diagnostics is not None:
+                for other in state.entry.reach:
+                    if other in self.states:
+                        claims.setdefault(other, set()).add(key)
+        disputed: set[str] = set()
+        for key, claimants in claims.items():
+            entry = self.states[key].entry
+            missing = claimants - set(entry.reach) if entry is not None and entry.diagnostics is not None else set()
+            if missing:
+                disputed |= missing | {key}
+        self.profile.count("reports whose callers disagree", len(disputed))
+        return disputed
+
+    def _note_read(self, hashes: dict[str, str]) -> None:
+        """The content hashes of the files as an analysis read them: one that differs from the survey's
+        was rewritten while cslint ran, and no entry that depends on it is stored."""
+        self._moved.update(key for key, digest in hashes.items()
+                           if key in self.states and digest != self.states[key].hash)
+
+    def _storable(self, state: FileState, reach: list[str]) -> bool:
+        """An entry describes the very text analysed, and so does its digest of what it depended on."""
+        return not self._moved or self._moved.isdisjoint(self.dependencies(state.key, reach) | {state.key})
 
     def _refresh_file_times(self, stale: set[str]) -> bool:
         """Record the mtime of files whose content was hashed and found unchanged (after a checkout, say),
@@ -319,12 +360,14 @@ class Session:
             from cslint.runner import Linter
 
             linter = Linter(self.settings, self.rules, self.profile)
+            linter.aliases = self.aliases
             order = [s.path for k, s in self.states.items() if k in wanted and s.target]
             others = [s.path for k, s in self.states.items() if k in analysed and not (k in wanted and s.target)]
             with fewer_collections():
                 run = linter.run(order, fix=fix, unsafe_fixes=unsafe, context=others, names=names)
             result.errors.extend(run.errors)
             result.fixed, result.changed_files = run.fixed, run.changed_files
+            self._note_read(_keyed_hashes(linter.read_hashes))
             return _by_key(run.diagnostics), _keyed_reach(linter.reach)
         if nothing_to_report([self.states[k].path for k in analysed], self.settings, set(self.codes)):
             self.profile.count("analyses skipped: no traced code possible")
@@ -389,7 +432,8 @@ class Session:
         return sorted(groups, key=lambda group: (-self._weight(group), min(group)))
 
     def _task(self, group: set[str], analysed: set[str], wanted: set[str],
-              names: dict[Path, tuple[str, bool]]) -> tuple[list[GroupFile], dict[Path, tuple[str, bool]]]:
+              names: dict[Path, tuple[str, bool]]) -> tuple[list[GroupFile], dict[Path, tuple[str, bool]],
+                                                            dict[str, Path]]:
         """A group, with every file its files import (directly or not) there to resolve names: (path,
         whether it is the group's, whether it is wanted), in survey order."""
         seen: set[str] = set()
@@ -399,7 +443,8 @@ class Session:
             self._order = {key: i for i, key in enumerate(self.states)}
         keys = sorted(seen & analysed, key=self._order.__getitem__)
         files = [(self.states[key].path, key in group, key in wanted) for key in keys]
-        return files, {path: names[path] for path, _, _ in files}
+        in_task = {path: names[path] for path, _, _ in files}
+        return files, in_task, {alias: path for alias, path in self.aliases.items() if path in in_task}
 
     def _collect(self, done: list[tuple[set[str], Any]],
                  result: RunResult) -> tuple[dict[str, list[Diagnostic]], dict[str, set[str]]]:
@@ -412,7 +457,8 @@ class Session:
         diagnostics: list[Diagnostic] = []
         reach: dict[str, set[str]] = {}
         errors: dict[str, None] = {}
-        for i, (_, (found, task_errors, task_reach, _)) in enumerate(done):
+        for i, (_, (found, task_errors, task_reach, _, read)) in enumerate(done):
+            self._note_read(read)
             errors.update(dict.fromkeys(task_errors))
             diagnostics.extend(d for d in found if owner.get(_key(d.path)) == i)
             reach.update((key, roots) for key, roots in task_reach.items() if owner[key] == i)
@@ -442,10 +488,6 @@ def _stat(key: str) -> tuple[os.stat_result | None, bool]:
         return os.stat(key), True
     except OSError:
         return None, False
-
-
-def _seen_unchanged(state: FileState) -> bool:
-    return state.unchanged and state.entry is not None and state.entry.diagnostics is not None
 
 
 def _die_with_parent() -> None:
@@ -507,15 +549,15 @@ def check_groups(settings: Settings, rules: list[Any], tasks: list[Any], profile
     is alive, instead of adding to the next group's peak."""
     outputs = []
     with fewer_collections():
-        for files, names in tasks:
-            outputs.append(check_group(settings, rules, files, names, profiled))
+        for files, names, aliases in tasks:
+            outputs.append(check_group(settings, rules, files, names, aliases, profiled))
             if len(files) >= COLLECT_AFTER_FILES:
                 gc.collect()
     return outputs
 
 
-def check_group(settings: Settings, rules: list[Any], files: list[GroupFile],
-                    names: dict[Path, tuple[str, bool]], profiled: bool) -> tuple[Any, ...]:
+def check_group(settings: Settings, rules: list[Any], files: list[GroupFile], names: dict[Path, tuple[str, bool]],
+                aliases: dict[str, Path], profiled: bool) -> tuple[Any, ...]:
     """Analyse one group: `files` are (path, in the group, wanted). Roots are the group's; the other files
     are what they import, and are reported on (when wanted) only if traced code reached them. Returns
     plain data (it crosses processes): the diagnostics, errors, reach of each file with traced code, and
@@ -524,13 +566,15 @@ def check_group(settings: Settings, rules: list[Any], files: list[GroupFile],
 
     profile = Profile(enabled=profiled)
     linter = Linter(settings, rules, profile, tree_budget=TREE_BUDGET_BYTES)
+    linter.aliases = aliases
     run = linter.run([p for p, own, wanted in files if own and wanted],
                      context=[p for p, own, wanted in files if not (own and wanted)], names=names,
                      roots_in=[p for p, own, _ in files if own],
                      report_if_traced=[p for p, own, wanted in files if wanted and not own])
     for d in run.diagnostics:
         d.fix = FixSummary(d.fix.applicability, d.fix.message) if d.fix is not None else None
-    return run.diagnostics, run.errors, _keyed_reach(linter.reach), profile.as_dict()
+    return run.diagnostics, run.errors, _keyed_reach(linter.reach), profile.as_dict(), \
+        _keyed_hashes(linter.read_hashes)
 
 
 def _by_key(diagnostics: list[Diagnostic]) -> dict[str, list[Diagnostic]]:
@@ -538,6 +582,10 @@ def _by_key(diagnostics: list[Diagnostic]) -> dict[str, list[Diagnostic]]:
     for d in diagnostics:
         out.setdefault(_key(d.path), []).append(d)
     return out
+
+
+def _keyed_hashes(hashes: dict[Path, str]) -> dict[str, str]:
+    return {_key(path): digest for path, digest in hashes.items()}
 
 
 def _keyed_reach(reach: dict[Path, set[Path]]) -> dict[str, set[str]]:

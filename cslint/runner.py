@@ -11,7 +11,7 @@ import libcst as cst
 from libcst._position import CodePosition, CodeRange
 
 from cslint.analysis.index import FunctionInfo, ModuleInfo, TreeBudget, index_module, index_module_from_ast
-from cslint.analysis.module_names import assign_module_names
+from cslint.analysis.module_names import assign_module_names, import_aliases
 from cslint.analysis.project import Project
 from cslint.analysis.traced import TracedFunction, TracedProgram
 from cslint.checker import Checker, internal_error
@@ -62,6 +62,11 @@ class Linter:
         self.checker = Checker(rules, settings, self.profile)
         self.enabled_codes = frozenset(r.code for r in rules)
         self.reach: dict[Path, set[Path]] = {}
+        self.read_hashes: dict[Path, str] = {}  # content hash of every file as read, for the cache
+        # other names files are imported by (namespace packages), when the caller worked them out over
+        # more files than this run sees; else from the project root (module_names.import_aliases)
+        self.aliases: dict[str, Path] | None = None
+        self._module_aliases: dict[str, str] = {}
         self.tree_budget = tree_budget
         self._budget: TreeBudget | None = None
         self.modules_by_path: dict[Path, ModuleInfo] = {}
@@ -77,6 +82,7 @@ class Linter:
             except ReadError as exc:
                 result.errors.append(f"{path}: {exc}")
                 continue
+            self.read_hashes[path] = source.digest
             sources.append(source)  # parsed in analyse(), and with libcst only where it is needed
         return sources
 
@@ -95,7 +101,7 @@ class Linter:
                     parse(source)
         findings: dict[Path, list[Finding]] = {}
         modules, by_module = self._index_all(sources, names, findings)
-        project = Project(modules.values())
+        project = Project(modules.values(), self._module_aliases)
         with self.profile.phase("traced code and tensor inference"):
             program = TracedProgram(project, self.settings.trace_roots,
                                     root_modules=_module_names(by_module, roots_in)).run()
@@ -129,7 +135,7 @@ class Linter:
                                                                                      self._check(traced)))
             traced.analysis = None  # its node-keyed maps would keep the tree alive
 
-        project = Project(modules.values())
+        project = Project(modules.values(), self._module_aliases)
         with self.profile.phase("traced code and tensor inference"):
             program = TracedProgram(project, self.settings.trace_roots, after_analysis=check_now,
                                     root_modules=_module_names(by_module, roots_in)).run()
@@ -176,6 +182,9 @@ class Linter:
         else:  # the caller's order (the whole tree's), so roots are met in the same order in every subset
             order = {path: i for i, path in enumerate(names)}
             parsed.sort(key=lambda s: order[s.path])
+        roots = [self.settings.project_root] if self.settings.project_root is not None else []
+        aliases = self.aliases if self.aliases is not None else import_aliases(names, roots)
+        self._module_aliases = {alias: names[path][0] for alias, path in aliases.items() if path in names}
         for source in parsed:
             name, is_package = names[source.path]
             try:

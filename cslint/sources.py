@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import hashlib
 import io
 import os
 import tempfile
@@ -30,6 +31,11 @@ def safe_resolve(path: Path) -> Path:
         return path.absolute()
 
 
+def content_hash(data: bytes) -> str:
+    """What the cache knows a file's content by: a digest of its bytes as read."""
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
 class ReadError(Exception):
     """The file cannot be read as Python source; the message is one line for the user."""
 
@@ -42,6 +48,7 @@ class SourceFile:
     bom: bool = False
     mtime_ns: int = 0
     original_text: str | None = None
+    digest: str = ""  # content_hash of the bytes the text was decoded from
     tree: cst.Module | None = None
     syntax_error: tuple[int, int, str] | None = None  # line, column (1-based), message
     notebook: Notebook | None = None  # for a notebook, `text` is its code cells as Python (notebook.py)
@@ -91,6 +98,7 @@ def _read_disk(path: Path) -> SourceFile:
         if "invalid or missing" in str(exc.msg):
             raise ReadError("not valid utf-8, and no PEP 263 encoding declaration says what it is") from None
         raise ReadError(f"bad encoding declaration: {exc.msg}") from None
+    digest = content_hash(data)
     bom = data.startswith(b"\xef\xbb\xbf")
     if bom:
         data = data[3:]
@@ -99,7 +107,8 @@ def _read_disk(path: Path) -> SourceFile:
         text = data.decode(encoding)
     except (UnicodeDecodeError, LookupError) as exc:
         raise ReadError(f"not valid {encoding}: {exc.reason if hasattr(exc, 'reason') else exc}") from None
-    return SourceFile(path=path, text=text, encoding=encoding, bom=bom, mtime_ns=mtime, original_text=text)
+    return SourceFile(path=path, text=text, encoding=encoding, bom=bom, mtime_ns=mtime, original_text=text,
+                      digest=digest)
 
 
 def for_parser(text: str) -> str:

@@ -313,14 +313,25 @@ def test_hook_sees_a_changed_context_file_that_now_calls_the_target(tree, capsys
     assert _where(findings) == [("helpers.py", 5, "WSC101"), ("helpers.py", 11, "WSC101")]
 
 
-def test_hook_leaves_context_files_stale_only_through_their_imports(tree, capsys):
+def test_hook_re_checks_context_files_stale_through_their_imports(tree, capsys):
     _touch(tree / "util.py", "from helpers import shift\n\n\ndef describe():\n    return shift.__name__\n")
     _check(capsys, tree)
     _touch(tree / "helpers.py", HELPERS_STATIC)
     findings, err = _hook(capsys, tree, "helpers.py")
     assert findings == []
-    # helpers.py and model.py, whose forward calls into it; util.py only imports it and has no report asked
-    assert _analysed(err) == 2
-    findings, err = _check(capsys, tree)  # a full run re-checks what the hook run left stale
-    assert _reused(err) == 2  # helpers.py (from the hook run) and data.py; model.py and util.py again
+    # helpers.py, model.py (its forward calls into it) and util.py (it imports it): no stale entry is left
+    assert _analysed(err) == 3
+    findings, err = _check(capsys, tree)
+    assert _reused(err) == 4
     assert findings == _check(capsys, tree, "--no-cache")[0] == []
+
+
+def test_hook_sees_an_unchanged_context_file_call_a_helper_the_edit_added(tree, capsys):
+    # trainer.py's forward calls helpers.clip, which does not exist yet: nothing is traced there
+    _touch(tree / "trainer.py", MODEL.replace("import scale", "import clip").replace("return scale(x)",
+                                                                                    "return clip(x)"))
+    assert _where(_check(capsys, tree)[0]) == [("helpers.py", 5, "WSC101")]
+    _touch(tree / "helpers.py", HELPERS_STATIC + "\n\ndef clip(x):\n    if x.max() > 1:\n        return x - 1\n"
+                                                 "    return x\n")
+    findings, _ = _hook(capsys, tree, "helpers.py")
+    assert _where(findings) == [("helpers.py", 15, "WSC101")]

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
 from cslint.sources import safe_resolve
 
-__all__ = ["assign_module_names", "module_name_for"]
+__all__ = ["assign_module_names", "import_aliases", "module_name_for"]
 
 
 class _Packages:
@@ -76,3 +77,35 @@ def assign_module_names(paths: list[Path], links: set[str] | None = None) -> dic
         taken.add(name)
         names[path] = (name, is_package)
     return names
+
+
+def import_aliases(names: dict[Path, tuple[str, bool]], roots: Iterable[Path]) -> dict[str, Path]:
+    """The other names Python imports files by when a project root (and its `src/`) is on `sys.path`.
+    A directory without `__init__.py` there is a namespace package (PEP 420): `pkg/layers.py` is
+    `pkg.layers`, and a vendored `torch/optim/` without `torch/__init__.py` is `torch.optim`, while the
+    assigned names (`layers`, `optim`) stay what a script beside them or an installed package imports.
+    A name already assigned to a file, or claimed by two files, is no alias."""
+    search = []
+    for root in roots:
+        real = os.path.realpath(root)
+        search += [os.path.join(real, "src") + os.sep, real + os.sep]
+    taken = {name for name, _ in names.values()}
+    found: dict[str, Path] = {}
+    claimed: set[str] = set()
+    for path, (name, is_package) in names.items():
+        real = os.path.realpath(path)
+        for base in search:
+            if not real.startswith(base):
+                continue
+            parts = os.path.splitext(real[len(base):])[0].split(os.sep)
+            if is_package:
+                parts = parts[:-1]
+            alias = ".".join(parts)
+            if parts and all(part.isidentifier() for part in parts) and alias != name and alias not in taken:
+                if alias in claimed:
+                    found.pop(alias, None)
+                else:
+                    found[alias] = path
+                    claimed.add(alias)
+            break
+    return found

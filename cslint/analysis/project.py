@@ -36,10 +36,18 @@ def is_external_optimizer_base(name: str) -> bool:
 
 
 class Project:
-    def __init__(self, modules: Iterable[ModuleInfo]) -> None:
+    """`aliases`: other names modules are imported by (namespace packages: see module_names.import_aliases),
+    each to the module's own name."""
+
+    def __init__(self, modules: Iterable[ModuleInfo], aliases: dict[str, str] | None = None) -> None:
         self.modules: dict[str, ModuleInfo] = {}
         for module in modules:
             self.modules[module.name] = module
+        self.aliased = {alias: self.modules[name] for alias, name in (aliases or {}).items()
+                        if name in self.modules and alias not in self.modules}
+        self._other_names: dict[str, list[str]] = {}
+        for alias, module in self.aliased.items():
+            self._other_names.setdefault(module.name, []).append(alias)
         self._kind_cache: dict[tuple[str, str], bool] = {}
         self._lookup_cache: dict[str, ModuleInfo | ClassInfo | FunctionInfo | None] = {}
 
@@ -56,11 +64,12 @@ class Project:
     def _lookup(self, qualname: str, _depth: int) -> ModuleInfo | ClassInfo | FunctionInfo | None:
         if _depth > 8 or not qualname:
             return None
-        if qualname in self.modules:
-            return self.modules[qualname]
+        if qualname in self.modules or qualname in self.aliased:
+            return self.modules.get(qualname) or self.aliased[qualname]
         parts = qualname.split(".")
         for split in range(len(parts) - 1, 0, -1):
-            module = self.modules.get(".".join(parts[:split]))
+            prefix = ".".join(parts[:split])
+            module = self.modules.get(prefix) or self.aliased.get(prefix)
             if module is None:
                 continue
             rest = parts[split:]
@@ -137,8 +146,14 @@ class Project:
             # when torch itself is linted, nn.Module and Optimizer are classes of the project
             own = MODULE_CLASSES if what == "module" else OPTIMIZER_CLASSES
             self._kind_cache[key] = any(check(base) for base in self.external_bases(cls)) or any(
-                klass.qualname in own for klass in self.mro(cls))
+                name in own for klass in self.mro(cls) for name in self.qualnames(klass))
         return self._kind_cache[key]
+
+    def qualnames(self, cls: ClassInfo) -> list[str]:
+        """A class's qualified name, and the same under each other name its module is imported by."""
+        module = cls.module.name
+        rest = cls.qualname[len(module):]
+        return [cls.qualname, *(alias + rest for alias in self._other_names.get(module, ()))]
 
     def is_module_class(self, cls: ClassInfo) -> bool:
         return self._is(cls, "module")
