@@ -108,6 +108,7 @@ def settings_key(settings: Settings, codes: list[str]) -> str:
         "trace_roots": list(settings.trace_roots), "cerebras_version": settings.cerebras_version,
         "per_file_ignores": {k: list(v) for k, v in sorted(settings.per_file_ignores.items())},
         "unsafe_fixes": settings.unsafe_fixes, "project_root": str(settings.project_root or ""),
+        "project_packages": sorted(settings.project_packages) if settings.project_packages is not None else None,
     }
     return hashlib.blake2b(json.dumps(relevant, sort_keys=True).encode(), digest_size=12).hexdigest()
 

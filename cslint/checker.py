@@ -68,7 +68,7 @@ class Checker:
             return []
         ctx = RuleContext(traced=traced, settings=self.settings)
         _dispatch(self.table, ctx, self.profile)
-        return adapt_to_target(ctx.findings, self.settings)
+        return adapt_to_target(ctx.findings, self.settings, traced.func.module)
 
     def check_module(self, module: ModuleInfo, project: Project) -> list[Finding]:
         """Rules with `scope = "module"` look at a whole file once (training scripts, loss classes)."""
@@ -80,7 +80,7 @@ class Checker:
             except Exception as exc:
                 findings.append(internal_error(module.tree, None, f"rule {rule.code}", exc))
             findings.extend(ctx.findings)
-        return adapt_to_target(findings, self.settings)
+        return adapt_to_target(findings, self.settings, module)
 
 
 @dataclass
@@ -104,14 +104,27 @@ class ModuleContext:
         self.findings.append(Finding(code=self.current_rule.code, message=message, node=node, traced=None, fix=fix))
 
 
-def adapt_to_target(findings: list[Finding], settings: Settings) -> list[Finding]:
-    """The target's message wording; fixes that write cerebras.pytorch calls only on the WSC target."""
+def adapt_to_target(findings: list[Finding], settings: Settings, module: ModuleInfo | None = None) -> list[Finding]:
+    """The target's message wording; fixes that write cerebras.pytorch calls only on the WSC target, and
+    no fix that imports a package neither the file nor the project imports already."""
     target = get_target(settings.target)
+    known = imported_packages(module, settings)
     for finding in findings:
         if finding.code == INTERNAL_ERROR:
             continue
         finding.message = adapt_message(finding.message, finding.code, target)
-        if finding.fix is not None and not target.cerebras_fixes and \
-                is_cerebras_fix(finding.fix.message, finding.fix.imports):
+        if finding.fix is None:
+            continue
+        if not target.cerebras_fixes and is_cerebras_fix(finding.fix.message, finding.fix.imports):
+            finding.fix = None
+        elif known is not None and any(name.split(".")[0] not in known for name in finding.fix.imports):
             finding.fix = None
     return findings
+
+
+def imported_packages(module: ModuleInfo | None, settings: Settings) -> set[str] | None:
+    """Top-level packages a fix may import: those the file or (when it was scanned) the project imports."""
+    if module is None:
+        return None
+    known = {qualified.split(".")[0] for qualified in module.imports.names.values()}
+    return known | set(settings.project_packages or ())

@@ -184,6 +184,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         trace_roots=tuple(settings.trace_roots + tuple(args.trace_roots)) if args.trace_roots else None,
         unsafe_fixes=args.unsafe_fixes,
         target=getattr(args, "target", None),
+        target_reason="set by --target" if getattr(args, "target", None) else None,
     )
 
 
@@ -197,6 +198,7 @@ def run_check(args: argparse.Namespace) -> int:
     from cslint.report import INTERNAL_ERROR
     from cslint.selection import enabled_codes
     from cslint.sources import ReadError, write_atomically
+    from cslint.target_inference import with_inferred_target
 
     started = time.perf_counter()
     profile = Profile(enabled=args.profile)
@@ -211,6 +213,7 @@ def run_check(args: argparse.Namespace) -> int:
         files = collect_files(args.paths or [Path(".")], settings) if not buffers else []
         context = collect_files([settings.project_root], settings) if (args.project_context or buffers) \
             and settings.project_root and settings.project_root.is_dir() else []
+        settings = with_inferred_target(settings, [*files, *context])
     with profile.phase("cache read"):
         cache = None if args.no_cache else Cache(args.cache_dir or default_cache_dir(settings),
                                                  settings_key(settings, codes)).load()
@@ -263,6 +266,8 @@ def run_check(args: argparse.Namespace) -> int:
                             statistics=args.statistics, quiet=args.quiet, fix_mode=args.fix)
     if not args.diff:
         report = FORMATS[args.output_format](result, options)
+        if settings.target_reason.startswith("inferred") and args.output_format == "text" and not args.quiet:
+            report = f"target: {settings.target} ({settings.target_reason})\n" + report
         if args.output_file is None and args.fix and buffers:
             sys.stderr.write(report)
         elif args.output_file is not None:

@@ -46,6 +46,10 @@ class Settings:
     config_path: Path | None = None
     project_root: Path | None = None
     warnings: tuple[str, ...] = ()
+    # set when the target was inferred from the project (cslint/target_inference.py): why it was chosen,
+    # and the top-level packages the project imports (a fix never adds an import of any other)
+    target_reason: str = ""
+    project_packages: tuple[str, ...] | None = None
 
     def with_overrides(self, **overrides: Any) -> Settings:
         return replace(self, **{k: v for k, v in overrides.items() if v is not None})
@@ -134,6 +138,8 @@ def settings_from_table(table: dict[str, Any], path: Path | None) -> Settings:
                 if not isinstance(table[key], str):
                     raise ConfigError(f"`{key}` must be a string")
                 kwargs[key.replace("-", "_")] = table[key]
+        if "target" in table:
+            kwargs["target_reason"] = f"set in {path.name if path else 'the configuration'}"
     except ConfigError as exc:
         raise ConfigError(f"{exc}{location}") from None
     return Settings(**kwargs)

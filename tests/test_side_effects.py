@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import textwrap
+
 import pytest
 
 from tests.conftest import codes
@@ -156,10 +158,17 @@ class Net(nn.Module):
 
 
 def test_print_fix_targets_a_step_closure_by_default(fix):
-    fixed = fix(PRINT_LOSS, unsafe=True)
+    # the project imports cerebras.pytorch elsewhere (its training script), so the model file may too
+    fixed = fix(PRINT_LOSS, unsafe=True, project_packages=("cerebras", "torch"))
     assert 'cerebras.pytorch.step_closure(lambda loss: print(f"loss {loss.item():.4f}"))(loss)' in fixed
     assert fixed.startswith("import cerebras.pytorch\n")
     assert fix(PRINT_LOSS) == fix(PRINT_LOSS, cerebras_version="2.4")  # unsafe: not applied by default
+
+
+def test_no_fix_imports_a_package_the_project_does_not_import(fix):
+    # neither the file nor the project imports cerebras.pytorch: the step-closure fix is not offered
+    assert fix(PRINT_LOSS, unsafe=True) == textwrap.dedent(PRINT_LOSS).lstrip("\n")
+    assert fix(PRINT_LOSS, unsafe=True, project_packages=("torch",)) == textwrap.dedent(PRINT_LOSS).lstrip("\n")
 
 
 def test_print_fix_uses_the_existing_alias(fix):
@@ -170,7 +179,7 @@ def test_print_fix_uses_the_existing_alias(fix):
 
 
 def test_print_fix_targets_summarize_scalar_before_2_1(fix):
-    fixed = fix(PRINT_LOSS, unsafe=True, cerebras_version="2.0")
+    fixed = fix(PRINT_LOSS, unsafe=True, cerebras_version="2.0", project_packages=("cerebras",))
     assert 'cerebras.pytorch.summarize_scalar("loss", loss)' in fixed
 
 

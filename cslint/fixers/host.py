@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from cslint.fixers.operands import tensor_operand
 from cslint.rules.base import Fix, RuleContext
 
 # Tensor methods that reduce to a 0-dim tensor when called without arguments.
@@ -51,12 +52,12 @@ def is_zero_dim(expr: cst.BaseExpression, ctx: RuleContext) -> bool:
                 qualified.rsplit(".", 1)[-1] in FULL_REDUCTIONS and ctx.is_tensor(expr.args[0].value):
             return True
     if isinstance(expr, cst.Name):
-        values = _assignments(ctx).get(expr.value)
+        values = assignments(ctx).get(expr.value)
         return bool(values) and all(v is not None and is_zero_dim(v, ctx) for v in values)
     return False
 
 
-def _assignments(ctx: RuleContext) -> dict[str, list[cst.BaseExpression | None]]:
+def assignments(ctx: RuleContext) -> dict[str, list[cst.BaseExpression | None]]:
     """Every value each local name is bound to in the function (None: bound some other way)."""
     key = "host.assignments"
     if key not in ctx.scratch:
@@ -174,6 +175,13 @@ def builtin_to_clamp(node: cst.Call, ctx: RuleContext) -> Fix | None:
             tensors.append(value)
         else:
             tensors.append(None)
+    # Run eagerly, `lr` or an input may be a Python number: an operand that is not surely a tensor is
+    # passed through torch.as_tensor, which torch.maximum and torch.clamp accept either way.
+    wrapped = False
+    for i, (tensor, value) in enumerate(zip(tensors, values)):
+        if tensor is not None and tensor is value:
+            tensors[i], was_wrapped = tensor_operand(value, ctx, torch)
+            wrapped = wrapped or was_wrapped
     if all(t is not None for t in tensors):
         name = "maximum" if func.value == "max" else "minimum"
         call = cst.Call(func=cst.Attribute(cst.Name(torch), cst.Name(name)),
@@ -191,8 +199,10 @@ def builtin_to_clamp(node: cst.Call, ctx: RuleContext) -> Fix | None:
         ])
     call = call.with_changes(lpar=node.lpar, rpar=node.rpar)
     shown = cst.Module([]).code_for_node(call)
-    return Fix("unsafe", f"Compare on the device: `{shown}`; unsafe: the result is a tensor, whose dtype and "
-                         "shape follow the tensor operand instead of Python's number rules", [(node, call)], imports)
+    why = "the result is a tensor, whose dtype and shape follow the tensor operand instead of Python's number rules"
+    if wrapped:
+        why += "; an operand that may be a Python float (float64) is compared as a float32 tensor"
+    return Fix("unsafe", f"Compare on the device: `{shown}`; unsafe: {why}", [(node, call)], imports)
 
 
 def builtin_to_torch(node: cst.Call, ctx: RuleContext) -> Fix | None:

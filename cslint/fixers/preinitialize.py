@@ -172,7 +172,10 @@ class _Plan:
     statements: list[cst.BaseStatement] = field(default_factory=list)
     loops: tuple[str, str] | None = None  # (group name, param name)
     counters: set[str] = field(default_factory=set)  # state keys created as Python numbers
+    zero_counters: set[str] = field(default_factory=set)  # those of them that start at 0
+    notes: list[str] = field(default_factory=list)  # why the fix is unsafe, beyond gradient copies
     copied: set[str] = field(default_factory=set)  # statements already copied into preinitialize
+    copied_values: bool = False  # some state starts from gradient or parameter values
 
 
 def _names_read(node: cst.CSTNode) -> set[str]:
@@ -234,6 +237,7 @@ class _FromParameter(cst.CSTTransformer):
         self.aliases = aliases
         self.copied_values = False  # a gradient's values were copied: replaced by zeros
         self.counters: set[str] = set()
+        self.zero_counters: set[str] = set()  # counters that start at 0
 
     def _is_grad(self, node: cst.BaseExpression) -> bool:
         if isinstance(node, cst.Name):
@@ -271,6 +275,8 @@ class _FromParameter(cst.CSTTransformer):
                     key = string_key(t)
                     if key is not None:
                         self.counters.add(key)
+                        if float(number) == 0.0:
+                            self.zero_counters.add(key)
                     value = cst.parse_expression(
                         f"{self.torch_name}.tensor({number}, dtype={self.torch_name}.float32, "
                         f"device={self.param}.device)")
@@ -397,7 +403,9 @@ def _guard_plan(guard: cst.If, chain: tuple[cst.CSTNode, ...], method: cst.Funct
     created = [s.visit(rewriter) for s in _body(guard.body)]
     if rewriter.copied_values or _reads_values_of(cst.IndentedBlock(created), param):  # type: ignore[arg-type]
         plan.applicability = "unsafe"
+        plan.copied_values = True
     plan.counters |= rewriter.counters
+    plan.zero_counters |= rewriter.zero_counters
     inner_block: list[cst.BaseStatement] = created  # type: ignore[assignment]
     for condition in reversed(conditions):
         inner_block = [cst.If(test=condition.visit(rewriter), body=cst.IndentedBlock(inner_block))]  # type: ignore[arg-type]
@@ -528,6 +536,78 @@ def _counter_use_replacements(method: cst.FunctionDef, counters: set[str], impor
     return [(node, node.visit(transformer)) for key, node in targets.items() if key not in inner]
 
 
+def _state_in_test(test: cst.BaseExpression) -> cst.BaseExpression:
+    """The state expression an emptiness test reads (`state` of `len(state) == 0`, `not state` ...)."""
+    if isinstance(test, cst.UnaryOperation):
+        inner = test.expression
+        return inner.args[0].value if isinstance(inner, cst.Call) else inner
+    assert isinstance(test, cst.Comparison)
+    left, right = test.left, test.comparisons[0].comparator
+    if isinstance(left, cst.Call) and dotted_name(left.func) == "len":
+        return left.args[0].value
+    if isinstance(left, cst.Call) and isinstance(left.func, cst.Attribute):
+        return left.func.value
+    return right
+
+
+def _first_step_flags(method: cst.FunctionDef, plan: _Plan) -> list[tuple[cst.CSTNode, Replacement]]:
+    """`first = len(state) == 0` read outside a lazy guard: once preinitialize has created the state,
+    emptiness no longer says "first step". The flag is kept as `state["step"] == 0` on a counter the
+    guard created at 0 and the step increments after reading the flag; without one, no fix."""
+    aliases = state_aliases(method)
+    guards = {id(g.test) for g, _ in lazy_guards(method)}
+    flags: list[cst.BaseExpression] = []
+    increments: list[tuple[int, str]] = []
+
+    class Finder(cst.CSTVisitor):
+        def __init__(self) -> None:
+            self.order = 0
+
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            self.order += 1
+            if isinstance(node, cst.BaseExpression) and id(node) not in guards and \
+                    is_emptiness_test(node, lambda e: is_state(e, aliases)):
+                flags.append(node)
+                return False
+            if isinstance(node, cst.AugAssign) and isinstance(node.operator, cst.AddAssign) and \
+                    isinstance(node.target, cst.Subscript) and is_state(node.target.value, aliases):
+                increments.append((self.order, string_key(node.target) or ""))
+            return True
+
+    finder = Finder()
+    order: dict[int, int] = {}
+
+    class Order(cst.CSTVisitor):
+        def __init__(self) -> None:
+            self.count = 0
+
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            self.count += 1
+            order[id(node)] = self.count
+            return True
+
+    method.visit(Order())
+    method.visit(finder)
+    if not flags:
+        return []
+    replacements: list[tuple[cst.CSTNode, Replacement]] = []
+    for flag in flags:
+        counters = [key for at, key in increments if key in plan.zero_counters and at > order[id(flag)]]
+        if not counters:
+            raise CannotFix(f"`{cst.Module([]).code_for_node(flag)}` reads empty state as a first-step flag")
+        state = _state_in_test(flag)
+        replacement = cst.Comparison(
+            left=cst.Subscript(state, [cst.SubscriptElement(cst.Index(cst.SimpleString(f'"{counters[0]}"')))]),
+            comparisons=[cst.ComparisonTarget(cst.Equal(), cst.Integer("0"))], lpar=flag.lpar, rpar=flag.rpar)
+        replacements.append((flag, replacement))
+        plan.applicability = "unsafe"
+        note = (f"empty state was read as a first-step flag (`{cst.Module([]).code_for_node(flag)}`), kept as "
+                f"`state[\"{counters[0]}\"] == 0`, a tensor test")
+        if note not in plan.notes:
+            plan.notes.append(note)
+    return replacements
+
+
 def _call_preinitialize(init: cst.FunctionDef) -> cst.FunctionDef:
     call = cst.parse_statement("self.preinitialize()\n")
     return init.with_changes(body=init.body.with_changes(body=[*_body(init.body), call]))
@@ -555,6 +635,12 @@ def preinitialize_fix(cls: ClassInfo, torch_name: str, imports: frozenset[str]) 
         return None
     if plan.loops is None:
         return None
+    try:
+        for name, method in cls.methods.items():
+            if name not in SKIPPED_METHODS:
+                plan.replacements.extend(_first_step_flags(method.node, plan))
+    except CannotFix:
+        return None
     group, param = plan.loops
     for name, method in cls.methods.items():
         if plan.counters and name not in SKIPPED_METHODS:
@@ -573,7 +659,9 @@ def preinitialize_fix(cls: ClassInfo, torch_name: str, imports: frozenset[str]) 
     preinit = preinit.with_changes(body=preinit.body.with_changes(body=[outer_for]),
                                    leading_lines=[cst.EmptyLine(indent=False)])
     plan.replacements.append((init.node, cst.FlattenSentinel([_call_preinitialize(init.node), preinit])))
-    what = "created from gradient values" if plan.applicability == "unsafe" else "created from parameter shapes"
-    fix = Fix(plan.applicability, f"create the state in a generated preinitialize() ({what})",
-              plan.replacements, imports=imports)
+    what = "created from gradient values" if plan.copied_values else "created from parameter shapes"
+    message = f"create the state in a generated preinitialize() ({what})"
+    if plan.notes:
+        message += "; unsafe: " + "; ".join(plan.notes)
+    fix = Fix(plan.applicability, message, plan.replacements, imports=imports)
     return ClassFix(fix, plan.counters)

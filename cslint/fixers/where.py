@@ -16,7 +16,12 @@ import libcst as cst
 
 from cslint.analysis import torch_api as api
 from cslint.analysis.kinds import Tag
+from cslint.fixers.operands import guard_divisions, tensor_operand
 from cslint.rules.base import Fix, RuleContext
+
+
+PYTHON_DIVISION = ("a division by a value that may be a Python number runs as a float32 tensor division "
+                   "(so the branch not taken cannot raise ZeroDivisionError), not in Python's float64")
 
 
 @dataclass
@@ -142,6 +147,21 @@ def _where(torch: str, test: cst.BaseExpression, a: cst.BaseExpression, b: cst.B
     )
 
 
+def _condition(test: cst.BaseExpression, ctx: RuleContext, torch: str) -> cst.BaseExpression:
+    """The condition, wrapped in torch.as_tensor unless it certainly is a tensor: run eagerly with a
+    Python-number input (`if step % k == 0` with an int step) it is a Python bool, which torch.where
+    rejects."""
+    return tensor_operand(test, ctx, torch)[0]
+
+
+def _side(value: cst.BaseExpression, ctx: RuleContext, torch: str, guarded: list[bool]) -> cst.BaseExpression:
+    """A branch value made safe to compute when its branch is not taken (no Python division by zero)."""
+    new, changed = guard_divisions(value, ctx, torch)
+    if changed:
+        guarded.append(True)
+    return new
+
+
 def _bare_ok(expr: cst.BaseExpression) -> bool:
     # `(m == k).any()` keeps its parentheses; `(t > 0)` as an argument does not need them.
     return isinstance(expr, (cst.Comparison, cst.Call, cst.Name, cst.Attribute))
@@ -179,30 +199,36 @@ def if_to_where(node: cst.If, ctx: RuleContext) -> Fix | None:
         return None
     bound = ctx.bound_before(node)
     torch, imports = ctx.torch_name()
+    guarded: list[bool] = []
     new_lines: list[cst.SimpleStatementLine] = []
     values: list[cst.BaseExpression] = []
     python_numbers: list[str] = []
     for name in names:
+        before = bound.get(name)
         if name not in final and name not in bound:
             return None  # no value to keep when no branch is taken
         if any(name not in b.assigns for b in branches) and name not in bound:
             return None
         branch_values = [b.assigns.get(name) for b in branches] + [final.get(name)]
         values.extend(v for v in branch_values if v is not None)
-        before = bound.get(name)
         if all(v is None or ctx.kind(v).tag is not Tag.TENSOR for v in branch_values) and \
                 (before is None or before.tag is not Tag.TENSOR):
             python_numbers.append(name)
-        expr: cst.BaseExpression = final.get(name, cst.Name(name))
+        final_value = final.get(name)
+        expr: cst.BaseExpression = _side(final_value, ctx, torch, guarded) if final_value else cst.Name(name)
         for branch in reversed(branches):
             assert branch.test is not None
-            expr = _where(torch, branch.test, branch.assigns.get(name, cst.Name(name)), expr)
+            value = branch.assigns.get(name)
+            expr = _where(torch, _condition(branch.test, ctx, torch),
+                          _side(value, ctx, torch, guarded) if value else cst.Name(name), expr)
         new_lines.append(cst.SimpleStatementLine(body=[cst.Assign(targets=[cst.AssignTarget(cst.Name(name))],
                                                                   value=expr)]))
     new_lines[0] = new_lines[0].with_changes(leading_lines=node.leading_lines)
     reason = _safety(values, ctx)
     if reason is None and python_numbers:
         reason = f"{', '.join(python_numbers)} becomes a tensor where it was a Python value"
+    if reason is None and guarded:
+        reason = PYTHON_DIVISION
     applicability = "unsafe" if reason else "safe"
     message = f"Compute both branches and select with {torch}.where (assigns {', '.join(names)})"
     if reason:
@@ -214,11 +240,15 @@ def ifexp_to_where(node: cst.IfExp, ctx: RuleContext) -> Fix | None:
     if not is_boolean_condition(node.test, ctx):
         return None
     torch, imports = ctx.torch_name()
-    replacement = _where(torch, node.test, node.body, node.orelse)
+    guarded: list[bool] = []
+    replacement = _where(torch, _condition(node.test, ctx, torch), _side(node.body, ctx, torch, guarded),
+                         _side(node.orelse, ctx, torch, guarded))
     replacement = replacement.with_changes(lpar=node.lpar, rpar=node.rpar)
     reason = _safety([node.body, node.orelse], ctx)
     if reason is None and not (ctx.is_tensor(node.body) or ctx.is_tensor(node.orelse)):
         reason = "the result becomes a tensor where it was a Python value"
+    if reason is None and guarded:
+        reason = PYTHON_DIVISION
     message = f"Compute both sides and select with {torch}.where"
     if reason:
         message += f"; unsafe: {reason}"

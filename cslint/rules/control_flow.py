@@ -38,6 +38,11 @@ def forward(self, x):
         "branch calls modules or helpers, draws random numbers, divides or takes logs (inf/NaN and NaN "
         "gradients on the side the condition excluded), or turns a Python number into a tensor. Branches "
         "that return, raise or do anything but assign are reported without a fix."
+        " A condition that may be a Python value when the step runs eagerly on CPU/GPU (an unannotated input "
+        "such as `step`, or `group[\"lr\"]`) is wrapped in `torch.as_tensor(...)`, so the fixed code runs "
+        "with a Python number and with a tensor; a division by such a value in a branch becomes a tensor "
+        "division (`1.0 / torch.as_tensor(lr)`, so the side not taken cannot raise ZeroDivisionError), which "
+        "makes the fix unsafe: float32 instead of Python\'s float64."
     )
     VALID = [
         """
@@ -166,6 +171,11 @@ def forward(self, a, b, m, k):
         "Safe when both sides are side-effect-free tensor expressions; unsafe when a side calls modules or "
         "helpers, draws random numbers, divides or takes logs, or when both sides are Python numbers "
         "(the result becomes a tensor)."
+        " A condition that may be a Python value when the step runs eagerly on CPU/GPU (an unannotated input "
+        "such as `step`, or `group[\"lr\"]`) is wrapped in `torch.as_tensor(...)`, so the fixed code runs "
+        "with a Python number and with a tensor; a division by such a value in a branch becomes a tensor "
+        "division (`1.0 / torch.as_tensor(lr)`, so the side not taken cannot raise ZeroDivisionError), which "
+        "makes the fix unsafe: float32 instead of Python\'s float64."
     )
     VALID = [
         """

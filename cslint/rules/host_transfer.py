@@ -336,7 +336,10 @@ def forward(self, x, eps=1e-6):
         "`t.detach()` when `t` was `.item()`/`float()` of a tensor); with two tensors, torch.maximum/minimum. "
         "Unsafe: the result is a tensor whose dtype and shape follow the tensor. `abs(t)` -> `torch.abs(t)` "
         "is safe (the op Tensor.__abs__ runs). `round(t, n)` -> `torch.round(t, decimals=n)` is unsafe: the "
-        "original raises TypeError. `sum(t)` has no fix."
+        "original raises TypeError. `sum(t)` has no fix. An operand that may be a Python number when the step runs "
+        "eagerly (`lr = group[\"lr\"]`, an unannotated input) goes through `torch.as_tensor`, so "
+        "`max(lr, group[\"lr_min\"])` becomes `torch.clamp(torch.as_tensor(lr), min=group[\"lr_min\"])` and runs "
+        "with a Python-float lr and with a tensor lr; the message then says the comparison runs in float32."
     )
     VALID = [
         """

@@ -147,6 +147,10 @@ def step(self):
         "becomes a zero buffer, equal to the original only when the update that follows starts from zero "
         "(SGD with `dampening == 0`); values read from the parameter may change before the first step "
         "(a checkpoint loaded after the optimizer was built). Python-number state becomes a float32 tensor."
+        " Unsafe when `step` reads empty state as a first-step flag (`first = len(state) == 0` before the "
+        "guard): once preinitialize() has created the state that flag would always be False, so it is kept "
+        "as `state[\"step\"] == 0` on a counter the guard created at 0 and the step increments after reading "
+        "the flag (a tensor test, which WSC101 then reports); without such a counter there is no fix."
         " No fix when the guard sits outside the `for group ...: for p in group['params']:` loop nest of "
         "the class's own methods, or the class has no `__init__`."
     )

@@ -48,7 +48,9 @@ def forward(self, x, y):
         "(default 2.4) the call is wrapped in a `cstorch.step_closure` taking the printed tensors, which "
         "runs it after every step with their values; offered when every tensor it reads is a local name. "
         "Before 2.1 it becomes `cstorch.summarize_scalar` (for `.item()`/`float()` or a full reduction) or "
-        "`cstorch.summarize_tensor`, when exactly one tensor is printed. Plain messages are not reported."
+        "`cstorch.summarize_tensor`, when exactly one tensor is printed. Plain messages are not reported. "
+        "Offered only on the wsc target and when the file or the project already imports cerebras.pytorch: a "
+        "fix never adds an import of a package the project does not import."
     )
     VALID = [
         """

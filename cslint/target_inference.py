@@ -1,0 +1,96 @@
+"""Which accelerator a project targets, read from what it imports, when neither `--target` nor the
+configuration names one.
+
+A project that imports `cerebras.pytorch` is `wsc`, one that imports `torch_xla` is `xla`, one that
+imports SambaNova's `samba`/`sambaflow` is `rdu`, and one that only calls `torch.compile` is `compile`;
+otherwise the default target (`wsc`). The scan reads the import lines of the files being checked (no
+file is parsed or executed), so it is cheap. It also records the top-level packages those files import:
+a fix never adds an import of any other package (no `import cerebras.pytorch` into a torch.compile
+project).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from cslint.config import Settings
+from cslint.targets import DEFAULT_TARGET
+
+_IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+([\w.]+)[ \t]+import\b|import[ \t]+([\w. \t,]+?)[ \t]*(?:#.*)?$)",
+                     re.MULTILINE)
+_TORCH_COMPILE = re.compile(r"^[^#\n]*(?:\btorch\.compile\b|\bfrom[ \t]+torch[ \t]+import[^#\n]*\bcompile\b)",
+                            re.MULTILINE)
+
+# (target, the module whose import decides it), in order of precedence
+PLATFORM_MODULES = (
+    ("wsc", ("cerebras.pytorch",)),
+    ("xla", ("torch_xla",)),
+    ("rdu", ("sambaflow", "samba")),
+)
+
+
+@dataclass(frozen=True)
+class TargetChoice:
+    target: str
+    reason: str  # one clause: why this target ("the project imports torch_xla (train.py)")
+    packages: tuple[str, ...]  # top-level packages the scanned files import, sorted
+
+
+def imported_modules(text: str) -> set[str]:
+    """Dotted names of the modules a source text imports (relative imports excluded)."""
+    found: set[str] = set()
+    for match in _IMPORT.finditer(text):
+        if match.group(1):
+            if not match.group(1).startswith("."):
+                found.add(match.group(1))
+        else:
+            for part in match.group(2).split(","):
+                name = part.split(" as ")[0].strip() if " as " in part else part.strip()
+                if name:
+                    found.add(name.split()[0])
+    return found
+
+
+def _imports(modules: set[str], wanted: str) -> bool:
+    return any(m == wanted or m.startswith(wanted + ".") for m in modules)
+
+
+def infer_target(paths: Iterable[Path]) -> TargetChoice:
+    """The target the project's imports point to, with the reason and the packages it imports."""
+    packages: set[str] = set()
+    first_with: dict[str, Path] = {}
+    compile_file: Path | None = None
+    for path in paths:
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue  # reading the file for the check reports it
+        modules = imported_modules(text)
+        packages.update(m.split(".")[0] for m in modules)
+        for target, names in PLATFORM_MODULES:
+            if target not in first_with and any(_imports(modules, n) for n in names):
+                first_with[target] = path
+        if compile_file is None and _imports(modules, "torch") and _TORCH_COMPILE.search(text):
+            compile_file = path
+    for target, names in PLATFORM_MODULES:
+        if target in first_with:
+            return TargetChoice(target, f"inferred: the project imports {names[0]} ({first_with[target].name})",
+                                tuple(sorted(packages)))
+    if compile_file is not None:
+        return TargetChoice("compile", f"inferred: the project uses torch.compile ({compile_file.name}) and imports "
+                                       "no accelerator package", tuple(sorted(packages)))
+    return TargetChoice(DEFAULT_TARGET, "default: the project imports no accelerator package and does not use "
+                                        "torch.compile", tuple(sorted(packages)))
+
+
+def with_inferred_target(settings: Settings, paths: Iterable[Path]) -> Settings:
+    """`settings` with the project's packages recorded and, unless `--target` or the configuration gave a
+    target (their `target_reason` says which), the inferred one."""
+    choice = infer_target(paths)
+    if settings.target_reason:
+        return settings.with_overrides(project_packages=choice.packages)
+    return settings.with_overrides(target=choice.target, target_reason=choice.reason,
+                                   project_packages=choice.packages)

@@ -1,0 +1,118 @@
+"""The target inferred from a project's imports, and fixes that never import a package the project does
+not import (a torch.compile project gets compile wording and fixes, never `import cerebras.pytorch`)."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from cslint.cli import main
+from cslint.config import Settings
+from cslint.target_inference import imported_modules, infer_target, with_inferred_target
+
+COMPILED_MODEL = """
+import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(4, 4)
+
+    def forward(self, x):
+        y = self.proj(x)
+        loss = y.pow(2).mean()
+        print(f"loss {loss}")
+        if loss > 1:
+            y = y * 0.5
+        return y
+
+
+model = torch.compile(Net(), fullgraph=True)
+"""
+
+
+def _write(root: Path, files: dict[str, str]) -> list[Path]:
+    paths = []
+    for name, text in files.items():
+        path = root / name
+        path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
+        paths.append(path)
+    return paths
+
+
+@pytest.mark.parametrize(("source", "target", "named"), [
+    ("import cerebras.pytorch as cstorch\nimport torch\n", "wsc", "cerebras.pytorch"),
+    ("from cerebras.pytorch.optim import Optimizer\n", "wsc", "cerebras.pytorch"),
+    ("import torch_xla.core.xla_model as xm\n", "xla", "torch_xla"),
+    ("from sambaflow import samba\n", "rdu", "sambaflow"),
+    ("import samba.utils\n", "rdu", "sambaflow"),
+    ("import torch\n\nstep = torch.compile(train_step, fullgraph=True)\n", "compile", "torch.compile"),
+    ("from torch import compile, nn\n", "compile", "torch.compile"),
+])
+def test_target_follows_the_platform_import(tmp_path, source, target, named):
+    choice = infer_target(_write(tmp_path, {"train.py": source, "model.py": "import torch\n"}))
+    assert choice.target == target
+    assert choice.reason.startswith("inferred") and named in choice.reason and "train.py" in choice.reason
+
+
+def test_an_accelerator_import_wins_over_torch_compile(tmp_path):
+    paths = _write(tmp_path, {"a.py": "import torch\nf = torch.compile(g)\n", "b.py": "import torch_xla\n"})
+    assert infer_target(paths).target == "xla"
+
+
+def test_no_platform_import_keeps_the_default_and_says_so(tmp_path):
+    choice = infer_target(_write(tmp_path, {"model.py": "import torch\n# torch.compile is not called here\n"}))
+    assert choice.target == "wsc" and choice.reason.startswith("default")
+    assert choice.packages == ("torch",)
+
+
+def test_imported_modules_reads_every_import_form():
+    text = "import os, torch.nn as tnn\nfrom . import sibling\nfrom torch_xla.core import xla_model  # x\n" \
+           "    import numpy as np\n"
+    assert imported_modules(text) == {"os", "torch.nn", "torch_xla.core", "numpy"}
+
+
+def test_a_given_target_is_kept_and_the_packages_recorded(tmp_path):
+    paths = _write(tmp_path, {"a.py": "import torch_xla\n"})
+    given = with_inferred_target(Settings(target="rdu", target_reason="set by --target"), paths)
+    assert (given.target, given.target_reason, given.project_packages) == ("rdu", "set by --target", ("torch_xla",))
+    inferred = with_inferred_target(Settings(), paths)
+    assert inferred.target == "xla" and inferred.target_reason.startswith("inferred")
+
+
+def test_compile_project_without_target_gets_compile_wording_and_no_cerebras_import(tmp_path, capsys):
+    (path,) = _write(tmp_path, {"model.py": COMPILED_MODEL})
+    assert main(["check", "--no-cache", str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("target: compile (inferred: the project uses torch.compile (model.py)")
+    assert "torch.cond" in out and "graph break" in out
+    main(["check", "--no-cache", "--fix", "--unsafe-fixes", str(tmp_path)])
+    fixed = path.read_text(encoding="utf-8")
+    assert "torch.where(loss > 1, y * 0.5, y)" in fixed  # the compile target's fixes are applied
+    assert "cerebras" not in fixed
+
+
+def test_explicit_wsc_on_a_project_without_cerebras_adds_no_cerebras_import(tmp_path, capsys):
+    (path,) = _write(tmp_path, {"model.py": COMPILED_MODEL})
+    main(["check", "--no-cache", "--target", "wsc", "--fix", "--unsafe-fixes", str(tmp_path)])
+    assert "target:" not in capsys.readouterr().out  # the header only names an inferred target
+    assert "cerebras" not in path.read_text(encoding="utf-8")
+
+
+def test_cerebras_project_gets_the_step_closure(tmp_path, capsys):
+    paths = _write(tmp_path, {"model.py": COMPILED_MODEL.replace("model = torch.compile(Net(), fullgraph=True)\n", ""),
+                              "train.py": "import cerebras.pytorch as cstorch\n"})
+    main(["check", "--no-cache", "--fix", "--unsafe-fixes", str(tmp_path)])
+    assert "target: wsc (inferred: the project imports cerebras.pytorch (train.py))" in capsys.readouterr().out
+    assert "cerebras.pytorch.step_closure(lambda loss: print(" in paths[0].read_text(encoding="utf-8")
+
+
+def test_a_target_in_the_configuration_is_not_inferred(tmp_path, capsys):
+    _write(tmp_path, {"model.py": COMPILED_MODEL, "pyproject.toml": "[tool.cslint]\ntarget = \"xla\"\n"})
+    main(["check", "--no-cache", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert "target:" not in out and "xm.add_step_closure" in out
