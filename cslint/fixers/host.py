@@ -226,3 +226,114 @@ def builtin_to_torch(node: cst.Call, ctx: RuleContext) -> Fix | None:
     return Fix("unsafe", f"Use {torch}.round (half to even, like Python's round); unsafe: round() on a tensor "
                          "raises TypeError, so this changes what the code does, and with decimals torch scales "
                          "by 10**n first, so ties can round differently from Python", [(node, call)], imports)
+
+
+# Tensor ops whose positional arguments may be 0-dim tensors where the code passed a Python number.
+TENSOR_ARGUMENT_OPS = frozenset({
+    "add", "sub", "mul", "div", "true_divide", "pow", "maximum", "minimum", "where", "lerp", "clamp", "fmax",
+    "fmin", "atan2", "hypot", "copysign", "fmod", "remainder", "add_", "sub_", "mul_", "div_", "lerp_",
+    "copy_", "fill_", "clamp_", "pow_", "full_like", "multiply", "divide", "subtract",
+})
+
+
+def keep_tensor_name(node: cst.Call, ctx: RuleContext) -> Fix | None:
+    """`scale = t.item()` where every later use of `scale` takes a tensor (arithmetic with a tensor, a
+    positional argument of a tensor op, a return): keep `scale` a tensor. A use as an if/while condition
+    makes the fix unsafe; the condition is then a tensor, which WSC101's torch.where fix rewrites."""
+    found = conversion_receiver(node, ctx)
+    if found is None:
+        return None
+    receiver, conversion = found
+    func = ctx.traced.func.node
+    name = _assigned_name(func, node)
+    if name is None or assignments(ctx).get(name) != [node]:
+        return None
+    uses = _uses(func, name)
+    if not uses:
+        return None
+    conditions = 0
+    for parent, child in uses:
+        kind = _use_kind(parent, child, ctx)
+        if kind is None:
+            return None
+        conditions += kind == "condition"
+    replacement = on_device(receiver, conversion).with_changes(lpar=node.lpar, rpar=node.rpar)
+    shown = cst.Module([]).code_for_node(replacement)
+    reasons = []
+    if not is_zero_dim(receiver, ctx):
+        reasons.append(f"if `{ctx.code(receiver)}` is not zero-dimensional, `{name}` broadcasts and promotes "
+                       "dtypes like a tensor, not a number")
+    if conditions:
+        reasons.append(f"`{name}` is tested by an if/while, which becomes a tensor condition (rewritten by the "
+                       "torch.where fix of WSC101 where it assigns only)")
+    message = f"Keep `{name}` a tensor (every use takes one): `{shown}`"
+    if reasons:
+        return Fix("unsafe", message + "; unsafe: " + "; ".join(reasons), [(node, replacement)])
+    return Fix("safe", message, [(node, replacement)])
+
+
+def _assigned_name(func: cst.FunctionDef, value: cst.Call) -> str | None:
+    found: list[str] = []
+
+    class Finder(cst.CSTVisitor):
+        def visit_Assign(self, n: cst.Assign) -> None:
+            if n.value is value and len(n.targets) == 1 and isinstance(n.targets[0].target, cst.Name):
+                found.append(n.targets[0].target.value)
+
+    func.body.visit(Finder())
+    return found[0] if found else None
+
+
+def _uses(func: cst.FunctionDef, name: str) -> list[tuple[cst.CSTNode, cst.CSTNode]]:
+    """(parent, child-on-the-path) for every read of `name`: the child is the Name itself, or the
+    comparison/not around it when the parent is a condition."""
+    uses: list[tuple[cst.CSTNode, cst.CSTNode]] = []
+    stack: list[cst.CSTNode] = []
+
+    class Reader(cst.CSTVisitor):
+        def on_visit(self, n: cst.CSTNode) -> bool:
+            if isinstance(n, cst.Name) and n.value == name and stack:
+                parent = stack[-1]
+                if not (isinstance(parent, cst.AssignTarget) or (isinstance(parent, cst.Attribute)
+                                                                and parent.attr is n)):
+                    lifted = isinstance(parent, (cst.Comparison, cst.Arg)) and len(stack) >= 2
+                    if isinstance(parent, cst.Element) and len(stack) >= 3 and isinstance(stack[-3], cst.Return):
+                        uses.append((stack[-3], n))  # `return y, scale`
+                    else:
+                        uses.append((stack[-2], parent) if lifted else (parent, n))
+            stack.append(n)
+            return True
+
+        def on_leave(self, original_node: cst.CSTNode) -> None:
+            stack.pop()
+
+    func.body.visit(Reader())
+    return uses
+
+
+def _use_kind(parent: cst.CSTNode, child: cst.CSTNode, ctx: RuleContext) -> str | None:
+    """"tensor" when the use accepts a tensor as it accepted the number, "condition" for an if/while
+    test; None for anything else (a Python call, a format string, a shape, a keyword argument)."""
+    if isinstance(parent, (cst.If, cst.While)) and parent.test is child:
+        return "condition"
+    if isinstance(child, cst.Comparison):
+        return None
+    if isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, ARITHMETIC):
+        other = parent.right if parent.left is child else parent.left
+        return "tensor" if ctx.is_tensor(other) and _reads_no_python_only(other) else None
+    if isinstance(parent, cst.AugAssign) and parent.value is child and ctx.is_tensor(parent.target):
+        return "tensor" if isinstance(parent.operator, ARITHMETIC_AUG) else None
+    if isinstance(parent, cst.Return):
+        return "tensor"
+    if isinstance(parent, cst.Call) and isinstance(child, cst.Arg) and child.keyword is None and not child.star:
+        func = parent.func
+        last = func.attr.value if isinstance(func, cst.Attribute) else ""
+        qualified = ctx.resolve(func)
+        is_op = (qualified is not None and qualified.startswith("torch.")) or \
+            (isinstance(func, cst.Attribute) and ctx.is_tensor(func.value))
+        return "tensor" if is_op and last in TENSOR_ARGUMENT_OPS else None
+    return None
+
+
+def _reads_no_python_only(expr: cst.BaseExpression) -> bool:
+    return not isinstance(expr, (cst.SimpleString, cst.FormattedString))

@@ -48,9 +48,35 @@ def state_aliases(method: cst.FunctionDef) -> set[str]:
                 for target in node.targets:
                     if isinstance(target.target, cst.Name):
                         found.add(target.target.value)
+            for name, value in unpacked_pairs(node):
+                if is_state_of_param(value):
+                    found.add(name)
 
     method.visit(Collector())
     return found
+
+
+def unpacked_pairs(node: cst.Assign) -> list[tuple[str, cst.BaseExpression]]:
+    """`a, state, b = x, self.state[p], y` -> the names and the values they get. A starred value
+    (`*group["betas"]`) hides how many names it fills: names before it pair from the front, names after
+    it from the back."""
+    if len(node.targets) != 1 or not isinstance(node.targets[0].target, (cst.Tuple, cst.List)) or \
+            not isinstance(node.value, (cst.Tuple, cst.List)):
+        return []
+    targets = [e.value for e in node.targets[0].target.elements]
+    if any(isinstance(e, cst.StarredElement) for e in node.targets[0].target.elements):
+        return []
+    values = list(node.value.elements)
+    starred = [i for i, e in enumerate(values) if isinstance(e, cst.StarredElement)]
+    if len(starred) > 1 or (not starred and len(values) != len(targets)):
+        return []
+    pairs: list[tuple[cst.BaseExpression, cst.BaseElement]] = []
+    if starred:
+        front, back = values[:starred[0]], values[starred[0] + 1:]
+        pairs = list(zip(targets, front)) + list(zip(targets[len(targets) - len(back):], back))
+    else:
+        pairs = list(zip(targets, values))
+    return [(t.value, v.value) for t, v in pairs if isinstance(t, cst.Name)]
 
 
 def is_state_of_param(expr: cst.BaseExpression) -> bool:
@@ -375,6 +401,12 @@ def _guard_plan(guard: cst.If, chain: tuple[cst.CSTNode, ...], method: cst.Funct
         assign = _simple_assign(stmt)
         if assign is None:
             continue
+        unpacked = [name for name, value in unpacked_pairs(assign) if is_state_of_param(value)]
+        if unpacked:  # `grad, state, ... = p.grad, self.state[p], ...`: preinitialize binds only the state
+            value = next(v for n, v in unpacked_pairs(assign) if n == unpacked[0])
+            stmt = cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(cst.Name(unpacked[0]))], value)])
+            assign = stmt.body[0]  # type: ignore[assignment]
+            assert isinstance(assign, cst.Assign)
         bound = set().union(*(_bound_names(t.target) for t in assign.targets))
         if _reads_grad(assign.value, param) and len(bound) == 1 and isinstance(assign.value, cst.Attribute):
             grad_aliases |= bound  # `grad = p.grad`: before any gradient, the parameter has its shape

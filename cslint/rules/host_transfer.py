@@ -6,7 +6,9 @@ import libcst as cst
 
 from cslint.analysis.inference import string_value
 from cslint.analysis.kinds import Tag
-from cslint.fixers.host import builtin_to_clamp, builtin_to_torch, drop_conversion, feeds_tensor_arithmetic
+from cslint.fixers.host import (
+    builtin_to_clamp, builtin_to_torch, drop_conversion, feeds_tensor_arithmetic, keep_tensor_name,
+)
 from cslint.fixers.summaries import log_call_kind
 from cslint.rules.base import Rule, RuleContext
 from cslint.analysis.walk import visit
@@ -50,7 +52,11 @@ def forward(self, x):
         "by `t.detach()`. Safe when `t` is certainly zero-dimensional (a full reduction such as `x.norm()`, "
         "or a name only bound to one): a 0-dim tensor broadcasts and promotes like a Python number. Unsafe "
         "otherwise, since a one-element tensor with dimensions changes broadcasting and dtype promotion. "
-        "`.tolist()`, `.numpy()` and other uses of `.item()` are reported without a fix."
+        "When `t.item()` is assigned to a name whose every use takes a tensor (arithmetic with a tensor, a "
+        "positional argument of a tensor op such as `torch.maximum`/`.mul_`, a return), the name keeps the "
+        "tensor: `scale = t.detach()`; safe under the same zero-dimensional condition. A use as an if/while "
+        "condition makes it unsafe (the test becomes a tensor condition, which WSC101's torch.where fix then "
+        "rewrites). `.tolist()`, `.numpy()` and other uses of `.item()` are reported without a fix."
     )
     VALID = [
         """
@@ -101,7 +107,8 @@ class Scale(nn.Module):
         if not ctx.is_tensor(func.value):
             return
         method = func.attr.value
-        fix = drop_conversion(node, ctx) if id(node) in ctx.scratch.get(ARITHMETIC_KEY, ()) else None
+        fix = drop_conversion(node, ctx) if id(node) in ctx.scratch.get(ARITHMETIC_KEY, ()) else \
+            keep_tensor_name(node, ctx)
         ctx.report(node, f"`{ctx.code(node)}` reads tensor values into Python: {NO_VALUE}; keep it a tensor"
                          + (" (move inspection out of the step)" if method != "item" else ""), fix)
 
@@ -195,7 +202,8 @@ def forward(self, x):
         "When the number is an operand of tensor arithmetic, `float(t)` becomes `t.detach().float()` and "
         "`int(t)` becomes `t.detach().long()` (a float-to-long cast truncates toward zero like int()). Safe "
         "when `t` is certainly zero-dimensional (a full reduction, or a name only bound to one); unsafe "
-        "otherwise (broadcasting and dtype promotion of a tensor with dimensions differ). `bool(t)` and "
+        "otherwise (broadcasting and dtype promotion of a tensor with dimensions differ). The same holds "
+        "when the number is assigned to a name whose every use takes a tensor (see WSC201). `bool(t)` and "
         "other uses are reported without a fix."
     )
     VALID = [
@@ -249,7 +257,8 @@ class Mix(nn.Module):
             return
         if id(node) in ctx.scratch.get("host.range_args", ()):
             return
-        fix = drop_conversion(node, ctx) if id(node) in ctx.scratch.get(ARITHMETIC_KEY, ()) else None
+        fix = drop_conversion(node, ctx) if id(node) in ctx.scratch.get(ARITHMETIC_KEY, ()) else \
+            keep_tensor_name(node, ctx)
         ctx.report(node, f"`{ctx.code(node)}` converts a tensor to a Python {name}: {NO_VALUE}; keep it a tensor",
                    fix)
 
