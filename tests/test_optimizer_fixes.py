@@ -138,3 +138,38 @@ def test_state_dict_round_trip(fixed_dir: Path, name: str) -> None:
     _run(restored, restored_params, seed=6, steps=3)
     for a, b in zip(params, restored_params):
         torch.testing.assert_close(b, a)
+
+
+GRAD_VALUES_OPTIMIZER = """
+import copy
+import torch
+
+class Averaged(torch.optim.Optimizer):
+    def __init__(self, params, lr=0.1):
+        super().__init__(params, dict(lr=lr))
+
+    @torch.no_grad()
+    def step(self):
+        for group in self.param_groups:
+            for p in group["params"]:
+                grad = p.grad
+                state = self.state[p]
+                if len(state) == 0:
+                    state["avg_grad"] = copy.deepcopy(grad)
+                {flag}
+                state["avg_grad"].mul_(0.9).add_(grad * 0.1)
+                p.sub_(group["lr"] * state["avg_grad"])
+"""
+
+
+@pytest.mark.parametrize("flag", ["pass", "first = len(state) == 0"])
+def test_no_preinitialize_fix_when_state_starts_from_gradient_values_or_a_flag_has_no_counter(tmp_path, flag):
+    # `copy.deepcopy(grad)` is not a clone preinitialize can rebuild (it used to become deepcopy(p), the
+    # parameter's values); a first-step flag needs a counter created at 0 to be kept
+    code = GRAD_VALUES_OPTIMIZER.replace("{flag}", flag)
+    if flag != "pass":
+        code = code.replace("copy.deepcopy(grad)", "torch.zeros_like(p)")
+    result, texts = run_linter(tmp_path, {"opt.py": code}, fix=True, unsafe=True)
+    lazy = [d for d in result.diagnostics if d.code == "WSC301"]
+    assert lazy and all(d.fix is None for d in lazy)
+    assert "preinitialize" not in texts["opt.py"]

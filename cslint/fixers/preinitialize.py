@@ -318,6 +318,23 @@ class _FromParameter(cst.CSTTransformer):
         return cst.Name(self.param) if original.value in self.grad_aliases else updated
 
 
+class _GradAsName(cst.CSTTransformer):
+    def __init__(self, param: str) -> None:
+        self.param = param
+
+    def leave_Attribute(self, original: cst.Attribute, updated: cst.BaseExpression) -> cst.BaseExpression:
+        value = original.value
+        if original.attr.value == "grad" and isinstance(value, cst.Name) and value.value == self.param:
+            return cst.Name("__gradient__")
+        return updated
+
+
+def _reads_gradient_values(node: cst.CSTNode, param: str, grad_aliases: set[str]) -> bool:
+    """Does `node` read the values (not only the shape) of `param.grad` or of a name bound to it?"""
+    renamed = node.visit(_GradAsName(param))
+    return any(_reads_values_of(renamed, name) for name in (*grad_aliases, "__gradient__"))
+
+
 def _reads_values_of(node: cst.CSTNode, name: str) -> bool:
     """Does `node` read the values of tensor `name` (not only its shape, dtype or device)?"""
     reads = False
@@ -425,6 +442,12 @@ def _guard_plan(guard: cst.If, chain: tuple[cst.CSTNode, ...], method: cst.Funct
     if missing:
         raise CannotFix(f"the guard reads {', '.join(sorted(missing))}, bound in a way preinitialize cannot copy")
     rewriter = _FromParameter(param, grad_aliases, torch_name, aliases)
+    for stmt in _body(guard.body):
+        assign = _simple_assign(stmt)
+        if assign is not None and rewriter._is_grad_copy(assign.value):
+            continue  # a plain copy of the gradient: rebuilt as a zero buffer (unsafe)
+        if _reads_gradient_values(stmt, param, grad_aliases):
+            raise CannotFix("the guard computes state from gradient values (no gradient exists before step 1)")
     body: list[cst.BaseStatement] = []
     for stmt in chosen:
         copied = stmt.visit(rewriter)

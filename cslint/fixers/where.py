@@ -253,3 +253,66 @@ def ifexp_to_where(node: cst.IfExp, ctx: RuleContext) -> Fix | None:
     if reason:
         message += f"; unsafe: {reason}"
     return Fix("unsafe" if reason else "safe", message, [(node, replacement)], imports)
+
+
+def _inplace_chain(stmt: cst.BaseStatement) -> tuple[str, cst.BaseExpression] | None:
+    """`buf.mul_(b).add_(g, alpha=a)` -> ("buf", `buf.mul(b).add(g, alpha=a)`): the value the statement
+    leaves in `buf`, computed out of place; `buf.copy_(x)` -> x. None for any other statement."""
+    if not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1 or not isinstance(stmt.body[0], cst.Expr):
+        return None
+    calls: list[cst.Call] = []
+    node = stmt.body[0].value
+    while isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+        calls.append(node)
+        node = node.func.value
+    if not isinstance(node, cst.Name) or not calls:
+        return None
+    value: cst.BaseExpression = node
+    for call in reversed(calls):
+        func = call.func
+        assert isinstance(func, cst.Attribute)
+        method = func.attr.value
+        if not method.endswith("_") or method.startswith("_") or method in ("requires_grad_", "share_memory_"):
+            return None
+        if method == "copy_":
+            if len(call.args) != 1 or call.args[0].keyword is not None:
+                return None
+            value = call.args[0].value
+        else:
+            value = call.with_changes(func=cst.Attribute(value=value, attr=cst.Name(method[:-1])))
+    return node.value, value
+
+
+def inplace_if_to_where(node: cst.If, ctx: RuleContext) -> Fix | None:
+    """`if c: buf.copy_(x) else: buf.mul_(b).add_(g)` -> `buf.copy_(torch.where(c, x, buf.mul(b).add(g)))`:
+    each branch is one in-place update of the same tensor, so the update keeps the tensor's identity
+    (optimizer state, a buffer) and only its value is selected."""
+    if not isinstance(node.orelse, cst.Else) or not is_boolean_condition(node.test, ctx):
+        return None
+    sides = []
+    for suite in (node.body, node.orelse.body):
+        statements = suite.body if isinstance(suite, cst.IndentedBlock) else ()
+        if len(statements) != 1:
+            return None
+        found = _inplace_chain(statements[0])  # type: ignore[arg-type]
+        if found is None:
+            return None
+        sides.append(found)
+    (target, a), (other, b) = sides
+    if target != other or not _names_tensor(target, node, ctx):
+        return None
+    torch, imports = ctx.torch_name()
+    guarded: list[bool] = []
+    where = _where(torch, _condition(node.test, ctx, torch), _side(a, ctx, torch, guarded),
+                   _side(b, ctx, torch, guarded))
+    replacement = cst.SimpleStatementLine(
+        [cst.Expr(cst.Call(func=cst.Attribute(cst.Name(target), cst.Name("copy_")), args=[cst.Arg(where)]))],
+        leading_lines=node.leading_lines)
+    reason = _safety([a, b], ctx) or "both updates are computed and one is selected"
+    return Fix("unsafe", f"Update `{target}` in place with {torch}.where selecting the branch's value; unsafe: "
+                         f"{reason}", [(node, replacement)], imports)
+
+
+def _names_tensor(name: str, node: cst.If, ctx: RuleContext) -> bool:
+    kind = ctx.bound_before(node).get(name)
+    return kind is not None and kind.tag is Tag.TENSOR
