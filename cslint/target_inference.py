@@ -21,8 +21,9 @@ from cslint.targets import DEFAULT_TARGET
 
 _IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+([\w.]+)[ \t]+import\b|import[ \t]+([\w. \t,]+?)[ \t]*(?:#.*)?$)",
                      re.MULTILINE)
-_TORCH_COMPILE = re.compile(r"^[^#\n]*(?:\btorch\.compile\b|\bfrom[ \t]+torch[ \t]+import[^#\n]*\bcompile\b)",
-                            re.MULTILINE)
+# a call or a decorator, not prose in a docstring ("... for torch.compile support")
+_TORCH_COMPILE = re.compile(r"^[^#\n]*(?:\btorch\.compile[ \t]*\(|^[ \t]*@torch\.compile\b|"
+                            r"\bfrom[ \t]+torch[ \t]+import[^#\n]*\bcompile\b)", re.MULTILINE)
 
 # (target, the module whose import decides it), in order of precedence
 PLATFORM_MODULES = (

@@ -64,6 +64,15 @@ def test_an_accelerator_import_wins_over_torch_compile(tmp_path):
     assert infer_target(paths).target == "xla"
 
 
+def test_torch_compile_named_in_prose_is_not_a_use(tmp_path):
+    # torch/optim/optimizer.py: "... whether for CUDA graphs or for torch.compile support." in a docstring
+    text = 'import torch\n\ndef f():\n    """Graph capture for torch.compile support."""\n' \
+           "    return torch.compiler.is_compiling()\n"
+    assert infer_target(_write(tmp_path, {"optimizer.py": text})).target == "wsc"
+    decorated = "import torch\n\n@torch.compile\ndef step(x):\n    return x\n"
+    assert infer_target(_write(tmp_path, {"optimizer.py": decorated})).target == "compile"
+
+
 def test_no_platform_import_keeps_the_default_and_says_so(tmp_path):
     choice = infer_target(_write(tmp_path, {"model.py": "import torch\n# torch.compile is not called here\n"}))
     assert choice.target == "wsc" and choice.reason.startswith("default")
