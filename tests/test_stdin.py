@@ -210,7 +210,8 @@ def test_lint_texts_fixes_in_memory_and_only_the_chosen_fix(tmp_path: Path) -> N
     from cslint.selection import enabled_codes
 
     path = tmp_path / "net.py"
-    settings = Settings(project_root=tmp_path)
+    # the project imports cerebras.pytorch elsewhere, so the print's step-closure fix may import it
+    settings = Settings(project_root=tmp_path, project_packages=("cerebras", "torch"))
     codes = enabled_codes(settings)
     reported = lint_texts({path: BAD}, settings, codes)
     assert sorted(d.code for d in reported.diagnostics) == ["WSC101", "WSC201", "WSC701"]
