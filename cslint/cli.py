@@ -120,7 +120,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    # `cslint runtime` parses its own options (its --help lists them), so it is routed before this parser
+    args = build_parser().parse_args(argv if argv[:1] != ["runtime"] else ["runtime"])
     try:
         if args.command == "check":
             return run_check(args)
@@ -133,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "runtime":
             from cslint.runtime.cli import main as runtime_main
 
-            return runtime_main(args.args)
+            return runtime_main(argv[1:])
     except ConfigError as exc:
         print(f"cslint: error: {exc}", file=sys.stderr)
         return EXIT_ERROR

@@ -7,29 +7,42 @@ import json
 import os
 import sys
 
-from cslint.runtime.api import DEFAULT_TIMEOUT, INSTALL_HINT, check, torch_available
-from cslint.runtime.findings import RuntimeReport
+from cslint.runtime.api import DEFAULT_MEMORY_LIMIT_MB, DEFAULT_TIMEOUT, INSTALL_HINT, check, torch_available
+from cslint.runtime.findings import TIMED_OUT, RuntimeReport
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
 
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(EXIT_ERROR, f"cslint runtime: error: {message} (see `cslint runtime --help`)\n")
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="cslint runtime", description=(
-        "Run a step under PyTorch's lazy-tensor backend and dynamo, report what a static-graph trace "
-        "rejects at your file:line. TARGET is path/to/file.py:factory or package.module:factory."))
-    parser.add_argument("targets", nargs="+", metavar="TARGET")
+    parser = _Parser(
+        prog="cslint runtime",
+        description="Run a training/inference step under PyTorch's lazy-tensor backend and dynamo and report "
+                    "what a static-graph trace rejects, at your file:line, under the static rules' codes. "
+                    "Runs the target's code (in a child process).",
+        epilog="TARGET is path/to/file.py:factory or package.module:factory; the factory returns "
+               "Step(fn, batches) (from cslint.runtime import Step), (fn, inputs) or a torch optimizer. "
+               "Exit codes: 0 clean and every backend complete, 1 findings, 2 an error or a backend that "
+               "did not trace the step to the end (unless --allow-incomplete). See docs/runtime.md.")
+    parser.add_argument("targets", nargs="+", metavar="TARGET", help="what to run (path/to/file.py:factory)")
     parser.add_argument("--backend", action="append", choices=["lazy", "dynamo"],
-                        help="backends to run (default: both)")
-    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds per target")
+                        help="a backend to run; repeat for several (default: both)")
+    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
+                        help=f"seconds per target; what was found before it is kept (default {DEFAULT_TIMEOUT:g})")
+    parser.add_argument("--memory-limit", type=int, default=DEFAULT_MEMORY_LIMIT_MB, metavar="MB",
+                        help="address-space limit of the process running the step, in MB; 0 for none "
+                             f"(default {DEFAULT_MEMORY_LIMIT_MB})")
+    parser.add_argument("--allow-incomplete", action="store_true",
+                        help="exit 0/1 by the findings even when a backend stopped early or timed out")
     parser.add_argument("--compare-static", action="store_true",
                         help="also list what the static pass missed and what it reported that never happened")
     parser.add_argument("--output-format", choices=["text", "json"], default="text")
-    parser.add_argument("--no-progress", action="store_true", help="no progress display")
+    parser.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
     return parser
-
-
-def _show_progress(no_progress: bool) -> bool:
-    return not no_progress and sys.stderr.isatty() and not os.environ.get("CI")
 
 
 def _relative(path: str) -> str:
@@ -46,9 +59,21 @@ def render_text(report: RuntimeReport) -> str:
         lines.append(f"{_relative(finding.path)}:{finding.line}: {finding.code} [{finding.backend}] {finding.message}")
     if report.error:
         lines.append(f"{report.target}: error: {report.error}")
+    for backend, status in report.status.items():
+        lines.append(f"{report.target}: {backend}: {status}")
     for note in report.notes:
         lines.append(f"{report.target}: note: {note}")
     return "\n".join(lines) + ("\n" if lines else "")
+
+
+def _summary(reports: list[RuntimeReport], allow_incomplete: bool) -> str:
+    count = sum(len(r.findings) for r in reports)
+    text = f"Found {count} runtime problem{'s' if count != 1 else ''} in {len(reports)} target(s)"
+    incomplete = sum(len(r.incomplete()) for r in reports)
+    if incomplete:
+        text += (f"; {incomplete} backend run{'s' if incomplete != 1 else ''} did not finish, so this is not "
+                 f"a clean bill" + (" (--allow-incomplete)" if allow_incomplete else ""))
+    return text + "."
 
 
 def main(argv: list[str]) -> int:
@@ -59,9 +84,9 @@ def main(argv: list[str]) -> int:
     if not torch_available():
         print(f"cslint runtime: {INSTALL_HINT}", file=sys.stderr)
         return EXIT_ERROR
-    backends = tuple(args.backend) if args.backend else ("lazy", "dynamo")
-    reports = [check(t, backends, timeout=args.timeout, progress=_show_progress(args.no_progress))
-               for t in args.targets]
+    backends = tuple(dict.fromkeys(args.backend)) if args.backend else ("lazy", "dynamo")
+    reports = [check(t, backends, timeout=args.timeout, progress=not args.no_progress,
+                     memory_limit_mb=args.memory_limit) for t in args.targets]
     comparisons = {}
     if args.compare_static:
         from cslint.runtime.compare import compare_with_static
@@ -76,8 +101,11 @@ def main(argv: list[str]) -> int:
             sys.stdout.write(render_text(report))
             if report.target in comparisons:
                 sys.stdout.write(comparisons[report.target].render())
-        count = sum(len(r.findings) for r in reports)
-        print(f"Found {count} runtime problem{'s' if count != 1 else ''} in {len(reports)} target(s).")
-    if any(r.error for r in reports):
+        print(_summary(reports, args.allow_incomplete))
+    if args.allow_incomplete:  # a timeout is an incomplete run, not a broken target
+        broken = [r for r in reports if r.error and TIMED_OUT not in r.status.values()]
+    else:
+        broken = [r for r in reports if r.error or r.incomplete()]
+    if broken:
         return EXIT_ERROR
     return EXIT_FINDINGS if any(r.findings for r in reports) else EXIT_CLEAN

@@ -53,3 +53,15 @@ def instruction_span(code: CodeType, lasti: int) -> tuple[int, int, int, int] | 
     if line is None or end_line is None or col is None or end_col is None:
         return None
     return line, end_line, col, end_col
+
+
+def raise_site(exc: BaseException) -> tuple[str, int] | None:
+    """Where an exception left code outside torch and this checker: the innermost such traceback frame."""
+    torch_dir = _torch_dir()
+    site = None
+    tb = exc.__traceback__
+    while tb is not None:
+        if not is_library_file(tb.tb_frame.f_code.co_filename, torch_dir):
+            site = (os.path.abspath(tb.tb_frame.f_code.co_filename), tb.tb_lineno)
+        tb = tb.tb_next
+    return site

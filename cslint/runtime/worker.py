@@ -9,9 +9,10 @@ import json
 import os
 import sys
 import traceback
+from collections.abc import Callable
 from typing import Any
 
-from cslint.runtime.findings import RuntimeReport
+from cslint.runtime.findings import COMPLETE, RUNNING, RuntimeReport, stopped
 from cslint.runtime.targets import OptimizerStep, Step, TargetError, build, load_factory
 
 BACKENDS = ("lazy", "dynamo")
@@ -39,22 +40,37 @@ def _plain(value: Any) -> Any:
     return repr(value)
 
 
+def _stopped_by(exc: BaseException) -> str:
+    from cslint.runtime.frames import raise_site
+
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    reason = f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+    site = raise_site(exc)
+    return stopped(reason, *site) if site else stopped(reason)
+
+
 def execute(target: str, backends: tuple[str, ...] = BACKENDS, outputs: bool = False,
-            progress: bool = False) -> RuntimeReport:
-    import torch
-
-    from cslint.runtime.stability import compare_steps
-
+            progress: bool = False, changed: Callable[[RuntimeReport], None] | None = None) -> RuntimeReport:
+    """Run the target on the CPU, then under each backend; `changed` is called whenever the report grows."""
     report = RuntimeReport(target)
+    report.changed = changed
     say = (lambda text: print(f"cslint runtime: {text}", file=sys.stderr, flush=True)) if progress else None
+
+    def fail(error: str) -> RuntimeReport:
+        report.error = error
+        for backend in backends:
+            report.status.setdefault(backend, stopped("the target could not run"))
+        return report
+
     try:
         factory = load_factory(target)
     except TargetError as exc:
-        report.error = str(exc)
-        return report
+        return fail(str(exc))
     except BaseException as exc:  # noqa: BLE001 - importing user code may raise anything
-        report.error = f"importing the target raised:\n{_user_traceback(exc)}"
-        return report
+        return fail(f"importing the target raised:\n{_user_traceback(exc)}")
+    import torch
+
+    from cslint.runtime.stability import compare_steps
 
     def built(device: str) -> Step | OptimizerStep:
         torch.manual_seed(0)  # the same model and data on every backend and before/after a fix
@@ -65,50 +81,72 @@ def execute(target: str, backends: tuple[str, ...] = BACKENDS, outputs: bool = F
         if isinstance(reference, OptimizerStep):
             from cslint.runtime.optimizer_check import check_optimizer
 
+            report.set_status("optimizer", RUNNING)
             check_optimizer(reference, report)
+            report.set_status("optimizer", COMPLETE)
             return report
         results = [reference.fn(*batch) for batch in reference.batches]
         report.steps = len(reference.batches)
         if outputs:
             report.outputs = [_plain(r) for r in results]
     except TargetError as exc:
-        report.error = str(exc)
-        return report
+        return fail(str(exc))
     except Exception as exc:  # noqa: BLE001 - user code
-        report.error = f"the step raised on the CPU:\n{_user_traceback(exc)}"
-        return report
+        return fail(f"the step raised on the CPU:\n{_user_traceback(exc)}")
 
     if "lazy" in backends:
         from cslint.runtime.lazy_backend import init, run_lazy
 
+        report.set_status("lazy", RUNNING)
         try:
             init()  # before the factory: moving a module to the lazy device needs the backend
             step = built("lazy")
             assert isinstance(step, Step)
             compare_steps(run_lazy(step, report, say), report)  # type: ignore[arg-type]
+            report.set_status("lazy", COMPLETE)
         except Exception as exc:  # noqa: BLE001 - ops the lazy backend lacks; the CPU run worked
-            report.notes.append(f"lazy backend could not run this step ({type(exc).__name__}: "
-                                f"{str(exc).splitlines()[0] if str(exc) else ''}); dynamo results only")
+            report.set_status("lazy", _stopped_by(exc))
     if "dynamo" in backends:
         from cslint.runtime.dynamo_backend import run_dynamo
 
+        report.set_status("dynamo", RUNNING)
         try:
             step = built("cpu")
             assert isinstance(step, Step)
             run_dynamo(step, report, say)
+            report.set_status("dynamo", COMPLETE)
         except Exception as exc:  # noqa: BLE001
-            report.notes.append(f"dynamo could not run this step ({type(exc).__name__}: {exc})")
+            report.set_status("dynamo", _stopped_by(exc))
     return report
+
+
+def _limit_memory(megabytes: int) -> None:
+    if megabytes > 0:
+        import resource
+
+        limit = megabytes * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
+def _saver(path: str) -> Callable[[RuntimeReport, bool], None]:
+    def save(report: RuntimeReport, finished: bool) -> None:
+        data = report.to_json()
+        data["outputs"] = report.outputs
+        data["finished"] = finished
+        partial = path + ".partial"
+        with open(partial, "w", encoding="utf-8") as handle:
+            json.dump(data, handle)
+        os.replace(partial, path)  # the parent never reads a half-written report
+    return save
 
 
 def main() -> int:
     options = json.loads(sys.argv[1])
+    _limit_memory(int(options.get("memory_limit_mb", 0)))
+    save = _saver(options["result_path"])
     report = execute(options["target"], tuple(options.get("backends", BACKENDS)), options.get("outputs", False),
-                     options.get("progress", False))
-    data = report.to_json()
-    data["outputs"] = report.outputs
-    with open(options["result_path"], "w", encoding="utf-8") as handle:
-        json.dump(data, handle)
+                     options.get("progress", False), changed=lambda partial: save(partial, False))
+    save(report, True)
     return 0
 
 
