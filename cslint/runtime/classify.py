@@ -17,6 +17,7 @@ _TO_PYTHON_METHODS = {"item": "WSC201", "tolist": "WSC201", "numpy": "WSC201", "
 _CONVERSIONS = {"float": "WSC203", "int": "WSC203", "bool": "WSC203", "complex": "WSC203",
                 "min": "WSC205", "max": "WSC205", "abs": "WSC205", "round": "WSC205", "sum": "WSC205",
                 "str": "WSC206", "repr": "WSC206", "format": "WSC206", "range": "WSC107", "len": "WSC107"}
+_LOG_METHODS = {"debug", "info", "warning", "warn", "error", "critical", "exception", "log"}
 _SCALAR_KEYWORDS = {"alpha", "value", "beta", "min", "max", "p", "exponent", "other"}
 
 KIND_DEFAULTS = {
@@ -65,6 +66,11 @@ def _node_at(tree: ast.AST, span: tuple[int, int, int, int]) -> ast.AST | None:
 
 def _call_code(call: ast.Call) -> Classified | None:
     func = call.func
+    if (isinstance(func, ast.Attribute) and func.attr in _LOG_METHODS) or (isinstance(func, ast.Name)
+                                                                       and func.id == "print"):
+        return Classified("WSC701", "a print/log call formats a tensor")
+    if any(k.arg == "error_if_nonfinite" for k in call.keywords):
+        return Classified("WSC803", "`error_if_nonfinite=True` reads the gradient norm in Python to raise")
     if isinstance(func, ast.Attribute):
         if func.attr in _TO_PYTHON_METHODS:
             return Classified(_TO_PYTHON_METHODS[func.attr], f"`.{func.attr}()`")
@@ -131,6 +137,9 @@ def classify(kind: str, path: str, span: tuple[int, int, int, int] | None) -> Cl
     node = _node_at(tree, span)
     if node is None:
         return default
+    parent = parents.get(id(node))
+    if isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) and parent.func.id == "range":
+        return Classified("WSC107", "a loop whose trip count comes from a tensor")  # range(int(n))
     if isinstance(node, ast.Call):
         found = _call_code(node)
         if found is not None:
@@ -162,6 +171,18 @@ def classify_line(path: str, line: int) -> Classified | None:
     return None
 
 
+def called_name(path: str, line: int) -> str | None:
+    """What an expression statement on `line` calls: `loss.backward()` -> "backward", `print(x)` -> "print"."""
+    parsed = _parsed(path)
+    if parsed is None:
+        return None
+    for node in ast.walk(parsed[0]):
+        if isinstance(node, ast.Expr) and node.lineno == line and isinstance(node.value, ast.Call):
+            func = node.value.func
+            return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+    return None
+
+
 def classify_guard_line(path: str, line: int) -> Classified:
     """A failed dynamo guard: mutation of Python state on that line (WSC702), else a value feeding the graph."""
     parsed = _parsed(path)
@@ -174,3 +195,12 @@ def classify_guard_line(path: str, line: int) -> Classified:
             if isinstance(node, ast.Global) and node.lineno == line:
                 return Classified("WSC702", "a global mutated in the traced step")
     return Classified("WSC703", "a Python value that changes per step feeds the graph")
+
+
+def state_created_in_step(optimizer: str, keys: list[str], preinitialize: bool = False) -> str:
+    """WSC301's message, for the optimizer check and for a traced step alike."""
+    names = ", ".join(f"`{k}`" for k in keys)
+    if preinitialize:
+        return f"`{optimizer}.preinitialize()` does not create state {names}; `step()` creates it"
+    return (f"optimizer state {names} of `{optimizer}` is created inside `step()`; it must exist before the "
+            "first step: create it in `preinitialize()`")

@@ -40,6 +40,8 @@ def _parser() -> argparse.ArgumentParser:
                         help="exit 0/1 by the findings even when a backend stopped early or timed out")
     parser.add_argument("--compare-static", action="store_true",
                         help="also list what the static pass missed and what it reported that never happened")
+    parser.add_argument("--show-chain", action="store_true",
+                        help="under each finding, the frames from your step down to the op (library frames too)")
     parser.add_argument("--output-format", choices=["text", "json"], default="text")
     parser.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
     return parser
@@ -53,10 +55,12 @@ def _relative(path: str) -> str:
     return path if rel.startswith("..") else rel
 
 
-def render_text(report: RuntimeReport) -> str:
+def render_text(report: RuntimeReport, show_chain: bool = False) -> str:
     lines = []
     for finding in report.sorted_findings():
         lines.append(f"{_relative(finding.path)}:{finding.line}: {finding.code} [{finding.backend}] {finding.message}")
+        if show_chain:
+            lines.extend(f"    {_relative(frame)}" for frame in finding.chain)
     if report.error:
         lines.append(f"{report.target}: error: {report.error}")
     for backend, status in report.status.items():
@@ -98,7 +102,7 @@ def main(argv: list[str]) -> int:
         print(json.dumps(data, indent=2))
     else:
         for report in reports:
-            sys.stdout.write(render_text(report))
+            sys.stdout.write(render_text(report, args.show_chain))
             if report.target in comparisons:
                 sys.stdout.write(comparisons[report.target].render())
         print(_summary(reports, args.allow_incomplete))

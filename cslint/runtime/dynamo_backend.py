@@ -13,18 +13,17 @@ import os
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 import torch._dynamo
 
-from cslint.runtime.classify import Classified, classify_guard_line, classify_line
+from cslint.runtime.classify import Classified, called_name, classify_guard_line, classify_line
 from cslint.runtime.findings import RuntimeFinding, RuntimeReport
 from cslint.runtime.frames import is_library_file
 from cslint.runtime.targets import Step
 
-_BREAK = re.compile(r"Graph break .*?in user code at (?P<path>.+?):(?P<line>\d+)\s*\n"
-                    r"Graph Break Reason: (?P<reason>.*?)(?:\n|$)(?P<body>.*)", re.S)
 _GUARD = re.compile(r"- \d+/\d+: (?P<guard>.+?)\s{2,}#.*?\n\s*- User stack trace:\s*\n\s*-\s+File \"(?P<path>.+?)\", "
                     r"line (?P<line>\d+)")
 
@@ -32,18 +31,18 @@ _GUARD = re.compile(r"- \d+/\d+: (?P<guard>.+?)\s{2,}#.*?\n\s*- User stack trace
 class _Collect(logging.Handler):
     def __init__(self) -> None:
         super().__init__(logging.DEBUG)
-        self.records: list[tuple[str, str]] = []
+        self.records: list[str] = []
 
     def emit(self, record: logging.LogRecord) -> None:
-        self.records.append((record.name, record.getMessage()))
+        self.records.append(record.getMessage())
 
 
 @contextmanager
 def _dynamo_logs() -> Iterator[_Collect]:
     handler = _Collect()
-    torch._logging.set_logs(graph_breaks=True, recompiles=True)
+    torch._logging.set_logs(recompiles=True)
     loggers = [logging.getLogger(name) for name in list(logging.root.manager.loggerDict)
-               if name.endswith(("__graph_breaks", "__recompiles"))]
+               if name.endswith("__recompiles")]
     saved = [(lg, lg.propagate) for lg in loggers]
     for lg in loggers:
         lg.propagate = False  # keep dynamo's own console output quiet; we report it ourselves
@@ -57,23 +56,71 @@ def _dynamo_logs() -> Iterator[_Collect]:
         torch._logging.set_logs()
 
 
-def _explanation(body: str) -> str:
-    for line in body.splitlines():
-        if line.strip().startswith("Explanation:"):
-            return line.strip()[len("Explanation:"):].strip()
-    return ""
+@dataclass(frozen=True)
+class Break:
+    """One graph break as dynamo knows it: its registered type and the user stack it happened in."""
+    gb_type: str
+    reason: str
+    stack: tuple[tuple[str, int, str], ...]  # (path, line, function), outermost first
 
 
-def _break_code(reason: str, body: str, path: str, line: int) -> Classified:
-    text = reason + "\n" + body
-    if "Data-dependent branching" in text or "data-dependent" in reason.lower():
-        return classify_line(path, line) or Classified("WSC101", "a branch on a tensor condition")
-    if "Dynamic shape operator" in text:
+@contextmanager
+def _recording_breaks() -> Iterator[list[Break]]:
+    """Read each graph break where dynamo logs it: the break's type and its frames, not its text."""
+    from torch._dynamo.symbolic_convert import InstructionTranslatorBase
+
+    breaks: list[Break] = []
+    original = InstructionTranslatorBase.log_graph_break
+
+    def log_graph_break(self: Any, code_options: Any, reason: str, exc: Any) -> None:
+        if not getattr(exc, "logged", False):
+            stack = getattr(exc, "real_stack", None) or torch._guards.TracingContext.extract_stack()
+            gb_type = getattr(exc, "gb_type", None) or type(exc).__name__
+            breaks.append(Break(gb_type, str(getattr(exc, "msg", reason)).strip().splitlines()[0] if reason else "",
+                                tuple((os.path.abspath(f.filename), f.lineno or 0, f.name) for f in stack)))
+        original(self, code_options, reason, exc)
+
+    InstructionTranslatorBase.log_graph_break = log_graph_break  # type: ignore[method-assign]
+    try:
+        yield breaks
+    finally:
+        InstructionTranslatorBase.log_graph_break = original  # type: ignore[method-assign]
+
+
+# Graph-break types that are findings of a known family, by dynamo's registered `gb_type` (a prefix of it).
+_VALUE_READS = ("Data-dependent branching", "Data-dependent assertion", "Unsupported Tensor.item()",
+                "Tensor.tolist()", "Tensor.numpy()", "Dynamic slicing with Tensor arguments")
+_DYNAMIC_SHAPES = ("Dynamic shape operator", "Attempted to use `torch.nn.functional.one_hot`")
+_LOGGING = ("logging.Logger method",)
+# What every training step does and a static-graph compiler handles itself: not a finding.
+_STEP_CALLS = ("backward", "zero_grad")
+_DELIBERATE = ("Call to `torch._dynamo.graph_break()`",)
+
+
+def _site(stack: tuple[tuple[str, int, str], ...]) -> tuple[str, int] | None:
+    """The innermost frame of the break outside torch and the standard library: the user's (or model's) line."""
+    torch_dir = os.path.dirname(torch.__file__)
+    for path, line, _ in reversed(stack):
+        if not is_library_file(path, torch_dir):
+            return path, line
+    return None
+
+
+def _break_code(found: Break, path: str, line: int) -> Classified | None:
+    """The code for a break at the user's line, or None for a call every training step makes."""
+    called = called_name(path, line)
+    if found.gb_type.startswith("Unsupported Tensor.backward()") or called in _STEP_CALLS:
+        return None
+    if found.gb_type.startswith(_DELIBERATE) and found.stack and \
+            is_library_file(found.stack[-1][0], os.path.dirname(torch.__file__)):
+        return None  # torch's own code breaks the graph on purpose (around an optimizer's step)
+    if found.gb_type.startswith(_VALUE_READS):
+        return classify_line(path, line) or Classified(
+            "WSC101" if found.gb_type.startswith("Data-dependent") else "WSC201", "a tensor value read on the host")
+    if found.gb_type.startswith(_DYNAMIC_SHAPES):
         return Classified("WSC501", "an op whose output shape depends on tensor values")
-    if "print" in text or "logging" in text:
+    if found.gb_type.startswith(_LOGGING) or called == "print":
         return Classified("WSC701", "a print/log call in the traced step")
-    if ".item()" in text or "tolist" in text or "numpy" in text:
-        return Classified("WSC201", "a tensor value read on the host")
     return classify_line(path, line) or Classified("WSC703", "an unsupported Python construct")
 
 
@@ -86,7 +133,7 @@ def run_dynamo(step: Step, report: RuntimeReport, progress: Any = None) -> None:
         return gm.forward
 
     with torch._dynamo.config.patch(capture_scalar_outputs=False, capture_dynamic_output_shape_ops=False,
-                                    suppress_errors=False), _dynamo_logs() as logs:
+                                    suppress_errors=False), _dynamo_logs() as logs, _recording_breaks() as found:
         compiled = torch.compile(step.fn, backend=capture_only, fullgraph=False, dynamic=False)
         for index, batch in enumerate(step.batches):
             compiled(*batch)
@@ -94,25 +141,28 @@ def run_dynamo(step: Step, report: RuntimeReport, progress: Any = None) -> None:
                 progress(f"dynamo step {index + 1}/{len(step.batches)}")
     torch._dynamo.reset()
     breaks: set[tuple[str, int, str]] = set()
-    for name, message in logs.records:
-        if name.endswith("__graph_breaks"):
-            match = _BREAK.search(message)
-            if match is None or is_library_file(match["path"], os.path.dirname(torch.__file__)):
+    for graph_break in found:
+        site = _site(graph_break.stack)
+        if site is None:
+            continue
+        path, line = site
+        code = _break_code(graph_break, path, line)
+        if code is None:
+            continue
+        breaks.add((path, line, graph_break.gb_type))
+        chain = tuple(f"{p}:{n} in {f}" for p, n, f in graph_break.stack)
+        report.add(RuntimeFinding(code.code, path, line,
+                                  f"graph break: {code.what} ({graph_break.gb_type}: {graph_break.reason})",
+                                  "dynamo", chain=chain))
+    for message in logs.records:
+        for guard in _GUARD.finditer(message):
+            path = os.path.abspath(guard["path"])
+            if is_library_file(path, os.path.dirname(torch.__file__)):
                 continue
-            path, line, reason = os.path.abspath(match["path"]), int(match["line"]), match["reason"].strip()
-            breaks.add((path, line, reason))
-            found = _break_code(reason, match["body"], path, line)
-            detail = _explanation(match["body"]) or reason
-            report.add(RuntimeFinding(found.code, path, line, f"graph break: {found.what} ({detail})", "dynamo"))
-        elif name.endswith("__recompiles"):
-            for guard in _GUARD.finditer(message):
-                path = os.path.abspath(guard["path"])
-                if is_library_file(path, os.path.dirname(torch.__file__)):
-                    continue
-                found = classify_guard_line(path, int(guard["line"]))
-                report.add(RuntimeFinding(
-                    found.code, path, int(guard["line"]),
-                    f"{found.what}: the graph is recompiled on a later step because guard "
-                    f"`{guard['guard'].strip()}` failed (keep the value in a tensor buffer)", "dynamo"))
+            mutated = classify_guard_line(path, int(guard["line"]))
+            report.add(RuntimeFinding(
+                mutated.code, path, int(guard["line"]),
+                f"{mutated.what}: the graph is recompiled on a later step because guard "
+                f"`{guard['guard'].strip()}` failed (keep the value in a tensor buffer)", "dynamo"))
     report.graph_breaks = len(breaks)
     report.notes.append(f"dynamo: {len(graphs)} graph(s) captured, {len(breaks)} distinct graph break(s)")

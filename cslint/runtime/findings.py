@@ -9,7 +9,7 @@ called clean.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 
@@ -23,6 +23,15 @@ def stopped(reason: str, path: str = "", line: int = 0) -> str:
     return f"stopped{where} ({reason})"
 
 
+# The backends in the order of how precisely they name the construct (lazy reads the executing instruction).
+_PRECISION = ("optimizer", "lazy", "stability", "dynamo")
+
+
+def _problem(code: str) -> str:
+    """Findings of these families at one line are one problem seen differently: a value read on the host."""
+    return "host-read" if code[:4] in ("WSC1", "WSC2", "WSC4") else code
+
+
 @dataclass(frozen=True)
 class RuntimeFinding:
     code: str
@@ -31,6 +40,7 @@ class RuntimeFinding:
     message: str
     backend: str  # "lazy", "dynamo", "stability", "optimizer"
     column: int = 0  # 1-based; 0 when the backend only knows the line
+    chain: tuple[str, ...] = ()  # "path:line in function" from the step down to the op (--show-chain)
 
     @property
     def family(self) -> str:
@@ -40,11 +50,11 @@ class RuntimeFinding:
         return f"{self.path}:{self.line}" + (f":{self.column}" if self.column else "")
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        return dict(asdict(self), chain=list(self.chain))
 
     @staticmethod
     def from_json(data: dict[str, Any]) -> RuntimeFinding:
-        return RuntimeFinding(**data)
+        return RuntimeFinding(**dict(data, chain=tuple(data.get("chain", ()))))
 
 
 @dataclass
@@ -73,15 +83,23 @@ class RuntimeReport:
         return {backend: status for backend, status in self.status.items() if status != COMPLETE}
 
     def add(self, finding: RuntimeFinding) -> None:
-        """Keep one finding per (code, path, line); a second backend seeing it only strengthens it."""
+        """One finding per problem: a second backend seeing the same problem at the same line tags the first
+        finding with its name; the code of the backend that names constructs most precisely is kept."""
         for i, old in enumerate(self.findings):
-            if (old.code, old.path, old.line) == (finding.code, finding.path, finding.line):
-                if finding.backend not in old.backend.split("+"):
-                    self.findings[i] = RuntimeFinding(old.code, old.path, old.line, old.message,
-                                                      f"{old.backend}+{finding.backend}", old.column or finding.column)
-                    if self.changed is not None:
-                        self.changed(self)
+            if (old.path, old.line) != (finding.path, finding.line) or _problem(old.code) != _problem(finding.code):
+                continue
+            if old.code != finding.code and finding.backend == old.backend:
+                continue  # two constructs on one line, both seen by one backend: two problems
+            backends = old.backend.split("+")
+            if finding.backend in backends:
                 return
+            first, second = sorted((old, finding), key=lambda f: _PRECISION.index(f.backend.split("+")[0]))
+            tags = sorted({*backends, finding.backend}, key=_PRECISION.index)
+            self.findings[i] = replace(first, backend="+".join(tags),
+                                       column=first.column or second.column, chain=first.chain or second.chain)
+            if self.changed is not None:
+                self.changed(self)
+            return
         self.findings.append(finding)
         if self.changed is not None:
             self.changed(self)

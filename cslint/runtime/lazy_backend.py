@@ -3,20 +3,24 @@ TorchDispatchMode, for everything that forces a value or a shape while the graph
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from types import FrameType
 from typing import Any
 
 import torch
 import torch._lazy
 import torch._lazy.ts_backend
+from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves, tree_map
 
-from cslint.runtime.classify import KIND_DEFAULTS, classify
+from cslint.runtime.classify import KIND_DEFAULTS, classify, state_created_in_step
 from cslint.runtime.findings import RuntimeFinding, RuntimeReport
-from cslint.runtime.frames import UserFrame, instruction_span, user_frame
+from cslint.runtime.frames import UserFrame, call_chain, instruction_span, is_plumbing, user_frame
 from cslint.runtime.targets import Step
 
 aten = torch.ops.aten
@@ -37,6 +41,7 @@ class OpRecord:
     path: str
     line: int
     args: tuple[Any, ...]
+    in_optimizer_step: bool = False
 
 
 def _describe(value: Any) -> Any:
@@ -59,25 +64,83 @@ def init() -> None:
         _initialised = True
 
 
+class LeftTheDevice(RuntimeError):
+    """An op given lazy tensors returned CPU tensors: the rest of the step would not be traced."""
+
+
+# Functionalization's own copies (and its view copies, by tag): they come and go with in-place updates of the
+# parameters, not with the step. A view given a changed Python size still shows in the shapes of the next op.
+_BOOKKEEPING = {aten.detach_copy.default, aten.detach.default, aten.alias_copy.default, aten.alias.default,
+                aten.lift_fresh.default, aten.lift_fresh_copy.default}
+# Ops that read a lazy tensor to the host on purpose; they are findings of their own.
+_HOST_READS = {aten._local_scalar_dense.default, aten._to_copy.default, aten.copy_.default}
+
+
+def _split_with_sizes(tensor: torch.Tensor, sizes: list[int], dim: int = 0) -> list[torch.Tensor]:
+    starts = [sum(sizes[:i]) for i in range(len(sizes))]
+    return [aten.slice_copy.Tensor(tensor, dim, start, start + size) for start, size in zip(starts, sizes)]
+
+
+def _split(tensor: torch.Tensor, size: int, dim: int = 0) -> list[torch.Tensor]:
+    length = tensor.shape[dim]
+    return _split_with_sizes(tensor, [min(size, length - start) for start in range(0, length, size)] or [0], dim)
+
+
+def _unbind(tensor: torch.Tensor, dim: int = 0) -> list[torch.Tensor]:
+    return [aten.select_copy.int(tensor, dim, index) for index in range(tensor.shape[dim])]
+
+
+# The lazy backend has no kernels for these: they fall back to the CPU and return CPU tensors. Built from
+# slices they stay on the device.
+_ON_DEVICE = {aten.split_copy.Tensor: _split, aten.split_with_sizes_copy.default: _split_with_sizes,
+              aten.unbind_copy.int: _unbind, aten.unsafe_split.Tensor: _split,
+              aten.unsafe_split_with_sizes.default: _split_with_sizes}
+
+
+def _functional(value: Any) -> Any:
+    if isinstance(value, torch.Tensor) and value.device.type == "lazy" and not torch._is_functional_tensor(value):
+        return torch._to_functional_tensor(value)
+    return value
+
+
+def _stay_on_device(func: Any, out: Any) -> None:
+    for tensor in tree_leaves(out):
+        if isinstance(tensor, torch.Tensor) and tensor.device.type != "lazy":
+            raise LeftTheDevice(f"aten.{func.__name__} was given lazy tensors and returned a {tensor.device.type} "
+                                "tensor: the rest of the step would run outside the traced graph")
+
+
 class Watcher(TorchDispatchMode):
     def __init__(self, report: RuntimeReport) -> None:
         super().__init__()
         self.report = report
         self.ops: list[OpRecord] = []
+        self.optimizer_steps = 0  # > 0 while an optimizer's step() runs
+        self.created_state = False  # an optimizer's step() created state during this step
 
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple[Any, ...] = (),
                            kwargs: dict[str, Any] | None = None) -> Any:
         kwargs = kwargs or {}
-        out = func(*args, **kwargs)
-        frame = user_frame(sys._getframe(1))
+        out = _ON_DEVICE[func](*args, **kwargs) if func in _ON_DEVICE else func(*args, **kwargs)
+        inputs = [t for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
+        if not inputs:
+            # Under a dispatch mode, a factory op's lazy result skips functionalization, and a view of it
+            # then fails ("aten::as_strided ... no implementation for lazy"): wrap it as the lazy device would.
+            out = tree_map(_functional, out)
+        elif func not in _HOST_READS and any(t.device.type == "lazy" for t in inputs):
+            _stay_on_device(func, out)
+        start = sys._getframe(1)
+        frame = user_frame(start)
         if frame is None:
             return out
-        self.ops.append(OpRecord(str(func), frame.path, frame.line,
-                                 tuple(_describe(a) for a in args)
-                                 + tuple(sorted((k, _describe(v)) for k, v in kwargs.items()))))
+        if func not in _BOOKKEEPING and func.namespace != "profiler" and torch.Tag.view_copy not in func.tags:
+            self.ops.append(OpRecord(str(func), frame.path, frame.line,
+                                     tuple(_describe(a) for a in args)
+                                     + tuple(sorted((k, _describe(v)) for k, v in kwargs.items())),
+                                     self.optimizer_steps > 0))
         kind = self._kind(func, args, kwargs, out)
         if kind is not None:
-            self.event(kind, frame, f"aten.{func.__name__}")
+            self.event(kind, frame, f"aten.{func.__name__}", start)
         return out
 
     @staticmethod
@@ -100,12 +163,30 @@ class Watcher(TorchDispatchMode):
             return "dtype"
         return None
 
-    def event(self, kind: str, frame: UserFrame, op: str) -> None:
-        found = classify(kind, frame.path, instruction_span(frame.code, frame.lasti))
+    def event(self, kind: str, frame: UserFrame, op: str, start: FrameType) -> None:
+        """A finding at the user's line, named by the construct there, else by the library line that did it."""
         base = KIND_DEFAULTS[kind][1]
-        message = f"{found.what}: {base} ({op}) in `{frame.function}`; {_CONSEQUENCES[kind]}" \
-            if found.what != base else f"{base} ({op}) in `{frame.function}`; {_CONSEQUENCES[kind]}"
-        self.report.add(RuntimeFinding(found.code, frame.path, frame.line, message, "lazy"))
+        found = classify(kind, frame.path, instruction_span(frame.code, frame.lasti))
+        inside = ""
+        for site in _library_sites(start, frame) if found.what == base else ():
+            named = classify(kind, site.f_code.co_filename, instruction_span(site.f_code, site.f_lasti))
+            if named.what != base:
+                found = named
+                inside = f" inside `{site.f_code.co_name}` ({os.path.basename(site.f_code.co_filename)})"
+                break
+        what = f"{found.what}: {base}" if found.what != base else base
+        message = f"{what} ({op}) in `{frame.function}`{inside}; {_CONSEQUENCES[kind]}"
+        self.report.add(RuntimeFinding(found.code, frame.path, frame.line, message, "lazy",
+                                       chain=call_chain(start)))
+
+
+def _library_sites(start: FrameType, user: UserFrame) -> Iterator[FrameType]:
+    """The Python frames below the user's, innermost first (torch's optimizer, clip_grad_norm_)."""
+    frame: FrameType | None = start
+    while frame is not None and frame.f_code is not user.code:
+        if not frame.f_code.co_filename.startswith("<") and not is_plumbing(frame.f_code.co_filename):
+            yield frame
+        frame = frame.f_back
 
 
 @contextmanager
@@ -116,7 +197,7 @@ def _watching_numpy(watcher: Watcher) -> Iterator[None]:
     def numpy(self: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
         frame = user_frame(sys._getframe(1))
         if frame is not None and self.device.type == "lazy":
-            watcher.event("numpy", frame, "Tensor.numpy")
+            watcher.event("numpy", frame, "Tensor.numpy", sys._getframe(1))
             return original(self.cpu(), *args, **kwargs)
         return original(self, *args, **kwargs)
 
@@ -137,23 +218,59 @@ def _tensors(value: Any) -> list[torch.Tensor]:
     return []
 
 
+@contextmanager
+def _watching_optimizers(watcher: Watcher) -> Iterator[None]:
+    """Every optimizer's step(): mark its ops, and report state it creates (WSC301, like the static rule)."""
+    before: dict[int, set[tuple[int, str]]] = {}
+
+    def keys(optimizer: torch.optim.Optimizer) -> set[tuple[int, str]]:
+        return {(id(p), str(k)) for p, state in optimizer.state.items() for k in state}
+
+    def pre(optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+        watcher.optimizer_steps += 1
+        before[id(optimizer)] = keys(optimizer)
+
+    def post(optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+        watcher.optimizer_steps -= 1
+        new = sorted({k for _, k in keys(optimizer) - before.pop(id(optimizer), set())})
+        frame = user_frame(sys._getframe(1))
+        if new and frame is not None:
+            watcher.created_state = True
+            watcher.report.add(RuntimeFinding(
+                "WSC301", frame.path, frame.line, state_created_in_step(type(optimizer).__name__, new),
+                "lazy", chain=call_chain(sys._getframe(1))))
+
+    handles = [register_optimizer_step_pre_hook(pre), register_optimizer_step_post_hook(post)]
+    try:
+        yield
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
 def run_lazy(step: Step, report: RuntimeReport, progress: Any = None) -> list[list[OpRecord]]:
-    """Trace every batch as one lazy step; return each step's op records (for graph stability)."""
+    """Trace every batch as one lazy step; return each step's op records (for graph stability).
+
+    The ops of an optimizer step that created state are left out of the records: that instability is
+    reported as WSC301 at the `opt.step()` line.
+    """
     init()
     torch._lazy.mark_step()  # materialise model/data creation so it is not part of the first step's graph
     per_step: list[list[OpRecord]] = []
-    hashes: list[bytes] = []
+    created_state = False
     for index, batch in enumerate(step.batches):
         watcher = Watcher(report)
-        with _watching_numpy(watcher), watcher:
+        with _watching_optimizers(watcher), _watching_numpy(watcher), watcher:
             out = step.fn(*batch)
-        outputs = _tensors(out) or [t for t in _tensors(batch) if t.device.type == "lazy"]
-        lazy_outputs = [t for t in outputs if t.device.type == "lazy"]
-        hashes.append(torch._C._lazy._get_graph_hash(lazy_outputs) if lazy_outputs else b"")
+        for tensor in _tensors(out):
+            if tensor.device.type != "lazy":
+                raise LeftTheDevice(f"the step returned a {tensor.device.type} tensor: part of it ran outside "
+                                    "the traced graph")
         torch._lazy.mark_step()
+        created_state = created_state or watcher.created_state
         per_step.append(watcher.ops)
         if progress is not None:
             progress(f"lazy step {index + 1}/{len(step.batches)}")
-    if len(set(hashes)) > 1:
-        report.notes.append(f"lazy backend: the traced graph hash changed across {len(hashes)} steps")
+    if created_state:
+        per_step = [[op for op in ops if not op.in_optimizer_step] for ops in per_step]
     return per_step

@@ -28,8 +28,27 @@ def _first_difference(first: Sequence[Any], other: Sequence[Any]) -> tuple[int, 
     return None
 
 
+_VALUE_READ = "aten._local_scalar_dense.default"
+
+
+def _cause(ops: Sequence[Any], index: int, report: RuntimeReport) -> tuple[Any, str] | None:
+    """The branch on a tensor value that chose which ops came next: the last value read before the graphs
+    part ways whose line is a control-flow finding (WSC1xx)."""
+    for op in reversed(ops[:index]):
+        if op.op == _VALUE_READ:
+            code = next((f.code for f in report.findings
+                         if (f.path, f.line) == (op.path, op.line) and f.code.startswith("WSC1")), None)
+            if code is not None:
+                return op, code
+    return None
+
+
 def compare_steps(per_step: list[list[Op]], report: RuntimeReport) -> None:
-    """Report the first place where a later step's graph differs from the first step's."""
+    """Report the first place where a later step's graph differs from the first step's.
+
+    When the ops differ (not only their Python arguments), a tensor value read before that point chose the
+    path (`if t.sum() > 0:`): the change is put on that read's line and code, not on the first changed op.
+    """
     if len(per_step) < 2:
         return
     first = per_step[0]
@@ -39,6 +58,13 @@ def compare_steps(per_step: list[list[Op]], report: RuntimeReport) -> None:
             continue
         index, what = found
         where = ops[index] if index < len(ops) else first[index]
+        cause = _cause(ops, index, report) if not what.startswith(f"`{where.op}` gets") else None
+        if cause is not None:
+            read, code = cause
+            report.add(RuntimeFinding(
+                code, read.path, read.line, f"the traced graph changes between step 1 and step {number}: a "
+                "tensor value read on the host here chose which ops run next", "stability"))
+            return
         report.add(RuntimeFinding(
             "WSC703", where.path, where.line,
             f"the traced graph changes between step 1 and step {number}: this line {what}; a Python value "

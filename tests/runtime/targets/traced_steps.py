@@ -1,0 +1,124 @@
+"""Training-step shapes real models have, written for the runtime checker's tests."""
+
+import logging
+
+import torch
+from torch import nn
+
+log = logging.getLogger("train")
+
+
+class TinyAttention(nn.Module):
+    """Position ids and a causal mask made inside the step, heads split from one projection."""
+
+    def __init__(self, width=8):
+        super().__init__()
+        self.qkv = nn.Linear(width, 3 * width)
+        self.pos = nn.Embedding(16, width)
+
+    def forward(self, x):
+        n = x.shape[1]
+        positions = torch.arange(n, device=x.device).unsqueeze(0)
+        causal = torch.ones(n, n, dtype=torch.bool, device=x.device).tril()[None].expand(x.shape[0], n, n)
+        h = x + self.pos(positions)
+        q, k, v = self.qkv(h).split(h.shape[-1], dim=-1)
+        scores = (q @ k.transpose(-1, -2)).masked_fill(~causal, -1e4).softmax(-1)
+        left, right = (scores @ v).chunk(2, dim=-1)
+        rows = torch.stack([r.sum() for r in (left * right).unbind(0)])
+        return rows.sum()
+
+
+def created_tensors_and_split_heads(device):
+    model = TinyAttention().to(device)
+
+    def step(x):
+        loss = model(x)
+        loss.backward()
+        return loss.detach()
+    return step, torch.randn(2, 5, 8, device=device)
+
+
+@torch.library.custom_op("cslint_tests::host_only", mutates_args=())
+def host_only(x: torch.Tensor) -> torch.Tensor:
+    """An op with no device kernel: it answers on the CPU, whatever the input's device."""
+    return x.to("cpu") * 2
+
+
+@host_only.register_fake
+def _(x):
+    return torch.empty_like(x)
+
+
+def leaves_the_device(device):
+    def step(x):
+        y = host_only(x)  # runtime: LEAVES
+        return (y + 1).sum()
+    return step, torch.randn(4, device=device)
+
+
+def trip_count_from_tensor(device):
+    def step(x, n):
+        for _ in range(int(n)):  # runtime: WSC107
+            x = x * 0.5
+        return x.sum()
+    return step, (torch.randn(4, device=device), torch.tensor(3, device=device))
+
+
+def clip_nonfinite(device):
+    model = nn.Linear(4, 2).to(device)
+
+    def step(x):
+        model(x).square().mean().backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0, error_if_nonfinite=True)  # runtime: WSC803
+        return model.weight.grad.detach()
+    return step, torch.randn(3, 4, device=device)
+
+
+def adamw_step(device):
+    model = nn.Linear(4, 2).to(device)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+
+    def step(x):
+        loss = model(x).square().mean()
+        loss.backward()  # runtime: BACKWARD
+        optimizer.step()  # runtime: WSC301
+        optimizer.zero_grad()  # runtime: ZERO_GRAD
+        return loss.detach()
+    x = torch.randn(3, 4, device=device)
+    return step, [(x,), (x,)]
+
+
+def bound_optimizer_step(device):
+    params = [nn.Parameter(torch.randn(4, 2, device=device))]
+    for p in params:
+        p.grad = torch.ones_like(p)
+    optimizer = torch.optim.AdamW(params, lr=1e-3)
+    return optimizer.step, [()]
+
+
+def logs_a_tensor(device):
+    model = nn.Linear(4, 2).to(device)
+
+    def step(x):
+        loss = model(x).square().mean()
+        log.warning("loss %.3f", loss)  # runtime: WSC701
+        return loss
+    return step, torch.randn(3, 4, device=device)
+
+
+def branch_picks_the_graph(device):
+    """A tensor `if` sends the second batch down the other branch: the graph changes because of the `if`."""
+    scale = nn.Linear(4, 4)
+    nn.init.constant_(scale.weight, 0.1)
+    nn.init.zeros_(scale.bias)
+    scale.to(device)
+
+    def step(x):
+        h = scale(x)
+        if h.sum() > 0:  # runtime: WSC101
+            h = h * 2
+        else:
+            h = h.relu().exp()
+        return h.sum()
+    positive = torch.ones(2, 4, device=device)
+    return step, [(positive,), (-positive,)]

@@ -1,0 +1,93 @@
+"""The lazy backend traces real steps to the end, and findings carry the code the static rule gives."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+
+from cslint.runtime import RuntimeReport, check  # noqa: E402
+from tests.runtime.test_runtime import expected_line  # noqa: E402
+
+STEPS = Path(__file__).parent / "targets" / "traced_steps.py"
+
+
+def run(factory: str, backends: tuple[str, ...] = ("lazy", "dynamo")) -> RuntimeReport:
+    report = check(f"{STEPS}:{factory}", backends, isolate=False)
+    assert not report.error, report.error
+    return report
+
+
+def test_views_of_created_tensors_and_split_heads_stay_on_the_device() -> None:
+    report = run("created_tensors_and_split_heads", ("lazy",))
+    assert report.status == {"lazy": "complete"}
+    assert report.findings == []
+
+
+def test_an_op_that_leaves_the_device_stops_the_run_where_it_happened() -> None:
+    report = run("leaves_the_device", ("lazy",))
+    status = report.status["lazy"]
+    assert status.startswith(f"stopped at {STEPS}:{expected_line(STEPS, 'LEAVES')} (LeftTheDevice: "), status
+    assert "host_only" in status and "returned a cpu tensor" in status
+
+
+def test_trip_count_is_wsc107_once_seen_by_both_backends() -> None:
+    report = run("trip_count_from_tensor")
+    assert [(f.code, f.line, f.backend) for f in report.findings] == \
+        [("WSC107", expected_line(STEPS, "WSC107"), "lazy+dynamo")]
+
+
+def test_clip_grad_error_if_nonfinite_is_wsc803_at_the_call() -> None:
+    report = run("clip_nonfinite", ("lazy",))
+    assert [(f.code, f.line) for f in report.findings] == [("WSC803", expected_line(STEPS, "WSC803"))]
+
+
+def test_adamw_in_the_step_is_wsc301_at_the_users_line_and_backward_is_no_finding() -> None:
+    report = run("adamw_step")
+    assert report.complete
+    lines = {f.line for f in report.findings}
+    assert expected_line(STEPS, "BACKWARD") not in lines and expected_line(STEPS, "ZERO_GRAD") not in lines
+    at_step = {f.code: f for f in report.findings if f.line == expected_line(STEPS, "WSC301")}
+    assert set(at_step) == {"WSC301", "WSC201"}, report.findings
+    assert "`exp_avg`" in at_step["WSC301"].message and "preinitialize()" in at_step["WSC301"].message
+    # AdamW's own `.item()`: at the user's line, with the library frames as its chain
+    chain = at_step["WSC201"].chain
+    assert chain[0].startswith(f"{STEPS}:{expected_line(STEPS, 'WSC301')} in step")
+    assert any("torch/optim/" in frame for frame in chain[1:])
+    assert all(f.path == str(STEPS) for f in report.findings)
+    assert not [f for f in report.findings if f.code == "WSC703"], report.findings
+
+
+def test_a_bound_optimizer_step_is_a_step() -> None:
+    report = run("bound_optimizer_step", ("lazy",))
+    assert report.complete
+    codes = {f.code for f in report.findings}
+    assert {"WSC301", "WSC201"} <= codes, report.findings
+    assert all("torch/optim/" in f.path for f in report.findings)
+
+
+def test_logging_a_tensor_is_reported_at_the_users_call_not_in_logging() -> None:
+    report = run("logs_a_tensor", ("lazy",))
+    assert [(f.code, f.path, f.line) for f in report.findings] == \
+        [("WSC701", str(STEPS), expected_line(STEPS, "WSC701"))]
+
+
+def test_a_graph_change_is_put_on_the_tensor_branch_that_caused_it() -> None:
+    report = run("branch_picks_the_graph", ("lazy",))
+    assert [(f.code, f.line, f.backend) for f in report.findings] == \
+        [("WSC101", expected_line(STEPS, "WSC101"), "lazy+stability")]
+
+
+def test_show_chain_prints_the_frames_into_the_library(monkeypatch: pytest.MonkeyPatch,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    from cslint.runtime.cli import main as runtime_main
+
+    monkeypatch.setattr("cslint.runtime.cli.check", lambda target, backends, **kwargs: check(target, backends,
+                                                                                              isolate=False))
+    runtime_main([f"{STEPS}:adamw_step", "--backend", "lazy", "--show-chain", "--allow-incomplete"])
+    out = capsys.readouterr().out
+    line = expected_line(STEPS, "WSC301")
+    assert f"traced_steps.py:{line}: WSC201 [lazy]" in out
+    assert "torch/optim/optimizer.py:" in out and " in _get_value" in out
