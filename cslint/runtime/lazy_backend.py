@@ -30,6 +30,7 @@ _CONSEQUENCES = {
     "cpu_copy": "the step waits for the device and the graph is cut",
     "numpy": "the step waits for the device and the graph is cut",
     "dynamic_shape": "a static graph needs fixed shapes",
+    "boolean_index": "a static graph needs fixed shapes",
     "dtype": "the device cannot run it",
 }
 
@@ -154,9 +155,9 @@ class Watcher(TorchDispatchMode):
                     target is not None and torch.device(target).type == "cpu":
                 return "cpu_copy"
         if torch.Tag.dynamic_output_shape in func.tags:
-            if func is aten.index.Tensor and not any(
-                    isinstance(i, torch.Tensor) and i.dtype in (torch.bool, torch.uint8) for i in args[1]):
-                return None  # integer indices keep a static shape
+            if func is aten.index.Tensor:  # integer indices keep a static shape; a boolean mask is WSC502
+                masks = any(isinstance(i, torch.Tensor) and i.dtype in (torch.bool, torch.uint8) for i in args[1])
+                return "boolean_index" if masks else None
             return "dynamic_shape"
         outs = out if isinstance(out, (tuple, list)) else (out,)
         if any(isinstance(o, torch.Tensor) and o.dtype in _WIDE_DTYPES for o in outs):

@@ -54,7 +54,10 @@ def execute(target: str, backends: tuple[str, ...] = BACKENDS, outputs: bool = F
     """Run the target on the CPU, then under each backend; `changed` is called whenever the report grows."""
     report = RuntimeReport(target)
     report.changed = changed
-    say = (lambda text: print(f"cslint runtime: {text}", file=sys.stderr, flush=True)) if progress else None
+    def say(text: str) -> None:
+        if progress:
+            print(f"cslint runtime: {text}", file=sys.stderr, flush=True)
+
 
     def fail(error: str) -> RuntimeReport:
         report.error = error
@@ -62,6 +65,7 @@ def execute(target: str, backends: tuple[str, ...] = BACKENDS, outputs: bool = F
             report.status.setdefault(backend, stopped("the target could not run"))
         return report
 
+    say(f"importing {target}")
     try:
         factory = load_factory(target)
     except TargetError as exc:
@@ -73,11 +77,18 @@ def execute(target: str, backends: tuple[str, ...] = BACKENDS, outputs: bool = F
     from cslint.runtime.stability import compare_steps
 
     def built(device: str) -> Step | OptimizerStep:
+        say(f"building the step for the {device} device")
         torch.manual_seed(0)  # the same model and data on every backend and before/after a fix
         return build(factory, device)
 
     try:
         reference = built("cpu")
+    except TargetError as exc:
+        return fail(str(exc))
+    except Exception as exc:  # noqa: BLE001 - user code
+        return fail(f"the factory `{target.rpartition(':')[2]}` raised:\n{_user_traceback(exc)}")
+    try:
+        say("running the step on the CPU (the reference run)")
         if isinstance(reference, OptimizerStep):
             from cslint.runtime.optimizer_check import check_optimizer
 

@@ -38,7 +38,7 @@ def run(target: str, path: Path = FAMILIES, backends: tuple[str, ...] = ("lazy",
     ("control_flow", "WSC101"),
     ("host_transfer", "WSC201"),
     ("scalar_argument", "WSC401"),
-    ("dynamic_shape", "WSC501"),
+    ("dynamic_shape", "WSC502"),
     ("wide_dtype", "WSC601"),
     ("python_counter", "WSC703"),
 ])
@@ -146,13 +146,25 @@ def test_cli_exit_codes_and_output(in_process: None, capsys: pytest.CaptureFixtu
     assert runtime_main([f"{FAMILIES}:look_alikes", "--backend", "lazy"]) == 0
 
 
-def test_compare_static_lists_static_findings_never_seen(in_process: None, capsys: pytest.CaptureFixture[str]) -> None:
+def test_compare_static_is_a_table_per_line(in_process: None, capsys: pytest.CaptureFixture[str],
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(FAMILIES.parent)
     runtime_main([f"{FAMILIES}:control_flow", "--backend", "lazy", "--compare-static"])
     out = capsys.readouterr().out
-    # the static pass flags `.item()` in another model of the same file; this target never runs it
-    line = expected_line(FAMILIES, "WSC201")
-    assert re.search(rf"static only \(not seen at runtime\): .*families.py:{line}: WSC201", out)
-    assert "static pass missed" not in out
+    assert "static vs runtime, per line:" in out
+    # the branch both passes see; `.item()` in another model of the same file, which this target never runs
+    assert re.search(rf"\n  families.py:{expected_line(FAMILIES, 'WSC101')} +WSC101 +WSC101 \[lazy\] +both\n", out), out
+    assert re.search(rf"\n  families.py:{expected_line(FAMILIES, 'WSC201')} +WSC201 +- +static only \(not seen at "
+                     r"runtime\)\n", out), out
+    assert re.search(r"\n  1 both, \d+ static only, 0 runtime only\n", out), out
+
+
+def test_a_factory_error_is_the_factorys_with_the_users_traceback() -> None:
+    report = check(f"{TARGETS / 'broken.py'}:factory_raises", ("lazy",), isolate=False)
+    assert report.error.startswith("the factory `factory_raises` raised:"), report.error
+    assert "broken.py" in report.error and "_load_config" in report.error
+    assert "ValueError: no such config" in report.error
+    assert "the step raised" not in report.error and "cslint/runtime" not in report.error
 
 
 def test_without_torch_runtime_says_how_to_install(monkeypatch: pytest.MonkeyPatch,

@@ -22,3 +22,12 @@ def hangs():
 
 def wrong_return():
     return 42
+
+
+def _load_config(name):
+    raise ValueError(f"no such config: {name}")
+
+
+def factory_raises():
+    config = _load_config("tiny")
+    return (lambda x: x), torch.randn(2) * config

@@ -46,7 +46,7 @@ class MaskedTokenLoss(nn.Module):  # WSC5xx
 
     def forward(self, x):
         h = self.proj(x)
-        kept = h[h > 0]  # runtime: WSC501
+        kept = h[h > 0]  # runtime: WSC502
         return kept.sum()
 
 
