@@ -107,6 +107,9 @@ def build_parser() -> argparse.ArgumentParser:
     server = sub.add_parser("server", help="the background server of `check --server`: status or stop")
     server.add_argument("action", choices=["status", "stop"])
 
+    lsp = sub.add_parser("lsp", help="run the language server for editors (stdio; needs the `lsp` extra)")
+    lsp.add_argument("--tcp", type=int, metavar="PORT", help="listen on 127.0.0.1:PORT instead of stdio")
+
     clean = sub.add_parser("clean", help="remove the cache directory")
     clean.add_argument("--cache-dir", type=Path, help="the cache directory to remove (default as for check)")
 
@@ -132,6 +135,8 @@ def main(argv: list[str] | None = None) -> int:
             return run_clean(args)
         if args.command == "server":
             return run_server_command(args)
+        if args.command == "lsp":
+            return run_lsp(args)
         if args.command == "runtime":
             from cslint.runtime.cli import main as runtime_main
 
@@ -314,6 +319,15 @@ def place_in_cells(diagnostics: list, buffers: dict[Path, str]) -> None:
             return None
 
     place(diagnostics, notebook_of)
+
+
+def run_lsp(args: argparse.Namespace) -> int:
+    try:
+        from cslint.lsp.server import main as serve
+    except ImportError as exc:
+        raise ConfigError(f"`cslint lsp` needs the lsp extra (pip install 'cslint[lsp]'): {exc}") from None
+    serve(args.tcp)
+    return EXIT_CLEAN
 
 
 def run_clean(args: argparse.Namespace) -> int:

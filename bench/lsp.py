@@ -1,0 +1,156 @@
+"""How quickly `cslint lsp` answers an editor: didChange -> publishDiagnostics over 50 edits in a traced
+function of a real model file, time to first diagnostics, and the server's memory.
+
+    pip install -e '.[lsp]'
+    python bench/lsp.py                                   # the installed transformers package
+    python bench/lsp.py --package path/to/transformers --file models/bert/modeling_bert.py
+
+The package is copied to a temporary directory with a pyproject.toml at its top, so the server sees the
+whole package as the file's project (cross-file chains resolve as in a checkout). `--warm` first runs
+`cslint check` on the copy so the server reads a filled cache, as after a CI or pre-commit run. The
+file is by default the median-sized `modeling_*.py` with a `forward`. Each edit inserts (then changes)
+one line at the top of that `forward`'s body and waits for the diagnostics of that document version;
+the debounce is the server's default unless `--debounce` is given. Prints one table; nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import asyncio
+import importlib.util
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from lsprotocol import types
+from pygls.lsp.client import LanguageClient
+
+
+def median_model_file(package: Path) -> Path:
+    candidates = sorted((p for p in package.rglob("modeling_*.py") if "def forward" in p.read_text("utf-8")),
+                        key=lambda p: p.stat().st_size)
+    if not candidates:
+        raise SystemExit(f"no modeling_*.py with a forward under {package}")
+    return candidates[len(candidates) // 2]
+
+
+def forward_body_line(text: str) -> tuple[int, str]:
+    """The 0-based line of the first statement of the first `forward`, and its indentation."""
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.FunctionDef) and node.name == "forward" and node.body:
+            first = node.body[0]
+            return first.lineno - 1, " " * first.col_offset
+    raise SystemExit("no forward with a body")
+
+
+def peak_mb(pid: int) -> tuple[float, float]:
+    fields = {}
+    with open(f"/proc/{pid}/status", encoding="ascii") as handle:
+        for line in handle:
+            key, _, value = line.partition(":")
+            fields[key] = value.strip()
+    return int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024
+
+
+async def measure(root: Path, file: Path, edits: int, debounce: str | None) -> dict[str, object]:
+    client = LanguageClient("cslint-bench", "1")
+    arrived: dict[int, float] = {}
+    event = asyncio.Event()
+    uri = file.as_uri()
+
+    @client.feature(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    def published(params: types.PublishDiagnosticsParams) -> None:
+        if params.uri == uri and params.version is not None:
+            arrived.setdefault(params.version, time.perf_counter())
+            arrived[-1] = len(params.diagnostics)
+            event.set()
+
+    async def wait_for(version: int) -> float:
+        while version not in arrived:
+            event.clear()
+            await asyncio.wait_for(event.wait(), 600)
+        return arrived[version]
+
+    env = dict(os.environ)
+    if debounce is not None:
+        env["CSLINT_LSP_DEBOUNCE"] = debounce
+    started = time.perf_counter()
+    await client.start_io(sys.executable, "-m", "cslint", "lsp", cwd=str(root), env=env)
+    await client.initialize_async(types.InitializeParams(capabilities=types.ClientCapabilities(),
+                                                         root_uri=root.as_uri()))
+    client.initialized(types.InitializedParams())
+    text = file.read_text(encoding="utf-8")
+    opened = time.perf_counter()
+    client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(
+        uri=uri, language_id="python", version=1, text=text)))
+    first = await wait_for(1) - opened
+    findings = arrived[-1]
+    line, indent = forward_body_line(text)
+    latencies = []
+    for i in range(edits):
+        version = i + 2
+        start = types.Position(line=line, character=0)
+        if i == 0:  # insert a line, then change it in place: keystrokes in a traced function
+            change = types.TextDocumentContentChangePartial(range=types.Range(start=start, end=start),
+                                                            text=f"{indent}cslint_bench = {i}\n")
+        else:
+            end = types.Position(line=line + 1, character=0)
+            change = types.TextDocumentContentChangePartial(range=types.Range(start=start, end=end),
+                                                            text=f"{indent}cslint_bench = {i}\n")
+        sent = time.perf_counter()
+        client.text_document_did_change(types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version), content_changes=[change]))
+        latencies.append(await wait_for(version) - sent)
+    server = client._server
+    rss, hwm = peak_mb(server.pid) if server is not None else (0.0, 0.0)
+    await client.shutdown_async(None)
+    client.exit(None)
+    await client.stop()
+    latencies.sort()
+    return {"start": opened - started, "first": first, "findings": findings, "p50": statistics.median(latencies),
+            "p95": latencies[max(0, int(len(latencies) * 0.95) - 1)], "max": latencies[-1], "rss": rss, "hwm": hwm}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--package", type=Path, help="a package directory (default: the installed transformers)")
+    parser.add_argument("--file", type=Path, help="the file edited, relative to the package")
+    parser.add_argument("--edits", type=int, default=50)
+    parser.add_argument("--debounce", help="seconds (default: the server's)")
+    parser.add_argument("--warm", action="store_true", help="fill the cache with `cslint check` first")
+    args = parser.parse_args()
+    package = args.package
+    if package is None:
+        spec = importlib.util.find_spec("transformers")
+        if spec is None or spec.origin is None:
+            raise SystemExit("transformers is not installed here: pass --package")
+        package = Path(spec.origin).parent
+    with tempfile.TemporaryDirectory(prefix="cslint-lsp-bench-") as temporary:
+        root = Path(temporary)
+        copy = root / package.name
+        shutil.copytree(package, copy, ignore=shutil.ignore_patterns("__pycache__"))
+        (root / "pyproject.toml").write_text("[tool.cslint]\n", encoding="utf-8")
+        file = copy / args.file if args.file else median_model_file(copy)
+        if args.warm:
+            subprocess.run([sys.executable, "-m", "cslint", "check", "--exit-zero", "-q", "."], cwd=root,
+                           stdout=subprocess.DEVNULL, check=False)
+        size, name = file.stat().st_size, file.relative_to(root)
+        found = asyncio.run(measure(root, file, args.edits, args.debounce))
+    print(f"file: {name} ({size} bytes); project: {package.name} "
+          f"({'warm' if args.warm else 'cold'} cache); {args.edits} edits in its forward")
+    print(f"{'server start + initialize':<36} {found['start']:8.2f} s")
+    print(f"{'didOpen -> first diagnostics':<36} {found['first']:8.2f} s  ({found['findings']} findings)")
+    print(f"{'didChange -> diagnostics p50':<36} {found['p50']:8.2f} s")
+    print(f"{'didChange -> diagnostics p95':<36} {found['p95']:8.2f} s")
+    print(f"{'didChange -> diagnostics max':<36} {found['max']:8.2f} s")
+    print(f"{'server memory (now / peak)':<36} {found['rss']:8.0f} / {found['hwm']:.0f} MB")
+
+
+if __name__ == "__main__":
+    main()

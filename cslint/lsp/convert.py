@@ -1,0 +1,112 @@
+"""cslint's findings, fixes and rule pages as LSP values.
+
+Positions: cslint counts lines from 1 and columns in characters from 1 (end exclusive); LSP counts both
+from 0, columns in the client's code units (UTF-16 unless negotiated), which `TextDocument`'s codec
+converts from characters.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+
+from cslint.report import Diagnostic
+
+SOURCE = "cslint"
+
+
+def lsp_range(d: Diagnostic, lines: list[str], codec: Any) -> types.Range:
+    start = types.Position(line=max(d.line - 1, 0), character=max(d.column - 1, 0))
+    end_line, end_column = (d.end_line, d.end_column) if d.end_line >= d.line else (d.line, d.column)
+    end = types.Position(line=max(end_line - 1, 0), character=max(end_column - 1, 0))
+    return codec.range_to_client_units(lines, types.Range(start=start, end=end))
+
+
+def to_lsp(d: Diagnostic, lines: list[str], codec: Any,
+           related: list[types.DiagnosticRelatedInformation]) -> types.Diagnostic:
+    from cslint.docs import rule_url
+    from cslint.rules import rule_by_code
+
+    rule = rule_by_code(d.code)
+    return types.Diagnostic(
+        range=lsp_range(d, lines, codec),
+        message=d.message + (f"\n(fix, {d.fix.applicability}: {d.fix.message})" if d.fix is not None else ""),
+        severity=types.DiagnosticSeverity.Error if rule is None else types.DiagnosticSeverity.Warning,
+        code=d.code,
+        code_description=types.CodeDescription(href=rule_url(d.code)) if rule is not None else None,
+        source=SOURCE,
+        related_information=related or None,
+        data={"fix": [d.fix.applicability, d.fix.message] if d.fix is not None else None,
+              "line": d.line, "column": d.column},
+    )
+
+
+def related_information(d: Diagnostic, locate: Any) -> list[types.DiagnosticRelatedInformation]:
+    """The traced chain, root first: each function's `def`, where it can be found."""
+    out = []
+    for index, qualname in enumerate(d.chain):
+        where = locate(qualname)
+        if where is None:
+            continue
+        path, line, column = where
+        role = f"traced root ({d.reason})" if index == 0 else f"called from {d.chain[index - 1]}"
+        position = types.Position(line=line - 1, character=column)
+        out.append(types.DiagnosticRelatedInformation(
+            location=types.Location(uri=Path(path).as_uri(), range=types.Range(start=position, end=position)),
+            message=f"{qualname}: {role}"))
+    return out
+
+
+def def_position(text: str, inner: list[str]) -> tuple[int, int] | None:
+    """Line (1-based) and column of the `def` (or `class`) named by the dotted parts `inner` in `text`."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError):
+        return None
+    body: list[ast.stmt] = tree.body
+    found: ast.stmt | None = None
+    for part in inner:
+        found = next((node for node in body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                                      ast.ClassDef)) and node.name == part), None)
+        if found is None:
+            return None
+        body = found.body
+    return (found.lineno, found.col_offset) if found is not None else None
+
+
+def minimal_edits(old: str, new: str) -> list[types.TextEdit]:
+    """The line ranges that differ, as edits (positions in lines only, so no code unit conversion)."""
+    a, b = old.splitlines(keepends=True), new.splitlines(keepends=True)
+    edits = []
+    matcher = difflib.SequenceMatcher(a=a, b=b, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            continue
+        rng = types.Range(start=types.Position(line=i1, character=0), end=types.Position(line=i2, character=0))
+        edits.append(types.TextEdit(range=rng, new_text="".join(b[j1:j2])))
+    if edits and a and not a[-1].endswith(("\n", "\r")):  # an edit ending on a last line with no newline
+        last = edits[-1]
+        if last.range.end.line == len(a):
+            last.range.end = types.Position(line=len(a) - 1, character=len(a[-1]))
+            if last.range.start.line == len(a):
+                last.range.start = last.range.end
+    return edits
+
+
+def hover_text(d: Diagnostic) -> str:
+    from cslint.rules import rule_by_code
+
+    rule = rule_by_code(d.code)
+    parts = [f"**{d.code}** {rule.name if rule else ''}".rstrip(), "", d.message]
+    if rule is not None:
+        parts += ["", f"**What**: {rule.summary}", "", f"**Why**: {rule.why}", "",
+                  f"**Use instead**: {rule.use_instead}"]
+    if d.chain:
+        parts += ["", f"**Traced**: {' → '.join(d.chain)} ({d.reason})"]
+    if d.fix is not None:
+        parts += ["", f"**Fix** ({d.fix.applicability}): {d.fix.message}"]
+    return "\n".join(parts)

@@ -1,0 +1,308 @@
+"""The language server: documents in, diagnostics, code actions and hovers out.
+
+Analyses run one at a time on a worker thread (the protocol stays responsive); an edit waits
+`DEBOUNCE_SECONDS` for the next one before its document's project is analysed again. After each
+analysis every open document of the project whose findings changed gets them published, so an edit to
+a helper's file updates the file whose `forward` calls it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+
+from cslint import __version__
+from cslint.lsp.convert import SOURCE, hover_text, lsp_range, minimal_edits, related_information, to_lsp
+from cslint.lsp.workspace import Document, Workspace
+from cslint.report import INTERNAL_ERROR, Diagnostic
+
+DEBOUNCE_SECONDS = float(os.environ.get("CSLINT_LSP_DEBOUNCE", "0.25"))
+FIX_ALL = "source.fixAll.cslint"
+FIX_ALL_UNSAFE = "source.cslint.fixAllUnsafe"  # not under source.fixAll: editors must not run it on save
+CONFIG_FILES = ("pyproject.toml", "cslint.toml")
+
+
+class CslintServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__("cslint", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+        self.state = Workspace()
+        self.analyses = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cslint-analysis")
+        self.timers: dict[Path, asyncio.TimerHandle] = {}
+        self.published: dict[Path, list[Any]] = {}
+
+    # ---- analysis --------------------------------------------------------------------------------
+
+    def schedule(self, path: Path, delay: float) -> None:
+        timer = self.timers.pop(path, None)
+        if timer is not None:
+            timer.cancel()
+        loop = asyncio.get_running_loop()
+        self.timers[path] = loop.call_later(delay, lambda: loop.create_task(self.analyse(path)))
+
+    async def analyse(self, path: Path) -> None:
+        self.timers.pop(path, None)
+        if path not in self.state.documents:
+            return
+        loop = asyncio.get_running_loop()
+        try:
+            analysed = await loop.run_in_executor(self.analyses, self._analyse_and_convert, path)
+        except Exception as exc:  # a bug outside the analysis itself: say so on the document, go on
+            document = self.state.documents.get(path)
+            if document is None:
+                return
+            broken = types.Diagnostic(range=types.Range(start=types.Position(line=0, character=0),
+                                                        end=types.Position(line=0, character=0)),
+                                      message=f"cslint: internal error: {type(exc).__name__}: {exc}", source=SOURCE,
+                                      code=INTERNAL_ERROR, severity=types.DiagnosticSeverity.Error)
+            analysed = {path: (document, [broken])}
+        for document_path, (document, diagnostics) in analysed.items():
+            if document_path not in self.state.documents:
+                continue
+            if document_path != path and self.published.get(document_path) == diagnostics:
+                continue
+            self.published[document_path] = diagnostics
+            self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
+                uri=document_path.as_uri(), diagnostics=diagnostics, version=document.version))
+
+    def _analyse_and_convert(self, path: Path) -> dict[Path, tuple[Document, list[types.Diagnostic]]]:
+        out = {}
+        for document_path, (document, found) in self.state.analyse(path).items():
+            lines = document.text.splitlines(keepends=True)
+            codec = self.workspace.position_codec
+            converted = []
+            for d in found:
+                try:
+                    related = related_information(d, lambda q, near=document_path: self.state.locate(q, near))
+                except Exception:  # the chain is a nicety: never lose the finding over it
+                    related = []
+                converted.append(to_lsp(d, lines, codec, related))
+            out[document_path] = (document, converted)
+        return out
+
+    def reanalyse_all(self) -> None:
+        for path in list(self.state.documents):
+            self.schedule(path, 0)
+
+
+server = CslintServer()
+
+
+def _path(uri: str) -> Path:
+    parsed = urlparse(uri)
+    return Path(os.path.abspath(unquote(parsed.path)))
+
+
+def _is_python(path: Path) -> bool:
+    return path.suffix in (".py", ".pyi")
+
+
+@server.feature(types.INITIALIZE)
+def initialize(ls: CslintServer, params: types.InitializeParams) -> None:
+    options = params.initialization_options
+    if isinstance(options, dict):
+        ls.state.options = dict(options.get("settings", options))
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+def did_open(ls: CslintServer, params: types.DidOpenTextDocumentParams) -> None:
+    path = _path(params.text_document.uri)
+    if _is_python(path):
+        ls.state.open(path, params.text_document.text, params.text_document.version)
+        ls.schedule(path, 0)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+def did_change(ls: CslintServer, params: types.DidChangeTextDocumentParams) -> None:
+    path = _path(params.text_document.uri)
+    if path in ls.state.documents:
+        document = ls.workspace.get_text_document(params.text_document.uri)
+        ls.state.change(path, document.source, params.text_document.version)
+        ls.schedule(path, DEBOUNCE_SECONDS)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_SAVE)
+def did_save(ls: CslintServer, params: types.DidSaveTextDocumentParams) -> None:
+    path = _path(params.text_document.uri)
+    if path.name in CONFIG_FILES:
+        ls.reanalyse_all()
+    elif path in ls.state.documents:
+        ls.state.files_changed()  # a new file may have been saved for the first time
+        ls.schedule(path, 0)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+def did_close(ls: CslintServer, params: types.DidCloseTextDocumentParams) -> None:
+    path = _path(params.text_document.uri)
+    ls.state.close(path)
+    ls.published.pop(path, None)
+    timer = ls.timers.pop(path, None)
+    if timer is not None:
+        timer.cancel()
+    ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=params.text_document.uri, diagnostics=[]))
+
+
+@server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+def did_change_watched_files(ls: CslintServer, params: types.DidChangeWatchedFilesParams) -> None:
+    ls.state.files_changed()
+    ls.reanalyse_all()
+
+
+@server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+def did_change_configuration(ls: CslintServer, params: types.DidChangeConfigurationParams) -> None:
+    settings = params.settings
+    if isinstance(settings, dict) and isinstance(settings.get("cslint"), dict):
+        ls.state.options = dict(settings["cslint"])
+    ls.reanalyse_all()
+
+
+# ---- code actions ------------------------------------------------------------------------------
+
+
+def _findings_at(ls: CslintServer, path: Path, rng: types.Range) -> list[Diagnostic]:
+    """The current findings of a document whose ranges meet `rng` (client units)."""
+    found = ls.state.findings.get(path)
+    if found is None:
+        return []
+    document, diagnostics = found
+    lines = document.text.splitlines(keepends=True)
+    codec = ls.workspace.position_codec
+    out = []
+    for d in diagnostics:
+        span = lsp_range(d, lines, codec)
+        if (span.start.line, span.start.character) <= (rng.end.line, rng.end.character) and \
+                (rng.start.line, rng.start.character) <= (span.end.line, span.end.character):
+            out.append(d)
+    return out
+
+
+def _edit(uri: str, old: str, new: str) -> types.WorkspaceEdit:
+    return types.WorkspaceEdit(changes={uri: minimal_edits(old, new)})
+
+
+def _wants(only: list[str] | None, kind: str) -> bool:
+    return only is None or any(kind == k or kind.startswith(k + ".") for k in only)
+
+
+def _resolves_edits(ls: CslintServer) -> bool:
+    capability = ls.client_capabilities.text_document
+    action = capability.code_action if capability is not None else None
+    support = action.resolve_support if action is not None else None
+    return support is not None and "edit" in support.properties
+
+
+@server.feature(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(
+    code_action_kinds=[types.CodeActionKind.QuickFix, FIX_ALL, FIX_ALL_UNSAFE], resolve_provider=True))
+async def code_action(ls: CslintServer, params: types.CodeActionParams) -> list[types.CodeAction]:
+    from cslint.noqa_edit import add_noqa_to_text
+
+    uri = params.text_document.uri
+    path = _path(uri)
+    document = ls.state.documents.get(path)
+    if document is None:
+        return []
+    only = params.context.only
+    actions: list[types.CodeAction] = []
+    for d in _findings_at(ls, path, params.range):
+        related = [x for x in params.context.diagnostics if x.source == SOURCE and x.code == d.code]
+        if d.fix is not None and _wants(only, types.CodeActionKind.QuickFix):
+            unsafe = d.fix.applicability != "safe"
+            actions.append(types.CodeAction(
+                title=f"Fix{' (unsafe)' if unsafe else ''}: {d.fix.message}", kind=types.CodeActionKind.QuickFix,
+                diagnostics=related or None, is_preferred=not unsafe,
+                data={"uri": uri, "fix": [d.code, d.line, d.column], "unsafe": unsafe}))
+        if _wants(only, types.CodeActionKind.QuickFix):
+            quieted, added = add_noqa_to_text(document.text, {d.line: {d.code}})
+            if added:
+                actions.append(types.CodeAction(
+                    title=f"Ignore {d.code} for this line", kind=types.CodeActionKind.QuickFix,
+                    diagnostics=related or None, edit=_edit(uri, document.text, quieted)))
+    fixable = [d for d in ls.state.findings.get(path, (None, []))[1] if d.fix is not None]
+    if any(d.fix.applicability == "safe" for d in fixable) and _wants(only, FIX_ALL):  # type: ignore[union-attr]
+        actions.append(types.CodeAction(title="cslint: fix all safe fixes", kind=FIX_ALL,
+                                        data={"uri": uri, "unsafe": False}))
+    if fixable and _wants(only, FIX_ALL_UNSAFE):
+        actions.append(types.CodeAction(title="cslint: fix all, including unsafe fixes", kind=FIX_ALL_UNSAFE,
+                                        data={"uri": uri, "unsafe": True}))
+    if not _resolves_edits(ls):
+        actions = [await _resolve(ls, action) if action.edit is None else action for action in actions]
+    return actions
+
+
+@server.feature(types.CODE_ACTION_RESOLVE)
+async def code_action_resolve(ls: CslintServer, action: types.CodeAction) -> types.CodeAction:
+    return await _resolve(ls, action)
+
+
+async def _resolve(ls: CslintServer, action: types.CodeAction) -> types.CodeAction:
+    data = action.data if isinstance(action.data, dict) else {}
+    uri = data.get("uri")
+    if action.edit is not None or not isinstance(uri, str):
+        return action
+    path = _path(uri)
+    document = ls.state.documents.get(path)
+    if document is None:
+        return action
+    text = document.text
+    chosen = data.get("fix")
+
+    def choice(d: Diagnostic) -> bool:
+        return [d.code, d.line, d.column] == chosen
+
+    loop = asyncio.get_running_loop()
+    fixed = await loop.run_in_executor(ls.analyses, lambda: ls.state.fixed_text(
+        path, bool(data.get("unsafe")), choice if chosen else None))
+    action.edit = _edit(uri, text, fixed if fixed is not None else text)
+    return action
+
+
+# ---- hover -------------------------------------------------------------------------------------
+
+
+@server.feature(types.TEXT_DOCUMENT_HOVER)
+def hover(ls: CslintServer, params: types.HoverParams) -> types.Hover | None:
+    path = _path(params.text_document.uri)
+    point = types.Range(start=params.position, end=params.position)
+    found = _findings_at(ls, path, point)
+    if found:
+        text = "\n\n---\n\n".join(hover_text(d) for d in found)
+        return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=text))
+    roots = _roots_reaching(ls, path, params.position.line + 1)
+    if roots:
+        lines = [f"**cslint**: traced from {len(roots)} root{'s' if len(roots) != 1 else ''} (in the chains of "
+                 "current findings):", ""] + [f"- `{root}` ({reason})" for root, reason in sorted(roots.items())]
+        return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value="\n".join(lines)))
+    return None
+
+
+def _roots_reaching(ls: CslintServer, path: Path, line: int) -> dict[str, str]:
+    """The roots whose chains (of the open documents' findings) pass through the `def` on `line`."""
+    roots: dict[str, str] = {}
+    for _, diagnostics in list(ls.state.findings.values()):
+        for d in diagnostics:
+            for qualname in d.chain:
+                if qualname.rpartition(".")[2] not in _line_text(ls, path, line):
+                    continue
+                where = ls.state.locate(qualname, path)
+                if where is not None and where[0] == path and where[1] == line:
+                    roots[d.chain[0]] = d.reason
+    return roots
+
+
+def _line_text(ls: CslintServer, path: Path, line: int) -> str:
+    document = ls.state.documents.get(path)
+    lines = document.text.splitlines() if document is not None else []
+    return lines[line - 1] if 0 < line <= len(lines) else ""
+
+
+def main(tcp_port: int | None = None) -> None:
+    if tcp_port is not None:
+        server.start_tcp("127.0.0.1", tcp_port)
+    else:
+        server.start_io()

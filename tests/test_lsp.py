@@ -1,0 +1,398 @@
+"""`cslint lsp` driven over stdio by a real LSP client (pygls'): what an editor sees must equal `cslint check`."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("pygls")
+
+from lsprotocol import types  # noqa: E402
+from pygls.lsp.client import LanguageClient  # noqa: E402
+
+BAD = """\
+import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def forward(self, x):
+        assert x.min() > -100
+        if x.max() > 0:  # noqa: E501
+            x = x * 2
+        print(x.item())
+        return x
+"""
+
+GOOD = """\
+import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def forward(self, x):
+        return x * 2
+"""
+
+SCALES = "import torch\n\n\ndef get_scale(x):\n    return x.sum()\n"
+SCALES_HOST = "import torch\n\n\ndef get_scale(x):\n    return 1.0\n"
+MODEL = """\
+from torch import nn
+
+from pkg.scales import get_scale
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        if get_scale(x) > 0:
+            return x * 2
+        return x
+"""
+
+
+def _project(root: Path, files: dict[str, str]) -> Path:
+    (root / "pyproject.toml").write_text("[tool.cslint]\n", encoding="utf-8")
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return root
+
+
+def _check(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "cslint", "check", "--no-cache", *args], cwd=root,
+                          capture_output=True, text=True, timeout=120)
+
+
+def apply_edits(text: str, edits: list[types.TextEdit]) -> str:
+    lines = text.splitlines(keepends=True)
+    offsets = [0]
+    for line in lines:
+        offsets.append(offsets[-1] + len(line))
+
+    def offset(position: types.Position) -> int:
+        if position.line >= len(lines):
+            return len(text)
+        return offsets[position.line] + position.character  # ASCII test texts: code units are characters
+
+    for edit in sorted(edits, key=lambda e: (e.range.start.line, e.range.start.character), reverse=True):
+        text = text[:offset(edit.range.start)] + edit.new_text + text[offset(edit.range.end):]
+    return text
+
+
+class Session:
+    """One server process and the diagnostics it published, by URI."""
+
+    def __init__(self, root: Path, options: dict[str, Any] | None = None, resolve: bool = True,
+                 cache: bool = False) -> None:
+        self.root, self.options, self.resolve, self.cache = root, options, resolve, cache
+        self.client = LanguageClient("cslint-tests", "1")
+        self.published: dict[str, list[types.PublishDiagnosticsParams]] = {}
+        self.changed = asyncio.Event()
+
+        @self.client.feature(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+        def _published(params: types.PublishDiagnosticsParams) -> None:
+            self.published.setdefault(params.uri, []).append(params)
+            self.changed.set()
+
+    async def __aenter__(self) -> Session:
+        env = {**os.environ, "CSLINT_LSP_DEBOUNCE": "0.05", "CSLINT_NO_CACHE": "" if self.cache else "1"}
+        await self.client.start_io(sys.executable, "-m", "cslint", "lsp", cwd=str(self.root), env=env)
+        resolve = types.CodeActionClientCapabilities(
+            resolve_support=types.ClientCodeActionResolveOptions(properties=["edit"])) if self.resolve else None
+        await self.client.initialize_async(types.InitializeParams(
+            capabilities=types.ClientCapabilities(text_document=types.TextDocumentClientCapabilities(
+                code_action=resolve)),
+            root_uri=self.root.as_uri(), initialization_options=self.options))
+        self.client.initialized(types.InitializedParams())
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.client.shutdown_async(None)
+        self.client.exit(None)
+        await self.client.stop()
+
+    def uri(self, name: str) -> str:
+        return (self.root / name).as_uri()
+
+    def open(self, name: str, text: str | None = None) -> None:
+        text = (self.root / name).read_text(encoding="utf-8") if text is None else text
+        self.client.text_document_did_open(types.DidOpenTextDocumentParams(
+            text_document=types.TextDocumentItem(uri=self.uri(name), language_id="python", version=1, text=text)))
+
+    def change(self, name: str, text: str, version: int) -> None:
+        self.client.text_document_did_change(types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=self.uri(name), version=version),
+            content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)]))
+
+    async def diagnostics(self, name: str, when: Callable[[types.PublishDiagnosticsParams], bool] = lambda p: True,
+                          after: int = 0, timeout: float = 90) -> list[types.Diagnostic]:
+        """The first diagnostics published for `name` (from the `after`-th on) that satisfy `when`."""
+        uri = self.uri(name)
+        deadline = asyncio.get_running_loop().time() + timeout
+        while True:
+            for params in self.published.get(uri, [])[after:]:
+                if when(params):
+                    return list(params.diagnostics)
+            remaining = deadline - asyncio.get_running_loop().time()
+            if remaining <= 0:
+                raise AssertionError(f"no matching diagnostics for {name}: {self.published.get(uri)}")
+            self.changed.clear()
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self.changed.wait(), remaining)
+
+    def count(self, name: str) -> int:
+        return len(self.published.get(self.uri(name), []))
+
+    async def actions(self, name: str, rng: types.Range, diagnostics: list[types.Diagnostic],
+                      only: list[str] | None = None) -> list[types.CodeAction]:
+        found = await self.client.text_document_code_action_async(types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=self.uri(name)), range=rng,
+            context=types.CodeActionContext(diagnostics=diagnostics, only=only)))
+        out = []
+        for action in found or []:
+            assert isinstance(action, types.CodeAction)
+            if action.edit is None:
+                action = await self.client.code_action_resolve_async(action)
+            out.append(action)
+        return out
+
+
+def run(coroutine: Any) -> Any:
+    return asyncio.run(asyncio.wait_for(coroutine, 300))
+
+
+def _ranges(diagnostics: list[types.Diagnostic]) -> list[tuple[str, int, int, int, int]]:
+    return sorted((str(d.code), d.range.start.line, d.range.start.character, d.range.end.line, d.range.end.character)
+                  for d in diagnostics)
+
+
+def _edited(uri: str, action: types.CodeAction, text: str) -> str:
+    assert action.edit is not None and action.edit.changes is not None
+    return apply_edits(text, action.edit.changes[uri])
+
+
+def test_diagnostics_equal_check_and_follow_edits(tmp_path: Path) -> None:
+    root = _project(tmp_path, {"net.py": BAD})
+    expected = [(d["code"], d["line"] - 1, d["column"] - 1, d["end_line"] - 1, d["end_column"] - 1)
+                for d in json.loads(_check(root, "net.py", "--output-format", "json").stdout)]
+    assert len(expected) == 4
+
+    async def scenario() -> None:
+        async with Session(root) as s:
+            s.open("net.py")
+            found = await s.diagnostics("net.py")
+            assert _ranges(found) == sorted(expected)
+            first = next(d for d in found if d.code == "WSC101")
+            assert first.source == "cslint"
+            assert first.code_description is not None and first.code_description.href.endswith("/rules/WSC101.md")
+            related = first.related_information or []
+            assert [r.message.split(":")[0] for r in related] == ["net.Net.forward"]
+            assert related[0].location.range.start.line == 5  # the `def forward` line
+            s.change("net.py", GOOD, version=2)
+            assert await s.diagnostics("net.py", lambda p: p.version == 2) == []
+            s.change("net.py", BAD, version=3)
+            assert _ranges(await s.diagnostics("net.py", lambda p: p.version == 3)) == sorted(expected)
+            opened = s.count("net.py")
+            s.client.text_document_did_close(types.DidCloseTextDocumentParams(
+                text_document=types.TextDocumentIdentifier(uri=s.uri("net.py"))))
+            assert await s.diagnostics("net.py", after=opened) == []  # closing clears them
+
+    run(scenario())
+
+
+def test_unsaved_helper_edit_republishes_the_caller(tmp_path: Path) -> None:
+    """Editing a helper's buffer (not saved) changes the findings of the open file whose forward calls it."""
+    root = _project(tmp_path, {"pkg/__init__.py": "", "pkg/scales.py": SCALES, "pkg/model.py": MODEL})
+
+    async def scenario() -> None:
+        async with Session(root) as s:
+            s.open("pkg/model.py")
+            assert [d.code for d in await s.diagnostics("pkg/model.py")] == ["WSC101"]
+            s.open("pkg/scales.py")
+            await s.diagnostics("pkg/scales.py")
+            before = s.count("pkg/model.py")
+            s.change("pkg/scales.py", SCALES_HOST, version=2)
+            assert await s.diagnostics("pkg/model.py", after=before) == []
+            assert (root / "pkg/scales.py").read_text(encoding="utf-8") == SCALES  # nothing saved
+
+    run(scenario())
+
+
+def test_the_cache_holds_only_answers_about_saved_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The server fills the project's cache from the files on disk and reads it for buffers, never
+    storing what it found in unsaved text: `cslint check` afterwards still reports the saved file."""
+    bad_helper = "import torch\n\n\ndef get_scale(x):\n    if x.sum() > 0:\n        return x\n    return x\n"
+    root = _project(tmp_path, {"pkg/__init__.py": "", "pkg/scales.py": bad_helper, "pkg/model.py": MODEL})
+    monkeypatch.setenv("CSLINT_CACHE_DIR", str(root / ".cslint_cache"))
+    for path in root.rglob("*.py"):  # old enough for a later run to trust the cache's file times
+        os.utime(path, (path.stat().st_atime - 60, path.stat().st_mtime - 60))
+
+    async def scenario() -> None:
+        async with Session(root, cache=True) as s:
+            s.open("pkg/scales.py", SCALES_HOST)
+            assert await s.diagnostics("pkg/scales.py") == []
+            s.change("pkg/scales.py", bad_helper, version=2)
+            found = await s.diagnostics("pkg/scales.py", lambda p: p.version == 2)
+            assert [(d.code, d.range.start.line) for d in found] == [("WSC101", 4)]
+            s.change("pkg/scales.py", SCALES_HOST, version=3)
+            assert await s.diagnostics("pkg/scales.py", lambda p: p.version == 3) == []
+
+    run(scenario())
+    assert list((root / ".cslint_cache").glob("*.json"))  # filled from the saved files
+    cached = subprocess.run([sys.executable, "-m", "cslint", "check", "pkg/scales.py", "pkg/model.py",
+                             "--output-format", "concise"], cwd=root, capture_output=True, text=True, timeout=120)
+    assert "pkg/scales.py:5:8: WSC101" in cached.stdout, cached.stdout
+
+
+def test_helper_buffer_traced_from_a_saved_forward(tmp_path: Path) -> None:
+    root = _project(tmp_path, {"pkg/__init__.py": "", "pkg/scales.py": SCALES_HOST, "pkg/model.py": MODEL})
+    helper = "import torch\n\n\ndef get_scale(x):\n    if x.sum() > 0:\n        return x\n    return x\n"
+
+    async def scenario() -> None:
+        async with Session(root) as s:
+            s.open("pkg/scales.py", helper)
+            found = await s.diagnostics("pkg/scales.py")
+            assert [(d.code, d.range.start.line) for d in found] == [("WSC101", 4)]
+            chain = [r.message.split(":")[0] for r in found[0].related_information or []]
+            assert chain == ["pkg.model.Model.forward", "pkg.scales.get_scale"]
+
+    run(scenario())
+
+
+@pytest.mark.parametrize("resolve", [True, False])
+def test_code_actions_equal_check_fix(tmp_path: Path, resolve: bool) -> None:
+    root = _project(tmp_path, {"net.py": BAD})
+    _check(root, "net.py", "--fix")
+    safe = (root / "net.py").read_text(encoding="utf-8")
+    (root / "net.py").write_text(BAD, encoding="utf-8")
+    _check(root, "net.py", "--fix", "--unsafe-fixes")
+    unsafe = (root / "net.py").read_text(encoding="utf-8")
+    (root / "net.py").write_text(BAD, encoding="utf-8")
+    assert safe != BAD and unsafe != safe
+
+    async def scenario() -> None:
+        async with Session(root, resolve=resolve) as s:
+            s.open("net.py")
+            found = await s.diagnostics("net.py")
+            uri = s.uri("net.py")
+            whole = types.Range(start=types.Position(line=0, character=0), end=types.Position(line=99, character=0))
+            fix_all = await s.actions("net.py", whole, found, only=["source.fixAll"])
+            assert [a.kind for a in fix_all] == ["source.fixAll.cslint"]  # never the unsafe one on save
+            assert _edited(uri, fix_all[0], BAD) == safe
+            every = await s.actions("net.py", whole, found, only=["source.cslint.fixAllUnsafe"])
+            assert _edited(uri, every[0], BAD) == unsafe
+            branch = next(d for d in found if d.code == "WSC101")
+            quick = await s.actions("net.py", branch.range, [branch], only=["quickfix"])
+            titles = [a.title for a in quick]
+            assert any(t.startswith("Fix") for t in titles), titles
+            fix = next(a for a in quick if a.title.startswith("Fix"))
+            assert (fix.title.startswith("Fix (unsafe)")) == (fix.is_preferred is False)
+            fixed_one = _edited(uri, fix, BAD)
+            assert "x = torch.where(x.max() > 0, x * 2, x)" in fixed_one
+            assert "print(x.item())" in fixed_one  # only this diagnostic's fix
+            noqa = next(a for a in quick if a.title == "Ignore WSC101 for this line")
+            quieted = _edited(uri, noqa, BAD)
+            assert "if x.max() > 0:  # noqa: E501, WSC101\n" in quieted  # existing codes kept
+            s.change("net.py", quieted, version=2)
+            after = await s.diagnostics("net.py", lambda p: p.version == 2)
+            assert [d.code for d in after] == ["WSC102"] or "WSC101" not in [d.code for d in after]
+
+    run(scenario())
+
+
+def test_hover_explains_a_finding_and_a_traced_def(tmp_path: Path) -> None:
+    root = _project(tmp_path, {"net.py": BAD})
+
+    async def scenario() -> None:
+        async with Session(root) as s:
+            s.open("net.py")
+            found = await s.diagnostics("net.py")
+            branch = next(d for d in found if d.code == "WSC101")
+            shown = await s.client.text_document_hover_async(types.HoverParams(
+                text_document=types.TextDocumentIdentifier(uri=s.uri("net.py")), position=branch.range.start))
+            assert shown is not None
+            text = shown.contents.value  # type: ignore[union-attr]
+            for part in ("**WSC101**", "**What**", "**Why**", "**Use instead**", "**Traced**: net.Net.forward"):
+                assert part in text
+            on_def = await s.client.text_document_hover_async(types.HoverParams(
+                text_document=types.TextDocumentIdentifier(uri=s.uri("net.py")),
+                position=types.Position(line=5, character=9)))
+            assert on_def is not None and "`net.Net.forward`" in on_def.contents.value  # type: ignore[union-attr]
+            nothing = await s.client.text_document_hover_async(types.HoverParams(
+                text_document=types.TextDocumentIdentifier(uri=s.uri("net.py")),
+                position=types.Position(line=0, character=0)))
+            assert nothing is None
+
+    run(scenario())
+
+
+def test_settings_from_pyproject_and_initialization_options(tmp_path: Path) -> None:
+    root = _project(tmp_path, {"net.py": BAD})
+
+    async def scenario() -> None:
+        async with Session(root, options={"ignore": ["WSC101"]}) as s:
+            s.open("net.py")
+            assert "WSC101" not in [d.code for d in await s.diagnostics("net.py")]
+            (root / "pyproject.toml").write_text('[tool.cslint]\nextend-ignore = ["WSC2"]\n', encoding="utf-8")
+            before = s.count("net.py")
+            s.client.text_document_did_save(types.DidSaveTextDocumentParams(
+                text_document=types.TextDocumentIdentifier(uri=s.uri("pyproject.toml"))))
+            again = await s.diagnostics("net.py", after=before)
+            assert "WSC101" not in [d.code for d in again]  # the client's options still win
+
+    run(scenario())
+
+
+def test_bad_settings_become_one_diagnostic_and_malformed_requests_an_error(tmp_path: Path) -> None:
+    root = _project(tmp_path, {"net.py": BAD})
+
+    async def scenario() -> None:
+        async with Session(root, options={"select": 5}) as s:
+            s.open("net.py")
+            found = await s.diagnostics("net.py")
+            assert len(found) == 1 and "configuration" in found[0].message
+            body = json.dumps({"jsonrpc": "2.0", "id": "bad-1", "method": "textDocument/hover",
+                               "params": {"textDocument": 3}}).encode()
+            server = s.client._server  # the raw pipe: pygls' client refuses to send malformed params
+            assert server is not None and server.stdin is not None
+            server.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+            await server.stdin.drain()
+            shown = await s.client.text_document_hover_async(types.HoverParams(
+                text_document=types.TextDocumentIdentifier(uri=s.uri("net.py")),
+                position=types.Position(line=0, character=0)))
+            assert shown is not None and "configuration" in shown.contents.value  # type: ignore[union-attr]
+            assert server.returncode is None
+
+    run(scenario())
+
+
+def test_an_analysis_crash_is_one_diagnostic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from cslint.lsp import workspace as module
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(module, "lint_texts", broken)
+    state = module.Workspace()
+    state.open(tmp_path / "net.py", BAD)
+    (document, found), = state.analyse(tmp_path / "net.py").values()
+    assert [(d.code, d.line) for d in found] == [("WSC002", 1)]
+    assert "RuntimeError: boom" in found[0].message
+
+
+def test_lsp_without_the_extra_is_a_clear_error(tmp_path: Path) -> None:
+    code = ("import sys; sys.modules['pygls'] = None; sys.modules['pygls.lsp.server'] = None; "
+            "from cslint.cli import main; sys.exit(main(['lsp']))")
+    run_ = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert run_.returncode == 2
+    assert "pip install 'cslint[lsp]'" in run_.stderr
