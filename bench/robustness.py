@@ -4,10 +4,14 @@
    root (`--trace-roots '*'`, so every rule sees every line) and count internal errors (must be 0).
 2. Copy N real files (torch's own sources), run `--fix --unsafe-fixes` over the copy, check that every
    file still parses and that a second fix run changes nothing.
+3. A hostile repository (see bench/hostile.py): every pathological input of issue #19, each linted by
+   `cslint check` in a subprocess, in the repository as working directory; no file outside it may
+   change, no module of it may be imported, no run may take over 60 s or 1 GB.
 
-    python bench/robustness.py                # both, stdlib + torch, 600 files for the fix run
+    python bench/robustness.py                # all three, stdlib + torch, 600 files for the fix run
     python bench/robustness.py --fix-files 1000
     python bench/robustness.py --skip-stdlib
+    python bench/robustness.py --hostile-only
 
 Exit status 1 if any check fails. Needs torch installed (the test extra) for the torch corpus.
 """
@@ -27,6 +31,7 @@ import libcst as cst
 from cslint.config import Settings
 from cslint.deep_stack import run_with_deep_stack
 from cslint.discovery import collect_files
+from cslint.report import NOT_ANALYSED
 from cslint.runner import INTERNAL_ERROR, Linter
 from cslint.selection import enabled_rules
 
@@ -38,16 +43,19 @@ def lint_tree(label: str, root: Path, chunk: int = 400) -> int:
                                                                            "site-packages", "idlelib")))
     linter = Linter(EVERYTHING_TRACED, enabled_rules(EVERYTHING_TRACED))
     start = time.perf_counter()
-    internal, findings, errors = [], 0, []
+    internal, findings, errors, not_analysed = [], 0, [], []
     # chunks keep memory flat; cross-file chains only matter within a package, which chunks mostly keep
     for i in range(0, len(files), chunk):
         result = run_with_deep_stack(lambda i=i: linter.run(files[i:i + chunk]))
         internal += [d for d in result.diagnostics if d.code == INTERNAL_ERROR]
+        not_analysed += [d for d in result.diagnostics if d.code == NOT_ANALYSED]
         findings += len(result.diagnostics)
         errors += result.errors
     elapsed = time.perf_counter() - start
     print(f"{label}: {len(files)} files, {findings} findings, {len(internal)} internal errors, "
-          f"{len(errors)} unreadable, {elapsed:.1f}s")
+          f"{len(not_analysed)} not analysed (size limit, analysis budget), {len(errors)} unreadable, {elapsed:.1f}s")
+    for d in not_analysed[:10]:
+        print(f"  not analysed: {d.path}:{d.line}: {d.message}")
     for d in internal[:20]:
         print(f"  {d.path}:{d.line}: {d.message}")
     for e in errors[:5]:
@@ -92,8 +100,14 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fix-files", type=int, default=600)
     parser.add_argument("--skip-stdlib", action="store_true", help="only the torch corpus and the fix run")
+    parser.add_argument("--hostile-only", action="store_true", help="only the hostile repository")
     args = parser.parse_args()
-    failures = 0 if args.skip_stdlib else lint_tree("stdlib", Path(sysconfig.get_paths()["stdlib"]))
+    from hostile import hostile_run
+
+    if args.hostile_only:
+        return 1 if hostile_run() else 0
+    failures = hostile_run()
+    failures += 0 if args.skip_stdlib else lint_tree("stdlib", Path(sysconfig.get_paths()["stdlib"]))
     try:
         import torch
     except ImportError:

@@ -50,6 +50,21 @@ def available_cores() -> int:
         return os.cpu_count() or 1
 
 
+def _size(value: str) -> int:
+    from cslint.config import parse_size
+
+    try:
+        return parse_size(value, "--max-file-size")
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _budget(value: str) -> int:
+    if not value.isdigit() or int(value) < 1:
+        raise argparse.ArgumentTypeError(f"not a positive integer: {value!r}")
+    return int(value)
+
+
 def _codes(value: str) -> list[str]:
     return [c.strip().upper() for c in value.split(",") if c.strip()]
 
@@ -89,6 +104,11 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--show-chain", action="store_true", help="show why each finding's code is traced")
     check.add_argument("--quiet", "-q", action="store_true", help="print findings only, no summary")
     check.add_argument("--exit-zero", action="store_true", help="exit 0 even when findings remain")
+    check.add_argument("--max-file-size", type=_size, metavar="SIZE",
+                       help="files larger than this are reported (WSC004), not analysed (default 5MB)")
+    check.add_argument("--analysis-budget", type=_budget, metavar="UNITS",
+                       help="parsing work a file may cost before it is reported (WSC004), not analysed "
+                            "(default 200000; docs/configuration.md)")
     check.add_argument("--config", type=Path, help="read settings from this file instead of pyproject.toml")
     check.add_argument("--verify", action="store_true", help="with --fix: keep fixes only if `runtime-targets` "
                        "lose their runtime findings and keep allclose outputs (needs torch)")
@@ -142,7 +162,9 @@ def main(argv: list[str] | None = None) -> int:
 
             return runtime_main(argv[1:])
     except ConfigError as exc:
-        print(f"cslint: error: {exc}", file=sys.stderr)
+        from cslint.output.escape import escape_text
+
+        print(f"cslint: error: {escape_text(str(exc))}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
         print("cslint: interrupted", file=sys.stderr)
@@ -192,19 +214,22 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         unsafe_fixes=args.unsafe_fixes,
         target=getattr(args, "target", None),
         target_reason="set by --target" if getattr(args, "target", None) else None,
+        max_file_size=getattr(args, "max_file_size", None),
+        analysis_budget=getattr(args, "analysis_budget", None),
     )
 
 
 def run_check(args: argparse.Namespace) -> int:
     from cslint.deep_stack import run_with_deep_stack
-    from cslint.discovery import collect_files
+    from cslint.discovery import Skipped, collect_files
+    from cslint.output.escape import escape_text
     from cslint.output import FORMATS, FormatOptions
     from cslint.cache import Cache, default_cache_dir, settings_key
     from cslint.incremental import Session
     from cslint.profile import Profile
     from cslint.report import INTERNAL_ERROR
     from cslint.selection import enabled_codes
-    from cslint.sources import ReadError, write_atomically
+    from cslint.sources import ReadError, safe_resolve, write_atomically
     from cslint.target_inference import with_inferred_target
 
     started = time.perf_counter()
@@ -216,11 +241,15 @@ def run_check(args: argparse.Namespace) -> int:
     if args.add_noqa and fixing:
         raise ConfigError("--add-noqa cannot be combined with --fix or --diff")
     buffers = {args.stdin_name: read_stdin()} if args.stdin_name is not None else {}
+    skipped: list[Skipped] = []
     with profile.phase("discover files"):
-        files = collect_files(args.paths or [Path(".")], settings) if not buffers else []
-        context = collect_files([settings.project_root], settings) if (args.project_context or buffers) \
+        files = collect_files(args.paths or [Path(".")], settings, skipped) if not buffers else []
+        context = collect_files([settings.project_root], settings, []) if (args.project_context or buffers) \
             and settings.project_root and settings.project_root.is_dir() else []
         settings = with_inferred_target(settings, [*files, *context])
+    for note in skipped:
+        if not note.named:
+            print(f"cslint: warning: {escape_text(str(note))} (skipped)", file=sys.stderr)
     with profile.phase("cache read"):
         cache = None if args.no_cache else Cache(args.cache_dir or default_cache_dir(settings),
                                                  settings_key(settings, codes)).load()
@@ -235,6 +264,7 @@ def run_check(args: argparse.Namespace) -> int:
         session = Session(settings, codes, cache=cache, jobs=args.jobs or available_cores(), profile=profile)
         result = run_with_deep_stack(lambda: session.run(files, context=context, fix=fixing,
                                                          unsafe_fixes=settings.unsafe_fixes))
+    result.errors[:0] = [str(note) for note in skipped if note.named]
     if args.add_noqa:
         from cslint.noqa_edit import add_noqa
 
@@ -262,8 +292,12 @@ def run_check(args: argparse.Namespace) -> int:
             result.changed_files, notes = verify_fixes(settings, result.changed_files, args.verify_tolerance)
             for note in notes:
                 print(f"cslint: {note}", file=sys.stderr)
+        roots = [safe_resolve(p) for p in (args.paths or [Path(".")])]
+        roots += [safe_resolve(settings.project_root)] if settings.project_root else []
         for source in result.changed_files:
             try:
+                if not _within(safe_resolve(source.path), roots):
+                    raise ReadError("a symbolic link to a file outside the paths checked; fix not written")
                 write_atomically(source)
             except (ReadError, OSError) as exc:
                 reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
@@ -285,7 +319,7 @@ def run_check(args: argparse.Namespace) -> int:
         else:
             sys.stdout.write(report)
     for error in result.errors:
-        print(f"cslint: error: {error}", file=sys.stderr)
+        print(f"cslint: error: {escape_text(error)}", file=sys.stderr)
     if args.profile:
         sys.stderr.write(profile.report(time.perf_counter() - started))
     if result.errors or any(d.code == INTERNAL_ERROR for d in result.diagnostics):
@@ -328,6 +362,12 @@ def run_lsp(args: argparse.Namespace) -> int:
         raise ConfigError(f"`cslint lsp` needs the lsp extra (pip install 'cslint[lsp]'): {exc}") from None
     serve(args.tcp)
     return EXIT_CLEAN
+
+
+def _within(path: Path, roots: list[Path]) -> bool:
+    """Whether `path` (resolved) is one of `roots` or below one: a fix never writes through a symbolic
+    link to a file elsewhere."""
+    return any(path == root or path.is_relative_to(root) for root in roots)
 
 
 def run_clean(args: argparse.Namespace) -> int:

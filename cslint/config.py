@@ -26,8 +26,12 @@ DEFAULT_EXCLUDES = (
 KNOWN_KEYS = {
     "select", "ignore", "extend-select", "extend-ignore", "per-file-ignores", "exclude", "extend-exclude",
     "trace-roots", "unsafe-fixes", "cerebras-version", "target", "runtime-targets", "output-format",
-    "show-chain",
+    "show-chain", "max-file-size", "analysis-budget",
 }
+DEFAULT_MAX_FILE_SIZE = 5_000_000  # bytes: larger than any hand-written module; generated files are not linted
+DEFAULT_ANALYSIS_BUDGET = 200_000  # see cslint/budget.py
+MAX_CONFIG_BYTES = 10_000_000
+_SIZE_UNITS = {"": 1, "b": 1, "kb": 1000, "k": 1000, "mb": 1000**2, "m": 1000**2, "gb": 1000**3, "g": 1000**3}
 
 
 @dataclass(frozen=True)
@@ -43,6 +47,8 @@ class Settings:
     cerebras_version: str = "2.4"
     target: str = "wsc"
     runtime_targets: tuple[str, ...] = ()
+    max_file_size: int = DEFAULT_MAX_FILE_SIZE
+    analysis_budget: int = DEFAULT_ANALYSIS_BUDGET
     config_path: Path | None = None
     project_root: Path | None = None
     warnings: tuple[str, ...] = ()
@@ -57,12 +63,24 @@ class Settings:
 
 def find_pyproject(start: Path) -> Path | None:
     start = start.resolve()
-    directory = start if start.is_dir() else start.parent
+    directory = start if _is_dir(start) else start.parent
     for candidate in (directory, *directory.parents):
         path = candidate / "pyproject.toml"
-        if path.is_file():
-            return path
+        try:
+            if path.is_file():
+                return path
+        except OSError:  # a directory that cannot be searched: look further up
+            continue
     return None
+
+
+def _is_dir(path: Path) -> bool:
+    """`path.is_dir()`, False too for a path inside a directory that cannot be searched (reported by
+    discovery for that path, not as an error of the whole run)."""
+    try:
+        return path.is_dir()
+    except OSError:
+        return False
 
 
 def _codes(value: Any, key: str) -> tuple[str, ...]:
@@ -81,25 +99,61 @@ def _strings(value: Any, key: str) -> tuple[str, ...]:
     return tuple(value)
 
 
+def parse_size(value: Any, key: str = "max-file-size") -> int:
+    """A size in bytes: an integer, or a string such as "5MB", "500 kB"."""
+    if isinstance(value, bool):
+        raise ConfigError(f"`{key}` must be a size in bytes, such as 5000000 or \"5MB\"")
+    if isinstance(value, int):
+        number = value
+    elif isinstance(value, str):
+        text = value.strip().lower().replace("_", "")
+        digits = text.rstrip("abcdefghijklmnopqrstuvwxyz ").strip()
+        unit = text[len(digits):].strip()
+        if not digits.isdigit() or unit not in _SIZE_UNITS:
+            raise ConfigError(f"`{key}` must be a size in bytes, such as 5000000 or \"5MB\" (got {value!r})")
+        number = int(digits) * _SIZE_UNITS[unit]
+    else:
+        raise ConfigError(f"`{key}` must be a size in bytes, such as 5000000 or \"5MB\"")
+    if number < 1:
+        raise ConfigError(f"`{key}` must be at least 1 byte")
+    return number
+
+
+def _positive(value: Any, key: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(f"`{key}` must be a positive integer")
+    return value
+
+
 def load_settings(config_file: Path | None, first_path: Path) -> Settings:
     """Settings from `config_file`, else from the nearest pyproject.toml above `first_path`."""
     path = config_file if config_file is not None else find_pyproject(first_path)
     if path is None:
-        return Settings(project_root=first_path.resolve() if first_path.is_dir() else first_path.resolve().parent)
+        return Settings(project_root=first_path.resolve() if _is_dir(first_path) else first_path.resolve().parent)
+    from cslint.sources import ReadError, read_regular
+
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(read_regular(path, MAX_CONFIG_BYTES)[0].decode("utf-8"))
     except FileNotFoundError:
         raise ConfigError(f"config file {path} does not exist") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot parse {path}: {exc}") from None
+    except ReadError as exc:
+        raise ConfigError(f"cannot read {path}: {exc}") from None
     except OSError as exc:
-        raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
-    table = data.get("tool", {}).get("cslint", {}) if path.name == "pyproject.toml" else data
-    if "tool" in table and isinstance(table.get("tool"), dict):  # a cslint.toml written like pyproject
-        table = table["tool"].get("cslint", {})
-    if not isinstance(table, dict):
-        raise ConfigError(f"[tool.cslint] in {path} must be a table")
+        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
+    table: Any = data
+    if path.name == "pyproject.toml" or isinstance(data.get("tool"), dict):  # also a cslint.toml written so
+        table = _table(data, "tool", path)
+        table = _table(table, "cslint", path, "tool.")
     return settings_from_table(table, path)
+
+
+def _table(data: dict[str, Any], key: str, path: Path, prefix: str = "") -> dict[str, Any]:
+    value = data.get(key, {})
+    if not isinstance(value, dict):
+        raise ConfigError(f"`{prefix}{key}` in {path} must be a table, not {type(value).__name__} {value!r:.40}")
+    return value
 
 
 def settings_from_table(table: dict[str, Any], path: Path | None) -> Settings:
@@ -133,6 +187,10 @@ def settings_from_table(table: dict[str, Any], path: Path | None) -> Settings:
             if not isinstance(table["unsafe-fixes"], bool):
                 raise ConfigError("`unsafe-fixes` must be true or false")
             kwargs["unsafe_fixes"] = table["unsafe-fixes"]
+        if "max-file-size" in table:
+            kwargs["max_file_size"] = parse_size(table["max-file-size"])
+        if "analysis-budget" in table:
+            kwargs["analysis_budget"] = _positive(table["analysis-budget"], "analysis-budget")
         for key in ("cerebras-version", "target"):
             if key in table:
                 if not isinstance(table[key], str):

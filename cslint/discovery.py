@@ -5,11 +5,13 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
+import stat
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 from cslint.config import ConfigError, Settings
-from cslint.sources import safe_resolve
+from cslint.sources import TEMP_SUFFIX, file_kind, remove_stale_temp_files, safe_resolve
 
 PYTHON_SUFFIXES = (".py", ".pyi", ".ipynb")  # notebooks too, as ruff does by default
 
@@ -40,16 +42,40 @@ class Excluder:
         return self.relatives.match(relative) is not None  # type: ignore[union-attr]
 
 
-def collect_files(paths: list[Path], settings: Settings) -> list[Path]:
-    """Python files under `paths`. A missing path is a ConfigError; files named explicitly are kept."""
+@dataclass(frozen=True)
+class Skipped:
+    """A path not linted, and why. Paths named on the command line are errors; found in a walk, warnings."""
+
+    path: str
+    reason: str
+    named: bool
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.reason}"
+
+
+def collect_files(paths: list[Path], settings: Settings, skipped: list[Skipped] | None = None) -> list[Path]:
+    """Python files under `paths`. A missing path is a ConfigError; files named explicitly are kept.
+    Paths that cannot be linted (not regular files, directories that cannot be read or searched) are
+    left out and recorded in `skipped`."""
     excluded = Excluder(settings.exclude + settings.extend_exclude, settings.project_root)
     found: list[Path] = []
     seen: set[str] = set()
+    notes: list[Skipped] = skipped if skipped is not None else []
     for path in paths:
-        if not path.exists() and not path.is_symlink():
-            raise ConfigError(f"{path}: no such file or directory")
-        if path.is_dir():
-            _walk(str(path), str(safe_resolve(path)), excluded, seen, found)
+        try:
+            info = os.stat(path)
+        except PermissionError:
+            notes.append(Skipped(str(path), "permission denied (a directory on its path cannot be searched)", True))
+            continue
+        except OSError:  # missing, or a symbolic link that leads nowhere (reported when read)
+            if not path.is_symlink():
+                raise ConfigError(f"{path}: no such file or directory") from None
+            info = None
+        if info is not None and stat.S_ISDIR(info.st_mode):
+            _walk(str(path), str(safe_resolve(path)), excluded, seen, found, notes)
+        elif info is not None and not stat.S_ISREG(info.st_mode):
+            notes.append(Skipped(str(path), f"{file_kind(info.st_mode)}, not a Python file: not read", True))
         else:
             key = str(safe_resolve(path))
             if key not in seen:
@@ -58,32 +84,60 @@ def collect_files(paths: list[Path], settings: Settings) -> list[Path]:
     return found
 
 
-def _walk(directory: str, real: str, excluded: Excluder, seen: set[str], found: list[Path]) -> None:
-    """Depth first in name order, like sorted `os.walk`; symbolic links to directories are not followed."""
-    try:
-        with os.scandir(directory) as listing:
-            entries = sorted(listing, key=lambda e: e.name)
-    except OSError:
-        return
-    subdirs = []
-    for entry in entries:
-        name = entry.name
+def _walk(top: str, top_real: str, excluded: Excluder, seen: set[str], found: list[Path],
+          skipped: list[Skipped]) -> None:
+    """Depth first in name order, like sorted `os.walk`; symbolic links to directories are not followed.
+    A stack, not recursion: a tree thousands of directories deep is walked like any other."""
+    pending = [(top, top_real)]
+    while pending:
+        directory, real = pending.pop()
         try:
-            is_dir = entry.is_dir(follow_symlinks=False)
-        except OSError:
+            with os.scandir(directory) as listing:
+                entries = sorted(listing, key=lambda e: e.name)
+        except OSError as exc:
+            skipped.append(Skipped(directory, f"cannot read directory: {exc.strerror or exc}; its files are not "
+                                              "linted", directory == top))
             continue
-        entry_real = os.path.join(real, name)
-        if is_dir:
-            if not excluded(name, entry_real):
-                subdirs.append((entry.path, entry_real))
-            continue
-        if not name.endswith(PYTHON_SUFFIXES):
-            continue
-        if entry.is_symlink():
-            entry_real = str(safe_resolve(Path(entry.path)))
-        if excluded(name, entry_real) or entry_real in seen:
-            continue
-        seen.add(entry_real)
-        found.append(Path(entry.path))
-    for sub, sub_real in subdirs:
-        _walk(sub, sub_real, excluded, seen, found)
+        subdirs = []
+        temp_names = []
+        for entry in entries:
+            name = entry.name
+            try:
+                is_dir = entry.is_dir(follow_symlinks=False)
+            except OSError:
+                continue
+            entry_real = os.path.join(real, name)
+            if is_dir:
+                if not excluded(name, entry_real):
+                    subdirs.append((entry.path, entry_real))
+                continue
+            if name.endswith(TEMP_SUFFIX):
+                temp_names.append(name)
+                continue
+            if not name.endswith(PYTHON_SUFFIXES):
+                continue
+            if entry.is_symlink():
+                entry_real = str(safe_resolve(Path(entry.path)))
+            if excluded(name, entry_real) or entry_real in seen:
+                continue
+            kind = _not_regular(entry)
+            if kind is not None:
+                skipped.append(Skipped(entry.path, f"{kind}, not a Python file: not read", False))
+                continue
+            seen.add(entry_real)
+            found.append(Path(entry.path))
+        if temp_names:
+            remove_stale_temp_files(directory, temp_names)
+        pending.extend(reversed(subdirs))
+
+
+def _not_regular(entry: os.DirEntry[str]) -> str | None:
+    """What the entry is when it is not a regular file (following a symbolic link); None for a regular
+    file, or a link that leads nowhere (an error when it is read)."""
+    try:
+        if entry.is_file():
+            return None
+        mode = entry.stat().st_mode
+    except OSError:
+        return None
+    return file_kind(mode)

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 
 SYNTAX_ERROR = "WSC001"
 INTERNAL_ERROR = "WSC002"
+NOT_ANALYSED = "WSC004"  # over the size limit or the analysis budget: one finding, no analysis
 BUG_HINT = "please report it, with the file, at the cslint issue tracker"
 
 

@@ -19,12 +19,13 @@ from cslint.config import Settings
 from cslint.noqa import is_suppressed, noqa_lines
 from cslint.positions import locate, piece_positions, whole_module_positions
 from cslint.profile import Profile
-from cslint.report import BUG_HINT, INTERNAL_ERROR, SYNTAX_ERROR, Diagnostic, FixSummary, RunResult
+from cslint.report import BUG_HINT, INTERNAL_ERROR, NOT_ANALYSED, SYNTAX_ERROR, Diagnostic, FixSummary, RunResult
 from cslint.rules import Finding, Fix, Rule, all_rules
 from cslint.rules.base import module_level_alias
 from cslint.rules.noqa_usage import UNUSED_NOQA, removal_fix, unused_noqa
 from cslint.selection import ignored_for_file
-from cslint.sources import ReadError, SourceFile, for_parser, parse, parse_unvalidated, read_source
+from cslint.sources import (ReadError, SourceFile, TooLarge, for_parser, keep_final_newline, parse,
+                             parse_unvalidated, python_refuses, read_source)
 
 __all__ = ["INTERNAL_ERROR", "SYNTAX_ERROR", "Diagnostic", "Linter", "RunResult"]
 
@@ -78,7 +79,10 @@ class Linter:
         for path in paths:
             try:
                 with self.profile.phase("read"):
-                    source = read_source(path)
+                    source = read_source(path, self.settings.max_file_size)
+            except TooLarge as exc:  # a finding for the file, not an error of the run
+                source = SourceFile(path, "", original_text="", syntax_error=(1, 1, str(exc)),
+                                    problem_code=NOT_ANALYSED)
             except ReadError as exc:
                 result.errors.append(f"{path}: {exc}")
                 continue
@@ -98,7 +102,7 @@ class Linter:
         for source in sources:
             if source.tree is None and source.syntax_error is None and _likely_traced(source.text):
                 with self.profile.phase("parse"):
-                    parse(source)
+                    parse(source, self.settings.analysis_budget)
         findings: dict[Path, list[Finding]] = {}
         modules, by_module = self._index_all(sources, names, findings)
         project = Project(modules.values(), self._module_aliases)
@@ -221,6 +225,8 @@ class Linter:
                 tree = ast.parse(for_parser(source.text))
             except (SyntaxError, ValueError, RecursionError, MemoryError):
                 tree = None
+            if tree is not None and python_refuses(source, self.settings.analysis_budget, tree):
+                return None
             if tree is not None:
                 info = index_module_from_ast(source.path, source.text, tree, name, is_package,
                                              loader=lambda: self._load_tree(source))
@@ -229,7 +235,7 @@ class Linter:
                     info.piece_parser = self._parse_piece
                 return info
             with self.profile.phase("parse"):
-                parse(source)
+                parse(source, self.settings.analysis_budget)
             if source.tree is None:
                 return None
         return index_module(source.path, source.text, source.tree, name, is_package)
@@ -336,7 +342,9 @@ class Linter:
         line, column, message = source.syntax_error
         lines = source.text.splitlines()
         text = lines[line - 1] if 0 < line <= len(lines) else ""
-        return Diagnostic(source.path, line, column, line, column + 1, SYNTAX_ERROR, f"syntax error: {message}",
+        if source.problem_code == SYNTAX_ERROR:
+            message = f"syntax error: {message}"
+        return Diagnostic(source.path, line, column, line, column + 1, source.problem_code, message,
                           source_line=text)
 
     @staticmethod
@@ -437,7 +445,7 @@ class Linter:
                 continue
             module_imports = _bound_module_names(source.tree)
             new_tree, chosen = _apply(source.tree, wanted, module_imports)
-            new_text = new_tree.code
+            new_text = keep_final_newline(source.original_text, new_tree.code)
             try:
                 reparsed = cst.parse_module(new_text)
             except cst.ParserSyntaxError as exc:

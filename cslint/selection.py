@@ -19,7 +19,7 @@ GENERIC_PREFIXES = ("ALL", "WSC")
 
 
 def validate_codes(codes: tuple[str, ...], option: str) -> None:
-    known = [code for code, _ in RULE_CODES] + ["WSC001", "WSC002"]
+    known = [code for code, _ in RULE_CODES] + ["WSC001", "WSC002", "WSC004"]
     for code in codes:
         if code == "ALL":
             continue

@@ -5,6 +5,7 @@ from __future__ import annotations
 from itertools import groupby
 from typing import TYPE_CHECKING
 
+from cslint.output.escape import escape_text
 from cslint.output.text import _fixable, _summary
 from cslint.report import RunResult
 
@@ -16,13 +17,13 @@ def render(result: RunResult, options: FormatOptions) -> str:
     out: list[str] = []
     for path, group in groupby(result.diagnostics, key=lambda d: d.path):
         items = list(group)
-        out.append(f"{path}:")
+        out.append(f"{escape_text(str(path))}:")
         width = max(len(f"{d.place}:{d.column}") for d in items)
         for d in items:
             marker = " [*]" if _fixable(d, options.unsafe_fixes) else ""
-            out.append(f"  {f'{d.place}:{d.column}':<{width}} {d.code}{marker} {d.message}")
+            out.append(f"  {f'{d.place}:{d.column}':<{width}} {d.code}{marker} {escape_text(d.message)}")
             if options.show_chain and d.chain:
-                out.append(f"  {'':<{width}} traced: {' -> '.join(d.chain)}")
+                out.append(f"  {'':<{width}} traced: {escape_text(' -> '.join(d.chain))}")
         out.append("")
     if not options.quiet:
         out.extend(_summary(result, options))

@@ -12,14 +12,15 @@ from typing import TYPE_CHECKING, Any
 from cslint import __version__
 from cslint.docs import DOCS_URL, render_rule, rule_url
 from cslint.rules import Rule, all_rules
-from cslint.report import INTERNAL_ERROR, SYNTAX_ERROR, Diagnostic, RunResult
+from cslint.report import INTERNAL_ERROR, NOT_ANALYSED, SYNTAX_ERROR, Diagnostic, RunResult
 
 if TYPE_CHECKING:
     from cslint.output import FormatOptions
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 ENGINE_RULES = {SYNTAX_ERROR: ("syntax-error", "The file does not parse as Python."),
-                INTERNAL_ERROR: ("internal-error", "cslint failed while analysing this file.")}
+                INTERNAL_ERROR: ("internal-error", "cslint failed while analysing this file."),
+                NOT_ANALYSED: ("not-analysed", "The file is over the size limit or the analysis budget.")}
 
 
 def _uri(path: Path) -> str:

@@ -5,10 +5,14 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING
 
+from cslint.output.escape import escape_text
 from cslint.report import Diagnostic, RunResult
 
 if TYPE_CHECKING:
     from cslint.output import FormatOptions
+
+
+ENGINE_NAMES = {"WSC001": "syntax-error", "WSC002": "internal-error", "WSC004": "not-analysed"}
 
 
 def _fixable(d: Diagnostic, unsafe: bool) -> bool:
@@ -23,14 +27,15 @@ def _excerpt(d: Diagnostic) -> list[str]:
     start = max(d.column - 1, 0)
     line = d.source_line.rstrip("\r\n")
     end = d.end_column - 1 if d.end_line == d.line else len(line)
-    width = max(end - start, 1)
-    prefix = "".join(ch if ch == "\t" else " " for ch in line[:start])
-    return [f"{pad} |", f"{number} | {line}", f"{pad} | {prefix}{'^' * width}"]
+    before, span = escape_text(line[:start]), escape_text(line[start:max(end, start)])
+    width = max(len(span), 1)
+    prefix = "".join(ch if ch == "\t" else " " for ch in before)
+    return [f"{pad} |", f"{number} | {escape_text(line)}", f"{pad} | {prefix}{'^' * width}"]
 
 
 def _header(d: Diagnostic, unsafe: bool) -> str:
     marker = " [*]" if _fixable(d, unsafe) else ""
-    return f"{d.path}:{d.place}:{d.column}: {d.code}{marker} {d.message}"
+    return f"{escape_text(str(d.path))}:{d.place}:{d.column}: {d.code}{marker} {escape_text(d.message)}"
 
 
 def _summary(result: RunResult, options: FormatOptions) -> list[str]:
@@ -62,7 +67,7 @@ def statistics(result: RunResult) -> list[str]:
 
     for code in counts:
         rule = rule_by_code(code)
-        messages[code] = rule.name if rule else "syntax-error" if code == "WSC001" else "internal-error"
+        messages[code] = rule.name if rule else ENGINE_NAMES.get(code, "internal-error")
     return [f"{counts[c]:>5}  {c}  [{'*' if fixable[c] else ' '}] {messages[c]}"
             for c in sorted(counts, key=lambda c: (-counts[c], c))]
 
@@ -77,9 +82,9 @@ def render(result: RunResult, options: FormatOptions) -> str:
             if options.show_source:
                 out.extend(_excerpt(d))
             if options.show_chain and d.chain:
-                out.append(f"  = traced: {' -> '.join(d.chain)} ({d.reason})")
+                out.append(escape_text(f"  = traced: {' -> '.join(d.chain)} ({d.reason})"))
             if d.fix is not None:
-                out.append(f"  = fix ({d.fix.applicability}): {d.fix.message}")
+                out.append(f"  = fix ({d.fix.applicability}): {escape_text(d.fix.message)}")
             if options.show_source:
                 out.append("")
     if not options.quiet:
@@ -90,7 +95,7 @@ def render(result: RunResult, options: FormatOptions) -> str:
 def render_concise(result: RunResult, options: FormatOptions) -> str:
     lines = [_header(d, options.unsafe_fixes) for d in result.diagnostics]
     if options.show_chain:
-        lines = [f"{line} [traced: {' -> '.join(d.chain)}]" for line, d in zip(lines, result.diagnostics)]
+        lines = [f"{line} [traced: {escape_text(' -> '.join(d.chain))}]" for line, d in zip(lines, result.diagnostics)]
     if not options.quiet:
         lines.extend(_summary(result, options))
     return "\n".join(lines) + ("\n" if lines else "")

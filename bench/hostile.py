@@ -1,0 +1,214 @@
+"""A hostile repository: every pathological input of issue #19, each linted in a subprocess.
+
+Checks, per input: the run ends within 60 s, its peak memory (the process and the children it waited
+for, from wait4) stays under 1 GB, its output carries no raw control character, and it never fails as a
+whole with an internal error. Across all runs: no file outside the repository changed, and no module of
+the repository was imported (each stdlib-named module writes a marker when imported).
+
+    python bench/robustness.py --hostile-only
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+TIME_LIMIT = 60.0
+MEMORY_LIMIT_MB = 1024
+STDLIB_NAMES = ("selectors", "multiprocessing", "subprocess", "weakref", "logging", "json", "concurrent",
+                "typing", "tomllib")
+PACKAGES = ("logging", "json", "concurrent")
+MODEL = (
+    "import torch\nfrom torch import nn\n\n\nclass Net(nn.Module):\n    def forward(self, x):\n"
+    "        if x.max() > 0:\n            y = x * 2\n        else:\n            y = x\n        return y\n"
+)
+
+
+@dataclass
+class Outcome:
+    case: str
+    code: int | None
+    seconds: float
+    peak_mb: float
+    problems: list[str]
+
+
+def _marker_module(marker_dir: Path, name: str) -> str:
+    return (f"open({str(marker_dir / name)!r}, 'w').write('imported')\n"
+            "raise SystemExit('a module of the linted repository was imported')\n")
+
+
+def build(root: Path) -> dict[str, list[str]]:
+    """The repository (root/repo) and its cases: case name -> cslint arguments, run in the repository."""
+    repo, outside, markers = root / "repo", root / "outside", root / "markers"
+    for directory in (repo, outside, markers):
+        directory.mkdir()
+    (repo / "pyproject.toml").write_text("[tool.cslint]\n")
+    (repo / "model.py").write_text(MODEL)
+    (outside / "victim.py").write_text(MODEL)  # a fixable file a link in the repository points at
+    (outside / "notes.txt").write_text("not cslint's\n")
+    for name in STDLIB_NAMES:
+        if name in PACKAGES:
+            (repo / name).mkdir()
+            (repo / name / "__init__.py").write_text(_marker_module(markers, name))
+        else:
+            (repo / f"{name}.py").write_text(_marker_module(markers, name))
+    bulk = repo / "bulk"  # over 2 MB of Python, so `check` starts worker processes
+    bulk.mkdir()
+    for i in range(120):
+        (bulk / f"layer_{i}.py").write_text(MODEL.replace("Net", f"Net{i}") + "".join(
+            f"\n\ndef helper_{i}_{j}(x):\n    return x * {j}\n" for j in range(400)))
+    cases: dict[str, list[str]] = {"stdlib-named modules, -j2": ["-j", "2", "."],
+                                   "stdlib-named modules, --fix": ["--fix", "model.py"]}
+
+    def case(name: str, directory: str, *args: str) -> Path:
+        path = repo / "cases" / directory
+        path.mkdir(parents=True)
+        cases[name] = [*args, f"cases/{directory}"]
+        return path
+
+    os.mkfifo(case("FIFO named *.py", "fifo") / "pipe.py")
+    (case("*.py symlink to /dev/zero", "devzero") / "zero.py").symlink_to("/dev/zero")
+    fifo_config = repo / "cases" / "config.toml"
+    os.mkfifo(fifo_config)
+    cases["--config FIFO"] = ["--config", "cases/config.toml", "model.py"]
+    calls = "f(" * 2000 + "x" + ")" * 2000
+    (case("2,000 nested calls (24 KB)", "nested") / "nested.py").write_text(
+        MODEL.replace("y = x * 2", f"y = {calls}") * 3)
+    chain = " + ".join(["x"] * 20_000)
+    (case("20,000-term x + x line", "chain") / "chain.py").write_text(MODEL.replace("y = x * 2", f"y = {chain}"))
+    links = ".f()" * 3000
+    (case("3,000-link method chain", "methods") / "methods.py").write_text(
+        MODEL.replace("y = x * 2", f"y = x{links}"))
+    big = case("30 MB file, --fix", "big", "--fix") / "big.py"
+    with big.open("w") as handle:
+        while handle.tell() < 30_000_000:
+            handle.write(MODEL.replace("Net", f"Net{handle.tell()}"))
+    deep = case("1,100-deep directories", "deep")
+    fd = os.open(deep, os.O_RDONLY)
+    for _ in range(1100):
+        os.mkdir("d", dir_fd=fd)
+        fd, parent = os.open("d", os.O_RDONLY, dir_fd=fd), fd
+        os.close(parent)
+    leaf = os.open("leaf.py", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd)
+    os.write(leaf, MODEL.encode())
+    os.close(leaf)
+    os.close(fd)
+    hidden = case("unreadable directory", "unreadable") / "hidden"
+    hidden.mkdir()
+    (hidden / "inner.py").write_text(MODEL)
+    hidden.chmod(0o300)
+    locked = case("path in an unsearchable directory", "unsearchable") / "locked"
+    locked.mkdir()
+    (locked / "inner.py").write_text(MODEL)
+    locked.chmod(0o600)
+    cases["path in an unsearchable directory"] = ["cases/unsearchable/locked/inner.py", "model.py"]
+    (case("escape sequences and a newline in names", "escapes") / "evil\nfake.py:1:1: ok").mkdir()
+    (repo / "cases" / "escapes" / "evil\nfake.py:1:1: ok" / "m\x1b[2J.py").write_text(
+        MODEL.replace("if x.max() > 0:", "if x.max() > 0:  # \x1b]0;owned\x07\x1b[31m"))
+    (case("symlink to a file outside, --fix", "link", "--fix") / "link.py").symlink_to(outside / "victim.py")
+    tool = case("tool = 5 in pyproject.toml", "tool")
+    (tool / "pyproject.toml").write_text("tool = 5\n")
+    (tool / "m.py").write_text(MODEL)
+    cases["tool = 5 in pyproject.toml"] = ["cases/tool/m.py"]
+    return cases
+
+
+def _snapshot(directory: Path) -> dict[str, str]:
+    return {str(p): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(directory.rglob("*")) if p.is_file()}
+
+
+def _run(command: list[str], cwd: Path) -> tuple[int | None, float, float, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "CSLINT_NO_SERVER")}
+    env["CSLINT_NO_SERVER"] = "1"
+    started = time.perf_counter()
+    with tempfile.TemporaryFile() as out:
+        proc = subprocess.Popen(command, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, env=env)
+        deadline = started + TIME_LIMIT
+        status = None
+        while status is None:
+            pid, raw, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                status = os.waitstatus_to_exitcode(raw)
+                break
+            if time.perf_counter() > deadline:
+                proc.kill()
+                _, raw, usage = os.wait4(proc.pid, 0)
+                break
+            time.sleep(0.05)
+        proc.returncode = status if status is not None else -9
+        out.seek(0)
+        text = out.read().decode("utf-8", "replace")
+    return status, time.perf_counter() - started, usage.ru_maxrss / 1024, text
+
+
+def hostile_run() -> int:
+    root = Path(tempfile.mkdtemp(prefix="cslint-hostile-"))
+    try:
+        cases = build(root)
+        repo, outside, markers = root / "repo", root / "outside", root / "markers"
+        before = _snapshot(outside)
+        outcomes = []
+        cslint = [sys.executable, "-m", "cslint", "check", "--no-cache", "--output-format", "concise"]
+        runs = {name: [*cslint, *args] for name, args in cases.items()}
+        runs["flake8 on one file (indexes the project)"] = [sys.executable, "-m", "flake8", "--select", "WSC",
+                                                             "model.py"]
+        for name, command in runs.items():
+            code, seconds, peak, text = _run(command, repo)
+            problems = []
+            if code is None:
+                problems.append(f"over {TIME_LIMIT:.0f} s")
+            if peak > MEMORY_LIMIT_MB:
+                problems.append(f"peak {peak:.0f} MB")
+            if "Traceback" in text or "internal error" in text:
+                problems.append("internal error: " + next(line for line in text.splitlines()
+                                                          if "Traceback" in line or "internal error" in line))
+            if "\x1b" in text or "\x07" in text:
+                problems.append("raw control characters in the output")
+            outcomes.append(Outcome(name, code, seconds, peak, problems))
+        after = _snapshot(outside)
+        imported = sorted(p.name for p in markers.iterdir())
+    finally:
+        _remove(root)
+    failures = 0
+    print("hostile repository: case, exit code, seconds, peak MB")
+    for o in outcomes:
+        failures += bool(o.problems)
+        print(f"  {o.case:<45} exit {o.code!s:>4} {o.seconds:6.1f} s {o.peak_mb:7.0f} MB  "
+              f"{'FAILED: ' + '; '.join(o.problems) if o.problems else 'ok'}")
+    changed = sorted(set(before.items()) ^ set(after.items()))
+    print(f"  files outside the repository changed: {len({path for path, _ in changed})}; "
+          f"modules of the repository imported: {len(imported)} {imported if imported else ''}")
+    failures += len(changed) + len(imported)
+    return failures
+
+
+def _remove(root: Path) -> None:
+    for path in root.rglob("*"):
+        if path.is_dir() and not path.is_symlink() and path.name in ("hidden", "locked"):
+            path.chmod(0o755)
+    deep = root / "repo" / "cases" / "deep"
+    fds = [os.open(deep, os.O_RDONLY)]
+    while True:
+        try:
+            fds.append(os.open("d", os.O_RDONLY, dir_fd=fds[-1]))
+        except FileNotFoundError:
+            break
+    for name in os.listdir(fds[-1]):
+        os.unlink(name, dir_fd=fds[-1])
+    os.close(fds.pop())
+    while fds:
+        os.rmdir("d", dir_fd=fds[-1])
+        os.close(fds.pop())
+    shutil.rmtree(root)
+
+
+if __name__ == "__main__":
+    sys.exit(1 if hostile_run() else 0)

@@ -1,0 +1,75 @@
+"""How much parsing work a file may cost, judged before libcst sees it.
+
+libcst's parser takes time that grows with the cube of an expression's depth (a 1,000-link
+`x.f().f()...` chain takes seconds, a 20,000-term `x + x + ...` line hours) and memory that explodes on
+deep bracket nesting (2,000 nested calls: over 13 GB). Python's own parser is linear, and refuses more
+than 200 nested brackets. So a file is first measured with Python's parser: nesting Python refuses is a
+syntax error with Python's message, and a file whose statements would cost more than the budget is one
+finding (WSC004) instead of an analysis.
+
+The cost of a statement is the cube of its expression depth beyond 16, in tenths: a depth-200
+statement costs (184 / 10)^3 = 6,230 units, and the default budget of 200,000 is 32 of those per file
+(about 15 s of parsing on a 2020s machine). Real code stays far below: statements are rarely more than
+16 levels deep (the stdlib and torch: see bench/robustness.py).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from itertools import accumulate
+
+DEFAULT_BUDGET = 200_000
+FREE_DEPTH = 16
+PYTHON_MAX_NESTING = 200  # CPython's tokenizer: "too many nested parentheses" beyond this
+_BRACKETS = re.compile(r"[][(){}]")
+_STEP = {"(": 1, "[": 1, "{": 1, ")": -1, "]": -1, "}": -1}
+
+
+def may_nest_too_deep(text: str) -> bool:
+    """Whether the text may nest brackets deeper than Python allows (brackets in strings and comments
+    count too, so a True is checked with Python's parser)."""
+    brackets = _BRACKETS.findall(text)
+    if len(brackets) <= PYTHON_MAX_NESTING:
+        return False
+    return max(accumulate(map(_STEP.__getitem__, brackets)), default=0) > PYTHON_MAX_NESTING
+
+
+def statement_cost(depth: int) -> float:
+    """Units of parsing work for a statement whose expressions are `depth` levels deep: statements up to
+    FREE_DEPTH deep cost nothing (their work is linear, bounded by the size limit), deeper ones grow
+    with the cube of their depth, as libcst's parse time does."""
+    return (max(depth - FREE_DEPTH, 0) / 10) ** 3
+
+
+def over_budget(tree: ast.Module, budget: int) -> tuple[int, int, str] | None:
+    """(line, column, message) when the file's statements cost more than `budget`, else None. One walk
+    over the tree; a statement's depth counts its expression nodes, not the statements nested in it.
+    An expression on one line of L characters is at most L levels deep (each level takes a character),
+    so one that cannot reach FREE_DEPTH is not walked."""
+    depth_of: dict[int, int] = {}
+    statements: dict[int, ast.AST] = {}
+    stack: list[tuple[ast.AST, int, ast.AST]] = [(tree, 0, tree)]
+    pop, push = stack.pop, stack.append
+    expr, stmt, context = ast.expr, ast.stmt, ast.expr_context
+    while stack:
+        node, depth, owner = pop()
+        if isinstance(node, stmt):
+            owner, depth = node, 0
+            statements[id(node)] = node
+        elif isinstance(node, expr) and node.lineno == node.end_lineno \
+                and depth + node.end_col_offset - node.col_offset <= FREE_DEPTH:  # type: ignore[operator]
+            continue
+        elif depth > depth_of.get(id(owner), 0):
+            depth_of[id(owner)] = depth
+        for child in ast.iter_child_nodes(node):
+            if not isinstance(child, context):  # Load/Store: not a level of the source
+                push((child, depth + 1, owner))
+    total = sum(map(statement_cost, depth_of.values()))
+    if total <= budget:
+        return None
+    key, deepest = max(depth_of.items(), key=lambda item: item[1])
+    node = statements.get(key)
+    line, column = getattr(node, "lineno", 1), getattr(node, "col_offset", 0) + 1
+    return line, column, (f"file not analysed: an expression {deepest:,} levels deep puts it over the analysis "
+                          f"budget ({total:,.0f} > {budget:,} units, `analysis-budget`)")
