@@ -25,6 +25,25 @@ MEMORY_LIMIT_MB = 1024
 STDLIB_NAMES = ("selectors", "multiprocessing", "subprocess", "weakref", "logging", "json", "concurrent",
                 "typing", "tomllib")
 PACKAGES = ("logging", "json", "concurrent")
+WITHOUT_ROOT_OVERRIDES = ["setpriv", "--inh-caps=-dac_override,-dac_read_search",
+                          "--bounding-set=-dac_override,-dac_read_search"]
+EXPECTED = {  # what each case's output must say
+    "stdlib-named modules, -j2": "model.py:7:12: WSC101",
+    "FIFO named *.py": "a FIFO, not a Python file",
+    "*.py symlink to /dev/zero": "a character device, not a Python file",
+    "--config FIFO": "a FIFO, not a regular file",
+    "2,000 nested calls (24 KB)": "too many nested parentheses",
+    "20,000-term x + x line": "WSC004 file not analysed: an expression 20,000 levels deep",
+    "3,000-link method chain": "WSC004 file not analysed",
+    "30 MB file, --fix": "WSC004 file not analysed",
+    "1,100-deep directories": "leaf.py:7:12: WSC101",
+    "unreadable directory": "cannot read directory",
+    "path in an unsearchable directory": "a directory on its path cannot be searched",
+    "escape sequences and a newline in names": "evil\\nfake.py",
+    "symlink to a file outside, --fix": "a symbolic link to a file outside the paths checked",
+    "tool = 5 in pyproject.toml": "`tool` in",
+    "flake8 on one file (indexes the project)": "model.py:7:12: WSC101",
+}
 MODEL = (
     "import torch\nfrom torch import nn\n\n\nclass Net(nn.Module):\n    def forward(self, x):\n"
     "        if x.max() > 0:\n            y = x * 2\n        else:\n            y = x\n        return y\n"
@@ -114,6 +133,11 @@ def build(root: Path) -> dict[str, list[str]]:
     (repo / "cases" / "escapes" / "evil\nfake.py:1:1: ok" / "m\x1b[2J.py").write_text(
         MODEL.replace("if x.max() > 0:", "if x.max() > 0:  # \x1b]0;owned\x07\x1b[31m"))
     (case("symlink to a file outside, --fix", "link", "--fix") / "link.py").symlink_to(outside / "victim.py")
+    plugin = repo / "cases" / "flake8"  # its own project: the plugin lints all of it for one file
+    plugin.mkdir()
+    (plugin / "pyproject.toml").write_text("[tool.cslint]\n")
+    (plugin / "model.py").write_text(MODEL)
+    os.mkfifo(plugin / "pipe.py")
     tool = case("tool = 5 in pyproject.toml", "tool")
     (tool / "pyproject.toml").write_text("tool = 5\n")
     (tool / "m.py").write_text(MODEL)
@@ -156,13 +180,19 @@ def hostile_run() -> int:
         repo, outside, markers = root / "repo", root / "outside", root / "markers"
         before = _snapshot(outside)
         outcomes = []
-        cslint = [sys.executable, "-m", "cslint", "check", "--no-cache", "--output-format", "concise"]
+        scripts = Path(sys.executable).parent  # the console scripts, as users run them
+        cslint = [str(scripts / "cslint"), "check", "--no-cache", "--output-format", "concise"]
         runs = {name: [*cslint, *args] for name, args in cases.items()}
-        runs["flake8 on one file (indexes the project)"] = [sys.executable, "-m", "flake8", "--select", "WSC",
-                                                             "model.py"]
+        runs["flake8 on one file (indexes the project)"] = [str(scripts / "flake8"), "--select", "WSC",
+                                                             "cases/flake8/model.py"]
+        for name in ("unreadable directory", "path in an unsearchable directory"):
+            if os.geteuid() == 0 and shutil.which("setpriv"):  # root ignores permission bits otherwise
+                runs[name] = [*WITHOUT_ROOT_OVERRIDES, *runs[name]]
         for name, command in runs.items():
             code, seconds, peak, text = _run(command, repo)
             problems = []
+            if EXPECTED.get(name, "") not in text:
+                problems.append(f"expected {EXPECTED[name]!r} in the output: {text[-300:]!r}")
             if code is None:
                 problems.append(f"over {TIME_LIMIT:.0f} s")
             if peak > MEMORY_LIMIT_MB:
@@ -191,9 +221,9 @@ def hostile_run() -> int:
 
 
 def _remove(root: Path) -> None:
-    for path in root.rglob("*"):
-        if path.is_dir() and not path.is_symlink() and path.name in ("hidden", "locked"):
-            path.chmod(0o755)
+    """Remove the repository: the deep tree one level at a time first (shutil.rmtree recurses)."""
+    for locked in ("cases/unreadable/hidden", "cases/unsearchable/locked"):
+        (root / "repo" / locked).chmod(0o755)
     deep = root / "repo" / "cases" / "deep"
     fds = [os.open(deep, os.O_RDONLY)]
     while True:
