@@ -21,9 +21,9 @@ from cslint.analysis.inference import (
     FunctionAnalysis, FunctionInference, ProjectOracle, _all_params, _first_param, signature_kind,
 )
 from cslint.analysis.kinds import STATIC, TENSOR, UNKNOWN, Kind, join, obj
+from cslint.analysis.platforms import platform_roots
 from cslint.analysis.project import Project
 from cslint.analysis.step_functions import adopt_into_step, apply_step_params
-from cslint.analysis.platforms import platform_roots
 from cslint.analysis.xla_loops import mark_step_loop_roots
 
 # Re-analysing a function more often than this means its kinds oscillate; keep the last result.
