@@ -16,8 +16,9 @@ from cslint.selection import enabled_rules
 torch = pytest.importorskip("torch")
 
 EXPECTED = {
-    # step(): state["momentum_buffer"] = ... created on the first step; alpha=-lr in both functional paths
-    "sgd.py": [("WSC302", 150), ("WSC401", 377), ("WSC401", 379), ("WSC401", 472), ("WSC401", 476)],
+    # step(): state["momentum_buffer"] = ... created on the first step; alpha=-lr in both functional paths,
+    # where `isinstance(lr, Tensor)` holds (its `else:` at 379 runs only for a Python lr)
+    "sgd.py": [("WSC302", 150), ("WSC401", 377), ("WSC401", 472), ("WSC401", 476)],
     # _init_group(): if len(state) == 0: state["step"] = ...; addcdiv_(..., value=-step_size)
     "adam.py": [("WSC301", 162), ("WSC401", 546)],
 }

@@ -108,8 +108,11 @@ def default_kind(param: cst.Param) -> Kind | None:
 
 
 def signature_kind(param: cst.Param, unannotated: Kind) -> Kind:
-    """Kind of a parameter from its annotation or default, else `unannotated`."""
+    """Kind of a parameter from its annotation or default, else `unannotated`. `*args` and `**kwargs` are
+    containers of such values (the keys of `kwargs` are strings)."""
     from_annotation = annotation_kind(param.annotation)
+    if param.star in ("*", "**"):
+        return sequence_of(from_annotation if from_annotation is not None else unannotated)
     if from_annotation is not None:
         return from_annotation
     from_default = default_kind(param)
@@ -175,7 +178,9 @@ def analysis_attributes(analysis: FunctionAnalysis) -> dict[str, Kind]:
 
 class FunctionInference:
     def __init__(self, project: Project, oracle: ProjectOracle, func: FunctionInfo, params: dict[str, Kind],
-                 unannotated_param: Kind = TENSOR) -> None:
+                 unannotated_param: Kind = TENSOR, keywords: dict[str, Kind] | None = None) -> None:
+        """`keywords`: what callers pass through `**kwargs` by name, handed on where this function calls
+        another with `**kwargs` (a `forward(*args, **kwargs)` wrapper passes its callers' kinds)."""
         self.project = project
         self.oracle = oracle
         self.func = func
@@ -184,6 +189,9 @@ class FunctionInference:
         self.result.attribute_assignments = {}  # type: ignore[attr-defined]
         self.self_name = _first_param(func.node) if func.cls is not None and not func.is_static_method else None
         self.unannotated_param = unannotated_param
+        self.keywords = keywords or {}
+        star_kwarg = func.node.params.star_kwarg
+        self.star_kwarg = star_kwarg.name.value if isinstance(star_kwarg, cst.Param) else None
 
     # ---- driver ----------------------------------------------------------------------------------
 
@@ -294,29 +302,57 @@ class FunctionInference:
         self.ev(stmt.test, env)
         body_env = dict(env)
         self._narrow(stmt.test, body_env)
-        self._block(stmt.body, body_env)
         else_env = dict(env)
+        self._narrow(stmt.test, else_env, holds=False)
+        narrowed = {key: (body_env[key], else_env[key]) for key in env
+                    if body_env[key] is not env[key] or else_env[key] is not env[key]}
+        self._block(stmt.body, body_env)
         if isinstance(stmt.orelse, cst.If):
             self._if(stmt.orelse, else_env)
         elif isinstance(stmt.orelse, cst.Else):
             self._block(stmt.orelse.body, else_env)
+        before = {key: env[key] for key in narrowed}
         self._merge_into(env, [body_env, else_env])
+        for key, (in_body, in_else) in narrowed.items():  # narrowed, not reassigned: what it was before the if
+            if body_env.get(key) is in_body and else_env.get(key) is in_else:
+                env[key] = before[key]
 
-    def _narrow(self, test: cst.BaseExpression, env: Env) -> None:
-        """In `if isinstance(x, SomeCache):` x is that object, not a tensor (`past_key_values=None`)."""
-        if type(test) is cst.BooleanOperation and type(test.operator) is cst.And:
-            self._narrow(test.left, env)
-            self._narrow(test.right, env)
+    def _narrow(self, test: cst.BaseExpression, env: Env, holds: bool = True) -> None:
+        """What `test` being `holds` says about a value: in `if isinstance(x, SomeCache):` x is that object,
+        not a tensor (`past_key_values=None`); `torch.is_tensor(x)` / `isinstance(x, torch.Tensor)` make x
+        a tensor where they hold and a Python value where they do not."""
+        if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
+            self._narrow(test.expression, env, not holds)
             return
-        if type(test) is not cst.Call or not isinstance(test.func, cst.Name) or test.func.value != "isinstance" \
-                or len(test.args) != 2:
+        if type(test) is cst.BooleanOperation and type(test.operator) is (cst.And if holds else cst.Or):
+            self._narrow(test.left, env, holds)
+            self._narrow(test.right, env, holds)
+            return
+        if type(test) is not cst.Call or not test.args:
             return
         key = path_key(test.args[0].value)
+        if key is None or key not in env:
+            return
+        callee = self.module.imports.resolve(test.func) if dotted_name(test.func) else None
+        # Where a tensor test fails the value is a Python one. Where it holds, what was known stays: a known
+        # Python value's tensor branch never runs, and an unknown value's is usually written with care
+        # (`if differentiable and isinstance(beta2, Tensor):`).
+        if callee in api.TENSOR_PREDICATES and len(test.args) == 1:
+            if not holds:
+                env[key] = STATIC
+            return
+        if not isinstance(test.func, cst.Name) or test.func.value != "isinstance" or len(test.args) != 2:
+            return
         classes = test.args[1].value
         names = [e.value for e in classes.elements] if type(classes) is cst.Tuple else [classes]
         qualified = [self.module.imports.resolve(n) or dotted_name(n) or "" for n in names]
-        if key is not None and key in env and qualified and not any(
-                q.endswith(("Tensor", "Parameter")) or q.startswith("torch.") for q in qualified):
+        if not qualified:
+            return
+        tensor_classes = [q.endswith(("Tensor", "Parameter")) for q in qualified]
+        if all(tensor_classes):
+            if not holds:
+                env[key] = STATIC
+        elif holds and not any(tensor_classes) and not any(q.startswith("torch.") for q in qualified):
             env[key] = obj("object")
 
     def _for(self, stmt: cst.For, env: Env) -> None:
@@ -417,7 +453,10 @@ class FunctionInference:
 
     def _ifexp(self, node: cst.IfExp, env: Env) -> Kind:
         self.ev(node.test, env)
-        return join(self.ev(node.body, env), self.ev(node.orelse, env))
+        body_env, else_env = dict(env), dict(env)
+        self._narrow(node.test, body_env)
+        self._narrow(node.test, else_env, holds=False)
+        return join(self.ev(node.body, body_env), self.ev(node.orelse, else_env))
 
     def _sequence(self, node: cst.Tuple | cst.List | cst.Set, env: Env) -> Kind:
         kinds = [self.ev(e.value, env) for e in node.elements]
@@ -590,6 +629,8 @@ class FunctionInference:
         operators = [t.operator for t in node.comparisons]
         if all(isinstance(op, (cst.Is, cst.IsNot)) for op in operators):
             return STATIC
+        if any(type(n) in _STRING_NODES for n in (node.left, *(t.comparator for t in node.comparisons))):
+            return STATIC  # `layer_type == "full"`, `"labels" in inputs`: a question about strings or keys
         if all(isinstance(op, (cst.In, cst.NotIn)) for op in operators):
             # `"exp_avg" in state`, `k in config`: membership of a key; `x in tensor` reads values
             container = kinds[-1]
@@ -718,6 +759,12 @@ class FunctionInference:
     def _call_project_function(self, node: cst.Call, target: FunctionInfo, arg_kinds: list[Kind],
                                receiver: Kind | None) -> Kind:
         bound = bind_arguments(target, node, arg_kinds, receiver)
+        if self.keywords and any(a.star == "**" and isinstance(a.value, cst.Name) and a.value.value == self.star_kwarg
+                                 for a in node.args):
+            explicit = {a.keyword.value for a in node.args if a.keyword is not None}
+            for name, kind in self.keywords.items():  # by name beats a `*args` spread over every position
+                if name not in explicit:
+                    bound[name] = kind
         site = self.result.calls.get((id(node), target.qualname))
         if site is not None:
             for name, kind in bound.items():
@@ -727,6 +774,8 @@ class FunctionInference:
         known = self.oracle.return_kind(target)
         # Not analysed yet: assume nothing; the caller is analysed again once the callee's result is known.
         return known if known is not None else UNKNOWN
+
+_STRING_NODES = frozenset({cst.SimpleString, cst.ConcatenatedString, cst.FormattedString})
 
 _SMALL_STATEMENTS = frozenset({
     cst.Assign, cst.AnnAssign, cst.AugAssign, cst.Expr, cst.Return, cst.Assert, cst.Raise, cst.Del, cst.Pass,
@@ -815,6 +864,8 @@ def external_call_kind(qualified: str, node: cst.Call, arg_kinds: list[Kind]) ->
         return DYN_TENSOR
     if qualified in ("torch.where",) and len(node.args) == 1:
         return DYN_TENSOR
+    if qualified in api.HOST_CONSTANT_CONSTRUCTORS and _host_constant(node, arg_kinds):
+        return STATIC
     if qualified in api.TENSOR_CONSTRUCTORS:
         return TENSOR
     if qualified.startswith("torch.optim.") and qualified.rsplit(".", 1)[-1][:1].isupper():
@@ -839,6 +890,16 @@ def external_call_kind(qualified: str, node: cst.Call, arg_kinds: list[Kind]) ->
     if qualified in ("functools.partial",):
         return obj("function")
     return _fallback(arg_kinds)
+
+
+def _host_constant(node: cst.Call, arg_kinds: list[Kind]) -> bool:
+    """`torch.tensor(0.9)`: a CPU tensor made of Python values, whose value is known while tracing (no
+    device, or the CPU, named)."""
+    device = next((a.value for a in node.args if a.keyword is not None and a.keyword.value == "device"), None)
+    if device is not None and string_value(device) not in ("cpu",):
+        return False
+    values = [k for a, k in zip(node.args, arg_kinds) if a.keyword is None]
+    return bool(values) and all(k.tag is Tag.STATIC for k in values)
 
 
 def builtin_call_kind(name: str, arg_kinds: list[Kind]) -> Kind:

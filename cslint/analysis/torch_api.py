@@ -95,6 +95,11 @@ TENSOR_PRESERVING_BUILTINS = frozenset({"min", "max", "sum", "abs", "round", "po
 TENSOR_CONSTRUCTORS = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.Tensor",
                                  "torch.tensor", "torch.nn.Buffer", "torch.nn.parameter.Buffer"})
 
+# Made on the CPU from Python values when no device is named: constants whose value is known while tracing.
+HOST_CONSTANT_CONSTRUCTORS = frozenset({"torch.tensor", "torch.as_tensor", "torch.scalar_tensor"})
+# `pred(x)` holds exactly when x is a tensor.
+TENSOR_PREDICATES = frozenset({"torch.is_tensor", "torch.overrides.is_tensor_like"})
+
 TORCH_PREFIXES = ("torch.", "cerebras.pytorch.")
 # Private torch.* functions that are tensor operations (other private ones are helpers).
 PRIVATE_TORCH_OPS = ("_foreach_", "_fused_", "_softmax", "_log_softmax", "_scaled_dot_product", "_weight_norm")

@@ -18,9 +18,10 @@ from cslint.analysis.graph import reachable
 from cslint.analysis.imports import dotted_name
 from cslint.analysis.index import FunctionInfo
 from cslint.analysis.inference import (
-    FunctionAnalysis, FunctionInference, ProjectOracle, _all_params, _first_param, signature_kind,
+    FunctionAnalysis, FunctionInference, ProjectOracle, _all_params, _first_param, default_kind, signature_kind,
 )
-from cslint.analysis.kinds import STATIC, TENSOR, UNKNOWN, Kind, join, obj
+from cslint.analysis.kinds import STATIC, TENSOR, UNKNOWN, Kind, Tag, join, obj, sequence_of
+from cslint.analysis.param_uses import param_uses
 from cslint.analysis.platforms import platform_roots
 from cslint.analysis.project import Project
 from cslint.analysis.step_functions import adopt_into_step, apply_step_params
@@ -39,6 +40,7 @@ class TracedFunction:
     params_stale: bool = True  # what callers pass changed: work `params` out again before the next analysis
     analysis: FunctionAnalysis | None = None
     analyses: int = 0
+    keywords: dict[str, Kind] = field(default_factory=dict)  # passed by name into its `**kwargs`
 
     @property
     def chain(self) -> list[str]:
@@ -109,9 +111,27 @@ def _module_functions(module):  # type: ignore[no-untyped-def]
 
 def root_param_kinds(project: Project, oracle: ProjectOracle, func: FunctionInfo) -> dict[str, Kind]:
     params = {p.name.value: signature_kind(p, TENSOR) for p in _all_params(func.node)}
+    _apply_uses(func, params, assumed_parameters(func))
     _apply_self_and_roles(oracle, func, params)
     apply_step_params(project, func, params)
     return params
+
+
+def assumed_parameters(func: FunctionInfo) -> set[str]:
+    """Parameters whose kind nothing in the signature says (no annotation; no default, or `None`)."""
+    return {p.name.value for p in _all_params(func.node)
+            if p.annotation is None and p.star not in ("*", "**") and default_kind(p) is None}
+
+
+def _apply_uses(func: FunctionInfo, params: dict[str, Kind], assumed: Collection[str]) -> None:
+    """What the body says of parameters the signature leaves open: containers and flags (param_uses)."""
+    uses = param_uses(func)
+    for name in uses.containers:
+        if name in assumed:
+            params[name] = sequence_of(params[name] if params[name].tag is not Tag.SEQUENCE else UNKNOWN)
+    for name in uses.flags:
+        if name in assumed:
+            params[name] = STATIC
 
 
 def _apply_self_and_roles(oracle: ProjectOracle, func: FunctionInfo, params: dict[str, Kind]) -> None:
@@ -133,6 +153,8 @@ def helper_param_kinds(oracle: ProjectOracle, func: FunctionInfo, given: dict[st
     for param in _all_params(func.node):
         name = param.name.value
         params[name] = given[name] if name in given else signature_kind(param, UNKNOWN)
+    assumed = assumed_parameters(func)
+    _apply_uses(func, params, {n for n in assumed if n not in given or n in param_uses(func).containers})
     _apply_self_and_roles(oracle, func, params)
     for name, kind in given.items():  # the receiver, bound by the caller
         if name in params:
@@ -244,7 +266,8 @@ class TracedProgram:
             if traced.params_stale:
                 self._update_params(traced)
                 traced.params_stale = False
-            traced.analysis = FunctionInference(self.project, self.oracle, traced.func, dict(traced.params)).run()
+            traced.analysis = FunctionInference(self.project, self.oracle, traced.func, dict(traced.params),
+                                                keywords=traced.keywords).run()
         except Exception as exc:  # reported for this function; the rest of the program is analysed
             self.errors.append((traced, exc))
             traced.analysis = None
@@ -254,12 +277,20 @@ class TracedProgram:
 
     def _update_params(self, traced: TracedFunction) -> None:
         name = traced.func.qualname
+        if traced.func.node.params.star_kwarg is not None:
+            named = {p.name.value for p in _all_params(traced.func.node)}
+            traced.keywords = {k: v for k, v in self._given.get(name, {}).items() if k not in named}
         if name not in self._root_names:
             traced.params = helper_param_kinds(self.oracle, traced.func, self._given[name])
             return
         traced.params = root_param_kinds(self.project, self.oracle, traced.func)
-        for pname, kind in self._given.get(name, {}).items():  # a root that is also called: widen with
-            if pname in traced.params:  # what callers pass
+        # A root that is also called: what its callers pass replaces what was only assumed (a tensor for an
+        # unannotated parameter); it widens what the signature says.
+        assumed = assumed_parameters(traced.func)
+        for pname, kind in self._given.get(name, {}).items():
+            if pname in assumed:
+                traced.params[pname] = kind
+            elif pname in traced.params:
                 traced.params[pname] = join(traced.params[pname], kind)
 
     def _merge_given(self, caller: str, callee: str, args: dict[str, Kind]) -> bool:

@@ -66,6 +66,18 @@ def iter_nodes(root: cst.CSTNode, prune: tuple[type, ...] = ()) -> Iterator[cst.
         stack.extend(reversed(_children(node)))
 
 
+def iter_with_parents(root: cst.CSTNode, prune: tuple[type, ...] = ()
+                      ) -> Iterator[tuple[cst.CSTNode, cst.CSTNode | None]]:
+    """Like `iter_nodes`, each node with its parent (None for `root`)."""
+    stack: list[tuple[cst.CSTNode, cst.CSTNode | None]] = [(root, None)]
+    while stack:
+        node, parent = stack.pop()
+        yield node, parent
+        if prune and type(node) in prune:
+            continue
+        stack.extend((child, node) for child in reversed(_children(node)))
+
+
 class FlatTree:
     """A subtree's nodes in pre-order, each with the index just past its own subtree: walked once, then
     any part of it can be walked again, with any pruning, by reading a list instead of asking every node

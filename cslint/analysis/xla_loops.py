@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from cslint.analysis import torch_api as api
+from cslint.analysis.imports import dotted_name
 from cslint.analysis.index import FunctionInfo, ModuleInfo
 from cslint.analysis.kinds import STATIC, TENSOR, UNKNOWN, Kind, Tag, join
 from cslint.analysis.project import Project
@@ -146,13 +147,38 @@ def _step_loops(module: ModuleInfo, scope: Sequence[cst.BaseStatement], prune_de
             body = _statements(node.body)
             last, spelling = -1, ""
             for i, inner in enumerate(body):
-                calls = [s for n in iter_nodes(inner, prune=_NOT_THE_STEP)
+                calls = [s for n in _unguarded_nodes(module, inner)
                          if (s := _mark_step_spelling(module, n)) is not None]
                 if calls:
                     last, spelling = i, max(calls)
             if last >= 0:
                 found.append((node, list(body[:last + 1]), spelling))
     return found
+
+
+def _unguarded_nodes(module: ModuleInfo, stmt: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """The nodes of one statement of a loop body that belong to the step, leaving out what runs only when
+    torch_xla happens to be installed (`if is_torch_xla_available(): xm.mark_step()`): a framework's
+    evaluation loop that syncs when it runs on XLA is not an XLA step loop."""
+    stack: list[cst.CSTNode] = [stmt]
+    while stack:
+        node = stack.pop()
+        yield node
+        if type(node) in _NOT_THE_STEP:
+            continue
+        if type(node) is cst.If and _availability_check(module, node.test):  # type: ignore[attr-defined]
+            if node.orelse is not None:  # type: ignore[attr-defined]
+                stack.append(node.orelse)  # type: ignore[attr-defined]
+            continue
+        stack.extend(reversed(list(node.children)))
+
+
+def _availability_check(module: ModuleInfo, test: cst.BaseExpression) -> bool:
+    """`is_torch_xla_available()`, `is_torch_tpu_available()`, `self.args.use_xla`: asks whether XLA is
+    there, not something about the step."""
+    names = [dotted_name(n.func if isinstance(n, cst.Call) else n) or ""
+             for n in iter_nodes(test) if isinstance(n, (cst.Call, cst.Name, cst.Attribute))]
+    return any(("xla" in name.lower() or "tpu" in name.lower()) and "mark_step" not in name for name in names)
 
 
 def _builtin_call(module: ModuleInfo, expr: cst.BaseExpression, name: str) -> cst.Call | None:

@@ -1,0 +1,283 @@
+"""Python values in traced code are not tensors: containers, flags, host constants, narrowed values.
+
+Each negative test is a false alarm seen on real model and optimizer libraries (written anew here);
+each has a positive twin where the same shape does hold a tensor, in every target where the rule runs.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import codes
+
+TARGETS = ("wsc", "compile")
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_containers_of_inputs_are_python_questions(lint, target):
+    code = """
+    import torch
+    from torch import nn
+
+    class Seq2Seq(nn.Module):
+        def forward(self, batch, features, cache=None, **kwargs):
+            cache = cache or {}
+            if "labels" in batch:
+                labels = batch["labels"]
+            if len(features) > 0:
+                hidden = self.encoder(batch["input_ids"])
+            if "past" in cache:
+                hidden = hidden + cache["past"]
+            encoder_kwargs = {k[len("encoder_"):]: v for k, v in kwargs.items() if k.startswith("encoder_")}
+            out = self.decoder(hidden, **encoder_kwargs)
+            if isinstance(out, dict):
+                out = out["logits"]
+            if batch.get("mask") is None:
+                return out
+            return out * batch["mask"]
+    """
+    assert codes(lint(code, target=target)) == []
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_tensor_parameter_still_branches(lint, target):
+    code = """
+    import torch
+    from torch import nn
+
+    class Gate(nn.Module):
+        def forward(self, scores, cache=None):
+            if scores.sum() > 0:
+                scores = scores * 2
+            cache = cache or {}
+            if "k" in cache and scores.max() > 1:
+                scores = scores + cache["k"]
+            return scores
+    """
+    assert [c for c, _ in codes(lint(code, target=target))] == ["WSC101", "WSC101"]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_flag_parameters_passed_python_values(lint, target):
+    code = """
+    from torch import nn
+
+    class DecoderLayer(nn.Module):
+        def forward(self, hidden, layer_type, mask=None, output_attentions=None):
+            if layer_type == "sliding":
+                hidden = hidden * 0.5
+            if output_attentions:
+                return hidden, hidden
+            return hidden
+
+    class Decoder(nn.Module):
+        def __init__(self, config):
+            super().__init__()
+            self.first = DecoderLayer()
+            self.second = DecoderLayer()
+
+        def forward(self, hidden, mask):
+            hidden = self.first(hidden, "full", mask)
+            return self.second(hidden, "sliding", mask, output_attentions=False)
+
+    class Inner(nn.Module):
+        def forward(self, x, use_cache):
+            if use_cache:
+                return x
+            return x + 1
+    """
+    assert codes(lint(code, target=target)) == []
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_callers_passing_tensors_win_over_the_default(lint, target):
+    code = """
+    from torch import nn
+
+    class Router(nn.Module):
+        def forward(self, hidden, threshold):
+            if threshold > 0.5:
+                hidden = hidden * 2
+            return hidden
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.router = Router()
+
+        def forward(self, hidden):
+            return self.router(hidden, hidden.mean())
+    """
+    assert codes(lint(code, target=target)) == [("WSC101", 5)]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_callers_passing_python_values_win_over_the_default(lint, target):
+    code = """
+    from torch import nn
+
+    class Pool(nn.Module):
+        def forward(self, hidden, size):
+            if size > 1:
+                hidden = hidden[:, :size]
+            return hidden
+
+    class Block(nn.Module):
+        def __init__(self, config):
+            super().__init__()
+            self.pool = Pool()
+            self.size = config.pool_size
+
+        def forward(self, hidden):
+            return self.pool(hidden, self.size) + self.pool(hidden, 4)
+    """
+    assert codes(lint(code, target=target)) == []
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_host_constants_are_known_values(lint, target):
+    code = """
+    import torch
+
+    class Lion(torch.optim.Optimizer):
+        @torch.no_grad()
+        def step(self, closure=None):
+            beta1 = torch.tensor(0.9)
+            beta2 = torch.tensor(0.99, device="cpu")
+            for group in self.param_groups:
+                for p in group["params"]:
+                    state = self.state[p]
+                    exp_avg = state["exp_avg"]
+                    exp_avg.mul_(beta1).add_(p.grad, alpha=1.0 - beta1)
+                    exp_avg.lerp_(p.grad, 1.0 - beta2)
+    """
+    assert codes(lint(code, target=target)) == []
+
+
+def test_a_device_tensor_is_not_a_host_constant(lint):
+    code = """
+    import torch
+
+    class Lion(torch.optim.Optimizer):
+        @torch.no_grad()
+        def step(self, closure=None):
+            for group in self.param_groups:
+                for p in group["params"]:
+                    beta1 = torch.tensor(0.9, device=p.device)
+                    self.state[p]["exp_avg"].mul_(beta1).add_(p.grad, alpha=1.0 - beta1)
+    """
+    assert [c for c, _ in codes(lint(code))] == ["WSC401"]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_tensor_predicates_narrow_both_branches(lint, target):
+    code = """
+    import torch
+
+    class ScaledSGD(torch.optim.Optimizer):
+        @torch.no_grad()
+        def step(self, closure=None):
+            for group in self.param_groups:
+                lr = group["lr"]
+                for p in group["params"]:
+                    if torch.is_tensor(lr):
+                        p.add_(p.grad * -lr)
+                    else:
+                        p.add_(p.grad, alpha=-lr)
+                    if not isinstance(lr, torch.Tensor):
+                        p.add_(p.grad, alpha=-lr)
+                    step = lr.item() if torch.is_tensor(lr) else lr
+    """
+    found = codes(lint(code, target=target))
+    assert found == [("WSC201", 15)], found  # only the .item() under the tensor branch
+
+
+def test_the_tensor_branch_still_reports(lint):
+    code = """
+    import torch
+
+    class ScaledSGD(torch.optim.Optimizer):
+        @torch.no_grad()
+        def step(self, closure=None):
+            for group in self.param_groups:
+                lr = group["lr"]
+                for p in group["params"]:
+                    if isinstance(lr, torch.Tensor):
+                        p.add_(p.grad, alpha=-lr)
+    """
+    assert [c for c, _ in codes(lint(code))] == ["WSC401"]
+
+
+def test_python_values_outside_traced_code_stay_quiet(lint):
+    code = """
+    import torch
+
+    def collate(batch, cache=None, **kwargs):
+        cache = cache or {}
+        if "labels" in batch and torch.is_tensor(batch["labels"]):
+            return batch["labels"].item()
+        return {k: v for k, v in kwargs.items() if k.startswith("x")}
+    """
+    assert codes(lint(code)) == []
+
+
+EVAL_LOOP = """
+import torch
+from myframework.utils import is_torch_xla_available
+
+if is_torch_xla_available():
+    import torch_xla.core.xla_model as xm
+
+
+def evaluate(model, loader):
+    total = 0.0
+    for batch in loader:
+        logits = model(batch["input_ids"])
+        total += logits.sum().item()
+        if {guard}:
+            xm.mark_step()
+    return total
+"""
+
+
+@pytest.mark.parametrize("target", ("wsc", "xla"))
+def test_a_loop_that_marks_steps_only_when_xla_is_there_is_not_a_step(lint, target):
+    assert codes(lint(EVAL_LOOP.format(guard="is_torch_xla_available()"), target=target)) == []
+
+
+@pytest.mark.parametrize("target", ("wsc", "xla"))
+def test_a_loop_that_marks_steps_under_its_own_condition_is_a_step(lint, target):
+    found = codes(lint(EVAL_LOOP.format(guard="total > 0"), target=target))
+    assert ("WSC201", 12) in found, found
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_kwargs_wrapper_passes_its_callers_kinds(lint, target):
+    code = """
+    from torch import nn
+
+    class Attention(nn.Module):
+        def forward(self, hidden, threshold=None, scale=None):
+            if threshold > 0:
+                hidden = hidden.clamp(min=threshold)
+            if scale > 0:
+                hidden = hidden * scale
+            return hidden
+
+    class Checkpointed(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.inner = Attention()
+
+        def forward(self, *args, **kwargs):
+            return self.inner(*args, **kwargs)
+
+    class Layer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.attn = Checkpointed()
+
+        def forward(self, hidden):
+            return self.attn(hidden, threshold=0.5, scale=hidden.std())
+    """
+    assert codes(lint(code, target=target)) == [("WSC101", 7)]
