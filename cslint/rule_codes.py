@@ -18,6 +18,7 @@ RULE_CODES: tuple[tuple[str, bool], ...] = (
     ("WSC204", True),
     ("WSC205", True),
     ("WSC206", True),
+    ("WSC207", True),
     ("WSC301", True),
     ("WSC302", True),
     ("WSC303", True),

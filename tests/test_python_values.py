@@ -6,6 +6,8 @@ each has a positive twin where the same shape does hold a tensor, in every targe
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from tests.conftest import codes
@@ -281,3 +283,76 @@ def test_a_kwargs_wrapper_passes_its_callers_kinds(lint, target):
             return self.attn(hidden, threshold=0.5, scale=hidden.std())
     """
     assert codes(lint(code, target=target)) == [("WSC101", 7)]
+
+
+TRANSFORM = """
+import torch
+from torch import nn
+
+
+class RandomCropOrPad(nn.Module):
+    def forward(self, img):
+        h = int(torch.randint(0, img.shape[-1], (1,)).item())
+        if img.mean() > 0.5:
+            img = img.flip(-1)
+        return img[..., :h]
+"""
+
+
+@pytest.mark.parametrize("path", ["mylib/data/transforms.py", "mylib/transforms.py", "mylib/augmentations/crop.py",
+                                  "mylib/naflex_transforms.py"])
+def test_data_pipeline_modules_are_not_roots(lint, path):
+    packages = {str(Path(path).parent / "__init__.py"): "", "mylib/__init__.py": ""}
+    assert codes(lint({path: TRANSFORM, **packages})) == []
+
+
+def test_a_transform_a_model_calls_is_traced(lint):
+    model = """
+    from torch import nn
+    from mylib.data.transforms import RandomCropOrPad
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.crop = RandomCropOrPad()
+
+        def forward(self, x):
+            return self.crop(x)
+    """
+    found = codes(lint({"mylib/data/transforms.py": TRANSFORM, "mylib/model.py": model,
+                        "mylib/__init__.py": "", "mylib/data/__init__.py": ""}))
+    assert ("WSC101", 8) in found, found
+
+
+def test_the_same_transform_in_a_model_package_is_a_root(lint):
+    assert ("WSC101", 8) in codes(lint({"mylib/layers/crop.py": TRANSFORM, "mylib/__init__.py": "",
+                                  "mylib/layers/__init__.py": ""}))
+
+
+STARRED = """
+import torch
+
+
+class Adan(torch.optim.Optimizer):
+    @torch.no_grad()
+    def step(self, closure=None):
+        for group in self.param_groups:
+            for p in group["params"]:
+                grad, lr, beta1, beta2, state = p.grad, group["lr"], *group["betas"], self.state[p]
+                if len(state) == 0:
+                    state["exp_avg"] = torch.zeros_like(p)
+                state["exp_avg"].mul_(beta1).add_(grad, alpha=1 - beta1)
+                first, *middle, last = grad, beta1, beta2, state
+                if last["exp_avg"].sum() > 0:
+                    p.add_(first, alpha=middle[0])
+"""
+
+
+def test_starred_unpacking_maps_both_ends(lint):
+    found = codes(lint(STARRED))
+    assert ("WSC301", 10) in found and ("WSC101", 14) in found, found
+    assert not [c for c in found if c[0] == "WSC401"], found  # beta1 and middle[0] are Python numbers
+
+
+def test_starred_unpacking_outside_traced_code_stays_quiet(lint):
+    assert codes(lint(STARRED.replace("torch.optim.Optimizer", "object"))) == []

@@ -258,7 +258,7 @@ class FunctionInference:
         if kind_of_stmt is cst.Assign:
             kind = self.ev(stmt.value, env)
             for target in stmt.targets:
-                self._bind(target.target, kind, env)
+                self._bind(target.target, self._spread(stmt.value, kind, target.target), env)
         elif kind_of_stmt is cst.AnnAssign:
             if stmt.value is not None:
                 kind = self.ev(stmt.value, env)
@@ -284,6 +284,22 @@ class FunctionInference:
         elif kind_of_stmt is cst.Raise:
             if stmt.exc is not None:
                 self.ev(stmt.exc, env)
+
+    def _spread(self, value: cst.BaseExpression, kind: Kind, target: cst.BaseExpression) -> Kind:
+        """`grad, lr, beta1, beta2, state = p.grad, group["lr"], *group["betas"], self.state[p]`: the value's
+        elements before the star from the start and after it from the end; the names between take the
+        starred value's elements."""
+        if kind.items is not None or type(value) is not cst.Tuple or type(target) not in (cst.Tuple, cst.List):
+            return kind
+        elements = value.elements
+        stars = [i for i, e in enumerate(elements) if type(e) is cst.StarredElement]
+        names = target.elements  # type: ignore[attr-defined]
+        spread = len(names) - (len(elements) - 1)
+        if len(stars) != 1 or spread < 0 or any(type(e) is cst.StarredElement for e in names):
+            return kind
+        kinds = [self.result.kind(e.value) for e in elements]
+        star = stars[0]
+        return tuple_of(*kinds[:star], *[element_of(kinds[star])] * spread, *kinds[star + 1:])
 
     def _merge_into(self, env: Env, branches: list[Env]) -> None:
         """Set `env` to the join of the branches' environments (each started as a copy of `env`)."""
@@ -404,12 +420,20 @@ class FunctionInference:
     def _bind(self, target: cst.BaseExpression, kind: Kind, env: Env, record: bool = True) -> None:
         if isinstance(target, (cst.Tuple, cst.List)):
             elements = target.elements
-            items = kind.items if kind.items is not None and len(kind.items) == len(elements) else None
+            star = next((i for i, e in enumerate(elements) if isinstance(e, cst.StarredElement)), None)
+            items = kind.items
+            if items is not None and (len(items) != len(elements) if star is None else len(items) < len(elements) - 1):
+                items = None
             for i, element in enumerate(elements):
-                if isinstance(element, cst.StarredElement):
-                    self._bind(element.value, sequence_of(element_of(kind)), env)
-                else:
-                    self._bind(element.value, items[i] if items else element_of(kind), env)
+                if i == star:  # `first, *rest, last = t`: what lies between the ends
+                    middle = items[i: len(items) - (len(elements) - 1 - i)] if items is not None else None
+                    self._bind(element.value, tuple_of(*middle) if middle is not None else
+                               sequence_of(element_of(kind)), env)
+                elif items is None:
+                    self._bind(element.value, element_of(kind), env)
+                else:  # before a star from the start, after it from the end
+                    self._bind(element.value, items[i] if star is None or i < star else
+                               items[len(items) - (len(elements) - i)], env)
             return
         if isinstance(target, cst.Subscript):
             self.ev(target.value, env)
@@ -460,8 +484,12 @@ class FunctionInference:
 
     def _sequence(self, node: cst.Tuple | cst.List | cst.Set, env: Env) -> Kind:
         kinds = [self.ev(e.value, env) for e in node.elements]
-        if type(node) is cst.Tuple and not any(type(e) is cst.StarredElement for e in node.elements):
+        starred = [i for i, e in enumerate(node.elements) if type(e) is cst.StarredElement]
+        if type(node) is cst.Tuple and not starred:
             return tuple_of(*kinds)
+        if type(node) is cst.Tuple and len(starred) == 1 and kinds[starred[0]].items is not None:
+            i = starred[0]  # `a, *group["betas"], b` with the starred value's positions known
+            return tuple_of(*kinds[:i], *kinds[i].items, *kinds[i + 1:])
         elem = kinds[0] if kinds else UNKNOWN
         for k in kinds[1:]:
             elem = join(elem, k)

@@ -77,7 +77,7 @@ def find_roots(project: Project, patterns: Iterable[str] = (),
         add(func, reason)
     for module in modules:
         for cls in module.classes.values():
-            if project.is_module_class(cls) and "forward" in cls.methods:
+            if project.is_module_class(cls) and "forward" in cls.methods and not in_data_pipeline(module.name):
                 add(cls.methods["forward"], f"forward of nn.Module subclass {cls.name}")
             if project.is_optimizer_class(cls):
                 for name in ("step", "_init_group"):
@@ -101,6 +101,19 @@ def find_roots(project: Project, patterns: Iterable[str] = (),
             if matched is not None:
                 add(func, f"matches trace-roots pattern '{matched}'")
     return list(roots.values())
+
+
+# Packages whose nn.Modules are transforms run by data-loader workers on CPU tensors and images, not steps.
+DATA_PIPELINE_PACKAGES = frozenset({"data", "datasets", "transforms", "augmentation", "augmentations",
+                                    "dataloaders", "preprocessing"})
+
+
+def in_data_pipeline(module_name: str) -> bool:
+    """`timm.data.transforms`, `mylib.augmentations.mixup`, `vision/transforms.py`: a data pipeline module
+    (its modules still are traced when a step calls them; they are not roots of their own)."""
+    parts = module_name.split(".")
+    return any(part in DATA_PIPELINE_PACKAGES or part.endswith(("_transforms", "_augment", "_augmentation"))
+               for part in parts)
 
 
 def _module_functions(module):  # type: ignore[no-untyped-def]
