@@ -11,6 +11,7 @@ import libcst as cst
 from cslint.analysis.index import ModuleInfo
 from cslint.analysis.project import Project
 from cslint.analysis.traced import TracedFunction
+from cslint.analysis.tracing_guards import guard_note, guard_regions
 from cslint.config import Settings
 from cslint.profile import Profile
 from cslint.report import BUG_HINT, INTERNAL_ERROR
@@ -68,6 +69,9 @@ class Checker:
             return []
         ctx = RuleContext(traced=traced, settings=self.settings)
         _dispatch(self.table, ctx, self.profile)
+        analysis = traced.analysis
+        if analysis.dead or analysis.unguarded:
+            ctx.findings = _placed_by_guards(ctx, analysis.dead, analysis.unguarded)
         return adapt_to_target(ctx.findings, self.settings, traced.func.module)
 
     def check_module(self, module: ModuleInfo, project: Project) -> list[Finding]:
@@ -102,6 +106,22 @@ class ModuleContext:
 
     def report(self, node: cst.CSTNode, message: str, fix: Fix | None = None) -> None:
         self.findings.append(Finding(code=self.current_rule.code, message=message, node=node, traced=None, fix=fix))
+
+
+def _placed_by_guards(ctx: RuleContext, dead: set[int], unguarded: dict[int, str]) -> list[Finding]:
+    """Findings in code the tracer never runs are dropped; those after a tracing guard that does not hold
+    for this target say so."""
+    regions = guard_regions(ctx.body, dead, unguarded)
+    tracer = get_target(ctx.settings.target).tracer
+    kept = []
+    for finding in ctx.findings:
+        key = id(finding.node)
+        if key not in regions or finding.code == INTERNAL_ERROR:
+            kept.append(finding)
+        elif regions[key] is not None:
+            finding.message = f"{finding.message.rstrip('.')} ({guard_note(regions[key], tracer)})"
+            kept.append(finding)
+    return kept
 
 
 def adapt_to_target(findings: list[Finding], settings: Settings, module: ModuleInfo | None = None) -> list[Finding]:

@@ -26,6 +26,7 @@ from cslint.rules.noqa_usage import UNUSED_NOQA, removal_fix, unused_noqa
 from cslint.selection import ignored_for_file
 from cslint.sources import (ReadError, SourceFile, TooLarge, for_parser, keep_final_newline, parse,
                              parse_unvalidated, python_refuses, read_source)
+from cslint.targets import get_target
 
 __all__ = ["INTERNAL_ERROR", "SYNTAX_ERROR", "Diagnostic", "Linter", "RunResult"]
 
@@ -108,7 +109,8 @@ class Linter:
         project = Project(modules.values(), self._module_aliases)
         with self.profile.phase("traced code and tensor inference"):
             program = TracedProgram(project, self.settings.trace_roots,
-                                    root_modules=_module_names(by_module, roots_in)).run()
+                                    root_modules=_module_names(by_module, roots_in),
+                                    tracer=get_target(self.settings.target).tracer).run()
         for traced, exc in program.errors:
             source = by_module[traced.func.module.name]
             if source.syntax_error is None:  # else libcst rejects the file (Python accepts it): a syntax error
@@ -142,7 +144,8 @@ class Linter:
         project = Project(modules.values(), self._module_aliases)
         with self.profile.phase("traced code and tensor inference"):
             program = TracedProgram(project, self.settings.trace_roots, after_analysis=check_now,
-                                    root_modules=_module_names(by_module, roots_in)).run()
+                                    root_modules=_module_names(by_module, roots_in),
+                                    tracer=get_target(self.settings.target).tracer).run()
         for traced in program.functions.values():  # rules that read callers see their final state
             seen = per_function.get(traced.func.qualname)
             if seen is not None and seen[0] != _rule_inputs(traced):

@@ -22,6 +22,7 @@ class Target:
     cerebras_fixes: bool = False  # may fixes write cerebras.pytorch calls (summaries, step closures)?
     hints: dict[str, str] = field(default_factory=dict)  # code prefix -> advice appended to the message
     choose_when: str = ""
+    tracer: str = "lazy"  # how the step is traced (cslint.analysis.tracing_guards): lazy tensors or dynamo
 
     def runs(self, code: str) -> bool:
         return code.startswith(self.families) and not code.startswith(self.excluded) if self.excluded \
@@ -76,6 +77,7 @@ TARGETS: dict[str, Target] = {t.name: t for t in (
                "WSC5": "mark the dimension with `torch._dynamo.mark_dynamic` or bound it with `torch._check`",
                "WSC7": "a side effect here is a graph break; log outside the compiled function"},
         choose_when="you want `torch.compile(fullgraph=True)` or `torch.export` to capture the step in one graph",
+        tracer="dynamo",
     ),
 )}
 

@@ -24,6 +24,7 @@ from cslint.analysis.kinds import (
 )
 from cslint.analysis.project import Project
 from cslint.analysis.step_functions import global_kind
+from cslint.analysis.tracing_guards import Guards, guard_text
 
 Env = dict[str, Kind]
 
@@ -54,6 +55,10 @@ class FunctionAnalysis:
     calls: dict[tuple[int, str], CallSite] = field(default_factory=dict)  # (id(call), callee)
     return_kind: Kind = STATIC
     returns_value: bool = False
+    # Parts the tracer never runs (`if torch.compiler.is_compiling(): return` under torch.compile), and parts
+    # that run traced after a tracing guard that does not hold for this tracer (id -> the guard's text).
+    dead: set[int] = field(default_factory=set)
+    unguarded: dict[int, str] = field(default_factory=dict)
 
     def kind(self, node: cst.CSTNode) -> Kind:
         return self.kinds.get(id(node), UNKNOWN)
@@ -178,7 +183,8 @@ def analysis_attributes(analysis: FunctionAnalysis) -> dict[str, Kind]:
 
 class FunctionInference:
     def __init__(self, project: Project, oracle: ProjectOracle, func: FunctionInfo, params: dict[str, Kind],
-                 unannotated_param: Kind = TENSOR, keywords: dict[str, Kind] | None = None) -> None:
+                 unannotated_param: Kind = TENSOR, keywords: dict[str, Kind] | None = None,
+                 guards: Guards | None = None) -> None:
         """`keywords`: what callers pass through `**kwargs` by name, handed on where this function calls
         another with `**kwargs` (a `forward(*args, **kwargs)` wrapper passes its callers' kinds)."""
         self.project = project
@@ -190,6 +196,9 @@ class FunctionInference:
         self.self_name = _first_param(func.node) if func.cls is not None and not func.is_static_method else None
         self.unannotated_param = unannotated_param
         self.keywords = keywords or {}
+        self.guards = guards
+        self._left = False  # the statement just analysed always leaves its block (a guard's taken `return`)
+        self._guard_note = ""  # ... or is a guard that does not hold here and whose body leaves: its text
         star_kwarg = func.node.params.star_kwarg
         self.star_kwarg = star_kwarg.name.value if isinstance(star_kwarg, cst.Param) else None
 
@@ -216,8 +225,16 @@ class FunctionInference:
             body = block.body
         else:
             body = block  # type: ignore[assignment]
-        for stmt in body:
+        for i, stmt in enumerate(body):
             self._statement(stmt, env)
+            if self._left:  # after `if <guard that holds>: return`, the rest of the block never runs
+                self._left = False
+                self.result.dead.update(id(rest) for rest in body[i + 1:])
+                return
+            if self._guard_note:  # after `if <guard that does not hold>: return`, the rest runs traced
+                for rest in body[i + 1:]:
+                    self.result.unguarded.setdefault(id(rest), self._guard_note)
+                self._guard_note = ""
 
     def _statement(self, stmt: cst.CSTNode, env: Env) -> None:
         kind_of_stmt = type(stmt)  # exact types: isinstance() against libcst's ABCs is slow
@@ -316,6 +333,10 @@ class FunctionInference:
     def _if(self, stmt: cst.If, env: Env) -> None:
         self.result.bound_before.setdefault(id(stmt), dict(env))
         self.ev(stmt.test, env)
+        decided = self.guards.value(self.module, stmt.test) if self.guards is not None else None
+        if decided is not None:
+            self._decided_if(stmt, env, decided)
+            return
         body_env = dict(env)
         self._narrow(stmt.test, body_env)
         else_env = dict(env)
@@ -332,6 +353,26 @@ class FunctionInference:
         for key, (in_body, in_else) in narrowed.items():  # narrowed, not reassigned: what it was before the if
             if body_env.get(key) is in_body and else_env.get(key) is in_else:
                 env[key] = before[key]
+
+    def _decided_if(self, stmt: cst.If, env: Env, holds: bool) -> None:
+        """An `if` on tracing predicates: only the branch the tracer takes runs. When that is the `else` (the
+        guard does not hold for this tracer), what runs is noted with the guard, so a finding can say it."""
+        if holds:
+            if stmt.orelse is not None:
+                self.result.dead.add(id(stmt.orelse))
+            self._block(stmt.body, env)
+            self._left = _leaves(stmt.body)
+            return
+        self.result.dead.add(id(stmt.body))
+        text = guard_text(stmt.test)
+        if isinstance(stmt.orelse, cst.If):
+            self.result.unguarded[id(stmt.orelse)] = text
+            self._if(stmt.orelse, env)
+        elif isinstance(stmt.orelse, cst.Else):
+            self.result.unguarded[id(stmt.orelse)] = text
+            self._block(stmt.orelse.body, env)
+        if _leaves(stmt.body):
+            self._guard_note = text
 
     def _narrow(self, test: cst.BaseExpression, env: Env, holds: bool = True) -> None:
         """What `test` being `holds` says about a value: in `if isinstance(x, SomeCache):` x is that object,
@@ -477,6 +518,10 @@ class FunctionInference:
 
     def _ifexp(self, node: cst.IfExp, env: Env) -> Kind:
         self.ev(node.test, env)
+        decided = self.guards.value(self.module, node.test) if self.guards is not None else None
+        if decided is not None:  # `x if torch.jit.is_scripting() else y`: only one side is traced
+            self.result.dead.add(id(node.orelse if decided else node.body))
+            return self.ev(node.body if decided else node.orelse, env)
         body_env, else_env = dict(env), dict(env)
         self._narrow(node.test, body_env)
         self._narrow(node.test, else_env, holds=False)
@@ -835,6 +880,15 @@ _EXPRESSION_HANDLERS: dict[type, Callable[[FunctionInference, Any, Env], Kind]] 
     cst.Await: lambda self, node, env: UNKNOWN,
     cst.Yield: lambda self, node, env: UNKNOWN,
 }
+
+
+def _leaves(block: cst.BaseSuite) -> bool:
+    """Does the block always leave (its last statement returns, raises, breaks or continues)?"""
+    body = block.body if isinstance(block, cst.IndentedBlock) else [block]
+    last = body[-1] if body else None
+    if isinstance(last, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) and last.body:
+        return type(last.body[-1]) in (cst.Return, cst.Raise, cst.Break, cst.Continue)
+    return False
 
 
 def _all_params(node: cst.FunctionDef | cst.Lambda) -> list[cst.Param]:

@@ -25,6 +25,7 @@ from cslint.analysis.param_uses import param_uses
 from cslint.analysis.platforms import platform_roots
 from cslint.analysis.project import Project
 from cslint.analysis.step_functions import adopt_into_step, apply_step_params
+from cslint.analysis.tracing_guards import Guards
 from cslint.analysis.xla_loops import mark_step_loop_roots
 
 # Re-analysing a function more often than this means its kinds oscillate; keep the last result.
@@ -208,10 +209,12 @@ class TracedProgram:
 
     def __init__(self, project: Project, trace_roots: Iterable[str] = (),
                  after_analysis: Callable[[TracedFunction], None] | None = None,
-                 root_modules: Collection[str] | None = None) -> None:
+                 root_modules: Collection[str] | None = None, tracer: str | None = None) -> None:
         """`root_modules`: look for roots in these modules only (the others are there for what they
-        define; their functions are traced only when called)."""
+        define; their functions are traced only when called). `tracer` (tracing_guards.LAZY or DYNAMO):
+        decide tracing predicates for it; None leaves both branches of such guards traced."""
         self.project = project
+        self.guards = Guards(project, tracer) if tracer is not None else None
         self.after_analysis = after_analysis
         self.oracle = ProjectOracle(project)
         self.functions: dict[str, TracedFunction] = {}
@@ -280,7 +283,7 @@ class TracedProgram:
                 self._update_params(traced)
                 traced.params_stale = False
             traced.analysis = FunctionInference(self.project, self.oracle, traced.func, dict(traced.params),
-                                                keywords=traced.keywords).run()
+                                                keywords=traced.keywords, guards=self.guards).run()
         except Exception as exc:  # reported for this function; the rest of the program is analysed
             self.errors.append((traced, exc))
             traced.analysis = None

@@ -105,9 +105,13 @@ class RuleContext:
     def walk(self, root: cst.CSTNode | None = None, prune: tuple[type, ...] = ()) -> Iterator[cst.CSTNode]:
         """`iter_nodes` over the traced function's body (or a part of it), read from one walk of the body
         shared by the dispatch and every rule's scans."""
+        return self.body.walk(root, prune)
+
+    @property
+    def body(self) -> FlatTree:
         if self._body is None:
             self._body = FlatTree(self.traced.func.node.body)
-        return self._body.walk(root, prune)
+        return self._body
 
     def kind(self, node: cst.CSTNode) -> Kind:
         return self.traced.analysis.kind(node)  # type: ignore[union-attr]

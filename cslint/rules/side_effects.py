@@ -6,11 +6,13 @@ import libcst as cst
 
 from cslint.analysis.xla_loops import LoopStep
 
+from cslint.analysis.imports import dotted_name
 from cslint.analysis.inference import path_key, string_value
 from cslint.analysis.kinds import Tag
 from cslint.fixers.buffers import counter_to_buffer
 from cslint.fixers.summaries import data_dependent_parts, log_call_kind, report_through_summaries
 from cslint.rules.base import Rule, RuleContext
+from cslint.targets import get_target
 from cslint.analysis.walk import visit
 
 ONCE = "it runs once, while the step is traced, not on every step"
@@ -24,11 +26,13 @@ SEED_FUNCTIONS = frozenset({
 class LogTensor(Rule):
     code = "WSC701"
     name = "print-tensor"
-    summary = "Checks for `print`, `logging` and `warnings.warn` calls that take tensor values in traced code."
+    summary = ("Checks for `print`, `logging` and `warnings.warn` calls that take tensor values in traced code "
+               "(under `--target compile`, every such call).")
     why = (
         "A traced step runs its Python once, to record the graph; later steps replay the graph without "
         "running Python. A print or log of a tensor inside the step therefore runs once, on values that "
-        "do not exist yet (it forces a sync or prints a placeholder), and never again."
+        "do not exist yet (it forces a sync or prints a placeholder), and never again. Under torch.compile "
+        "any print, log or warning in the compiled function is a graph break, whatever it prints."
     )
     example = """
 def forward(self, x, y):
@@ -101,12 +105,28 @@ class Net(nn.Module):
     ]
 
     def visit_Call(self, node: cst.Call, ctx: RuleContext) -> None:
-        kind = log_call_kind(node, ctx)
-        if kind is None or not data_dependent_parts(node, ctx):
+        kind = log_call_kind(node, ctx) or _log_once_kind(node)
+        if kind is None:
+            return
+        if not data_dependent_parts(node, ctx):
+            if get_target(ctx.settings.target).tracer == "dynamo":  # any print or log breaks dynamo's graph
+                ctx.report(node, f"`{ctx.code(node)}` {'prints' if kind == 'print' else 'logs'} inside the "
+                                 "compiled step: under torch.compile every print, log or warning is a graph "
+                                 "break, whatever it holds")
             return
         fix = report_through_summaries(node, ctx) if kind != "warnings" else None
         ctx.report(node, f"`{ctx.code(node)}` {'prints' if kind == 'print' else 'logs'} tensor values inside "
                          f"the traced step: {ONCE}; use a step closure or the summary API", fix)
+
+
+def _log_once_kind(node: cst.Call) -> str | None:
+    """`logger.warning_once(...)`, `logger.info_once(...)`: a library logger's deduplicated log."""
+    func = node.func
+    if isinstance(func, cst.Attribute) and func.attr.value.endswith("_once"):
+        receiver = dotted_name(func.value)
+        if receiver is not None and "log" in receiver.rsplit(".", 1)[-1].lower():
+            return "logging"
+    return None
 
 
 def _mutated_state(ctx: RuleContext) -> tuple[set[str], set[str]]:

@@ -1,0 +1,132 @@
+"""Tracing guards judged per target, and logging under torch.compile.
+
+`torch.compiler.is_compiling()` and its kin are true only under dynamo: under `--target compile` the code
+they skip is dead while tracing; under lazy-tensor tracing (wsc, xla, rdu) they are false and the code
+after them runs traced, which the finding says.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import codes
+
+LAZY = ("wsc", "xla", "rdu")
+
+HELPERS = """
+import torch
+
+
+def is_torchdynamo_compiling():
+    try:
+        import torch
+        return torch.compiler.is_compiling()
+    except Exception:
+        return False
+
+
+def is_tracing(tensor=None):
+    _is_tracing = is_torchdynamo_compiling() or torch.jit.is_tracing()
+    return _is_tracing
+"""
+
+MODEL = """
+import torch
+from torch import nn
+
+from utils import is_tracing, is_torchdynamo_compiling
+
+
+def can_skip_mask(mask):
+    if is_torchdynamo_compiling() or is_tracing(mask):
+        return False
+    return bool(mask.all())
+
+
+class Attention(nn.Module):
+    def forward(self, hidden, mask):
+        if can_skip_mask(mask):
+            mask = None
+        if not torch.compiler.is_compiling():
+            hidden = hidden * hidden.amax().item()
+        scale = hidden.std().item() if torch.jit.is_scripting() else 1.0
+        return hidden * scale
+"""
+
+
+@pytest.mark.parametrize("target", LAZY)
+def test_guards_do_not_protect_lazy_tensor_tracing(lint, target):
+    found = lint({"utils.py": HELPERS, "model.py": MODEL}, target=target)
+    lines = [(d.code, d.line) for d in found if d.path.name == "model.py"]
+    assert ("WSC203", 10) in lines and ("WSC201", 18) in lines, lines
+    assert not [line for _, line in lines if line == 19], lines  # is_scripting() is false: `1.0` is taken
+    guarded = next(d for d in found if d.line == 10)
+    assert "is_torchdynamo_compiling() or is_tracing(mask)" in guarded.message
+    assert "false under lazy-tensor tracing" in guarded.message
+
+
+def test_under_compile_the_guarded_code_is_dead(lint):
+    found = lint({"utils.py": HELPERS, "model.py": MODEL}, target="compile")
+    assert codes(found) == [], codes(found)
+
+
+def test_without_a_guard_compile_reports(lint):
+    code = MODEL.replace("if is_torchdynamo_compiling() or is_tracing(mask):", "if mask is None:")
+    code = code.replace("if not torch.compiler.is_compiling():", "if hidden.dim() == 3:")
+    found = codes(lint({"utils.py": HELPERS, "model.py": code}, target="compile"))
+    assert ("WSC203", 10) in found and ("WSC201", 18) in found, found
+
+
+def test_an_unknown_helper_decides_nothing(lint):
+    code = MODEL.replace("if is_torchdynamo_compiling() or is_tracing(mask):", "if fast_path_enabled():")
+    code += "\n\ndef fast_path_enabled():\n    return CONFIG.fast_path\n"
+    found = codes(lint({"utils.py": HELPERS, "model.py": code}, target="compile"))
+    assert ("WSC203", 10) in found, found  # not a tracing predicate: the code after it is traced
+
+
+def test_guards_outside_traced_code_are_quiet(lint):
+    code = """
+    import torch
+
+    def export_stats(values):
+        if torch.compiler.is_compiling():
+            return None
+        return [v.item() for v in values]
+    """
+    for target in ("wsc", "compile"):
+        assert codes(lint(code, target=target)) == []
+
+
+LOGGING = """
+import logging
+import warnings
+from torch import nn
+
+logger = logging.getLogger(__name__)
+
+
+class Block(nn.Module):
+    def forward(self, hidden, past=None):
+        if past is not None and past.dim() == 2:
+            logger.warning_once("2D past is deprecated")
+        if hidden.dim() > 3:
+            warnings.warn("reshaping 4D input")
+            print("reshaping")
+        logger.info("shape %s", tuple(hidden.shape))
+        return hidden * 2
+
+
+def describe(model):
+    logger.info("model %s", model)
+    print("done")
+"""
+
+
+def test_every_log_breaks_the_compiled_graph(lint):
+    found = codes(lint(LOGGING, target="compile"))
+    assert found == [("WSC701", 11), ("WSC701", 13), ("WSC701", 14), ("WSC701", 15)], found
+
+
+@pytest.mark.parametrize("target", LAZY)
+def test_plain_messages_run_once_on_lazy_targets(lint, target):
+    assert codes(lint(LOGGING, target=target)) == []
