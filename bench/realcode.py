@@ -1,0 +1,296 @@
+"""cslint's static findings on real packages against what a runtime trace of the same code does.
+
+    python bench/realcode.py                      # builds /tmp/cslint-realcode (a venv) the first time
+    python bench/realcode.py --venv DIR --only llama,lion --json out.json
+
+Installs pinned model libraries (transformers, timm, diffusers) and optimizer packages (pytorch-optimizer,
+torch-optimizer, lion-pytorch) with torch 2.13.0 and this checkout of cslint into a scratch virtualenv,
+builds small configurations of their models and optimizers, and for each target (`wsc`: the lazy-tensor
+backend, `compile`: dynamo) runs:
+
+1. `cslint runtime --backend lazy|dynamo` on a forward/backward step or a few optimizer steps: the ground
+   truth (the sites where the trace forces a value, breaks the graph or changes shape);
+2. a line-coverage run of the same step on the CPU: which lines of the packages ran;
+3. `cslint check --target wsc|compile` (default roots) on the package files the step ran.
+
+Recall is the share of runtime sites (file, line) where the static pass reports a finding of the same
+family (WSC1, WSC2, ...) on that line or up to three lines above it (the static pass names the `if` that
+creates optimizer state, the runtime the assignment under it); a finding of another family on the line
+counts as "same line". Static
+findings the runtime did not see are "path not executed" when their line never ran in the step (a code
+path this configuration does not take: another attention implementation, a flag left off), else "wrong"
+(the line ran and nothing broke: a false alarm, or a runtime backend that does not see that kind).
+Not part of the test suite: it needs the network for the install and minutes per target.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+TORCH = "torch==2.13.0"
+PACKAGES = ["transformers==5.23.0", "timm==1.0.31", "diffusers==0.42.1", "pytorch-optimizer==4.1.0",
+            "torch-optimizer==0.3.0", "lion-pytorch==0.2.5"]
+SCOPES = ("transformers", "timm", "diffusers", "pytorch_optimizer", "torch_optimizer", "lion_pytorch")
+BACKEND_OF = {"wsc": "lazy", "compile": "dynamo"}
+NEAR_LINES = 3  # a static finding this many lines above a runtime site of its family names the same problem
+
+# Factories `cslint runtime` calls (one argument: the device). Small configs: a forward and backward, or
+# three optimizer steps on a tiny model.
+FACTORIES = r'''
+import torch
+from cslint.runtime import OptimizerStep, Step
+
+
+def _lm_step(model, vocab, device):
+    model = model.to(device).train()
+    ids = torch.randint(0, vocab, (2, 8), device=device)
+
+    def step(input_ids):
+        out = model(input_ids=input_ids, labels=input_ids)
+        out.loss.backward()
+        return out.loss.detach()
+    return Step(step, [(ids,)])
+
+
+def llama(device):
+    from transformers import LlamaConfig, LlamaForCausalLM
+    cfg = LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64)
+    return _lm_step(LlamaForCausalLM(cfg), 64, device)
+
+
+def gpt2(device):
+    from transformers import GPT2Config, GPT2LMHeadModel
+    cfg = GPT2Config(vocab_size=64, n_embd=32, n_layer=2, n_head=4, n_positions=64)
+    return _lm_step(GPT2LMHeadModel(cfg), 64, device)
+
+
+def bert(device):
+    from transformers import BertConfig, BertForMaskedLM
+    cfg = BertConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                     num_attention_heads=4, max_position_embeddings=64)
+    return _lm_step(BertForMaskedLM(cfg), 64, device)
+
+
+def _image_step(model, device, size=32):
+    model = model.to(device).train()
+    images = torch.randn(2, 3, size, size, device=device)
+
+    def step(x):
+        loss = model(x).float().pow(2).mean()
+        loss.backward()
+        return loss.detach()
+    return Step(step, [(images,)])
+
+
+def resnet(device):
+    import timm
+    return _image_step(timm.create_model("resnet18", pretrained=False, num_classes=10), device)
+
+
+def vit(device):
+    import timm
+    return _image_step(timm.create_model("vit_tiny_patch16_224", pretrained=False, num_classes=10, img_size=32,
+                                         patch_size=8), device)
+
+
+def unet(device):
+    from diffusers import DDPMScheduler, UNet2DModel
+    model = UNet2DModel(sample_size=16, in_channels=3, out_channels=3, layers_per_block=1,
+                        block_out_channels=(16, 32), down_block_types=("DownBlock2D", "DownBlock2D"),
+                        up_block_types=("UpBlock2D", "UpBlock2D"), norm_num_groups=8).to(device).train()
+    scheduler = DDPMScheduler(num_train_timesteps=100)
+    clean = torch.randn(2, 3, 16, 16, device=device)
+    noise = torch.randn_like(clean)
+    timesteps = torch.randint(0, 100, (2,), device=device)
+
+    def step(x, n, t):
+        noisy = scheduler.add_noise(x, n, t)
+        loss = (model(noisy, t).sample - n).pow(2).mean()
+        loss.backward()
+        return loss.detach()
+    return Step(step, [(clean, noise, timesteps)])
+
+
+def _tiny_params():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.Tanh(), torch.nn.Linear(8, 1))
+    model(torch.randn(4, 8)).pow(2).mean().backward()
+    return model.parameters()
+
+
+def _optimizer_step(opt):
+    return OptimizerStep(opt, steps=3)
+
+
+def lion(device):
+    from lion_pytorch import Lion
+    return _optimizer_step(Lion(_tiny_params(), lr=1e-4, weight_decay=1e-2))
+
+
+def adan(device):
+    from pytorch_optimizer import Adan
+    return _optimizer_step(Adan(_tiny_params(), lr=1e-3))
+
+
+def adabelief(device):
+    from pytorch_optimizer import AdaBelief
+    return _optimizer_step(AdaBelief(_tiny_params(), lr=1e-3))
+
+
+def lamb(device):
+    import torch_optimizer
+    return _optimizer_step(torch_optimizer.Lamb(_tiny_params(), lr=1e-3))
+
+
+def radam(device):
+    import torch_optimizer
+    return _optimizer_step(torch_optimizer.RAdam(_tiny_params(), lr=1e-3))
+'''
+
+# Runs one factory's step once on the CPU and prints the lines of the packages it executed.
+COVERAGE = r'''
+import json, sys, importlib.util, threading
+spec = importlib.util.spec_from_file_location("factories", sys.argv[1])
+factories = importlib.util.module_from_spec(spec); spec.loader.exec_module(factories)
+scopes = tuple(sys.argv[3].split(","))
+ran = {}
+
+def tracer(frame, event, arg):
+    path = frame.f_code.co_filename
+    if not any(f"/{s}/" in path for s in scopes):
+        return None
+    lines = ran.setdefault(path, set())
+    def local(frame, event, arg):
+        if event == "line":
+            lines.add(frame.f_lineno)
+        return local
+    lines.add(frame.f_lineno)
+    return local
+
+built = getattr(factories, sys.argv[2])("cpu")
+sys.settrace(tracer); threading.settrace(tracer)
+try:
+    if hasattr(built, "optimizer"):
+        for _ in range(built.steps):
+            built.optimizer.step()
+    else:
+        for batch in built.batches:
+            built.fn(*batch)
+finally:
+    sys.settrace(None)
+print(json.dumps({path: sorted(lines) for path, lines in ran.items()}))
+'''
+
+TARGETS = ["llama", "gpt2", "bert", "resnet", "vit", "unet", "lion", "adan", "adabelief", "lamb", "radam"]
+
+
+def ensure_venv(venv: Path) -> Path:
+    python = venv / "bin" / "python"
+    marker = venv / ".cslint-realcode"
+    wanted = " ".join([TORCH, *PACKAGES])
+    if marker.is_file() and marker.read_text() == wanted:
+        return python
+    if not python.is_file():
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    pip = [str(python), "-m", "pip", "install", "-q"]
+    subprocess.run([*pip, TORCH], check=True)  # first, alone: the CPU build, not a CUDA one
+    subprocess.run([*pip, *PACKAGES, TORCH], check=True)
+    subprocess.run([*pip, "-e", str(REPO)], check=True)
+    marker.write_text(wanted)
+    return python
+
+
+def run_json(argv: list[str], timeout: float) -> object:
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+    try:
+        return json.loads(done.stdout)
+    except json.JSONDecodeError:
+        raise RuntimeError(f"{' '.join(argv[:4])}...: exit {done.returncode}: {done.stderr[-1500:]}") from None
+
+
+def package_files(python: Path) -> dict[str, Path]:
+    out = subprocess.run([str(python), "-c", "import importlib.util, json, sys; print(json.dumps({n: "
+                          "str(importlib.util.find_spec(n).submodule_search_locations[0]) for n in sys.argv[1:]}))",
+                          *SCOPES], capture_output=True, text=True, check=True)
+    return {name: Path(path) for name, path in json.loads(out.stdout).items()}
+
+
+def measure_target(python: Path, factories: Path, name: str, target: str, timeout: float) -> dict[str, object]:
+    runtime = run_json([str(python), "-m", "cslint", "runtime", f"{factories}:{name}", "--backend", BACKEND_OF[target],
+                        "--no-progress", "--timeout", str(timeout), "--output-format", "json"], timeout + 60)
+    report = runtime[0] if isinstance(runtime, list) else runtime
+    ran = run_json([str(python), "-c", COVERAGE, str(factories), name, ",".join(SCOPES)], timeout)
+    assert isinstance(ran, dict)
+    files = sorted(path for path in ran if path.endswith(".py"))
+    static = run_json([str(python), "-m", "cslint", "check", "--no-cache", "--exit-zero", "--target", target,
+                       "--output-format", "json", *files], timeout) if files else []
+    assert isinstance(static, list)
+    static_sites: dict[tuple[str, int], set[str]] = {}
+    for f in static:
+        static_sites.setdefault((str(Path(f["filename"]).resolve()), f["line"]), set()).add(f["code"][:4])
+    in_scope = set(files)
+    sites = {(str(Path(f["path"]).resolve()), f["line"], f["code"][:4]) for f in report.get("findings", [])
+             if str(Path(f["path"]).resolve()) in in_scope}
+    counts: Counter[str] = Counter()
+    seen: set[tuple[str, int]] = set()
+    for path, line, family in sites:
+        families = static_sites.get((path, line), set())
+        # the static pass may name the statement that leads to the site: `if len(state) == 0:` for the
+        # state created on the next line
+        near = [(path, n) for n in range(line - NEAR_LINES, line + 1) if family in static_sites.get((path, n), ())]
+        seen.update(near or [(path, line)])
+        counts["recalled" if near else "same line" if families else "missed"] += 1
+    executed = {(str(Path(p).resolve()), line) for p, lines in ran.items() for line in lines}
+    for site in static_sites:
+        if site not in seen:
+            counts["static: path not executed" if site not in executed else "static: wrong"] += 1
+    return {"target": target, "factory": name, "runtime_sites": len(sites), "error": report.get("error", "")[:300],
+            **counts}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--venv", type=Path, default=Path(tempfile.gettempdir()) / "cslint-realcode")
+    parser.add_argument("--only", help="comma-separated factories (default: all)")
+    parser.add_argument("--targets", default="wsc,compile")
+    parser.add_argument("--timeout", type=float, default=600)
+    parser.add_argument("--json", type=Path, help="write the rows here too")
+    args = parser.parse_args()
+    python = ensure_venv(args.venv)
+    work = Path(tempfile.mkdtemp(prefix="cslint-realcode-"))
+    factories = work / "factories.py"
+    factories.write_text(FACTORIES, encoding="utf-8")
+    names = args.only.split(",") if args.only else TARGETS
+    rows = []
+    for target in args.targets.split(","):
+        for name in names:
+            try:
+                row = measure_target(python, factories, name, target, args.timeout)
+            except (RuntimeError, subprocess.TimeoutExpired) as exc:
+                row = {"target": target, "factory": name, "error": str(exc)[:300]}
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    for target in args.targets.split(","):
+        mine = [r for r in rows if r["target"] == target]
+        sites = sum(int(r.get("runtime_sites", 0)) for r in mine)
+        recalled = sum(int(r.get("recalled", 0)) for r in mine)
+        line = sum(int(r.get("same line", 0)) for r in mine)
+        unexecuted = sum(int(r.get("static: path not executed", 0)) for r in mine)
+        wrong = sum(int(r.get("static: wrong", 0)) for r in mine)
+        recall = f"{recalled / sites:.2f}" if sites else "n/a"
+        print(f"{target}: runtime sites {sites}, recalled {recalled} (recall {recall}), same line other family "
+              f"{line}; static-only: path not executed {unexecuted}, wrong {wrong}")
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
