@@ -29,12 +29,15 @@ def module_path(name: str) -> Path | None:
     return None
 
 
-def imported_modules(path: Path, name: str | None = None) -> set[str]:
-    """The cslint modules `path` (the module `name`) imports, relative imports resolved."""
+def imported_modules(path: Path, name: str | None = None, *, on_import: bool = False) -> set[str]:
+    """The cslint modules `path` (the module `name`) imports, relative imports resolved: all of them, or
+    with `on_import` only those importing the module runs (its top-level statements, not function bodies
+    or `if TYPE_CHECKING:`)."""
     name = name or module_name(path)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in tree.body if on_import else ast.walk(tree):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -48,12 +51,14 @@ def imported_modules(path: Path, name: str | None = None) -> set[str]:
 
 
 def reached_from(start: list[Path]) -> dict[str, str]:
-    """Every cslint module reached from `start`, mapped to the module that first imported it."""
+    """Every cslint module reached from `start`, mapped to the module that first imported it: every import
+    of `start`'s modules, and what importing the modules they name imports in turn (a function of another
+    package that imports more when called is not the engine's dependency)."""
     seen: dict[str, str] = {}
     queue = [(module_name(p), p) for p in start]
     while queue:
         importer, path = queue.pop()
-        for target in imported_modules(path):
+        for target in imported_modules(path, on_import=path not in start):
             target_path = module_path(target)
             if target in seen or target_path is None:
                 continue
