@@ -471,9 +471,11 @@ class Session:
         from concurrent.futures import ProcessPoolExecutor  # here: runs that need no workers skip the import
         from multiprocessing import get_context
 
+        from cslint.isolation import isolated_workers
+
         codes = [r.code for r in self.rules]
-        with ProcessPoolExecutor(max_workers=self.jobs, mp_context=get_context("spawn"),
-                                 initializer=_die_with_parent) as pool:
+        with isolated_workers() as start_method, ProcessPoolExecutor(
+                max_workers=self.jobs, mp_context=get_context(start_method), initializer=_die_with_parent) as pool:
             futures = [pool.submit(_check_groups, self.settings, codes, batch, self.profile.enabled)
                        for batch in _batches(tasks, weights, self.jobs)]
             return [out for future in futures for out in future.result()]

@@ -11,12 +11,12 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PRE_COMMIT = [sys.executable, "-m", "pre_commit"]
 
 HELPER = """\
 import torch
@@ -70,10 +70,12 @@ def hook_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return repo
 
 
-def try_repo(hook_repo: Path, project: Path, hook: str, *files: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PRE_COMMIT_HOME": str(hook_repo.parent / "cache"), "PRE_COMMIT_COLOR": "never"}
-    return subprocess.run([*PRE_COMMIT, "try-repo", str(hook_repo), hook, "--files", *files],
-                          cwd=project, env=env, capture_output=True, text=True, timeout=540)
+def try_repo(hook_repo: Path, project: Path, hook: str, *files: str, env: dict[str, str] | None = None,
+             python: list[str] = ()) -> subprocess.CompletedProcess[str]:  # type: ignore[assignment]
+    """`python: ["-P"]` keeps pre-commit itself from importing the project's modules."""
+    env = {**(env or os.environ), "PRE_COMMIT_HOME": str(hook_repo.parent / "cache"), "PRE_COMMIT_COLOR": "never"}
+    command = [sys.executable, *python, "-m", "pre_commit", "try-repo", str(hook_repo), hook, "--files", *files]
+    return subprocess.run(command, cwd=project, env=env, capture_output=True, text=True, timeout=540)
 
 
 def test_hooks_fail_on_bad_code_then_pass_after_fix(hook_repo: Path, tmp_path: Path) -> None:
@@ -101,3 +103,34 @@ def test_hooks_fail_on_bad_code_then_pass_after_fix(hook_repo: Path, tmp_path: P
     git(project, "add", "-A")
     again = try_repo(hook_repo, project, "cslint", "helpers.py")
     assert again.returncode == 0, again.stdout + again.stderr
+
+
+def test_hooks_import_nothing_from_the_repository(hook_repo: Path, tmp_path: Path) -> None:
+    """A repository shipping standard-library names (each leaves a marker when imported): the hooks'
+    runs, in their process and on the server they start, import none of them."""
+    from cslint.server.client import ask
+    from tests.test_security_imports import imported, plant_modules, stdlib_names
+
+    project, markers = tmp_path / "project", tmp_path / "markers"
+    init_repo(project)
+    (project / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    (project / "helpers.py").write_text(HELPER)
+    (project / "model.py").write_text(MODEL)
+    plant_modules(project, markers, stdlib_names())
+    git(project, "add", "-A")
+    env = {k: v for k, v in os.environ.items() if k not in ("CI", "CSLINT_NO_SERVER")}
+    env.update(CSLINT_SERVER_DIR=str(tmp_path / "run"), CSLINT_SERVER_IDLE="300")
+    runs = [try_repo(hook_repo, project, "cslint", "helpers.py", env=env, python=["-P"])]  # starts the server
+    deadline = time.monotonic() + 60
+    while not (up := [s for s in (tmp_path / "run").glob("cslint-*/*.sock") if ask({"kind": "status"}, path=str(s))]):
+        assert time.monotonic() < deadline, "the hook's server did not start"
+        time.sleep(0.2)
+    try:
+        runs += [try_repo(hook_repo, project, "cslint", "helpers.py", env=env, python=["-P"]) for _ in range(2)]
+        status = ask({"kind": "status"}, path=str(up[0]))
+    finally:
+        ask({"kind": "stop"}, path=str(up[0]))
+    assert status is not None and status["served"] == 2, status
+    assert imported(markers) == []
+    for run in runs:
+        assert run.returncode == 1 and "helpers.py:5:8: WSC101" in run.stdout, run.stdout + run.stderr
