@@ -7,6 +7,11 @@ inferred in it, a digest of the content hashes of every file its report depended
 itself. An entry is reused only when all of those hashes still match (see `incremental.py`). A cache
 that cannot be read, of whatever kind of damage, is ignored and rewritten; writes go through a
 temporary file and a rename.
+
+cslint writes and deletes only its own files, and only in a directory that is its own: a real directory
+(not a symbolic link), owned by this user, that cslint created (it holds cslint's `.gitignore`) or found
+empty. A repository that ships `.cslint_cache` as a link to `../elsewhere`, or a `--cache-dir` full of
+other files, gets a one-line warning and a run without the cache; `cslint clean` refuses it.
 """
 
 from __future__ import annotations
@@ -14,7 +19,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
+import re
+import sys
+from contextlib import suppress
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -120,8 +127,19 @@ class Cache:
         self.entries: dict[str, Entry] = {}
         self._loaded: dict[str, tuple[Entry, dict[str, Any]]] = {}  # entries as read, and their JSON
         self.read_ahead = False  # taken from the server's memory, not read from disk
+        self.refused: str | None = None  # why the directory is not cslint's to use
 
     def load(self) -> Cache:
+        try:
+            directory = open_cache_directory(self.directory, create=False)
+        except CacheDirectoryError as exc:
+            self.refused = str(exc)
+            print(f"cslint: warning: not using the cache: {exc}", file=sys.stderr)
+            return self
+        except OSError:
+            return self  # cannot be opened: nothing to read; saving will say whether it can be written
+        if directory is not None:
+            os.close(directory)
         key = os.path.abspath(self.path)
         loaded_paths.append(key)
         signature = _signature(self.path)
@@ -139,20 +157,21 @@ class Cache:
         return self
 
     def save(self) -> None:
+        if self.refused:
+            return
         try:
-            self.directory.mkdir(parents=True, exist_ok=True)
-            ignore = self.directory / ".gitignore"
-            if not ignore.exists():
-                ignore.write_text("# created by cslint\n*\n", encoding="utf-8")
+            directory = open_cache_directory(self.directory, create=True)
+        except OSError:
+            return  # a read-only checkout still gets its report; it just is not cached
+        try:
             payload = {"format": FORMAT, "version": __version__,
                        "files": {path: self._as_json(path, entry) for path, entry in self.entries.items()}}
             text = json.dumps(payload, separators=(",", ":"))  # one call: json.dump encodes piece by piece
-            fd, temporary = tempfile.mkstemp(dir=self.directory, prefix=".tmp-", suffix=".json")
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(text)
-            os.replace(temporary, self.path)
+            _write_new(directory, self.path.name, text)
         except OSError:
-            pass  # a read-only checkout still gets its report; it just is not cached
+            pass
+        finally:
+            os.close(directory)
 
     def read_only(self) -> Cache:
         """A copy to read from that is never saved: for runs over text that is not on disk (overlay.py)."""
@@ -230,14 +249,89 @@ def default_cache_dir(settings: Settings) -> Path:
     return (settings.config_path.parent if settings.config_path else Path.cwd()) / CACHE_DIR_NAME
 
 
+class CacheDirectoryError(OSError):
+    """A cache directory that is not cslint's to write to or delete from; the message says why."""
+
+
+MARKER_NAME = ".gitignore"
+MARKER = "# created by cslint\n*\n"  # written first into a cache directory cslint creates
+_CACHE_FILE = re.compile(r"v[\w.+!-]+-[0-9a-f]+\.json|\.tmp-[\w-]+\.json")
+_NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+
+def open_cache_directory(directory: Path, create: bool) -> int | None:
+    """A descriptor of `directory` once it is known to be cslint's own (see the module's docstring);
+    None when it does not exist and `create` is false. Everything in it is then reached through the
+    descriptor, so a directory swapped for a link afterwards is not followed."""
+    if create:
+        directory.mkdir(parents=True, exist_ok=True)
+    try:
+        fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _NO_FOLLOW)
+    except FileNotFoundError:
+        if create:
+            raise
+        return None
+    except OSError as exc:
+        if os.path.islink(directory):
+            raise CacheDirectoryError(f"{directory} is a symbolic link; cslint keeps its cache only in a "
+                                      "directory it created") from None
+        raise CacheDirectoryError(f"{directory} is not a directory ({exc.strerror})") from None
+    try:
+        found = os.fstat(fd)
+        if found.st_uid != os.geteuid():
+            raise CacheDirectoryError(f"{directory} is owned by another user")
+        if _read_marker(fd) != MARKER:
+            if os.listdir(fd):
+                raise CacheDirectoryError(f"{directory} has other files; cslint keeps its cache only in a "
+                                          "directory it created (choose a new or empty one)")
+            if create:  # an empty directory becomes cslint's
+                _write_new(fd, MARKER_NAME, MARKER)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _read_marker(directory: int) -> str | None:
+    try:
+        fd = os.open(MARKER_NAME, os.O_RDONLY | _NO_FOLLOW, dir_fd=directory)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        return handle.read(len(MARKER) + 1).decode("utf-8", "replace")
+
+
+def _write_new(directory: int, name: str, text: str) -> None:
+    """Write `name` in the directory whole: a new temporary file (never an existing one, nor through a
+    link), renamed over `name`."""
+    temporary = f".tmp-{os.urandom(8).hex()}.json"
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NO_FOLLOW, 0o644, dir_fd=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(temporary, name, src_dir_fd=directory, dst_dir_fd=directory)
+    except BaseException:
+        with suppress(OSError):
+            os.unlink(temporary, dir_fd=directory)
+        raise
+
+
 def clean(directory: Path) -> int:
-    """Remove a cache directory's files; returns how many were removed."""
-    removed = 0
-    if not directory.is_dir():
+    """Remove cslint's files from its cache directory, and the directory once nothing else is in it;
+    returns how many files were removed. Raises CacheDirectoryError for a directory that is not cslint's."""
+    fd = open_cache_directory(directory, create=False)
+    if fd is None:
         return 0
-    for item in directory.iterdir():
-        if item.is_file():
-            item.unlink()
+    try:
+        removed = 0
+        for name in os.listdir(fd):
+            if _CACHE_FILE.fullmatch(name):
+                os.unlink(name, dir_fd=fd)
+                removed += 1
+        if os.listdir(fd) == [MARKER_NAME]:  # nothing of anyone else's is left
+            os.unlink(MARKER_NAME, dir_fd=fd)
+            os.rmdir(directory)
             removed += 1
-    directory.rmdir()
+    finally:
+        os.close(fd)
     return removed
