@@ -16,17 +16,19 @@ import time
 from pathlib import Path
 from typing import Any
 
+from cslint.isolation import keep_repository_off_path
 from cslint.server.address import private_directory
 from cslint.server.client import HEADER_BYTES
 
 IDLE_SECONDS = 900.0
 LOOK_EVERY = 30.0  # seconds between checks that the socket is still this server's
 REAP_EVERY = 0.5  # while children run: how soon a finished one is reaped
-REQUEST_SECONDS = 5.0  # a client that has not sent its request by then is dropped
+REQUEST_SECONDS = 5.0  # a client that has not sent its whole request by then is dropped
 MAX_REQUEST_BYTES = 16 * 1024 * 1024
 
 
 def main(path: str) -> None:
+    keep_repository_off_path()
     address = Path(path)
     if not private_directory(str(address.parent)):
         return
@@ -122,19 +124,19 @@ class Server:
         try:
             if not _same_user(connection):
                 return True
-            connection.settimeout(REQUEST_SECONDS)
-            request, fds = _read_request(connection)
+            request, fds = _read_request(connection, time.monotonic() + REQUEST_SECONDS)
             kind = request.get("kind")
             if kind == "status":
                 self.reap()
-                _answer(connection, {"pid": os.getpid(), "served": self.served, "started": self.started,
+                _answer(connection, {"pid": os.getpid(), "served": self.served, "running": self.children,
+                                     "started": self.started,
                                      "socket": str(self.address), "peak_mb": round(self.children_peak_mb, 1),
                                      "own_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)})
             elif kind == "stop":
                 _answer(connection, {"stopped": os.getpid()})
                 return False
-            elif kind == "check" and len(fds) == 3 and isinstance(request.get("argv"), list):
-                self.fork_check(connection, request, fds)
+            elif kind == "check" and isinstance(request.get("argv"), list):
+                self.fork_check(connection, request)
         except (OSError, ValueError, KeyError, TypeError):
             pass  # a broken or foreign request: drop it, keep serving
         finally:
@@ -142,13 +144,13 @@ class Server:
                 os.close(fd)
         return True
 
-    def fork_check(self, connection: socket.socket, request: dict[str, Any], fds: list[int]) -> None:
+    def fork_check(self, connection: socket.socket, request: dict[str, Any]) -> None:
         if os.fork() == 0:
             from cslint.server.child import run_request
 
             os.close(self.cache_paths)
             os.close(self.lock)
-            run_request(connection, self.listener, request, fds, self.cache_paths_to_server)  # never returns
+            run_request(connection, self.listener, request, self.cache_paths_to_server)  # never returns
         self.served += 1
         self.children += 1
 
@@ -174,21 +176,37 @@ class Server:
         return {line for line in data.decode("utf-8", "surrogateescape").splitlines() if line}
 
 
-def _read_request(connection: socket.socket) -> tuple[dict[str, Any], list[int]]:
+def _read_request(connection: socket.socket, deadline: float) -> tuple[dict[str, Any], list[int]]:
+    """The request, read by `deadline` in all: a client that sends it a byte at a time does not hold the
+    server (which serves one connection at a time) past it."""
+    _wait_until(connection, deadline)
     header, fds, _, _ = socket.recv_fds(connection, HEADER_BYTES, 3)
-    header += _receive(connection, HEADER_BYTES - len(header))
-    length = int(header)
-    if not 0 < length <= MAX_REQUEST_BYTES:
-        raise ValueError("bad request length")
-    request = json.loads(_receive(connection, length).decode("utf-8", "surrogateescape"))
-    if not isinstance(request, dict):
-        raise ValueError("bad request")
+    try:
+        header += _receive(connection, HEADER_BYTES - len(header), deadline)
+        length = int(header)
+        if not 0 < length <= MAX_REQUEST_BYTES:
+            raise ValueError("bad request length")
+        request = json.loads(_receive(connection, length, deadline).decode("utf-8", "surrogateescape"))
+        if not isinstance(request, dict):
+            raise ValueError("bad request")
+    except BaseException:
+        for fd in fds:
+            os.close(fd)
+        raise
     return request, fds
 
 
-def _receive(connection: socket.socket, size: int) -> bytes:
+def _wait_until(connection: socket.socket, deadline: float) -> None:
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise TimeoutError("request too slow")
+    connection.settimeout(left)
+
+
+def _receive(connection: socket.socket, size: int, deadline: float) -> bytes:
     data = b""
     while len(data) < size:
+        _wait_until(connection, deadline)
         chunk = connection.recv(size - len(data))
         if not chunk:
             raise ValueError("request cut short")
