@@ -97,9 +97,14 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("-o", "--output-file", type=Path, help="write the report to this file, not stdout")
     check.add_argument("--add-noqa", action="store_true",
                        help="append `# noqa: CODE` to every line with a finding (to adopt cslint gradually)")
-    check.add_argument("--project-context", action="store_true",
-                       help="also analyse the rest of the project (pyproject.toml's directory) so call chains "
-                            "through files not named resolve; report only the files named")
+    scope = check.add_mutually_exclusive_group()
+    scope.add_argument("--isolated", action="store_true",
+                       help="analyse only the files named, not the rest of their project: a helper traced "
+                            "only from a file not named then goes unchecked")
+    scope.add_argument("--project-context", action="store_true",
+                       help="the default, kept for older hook configurations: the files named are analysed "
+                            "with the rest of their project (the nearest directory above them with "
+                            "pyproject.toml, setup.cfg or .git) and only they are reported")
     check.add_argument("--statistics", action="store_true", help="count findings per rule")
     check.add_argument("--show-chain", action="store_true", help="show why each finding's code is traced")
     check.add_argument("--quiet", "-q", action="store_true", help="print findings only, no summary")
@@ -221,7 +226,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
 
 def run_check(args: argparse.Namespace) -> int:
     from cslint.deep_stack import run_with_deep_stack
-    from cslint.discovery import Skipped, collect_files
+    from cslint.discovery import Skipped, collect_files, import_roots, project_roots
     from cslint.output.escape import escape_text
     from cslint.output import FORMATS, FormatOptions
     from cslint.cache import Cache, default_cache_dir, settings_key
@@ -243,9 +248,11 @@ def run_check(args: argparse.Namespace) -> int:
     buffers = {args.stdin_name: read_stdin()} if args.stdin_name is not None else {}
     skipped: list[Skipped] = []
     with profile.phase("discover files"):
-        files = collect_files(args.paths or [Path(".")], settings, skipped) if not buffers else []
-        context = collect_files([settings.project_root], settings, []) if (args.project_context or buffers) \
-            and settings.project_root and settings.project_root.is_dir() else []
+        named = [args.stdin_name] if buffers else args.paths or [Path(".")]
+        files = collect_files(named, settings, skipped) if not buffers else []
+        given = {safe_resolve(path) for path in named}  # a file is checked in its project, unless --isolated
+        context = [] if args.isolated else \
+            collect_files([root for root in project_roots(named) if root not in given], settings, [])
         settings = with_inferred_target(settings, [*files, *context])
     for note in skipped:
         if not note.named:
@@ -261,7 +268,8 @@ def run_check(args: argparse.Namespace) -> int:
         result = lint_texts(buffers, settings, codes, fix=fixing, unsafe_fixes=settings.unsafe_fixes,
                             cache=cache, context=context, profile=profile)
     else:
-        session = Session(settings, codes, cache=cache, jobs=args.jobs or available_cores(), profile=profile)
+        session = Session(settings, codes, cache=cache, jobs=args.jobs or available_cores(), profile=profile,
+                          roots=import_roots(named))
         result = run_with_deep_stack(lambda: session.run(files, context=context, fix=fixing,
                                                          unsafe_fixes=settings.unsafe_fixes))
     result.errors[:0] = [str(note) for note in skipped if note.named]

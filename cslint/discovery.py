@@ -42,6 +42,41 @@ class Excluder:
         return self.relatives.match(relative) is not None  # type: ignore[union-attr]
 
 
+PROJECT_MARKERS = ("pyproject.toml", "setup.cfg", ".git")
+
+
+def find_project_root(path: Path) -> Path | None:
+    """The project a path belongs to: the nearest directory at or above it holding pyproject.toml,
+    setup.cfg or .git; None when there is none (then only the files named are analysed: walking, say,
+    a home directory or /tmp for context would read anything there)."""
+    start = safe_resolve(path)
+    directory = start if start.is_dir() else start.parent
+    for candidate in (directory, *directory.parents):
+        if any(os.path.lexists(candidate / marker) for marker in PROJECT_MARKERS):
+            return candidate
+    return None
+
+
+def project_roots(paths: list[Path]) -> list[Path]:
+    """The projects of the paths named, each once, in the order first named."""
+    return list(dict.fromkeys(root for root in map(find_project_root, paths) if root is not None))
+
+
+def import_roots(paths: list[Path]) -> list[Path]:
+    """Where imports resolve from (as `sys.path` entries, with their `src/`): each path's project root;
+    for a path in no project, the working directory when the path is inside it, else its directory."""
+    cwd = safe_resolve(Path.cwd())
+    roots = []
+    for path in paths:
+        root = find_project_root(path)
+        if root is None:
+            start = safe_resolve(path)
+            directory = start if start.is_dir() else start.parent
+            root = cwd if directory == cwd or cwd in directory.parents else directory
+        roots.append(root)
+    return list(dict.fromkeys(roots))
+
+
 @dataclass(frozen=True)
 class Skipped:
     """A path not linted, and why. Paths named on the command line are errors; found in a walk, warnings."""

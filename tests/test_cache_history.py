@@ -57,7 +57,7 @@ def _findings(capsys, root: Path, *args: str, cache: bool = True) -> list[tuple[
 def test_a_file_checked_alone_does_not_hide_its_finding_from_later_whole_runs(project, capsys):
     whole = _findings(capsys, project, str(project))
     assert ("pkg/layers.py", 5, "WSC101") in whole
-    _findings(capsys, project, str(project / "pkg" / "layers.py"))
+    _findings(capsys, project, str(project / "pkg" / "layers.py"), "--isolated")
     assert _findings(capsys, project, str(project)) == whole
     assert _findings(capsys, project, str(project / "pkg" / "layers.py"), "--project-context") == \
         [("pkg/layers.py", 5, "WSC101")]

@@ -122,7 +122,7 @@ class CacheAgreesWithNoCache(RuleBasedStateMachine):
         self._run()
 
     @precondition(lambda self: self._present())
-    @rule(data=st.data(), mode=st.sampled_from([(), ("--project-context",)]))
+    @rule(data=st.data(), mode=st.sampled_from([(), ("--project-context",), ("--isolated",)]))
     def one_file(self, data: st.DataObject, mode: tuple[str, ...]) -> None:
         CacheAgreesWithNoCache.steps += 1
         self._run(*mode, on=data.draw(st.sampled_from(self._present())))

@@ -259,7 +259,7 @@ def test_examples_diff_writes_nothing(tmp_path, capsys):
 def test_cli_does_not_import_torch():
     probe = "import sys, cslint.cli; assert 'torch' not in sys.modules"
     subprocess.run([sys.executable, "-c", probe], check=True)
-    check = ("import sys; from cslint.cli import main; code = main(['check', '--quiet', sys.argv[1]]);"
+    check = ("import sys; from cslint.cli import main; code = main(['check', '--quiet', '--isolated', sys.argv[1]]);"
              " assert 'torch' not in sys.modules; sys.exit(0)")
     subprocess.run([sys.executable, "-c", check, str(EXAMPLES)], check=True, capture_output=True)
 

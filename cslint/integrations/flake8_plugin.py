@@ -16,6 +16,7 @@ from typing import Any
 
 from cslint import __version__
 from cslint.config import Settings, load_settings
+from cslint.discovery import find_project_root
 from cslint.integrations.project_cache import project_report
 from cslint.rules import all_rules
 from cslint.runner import SYNTAX_ERROR
@@ -43,7 +44,8 @@ class CslintChecker:
                                 "pyproject.toml)")
         manager.add_option("--cslint-project-root", default=None, parse_from_config=True,
                            help="cslint: directory whose Python files form the project for cross-file call "
-                                "chains (default: pyproject.toml's directory, else the working directory)")
+                                "chains (default: the nearest directory above the file with pyproject.toml, "
+                                "setup.cfg or .git, as for `cslint check`; else the working directory)")
 
     @classmethod
     def parse_options(cls, options: argparse.Namespace) -> None:
@@ -59,7 +61,7 @@ class CslintChecker:
 
     def settings(self, path: Path) -> tuple[Settings, Path]:
         settings = load_settings(self.config, path if path.exists() else Path.cwd())
-        root = self.project_root or (settings.config_path.parent if settings.config_path else Path.cwd())
+        root = self.project_root or find_project_root(path if path.exists() else Path.cwd()) or Path.cwd()
         return settings.with_overrides(
             project_root=root,
             trace_roots=settings.trace_roots + self.trace_roots,

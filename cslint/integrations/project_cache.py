@@ -2,7 +2,8 @@
 
 flake8 (and editors) hand a plugin one file at a time, but a traced chain can start in another file
 (`train.py`'s module calls a helper in `ops.py`). So the first file of a project lints every Python file
-under the project root (the directory of pyproject.toml, else the working directory) and keeps the
+under the project root (the nearest directory with pyproject.toml, setup.cfg or .git: see
+`discovery.find_project_root`) and keeps the
 diagnostics by resolved path; the other files of the same run are then a dictionary look-up. A file whose
 text differs from what was linted (an unsaved editor buffer on stdin, or a file edited since) is linted
 on its own text with the rest of the project as context.
