@@ -6,14 +6,17 @@ Exit codes: 0 no findings, 1 findings remain, 2 usage, configuration or internal
 from __future__ import annotations
 
 import argparse
-import difflib
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from cslint import __version__
+from cslint.check_options import (check_flags, force_excluded, paths_without_python, show_files, show_settings,
+                                  unmatched_trace_roots)
 from cslint.config import ConfigError, Settings, load_settings
+from cslint.report import RunResult
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -84,7 +87,8 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--fix", action="store_true", help="apply safe fixes")
     check.add_argument("--unsafe-fixes", action="store_true", default=None,
                        help="also apply (and show as fixable) unsafe fixes")
-    check.add_argument("--diff", action="store_true", help="print the fixes as a diff; write nothing")
+    check.add_argument("--diff", action="store_true", help="print the fixes as a diff (to -o FILE if given), and "
+                       "a summary on stderr; write nothing; exit 1 when something would change")
     check.add_argument("--select", type=_codes, help="rule codes or prefixes to enable (comma-separated)")
     check.add_argument("--extend-select", type=_codes, help="codes or prefixes to enable on top of select")
     check.add_argument("--ignore", type=_codes, help="codes or prefixes to disable")
@@ -92,8 +96,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="accelerator whose rules, messages and fixes to use (default: wsc; docs/targets.md)")
     check.add_argument("--trace-roots", action="append", metavar="PATTERN",
                        help="glob over qualified names (pkg.mod.Class.method) of extra traced roots")
-    check.add_argument("--output-format", default="text",
-                       choices=["text", "concise", "grouped", "json", "json-lines", "sarif", "github"])
+    check.add_argument("--output-format", choices=["text", "concise", "grouped", "json", "json-lines", "sarif",
+                                                    "github"], help="how findings are reported (default: text)")
     check.add_argument("-o", "--output-file", type=Path, help="write the report to this file, not stdout")
     check.add_argument("--add-noqa", action="store_true",
                        help="append `# noqa: CODE` to every line with a finding (to adopt cslint gradually)")
@@ -105,7 +109,12 @@ def build_parser() -> argparse.ArgumentParser:
                        help="the default, kept for older hook configurations: the files named are analysed "
                             "with the rest of their project (the nearest directory above them with "
                             "pyproject.toml, setup.cfg or .git) and only they are reported")
-    check.add_argument("--statistics", action="store_true", help="count findings per rule")
+    check.add_argument("--statistics", action="store_true", help="count findings per rule (text or json)")
+    check.add_argument("--force-exclude", action="store_true",
+                       help="apply exclude/extend-exclude to files named on the command line too (for pre-commit)")
+    check.add_argument("--show-files", action="store_true", help="list the files that would be checked, and exit")
+    check.add_argument("--show-settings", action="store_true",
+                       help="print the settings that apply (configuration file, options, rules), and exit")
     check.add_argument("--show-chain", action="store_true", help="show why each finding's code is traced")
     check.add_argument("--quiet", "-q", action="store_true", help="print findings only, no summary")
     check.add_argument("--exit-zero", action="store_true", help="exit 0 even when findings remain")
@@ -115,9 +124,10 @@ def build_parser() -> argparse.ArgumentParser:
                        help="parsing work a file may cost before it is reported (WSC004), not analysed "
                             "(default 200000; docs/configuration.md)")
     check.add_argument("--config", type=Path, help="read settings from this file instead of pyproject.toml")
-    check.add_argument("--verify", action="store_true", help="with --fix: keep fixes only if `runtime-targets` "
-                       "lose their runtime findings and keep allclose outputs (needs torch)")
-    check.add_argument("--verify-tolerance", type=float, default=1e-5, help="rtol and atol for --verify")
+    check.add_argument("--verify", action="store_true", help="with --fix: write the fixes only if, run from a "
+                       "temporary copy of the project, `runtime-targets` complete on both backends, lose the "
+                       "runtime finding of every fix and keep allclose outputs; else none (needs torch)")
+    check.add_argument("--verify-tolerance", type=float, help="rtol and atol for --verify (default 1e-5)")
     check.add_argument("--no-cache", action="store_true", default=bool(os.environ.get("CSLINT_NO_CACHE")),
                        help="neither read nor write .cslint_cache/ (also CSLINT_NO_CACHE=1)")
     check.add_argument("--cache-dir", type=Path, help="where the cache lives (default: .cslint_cache/ next to "
@@ -229,26 +239,31 @@ def run_check(args: argparse.Namespace) -> int:
     from cslint.discovery import Skipped, collect_files, import_roots, project_roots
     from cslint.output.escape import escape_text
     from cslint.output import FORMATS, FormatOptions
+    from cslint.output.diff import diff_summary, render_diff
     from cslint.cache import Cache, default_cache_dir, settings_key
     from cslint.incremental import Session
     from cslint.profile import Profile
     from cslint.report import INTERNAL_ERROR
     from cslint.selection import enabled_codes
-    from cslint.sources import ReadError, safe_resolve, write_atomically
+    from cslint.sources import safe_resolve
     from cslint.target_inference import with_inferred_target
 
     started = time.perf_counter()
     profile = Profile(enabled=args.profile)
+    check_flags(args)
     args.stdin_name = stdin_name(args)
     settings = settings_from_args(args)
     codes = enabled_codes(settings)
     fixing = args.fix or args.diff
-    if args.add_noqa and fixing:
-        raise ConfigError("--add-noqa cannot be combined with --fix or --diff")
+    paths = args.paths or [Path(".")]
+    if args.verify or args.verify_tolerance is not None:
+        _check_verify(args, settings)
     buffers = {args.stdin_name: read_stdin()} if args.stdin_name is not None else {}
+    if args.force_exclude and not buffers:
+        paths = [p for p in paths if not force_excluded(p, settings)]
     skipped: list[Skipped] = []
     with profile.phase("discover files"):
-        named = [args.stdin_name] if buffers else args.paths or [Path(".")]
+        named = [args.stdin_name] if buffers else paths
         files = collect_files(named, settings, skipped) if not buffers else []
         given = {safe_resolve(path) for path in named}  # a file is checked in its project, unless --isolated
         context = [] if args.isolated else \
@@ -257,21 +272,39 @@ def run_check(args: argparse.Namespace) -> int:
     for note in skipped:
         if not note.named:
             print(f"cslint: warning: {escape_text(str(note))} (skipped)", file=sys.stderr)
+    if args.show_settings:
+        sys.stdout.write(show_settings(settings, codes, paths[0]))
+        return EXIT_CLEAN
+    if args.show_files:
+        sys.stdout.write(show_files(files))
+        return EXIT_CLEAN
+    for empty in paths_without_python(paths, files) if not buffers else []:
+        print(f"cslint: warning: {empty}: no Python files (nothing checked there)", file=sys.stderr)
+    if args.trace_roots:
+        for pattern in unmatched_trace_roots(args.trace_roots, files + context):
+            print(f"cslint: warning: --trace-roots pattern `{pattern}` matches no function or method of the files "
+                  "checked (patterns match qualified names: pkg.mod.func, pkg.mod.Class.method)", file=sys.stderr)
     with profile.phase("cache read"):
         cache = None if args.no_cache else Cache(args.cache_dir or default_cache_dir(settings),
                                                  settings_key(settings, codes)).load()
     if cache is not None and cache.read_ahead:
         profile.count("cache read ahead by the server")
+
+    def lint(targets: list[Path], fix: bool, with_context: list[Path] = context) -> RunResult:
+        session = Session(settings, codes, cache=cache, jobs=args.jobs or available_cores(), profile=profile,
+                          roots=import_roots(named))
+        return run_with_deep_stack(lambda: session.run(targets, context=with_context, fix=fix,
+                                                       unsafe_fixes=settings.unsafe_fixes))
+
     if buffers:
         from cslint.overlay import lint_texts
 
         result = lint_texts(buffers, settings, codes, fix=fixing, unsafe_fixes=settings.unsafe_fixes,
                             cache=cache, context=context, profile=profile)
+    elif args.verify:
+        result = _verified_fix(args, settings, lint, files)
     else:
-        session = Session(settings, codes, cache=cache, jobs=args.jobs or available_cores(), profile=profile,
-                          roots=import_roots(named))
-        result = run_with_deep_stack(lambda: session.run(files, context=context, fix=fixing,
-                                                         unsafe_fixes=settings.unsafe_fixes))
+        result = lint(files, fixing)
     result.errors[:0] = [str(note) for note in skipped if note.named]
     if args.add_noqa:
         from cslint.noqa_edit import add_noqa
@@ -282,58 +315,45 @@ def run_check(args: argparse.Namespace) -> int:
         for error in result.errors:
             print(f"cslint: error: {error}", file=sys.stderr)
         return EXIT_ERROR if result.errors else EXIT_CLEAN
-    if args.diff:
-        for source in result.changed_files:
-            name = str(source.path)
-            sys.stdout.writelines(difflib.unified_diff(
-                (source.original_text or "").splitlines(keepends=True), source.text.splitlines(keepends=True),
-                fromfile=f"a/{name}", tofile=f"b/{name}"))
-    elif args.fix and buffers:  # as ruff: the fixed text on standard output, the report on standard error
+    fixed_to_stdout = args.fix and not args.diff and bool(buffers)
+    if fixed_to_stdout:  # as ruff: the fixed text on standard output, the report on standard error
         fixed = {s.path: s.notebook.with_python(s.text) if s.notebook else s.text for s in result.changed_files}
         buffers = {name: fixed.get(name, text) for name, text in buffers.items()}
         sys.stdout.write(buffers[args.stdin_name])
         sys.stdout.flush()
-    elif args.fix:
-        if args.verify:
-            from cslint.runtime.verify import verify_fixes
-
-            result.changed_files, notes = verify_fixes(settings, result.changed_files, args.verify_tolerance)
-            for note in notes:
-                print(f"cslint: {note}", file=sys.stderr)
+    elif args.fix and not args.diff:  # as in ruff, --diff shows the fixes and writes nothing, even with --fix
         roots = [safe_resolve(p) for p in (args.paths or [Path(".")])]
         roots += [safe_resolve(settings.project_root)] if settings.project_root else []
-        for source in result.changed_files:
-            try:
-                if not _within(safe_resolve(source.path), roots):
-                    raise ReadError("a symbolic link to a file outside the paths checked; fix not written")
-                write_atomically(source)
-            except (ReadError, OSError) as exc:
-                reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-                result.errors.append(f"{source.path}: cannot write fix: {reason}")
+        _write_fixes(result, lint, files + context, settings.unsafe_fixes, roots)
     place_in_cells(result.diagnostics, buffers)
     options = FormatOptions(show_chain=args.show_chain, unsafe_fixes=settings.unsafe_fixes,
                             statistics=args.statistics, quiet=args.quiet, fix_mode=args.fix)
-    if not args.diff:
-        report = FORMATS[args.output_format](result, options)
-        if settings.target_reason.startswith("inferred") and args.output_format == "text" and not args.quiet:
+    if args.diff:
+        report = render_diff(result)
+        if not args.quiet:
+            print(diff_summary(result, settings.unsafe_fixes), file=sys.stderr)
+    else:
+        report = FORMATS[args.output_format or "text"](result, options)
+        if settings.target_reason.startswith("inferred") and (args.output_format or "text") == "text" \
+                and not args.quiet:
             report = f"target: {settings.target} ({settings.target_reason})\n" + report
-        if args.output_file is None and args.fix and buffers:
-            sys.stderr.write(report)
-        elif args.output_file is not None:
-            try:
-                args.output_file.write_text(report, encoding="utf-8")
-            except OSError as exc:
-                result.errors.append(f"{args.output_file}: cannot write the report: {exc.strerror or exc}")
-        else:
-            sys.stdout.write(report)
+    if args.output_file is not None:
+        try:
+            args.output_file.write_text(report, encoding="utf-8")
+        except OSError as exc:
+            result.errors.append(f"{args.output_file}: cannot write the report: {exc.strerror or exc}")
+    elif fixed_to_stdout:
+        sys.stderr.write(report)
+    else:
+        sys.stdout.write(report)
     for error in result.errors:
         print(f"cslint: error: {escape_text(error)}", file=sys.stderr)
     if args.profile:
         sys.stderr.write(profile.report(time.perf_counter() - started))
     if result.errors or any(d.code == INTERNAL_ERROR for d in result.diagnostics):
         return EXIT_ERROR
-    if args.diff and result.changed_files:
-        return EXIT_FINDINGS
+    if args.diff:
+        return EXIT_FINDINGS if result.changed_files and not args.exit_zero else EXIT_CLEAN
     if result.diagnostics and not args.exit_zero:
         return EXIT_FINDINGS
     return EXIT_CLEAN
@@ -376,6 +396,65 @@ def _within(path: Path, roots: list[Path]) -> bool:
     """Whether `path` (resolved) is one of `roots` or below one: a fix never writes through a symbolic
     link to a file elsewhere."""
     return any(path == root or path.is_relative_to(root) for root in roots)
+def _check_verify(args: argparse.Namespace, settings: Settings) -> None:
+    """`--verify` that cannot verify is a usage error, before anything is linted or written."""
+    from cslint.runtime.verify import usage_error
+
+    if not args.verify:
+        raise ConfigError("--verify-tolerance needs --verify")
+    if not args.fix or args.diff:
+        raise ConfigError("--verify checks fixes before writing them: use it with --fix (not --diff)")
+    problem = usage_error(settings)
+    if problem is not None:
+        raise ConfigError(problem)
+
+
+def _verified_fix(args: argparse.Namespace, settings: Settings, lint: Callable[..., RunResult],
+                  files: list[Path]) -> RunResult:
+    """The fix run when its fixes pass verification, else the plain run (the files stay as they are)."""
+    from cslint.fixed import fixed_findings
+    from cslint.runtime.verify import verify_fixes
+
+    plain = lint(files, False)
+    fixed = lint(files, True)
+    verdict = verify_fixes(settings, fixed.changed_files, fixed_findings(
+        plain.diagnostics, fixed.diagnostics, fixed.changed_files, settings.unsafe_fixes),
+        1e-5 if args.verify_tolerance is None else args.verify_tolerance)
+    for note in verdict.notes:
+        print(f"cslint: {note}", file=sys.stderr)
+    if verdict.kept:
+        return fixed
+    plain.errors = list(dict.fromkeys(plain.errors + fixed.errors))
+    return plain
+
+
+def _write_fixes(result: RunResult, lint: Callable[..., RunResult], project: list[Path], unsafe: bool,
+                 roots: list[Path]) -> None:
+    """Write the fixed files. A file that cannot be written is reported as it is on disk: its findings
+    come from a plain run over it, not from the fixed text that was never written."""
+    from cslint.sources import ReadError, safe_resolve, write_atomically
+
+    unwritten = []
+    for source in result.changed_files:
+        try:
+            if not _within(safe_resolve(source.path), roots):
+                raise ReadError("a symbolic link to a file outside the paths checked; fix not written")
+            write_atomically(source)
+        except (ReadError, OSError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            result.errors.append(f"{source.path}: cannot write fix: {reason}")
+            unwritten.append(source.path)
+    if not unwritten:
+        return
+    from cslint.fixed import fixed_findings
+
+    failed = [s for s in result.changed_files if s.path in unwritten]
+    result.changed_files = [s for s in result.changed_files if s.path not in unwritten]
+    on_disk = lint(unwritten, False, [p for p in project if p not in unwritten])
+    lost = fixed_findings(on_disk.diagnostics, result.diagnostics, failed, unsafe)
+    result.fixed = max(result.fixed - len(lost), 0) if result.changed_files else 0
+    result.diagnostics = [d for d in result.diagnostics if d.path not in unwritten] + on_disk.diagnostics
+    result.errors.extend(e for e in on_disk.errors if e not in result.errors)
 
 
 def run_clean(args: argparse.Namespace) -> int:
@@ -408,12 +487,12 @@ def run_server_command(args: argparse.Namespace) -> int:
 
 
 def run_rule(args: argparse.Namespace) -> int:
-    from cslint.docs import render_rule
+    from cslint.docs import has_fix, render_rule
     from cslint.rules import all_rules, rule_by_code
 
     if args.all or not args.code:
         for rule in all_rules():
-            fix = "fix" if "No fix" not in rule.fix_safety else "   "
+            fix = "fix" if has_fix(rule) else "   "
             print(f"{rule.code}  {fix}  {rule.name:<34} {rule.summary}")
         return EXIT_CLEAN
     rule = rule_by_code(args.code)

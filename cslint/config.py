@@ -91,6 +91,18 @@ def _codes(value: Any, key: str) -> tuple[str, ...]:
     return tuple(v.strip().upper() for v in value)
 
 
+def _rule_codes(value: Any, key: str) -> tuple[str, ...]:
+    """Codes or prefixes that must each name at least one rule (a typo would silently select nothing)."""
+    from cslint.rule_codes import RULE_CODES
+
+    codes = _codes(value, key)
+    known = [code for code, _ in RULE_CODES] + ["WSC001", "WSC002"]
+    unknown = [c for c in codes if c != "ALL" and not any(k.startswith(c) for k in known)]
+    if unknown:
+        raise ConfigError(f"`{key}` names no rule: {', '.join(unknown)} (see `cslint rule --all`)")
+    return codes
+
+
 def _strings(value: Any, key: str) -> tuple[str, ...]:
     if isinstance(value, str):
         value = [value]
@@ -164,17 +176,17 @@ def settings_from_table(table: dict[str, Any], path: Path | None) -> Settings:
     location = f" in {path}" if path else ""
     try:
         if "select" in table:
-            kwargs["select"] = _codes(table["select"], "select")
+            kwargs["select"] = _rule_codes(table["select"], "select")
         if "ignore" in table or "extend-ignore" in table:
-            kwargs["ignore"] = _codes(table.get("ignore", []), "ignore") + \
-                _codes(table.get("extend-ignore", []), "extend-ignore")
+            kwargs["ignore"] = _rule_codes(table.get("ignore", []), "ignore") + \
+                _rule_codes(table.get("extend-ignore", []), "extend-ignore")
         if "extend-select" in table:
-            kwargs["extend_select"] = _codes(table["extend-select"], "extend-select")
+            kwargs["extend_select"] = _rule_codes(table["extend-select"], "extend-select")
         if "per-file-ignores" in table:
             pfi = table["per-file-ignores"]
             if not isinstance(pfi, dict):
                 raise ConfigError("`per-file-ignores` must be a table of pattern = [codes]")
-            kwargs["per_file_ignores"] = {k: _codes(v, f"per-file-ignores.{k}") for k, v in pfi.items()}
+            kwargs["per_file_ignores"] = {k: _rule_codes(v, f"per-file-ignores.{k}") for k, v in pfi.items()}
         if "exclude" in table:
             kwargs["exclude"] = _strings(table["exclude"], "exclude")
         if "extend-exclude" in table:

@@ -20,7 +20,9 @@ def rule_url(code: str) -> str:
 
 
 def has_fix(rule: type[Rule]) -> bool:
-    return "no fix" not in rule.fix_safety.lower()
+    """A rule's `fix_safety` starts with "No fix" when it only reports (a rule with a fix may still say
+    "no fix when ..." about some cases)."""
+    return not rule.fix_safety.lstrip().lower().startswith("no fix")
 
 
 def render_rule(rule: type[Rule]) -> str:

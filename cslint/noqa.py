@@ -6,7 +6,9 @@ import io
 import re
 import tokenize
 
-NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Za-z]+[0-9]*(?:[\s,]+[A-Za-z]+[0-9]*)*))?", re.IGNORECASE)
+# Codes are letters then digits (as in ruff): words after them (`# noqa: E501  keep short`) are a reason.
+NOQA = re.compile(r"#\s*noqa(?P<colon>:\s*(?P<codes>[A-Za-z]+[0-9]+(?:[\s,]+[A-Za-z]+[0-9]+)*)?)?",
+                  re.IGNORECASE)
 ALL = frozenset({"*"})
 
 
@@ -26,6 +28,8 @@ def noqa_lines(source: str) -> dict[int, frozenset[str]]:
         if match is None:
             continue
         codes = match.group("codes")
+        if match.group("colon") and not codes:
+            continue  # a directive with a colon and no code (only a reason) suppresses nothing, as in ruff
         found[token.start[0]] = ALL if not codes else frozenset(
             c.upper() for c in re.split(r"[\s,]+", codes) if c)
     return found

@@ -44,7 +44,11 @@ def with_noqa(line: str, codes: Iterable[str], comment_column: int | None = None
     match = NOQA.search(body, comment_column) if comment_column is not None else None
     if match is not None:
         existing = match.group("codes")
-        if existing is None:  # a bare `# noqa` already suppresses everything
+        if existing is None and match.group("colon"):  # a colon and only a reason: it suppresses nothing
+            rest = body[match.end():].lstrip()
+            return body[: match.start()] + f"# noqa: {', '.join(sorted(set(codes)))}" + (f"  {rest}" if rest else "") \
+                + newline
+        if existing is None:  # a bare directive already suppresses everything
             return line
         written = [c for c in re.split(r"[\s,]+", existing) if c]
         merged = written + sorted(set(codes) - {c.upper() for c in written})

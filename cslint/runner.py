@@ -24,7 +24,7 @@ from cslint.rules import Finding, Fix, Rule, all_rules
 from cslint.rules.base import module_level_alias
 from cslint.rules.noqa_usage import UNUSED_NOQA, removal_fix, unused_noqa
 from cslint.selection import ignored_for_file
-from cslint.sources import (ReadError, SourceFile, TooLarge, for_parser, keep_final_newline, parse,
+from cslint.sources import (ReadError, SourceFile, TooLarge, UndecodableError, for_parser, keep_final_newline, parse,
                              parse_unvalidated, python_refuses, read_source)
 from cslint.targets import get_target
 
@@ -84,6 +84,10 @@ class Linter:
             except TooLarge as exc:  # a finding for the file, not an error of the run
                 source = SourceFile(path, "", original_text="", syntax_error=(1, 1, str(exc)),
                                     problem_code=NOT_ANALYSED)
+            except UndecodableError as exc:  # reported like a syntax error, as Python reports it
+                result.diagnostics.append(Diagnostic(path, exc.line, 1, exc.line, 2, SYNTAX_ERROR,
+                                                     f"cannot decode the file: {exc}"))
+                continue
             except ReadError as exc:
                 result.errors.append(f"{path}: {exc}")
                 continue

@@ -90,6 +90,15 @@ def read_regular(path: Path | str, max_bytes: int | None = None) -> tuple[bytes,
         os.close(fd)
 
 
+class UndecodableError(ReadError):
+    """The file was read but its bytes are not text in its encoding: a finding about the file (as Python's
+    own SyntaxError for it), not a failure to read it."""
+
+    def __init__(self, message: str, line: int) -> None:
+        super().__init__(message)
+        self.line = line
+
+
 @dataclass
 class SourceFile:
     path: Path
@@ -148,8 +157,9 @@ def _read_disk(path: Path, max_bytes: int | None) -> SourceFile:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as exc:
         if "invalid or missing" in str(exc.msg):
-            raise ReadError("not valid utf-8, and no PEP 263 encoding declaration says what it is") from None
-        raise ReadError(f"bad encoding declaration: {exc.msg}") from None
+            raise UndecodableError("not valid utf-8, and no PEP 263 encoding declaration says what it is",
+                                   _undecodable_line(data, "utf-8")) from None
+        raise UndecodableError(f"bad encoding declaration: {exc.msg}", _cookie_line(data)) from None
     digest = content_hash(data)
     bom = data.startswith(b"\xef\xbb\xbf")
     if bom:
@@ -158,7 +168,9 @@ def _read_disk(path: Path, max_bytes: int | None) -> SourceFile:
     try:
         text = data.decode(encoding)
     except (UnicodeDecodeError, LookupError) as exc:
-        raise ReadError(f"not valid {encoding}: {exc.reason if hasattr(exc, 'reason') else exc}") from None
+        line = data.count(b"\n", 0, exc.start) + 1 if isinstance(exc, UnicodeDecodeError) else _cookie_line(data)
+        raise UndecodableError(f"not valid {encoding}: {exc.reason if hasattr(exc, 'reason') else exc}",
+                               line) from None
     return SourceFile(path=path, text=text, encoding=encoding, bom=bom, mtime_ns=mtime, original_text=text,
                       digest=digest)
 
@@ -169,6 +181,20 @@ def keep_final_newline(original: str | None, new: str) -> str:
     if original and original.endswith("\r") and new and not new.endswith(("\r", "\n")):
         return new + "\r"
     return new
+
+
+def _undecodable_line(data: bytes, encoding: str) -> int:
+    try:
+        data.decode(encoding)
+    except UnicodeDecodeError as exc:
+        return data.count(b"\n", 0, exc.start) + 1
+    return 1
+
+
+def _cookie_line(data: bytes) -> int:
+    """The line of the PEP 263 encoding declaration (the first or the second)."""
+    lines = data.split(b"\n", 2)
+    return 2 if len(lines) > 1 and b"coding" in lines[1] and b"coding" not in lines[0] else 1
 
 
 def for_parser(text: str) -> str:

@@ -268,3 +268,16 @@ def test_console_script_runs(project):
     result = subprocess.run([sys.executable, "-m", "cslint", "check", str(project / "good.py")],
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
+
+
+def test_a_fix_that_cannot_be_written_is_reported_as_on_disk(project, capsys, monkeypatch):
+    from cslint.sources import ReadError
+
+    def refuse(source):
+        raise ReadError("file changed on disk since it was read; not overwritten")
+    monkeypatch.setattr("cslint.sources.write_atomically", refuse)
+    code, out, err = _run(capsys, "check", "--fix", "--no-cache", str(project))
+    assert (project / "bad.py").read_text() == BAD
+    assert "cannot write fix" in err and code == 2
+    assert f"{project / 'bad.py'}:7:12: WSC101" in out  # the finding on disk, not the fixed text's report
+    assert "Fixed" not in out and "All checks passed" not in out

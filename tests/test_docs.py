@@ -66,3 +66,20 @@ def test_rule_code_list_is_current() -> None:
     generator = _generator()
     assert generator.CODES_FILE.read_text(encoding="utf-8") == generator.expected_codes_module(), \
         f"cslint/rule_codes.py is stale; {REGENERATE}"
+
+
+def test_rule_pages_say_whether_the_rule_has_a_fix(lint) -> None:
+    """"Report only" or "has an autofix" on a rule's page (and in `cslint rule --all`) is true of the rule's
+    own examples: a rule documented without a fix never offers one, and WSC301 (a safe fix) is not
+    "report only"."""
+    from cslint.docs import has_fix, render_rule_page
+    from cslint.rules import all_rules, rule_by_code
+
+    wsc301 = rule_by_code("WSC301")
+    assert wsc301 is not None and has_fix(wsc301) and "has an autofix" in render_rule_page(wsc301)
+    for rule in all_rules():  # a fix may depend on settings (WSC701: the target), so only one way round
+        offered = [d for code in rule.INVALID for d in lint(code, select=(rule.code,))
+                   if d.code == rule.code and d.fix is not None]
+        if offered:
+            assert has_fix(rule), f"{rule.code} offers a fix on its examples but is documented as report only"
+        assert ("has an autofix" if has_fix(rule) else "report only") in render_rule_page(rule)

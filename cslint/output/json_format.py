@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from cslint.output.statistics import statistics_rows
 from cslint.report import Diagnostic, RunResult
 
 if TYPE_CHECKING:
@@ -28,4 +29,8 @@ def diagnostic_dict(d: Diagnostic) -> dict[str, Any]:
 
 
 def render(result: RunResult, options: FormatOptions) -> str:
+    if options.statistics:  # as ruff's `--statistics --output-format json`
+        rows = [{"code": code, "name": name, "count": count, "fixable": fixable}
+                for code, name, count, fixable in statistics_rows(result)]
+        return json.dumps(rows, indent=2) + "\n"
     return json.dumps([diagnostic_dict(d) for d in result.diagnostics], indent=2) + "\n"

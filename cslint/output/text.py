@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import TYPE_CHECKING
 
 from cslint.output.escape import escape_text
+from cslint.output.statistics import statistics_rows
 from cslint.report import Diagnostic, RunResult
 
 if TYPE_CHECKING:
@@ -60,16 +60,8 @@ def _summary(result: RunResult, options: FormatOptions) -> list[str]:
 
 
 def statistics(result: RunResult) -> list[str]:
-    counts = Counter(d.code for d in result.diagnostics)
-    messages: dict[str, str] = {}
-    fixable = Counter(d.code for d in result.diagnostics if d.fix is not None)
-    from cslint.rules import rule_by_code
-
-    for code in counts:
-        rule = rule_by_code(code)
-        messages[code] = rule.name if rule else ENGINE_NAMES.get(code, "internal-error")
-    return [f"{counts[c]:>5}  {c}  [{'*' if fixable[c] else ' '}] {messages[c]}"
-            for c in sorted(counts, key=lambda c: (-counts[c], c))]
+    return [f"{count:>5}  {code}  [{'*' if fixable else ' '}] {name}"
+            for code, name, count, fixable in statistics_rows(result)]
 
 
 def render(result: RunResult, options: FormatOptions) -> str:
@@ -93,6 +85,8 @@ def render(result: RunResult, options: FormatOptions) -> str:
 
 
 def render_concise(result: RunResult, options: FormatOptions) -> str:
+    if options.statistics:
+        return render(result, options)
     lines = [_header(d, options.unsafe_fixes) for d in result.diagnostics]
     if options.show_chain:
         lines = [f"{line} [traced: {escape_text(' -> '.join(d.chain))}]" for line, d in zip(lines, result.diagnostics)]

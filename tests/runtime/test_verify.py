@@ -1,8 +1,14 @@
-"""`cslint check --fix --verify`: a tensor-branch fix is kept when the runtime agrees; a wrong one is rolled back."""
+"""`cslint check --fix --verify`: all fixes or none, verified from a copy of the project; the exit code and
+the findings printed describe the files on disk."""
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
 import textwrap
+import time
 from pathlib import Path
 
 import libcst as cst
@@ -12,7 +18,7 @@ pytest.importorskip("torch")
 
 from cslint.cli import main as cslint_main  # noqa: E402
 from cslint.runtime import RuntimeReport, check  # noqa: E402
-from cslint.runtime.verify import outputs_differ  # noqa: E402
+from cslint.runtime.verify import incomplete, original_lines, outputs_differ  # noqa: E402
 
 MODEL = textwrap.dedent('''
     import torch
@@ -37,24 +43,52 @@ MODEL = textwrap.dedent('''
         return Gate().to(device), [torch.randn(3, 6, device=device) * 3 for _ in range(2)]
 ''').lstrip()
 
+UNREACHED = textwrap.dedent('''
+
+    class Unused(nn.Module):
+        def forward(self, x):
+            if x.sum() > 0:
+                y = x + 1
+            else:
+                y = x - 1
+            return y
+''')
+
+# A target that records the text of the user's own model.py each time it runs (in the verification's copy).
+SPY = textwrap.dedent('''
+
+    import os as _os
+    with open(_os.environ["CSLINT_TEST_SPY"], "a") as _log:
+        _log.write(repr(open(_os.environ["CSLINT_TEST_USER_FILE"]).read()) + "\\n")
+''')
+
+
+def _in_process(target: str, backends: tuple[str, ...] = ("lazy",), **kwargs: object) -> RuntimeReport:
+    return check(target, backends, outputs=True, isolate=False)  # the child process costs seconds per run
+
 
 @pytest.fixture
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (tmp_path / "pyproject.toml").write_text('[tool.cslint]\nruntime-targets = ["model.py:target"]\n')
     (tmp_path / "model.py").write_text(MODEL)
-
-    def check_here(target: str, backends: tuple[str, ...] = ("lazy",), **kwargs: object) -> RuntimeReport:
-        return check(target, backends, outputs=True, isolate=False)  # the child process costs seconds per run
-    monkeypatch.setattr("cslint.runtime.verify.check", check_here)
+    monkeypatch.setattr("cslint.runtime.verify.check", _in_process)
     return tmp_path
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = cslint_main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
 
 
 def test_verified_fix_is_kept(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     before = check(f"{project / 'model.py'}:target", ("lazy",), isolate=False)
     assert [f.code for f in before.findings] == ["WSC101"]
-    cslint_main(["check", str(project / "model.py"), "--fix", "--verify"])
+    code, out, err = _run(capsys, "check", str(project / "model.py"), "--fix", "--verify")
+    assert code == 0
     assert "torch.where" in (project / "model.py").read_text()
-    assert "runtime findings 1 -> 0, outputs allclose; fixes kept" in capsys.readouterr().err
+    assert "runtime findings 1 -> 0, outputs allclose on both backends; fixes kept" in err
+    assert "Fixed 1 finding in 1 file." in out
     assert check(f"{project / 'model.py'}:target", ("lazy",), isolate=False).findings == []
 
 
@@ -66,9 +100,134 @@ def test_wrong_fix_is_rolled_back(project: Path, monkeypatch: pytest.MonkeyPatch
         return cst.Call(func=cst.Attribute(value=cst.Name(torch), attr=cst.Name("where")),
                         args=[cst.Arg(test), cst.Arg(b), cst.Arg(a)])  # deliberately wrong: branches swapped
     monkeypatch.setattr(where, "_where", swapped)
-    cslint_main(["check", str(project / "model.py"), "--fix", "--verify"])
+    code, out, err = _run(capsys, "check", str(project / "model.py"), "--fix", "--verify")
     assert (project / "model.py").read_text() == MODEL
-    assert "fixes rolled back" in capsys.readouterr().err
+    assert "no fix written: model.py:target: the outputs changed" in err
+    assert code == 1 and "Fixed" not in out
+
+
+def test_fixed_code_that_fails_to_import_is_rolled_back_and_exit_code_is_true(
+        project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    only_when_fixed = '\nif "torch." + "where(" in open(__file__).read():  # only the fixed text has it\n'
+    fails = '    raise ImportError("the fixed code cannot be imported")\n'
+    (project / "model.py").write_text(MODEL + only_when_fixed + fails)
+    original = (project / "model.py").read_text()
+    code, out, err = _run(capsys, "check", str(project / "model.py"), "--fix", "--verify")
+    assert (project / "model.py").read_text() == original
+    assert "the runtime run after fixing did not complete" in err and "cannot be imported" in err
+    assert code == 1
+    assert "Fixed" not in out and "All checks passed" not in out
+    assert f"{project / 'model.py'}:12:12: WSC101" in out  # the line on disk, not a line of unwritten text
+
+
+def test_fix_the_runtime_never_reached_is_not_kept(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (project / "model.py").write_text(MODEL + UNREACHED)
+    original = (project / "model.py").read_text()
+    code, out, err = _run(capsys, "check", str(project / "model.py"), "--fix", "--verify")
+    assert (project / "model.py").read_text() == original  # all or nothing: Gate's verified fix goes too
+    unseen = [line for line in err.splitlines() if "never saw" in line]
+    assert len(unseen) == 1 and "model.py:25 WSC101" in unseen[0]
+    assert code == 1 and out.count("WSC101") == 2
+
+
+def test_the_users_file_is_never_written_while_verifying(project: Path, monkeypatch: pytest.MonkeyPatch,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    (project / "model.py").write_text(MODEL + SPY)
+    original = (project / "model.py").read_text()
+    spy = project / "spy.log"
+    monkeypatch.setenv("CSLINT_TEST_SPY", str(spy))
+    monkeypatch.setenv("CSLINT_TEST_USER_FILE", str(project / "model.py"))
+    code, _, _ = _run(capsys, "check", str(project / "model.py"), "--fix", "--verify")
+    seen = spy.read_text().splitlines()
+    assert len(seen) >= 2 and all(eval(text) == original for text in seen)
+    assert code == 0 and "torch.where" in (project / "model.py").read_text()
+
+
+def test_an_edit_made_during_verification_is_not_overwritten(project: Path, monkeypatch: pytest.MonkeyPatch,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    user_file = project / "model.py"
+    stat = user_file.stat()
+    runs = []
+
+    def edit_while_running(target: str, backends: tuple[str, ...] = ("lazy",), **kwargs: object) -> RuntimeReport:
+        runs.append(target)
+        if len(runs) == 2:  # the user saves an edit; the modification time is kept (as `cp -p` would)
+            user_file.write_text(MODEL.replace("h * 2", "h * 3"))
+            os.utime(user_file, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+        return _in_process(target, backends)
+    monkeypatch.setattr("cslint.runtime.verify.check", edit_while_running)
+    code, _, err = _run(capsys, "check", str(user_file), "--fix", "--verify")
+    assert user_file.read_text() == MODEL.replace("h * 2", "h * 3")
+    assert "changed on disk" in err and code == 1
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--verify"], "use it with --fix"),
+    (["--verify", "--diff"], "use it with --fix"),
+    (["--verify-tolerance", "1e-3"], "--verify-tolerance needs --verify"),
+])
+def test_verify_without_fix_is_a_usage_error(project: Path, capsys: pytest.CaptureFixture[str],
+                                             argv: list[str], message: str) -> None:
+    code, out, err = _run(capsys, "check", str(project / "model.py"), *argv)
+    assert code == 2 and message in err and out == ""
+    assert (project / "model.py").read_text() == MODEL
+
+
+def test_verify_without_runtime_targets_is_a_usage_error(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (project / "pyproject.toml").write_text("[tool.cslint]\n")
+    code, out, err = _run(capsys, "check", str(project / "model.py"), "--fix", "--verify")
+    assert code == 2 and "--verify needs `runtime-targets`" in err and out == ""
+    assert (project / "model.py").read_text() == MODEL
+
+
+def test_verify_without_torch_is_a_usage_error(project: Path, monkeypatch: pytest.MonkeyPatch,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr("cslint.runtime.verify.torch_available", lambda: False)
+    code, out, err = _run(capsys, "check", str(project / "model.py"), "--fix", "--verify")
+    assert code == 2 and "needs PyTorch" in err and out == ""
+    assert (project / "model.py").read_text() == MODEL
+
+
+def test_kill_during_verification_leaves_the_users_file_untouched(tmp_path: Path) -> None:
+    """A real run in child processes: the target's second run (the fixed code) signals and waits; the
+    whole cslint process group is then killed with SIGKILL."""
+    waiting = tmp_path / "waiting"
+    (tmp_path / "pyproject.toml").write_text('[tool.cslint]\nruntime-targets = ["model.py:target"]\n')
+    (tmp_path / "model.py").write_text(MODEL + textwrap.dedent(f'''
+
+        import time as _time
+        if "torch." + "where(" in open(__file__).read():  # only the fixed text has it
+            open({str(waiting)!r}, "w").close()
+            _time.sleep(120)
+    '''))
+    original = (tmp_path / "model.py").read_text()
+    env = dict(os.environ, CSLINT_NO_CACHE="1", CSLINT_NO_SERVER="1")
+    process = subprocess.Popen([sys.executable, "-m", "cslint", "check", "model.py", "--fix", "--verify"],
+                               cwd=tmp_path, env=env, start_new_session=True,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 240
+        while not waiting.exists() and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert waiting.exists(), "the fixed code never ran"
+        assert (tmp_path / "model.py").read_text() == original
+    finally:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    assert (tmp_path / "model.py").read_text() == original
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".cslint-tmp")]
+
+
+def test_incomplete_runs_prove_nothing() -> None:
+    assert incomplete(RuntimeReport("t")) is None
+    assert "fails here" in (incomplete(RuntimeReport("t", error="Traceback...\nValueError: fails here")) or "")
+    stopped = RuntimeReport("t", notes=["lazy backend could not run this step (RuntimeError: no op)"])
+    assert "lazy backend could not run" in (incomplete(stopped) or "")
+
+
+def test_original_lines_follow_inserted_and_replaced_lines() -> None:
+    back = original_lines("a\nb\nc\n", "import torch\na\nB\nc\n")
+    assert list(back(2)) == [1] and list(back(3)) == [2] and list(back(4)) == [3]
 
 
 def test_outputs_differ_uses_the_tolerance() -> None:
