@@ -268,6 +268,8 @@ def run_check(args: argparse.Namespace) -> int:
         given = {safe_resolve(path) for path in named}  # a file is checked in its project, unless --isolated
         context = [] if args.isolated else \
             collect_files([root for root in project_roots(named) if root not in given], settings, [])
+        unreadable = {note.path for note in skipped if note.named}  # reported once, as named, not again as context
+        context = [path for path in context if str(path) not in unreadable]
         settings = with_inferred_target(settings, [*files, *context])
     for note in skipped:
         if not note.named:

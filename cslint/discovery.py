@@ -49,12 +49,20 @@ def find_project_root(path: Path) -> Path | None:
     """The project a path belongs to: the nearest directory at or above it holding pyproject.toml,
     setup.cfg or .git; None when there is none (then only the files named are analysed: walking, say,
     a home directory or /tmp for context would read anything there)."""
-    start = safe_resolve(path)
-    directory = start if start.is_dir() else start.parent
+    directory = _directory_of(path)
     for candidate in (directory, *directory.parents):
         if any(os.path.lexists(candidate / marker) for marker in PROJECT_MARKERS):
             return candidate
     return None
+
+
+def _directory_of(path: Path) -> Path:
+    """The path itself when it is a directory, else the directory holding it."""
+    start = safe_resolve(path)
+    try:
+        return start if start.is_dir() else start.parent
+    except OSError:  # inside a directory we may not search: the path's own error is reported when it is read
+        return start.parent
 
 
 def project_roots(paths: list[Path]) -> list[Path]:
@@ -70,8 +78,7 @@ def import_roots(paths: list[Path]) -> list[Path]:
     for path in paths:
         root = find_project_root(path)
         if root is None:
-            start = safe_resolve(path)
-            directory = start if start.is_dir() else start.parent
+            directory = _directory_of(path)
             root = cwd if directory == cwd or cwd in directory.parents else directory
         roots.append(root)
     return list(dict.fromkeys(roots))
@@ -133,6 +140,8 @@ def _walk(top: str, top_real: str, excluded: Excluder, seen: set[str], found: li
             skipped.append(Skipped(directory, f"cannot read directory: {exc.strerror or exc}; its files are not "
                                               "linted", directory == top))
             continue
+        if directory != top and any(entry.name == "pyvenv.cfg" for entry in entries):
+            continue  # a virtual environment (installed packages, not the project's code), whatever `exclude` says
         subdirs = []
         temp_names = []
         for entry in entries:
