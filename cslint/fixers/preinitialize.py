@@ -378,11 +378,25 @@ def _loop_names(chain: tuple[cst.CSTNode, ...], method: cst.FunctionDef) -> tupl
             it = it.args[1].value  # `for p in filter(lambda p: p.grad is not None, group["params"])`
         if isinstance(it, cst.Subscript) and isinstance(it.value, cst.Name) and string_key(it) == "params":
             group = it.value.value
-            outer = [n for n in chain[:i] if isinstance(n, cst.For) and isinstance(n.target, cst.Name)
-                     and n.target.value == group and path_key(n.iter) == "self.param_groups"]
+            outer = [n for n in chain[:i] if isinstance(n, cst.For) and _group_loop_target(n) == group]
             if outer or group in params:
                 return group, node.target.value, i
     raise CannotFix("the guard is not inside a loop over group['params']")
+
+
+def _group_loop_target(loop: cst.For) -> str | None:
+    """The group name of `for group in self.param_groups`, or of `for group, base_lr in
+    zip(self.param_groups, self.base_lrs)` (the other names are not the guard's to read: if it reads
+    them, preinitialize cannot bind them and offers no fix)."""
+    if isinstance(loop.target, cst.Name) and path_key(loop.iter) == "self.param_groups":
+        return loop.target.value
+    it = loop.iter
+    if isinstance(loop.target, (cst.Tuple, cst.List)) and loop.target.elements and \
+            isinstance(loop.target.elements[0].value, cst.Name) and isinstance(it, cst.Call) and \
+            dotted_name(it.func) == "zip" and it.args and not it.args[0].star and \
+            path_key(it.args[0].value) == "self.param_groups":
+        return loop.target.elements[0].value.value
+    return None
 
 
 def _guard_plan(guard: cst.If, chain: tuple[cst.CSTNode, ...], method: cst.FunctionDef, torch_name: str,
@@ -437,7 +451,7 @@ def _guard_plan(guard: cst.If, chain: tuple[cst.CSTNode, ...], method: cst.Funct
             needed |= _names_read(stmt)
     locals_bound = {param, group, "self", *grad_aliases} | set().union(*(b for s, b in bindings if s in chosen),
                                                                         set())
-    method_locals = _all_bound(method)
+    method_locals = _all_bound(method) - _all_bound(guard)  # the guard's own loops bind their names
     missing = (needed & method_locals) - locals_bound
     if missing:
         raise CannotFix(f"the guard reads {', '.join(sorted(missing))}, bound in a way preinitialize cannot copy")
@@ -468,8 +482,9 @@ def _guard_plan(guard: cst.If, chain: tuple[cst.CSTNode, ...], method: cst.Funct
     plan.replacements.append((guard, _without_guard(guard, aliases)))
 
 
-def _all_bound(method: cst.FunctionDef) -> set[str]:
-    names = {p.name.value for p in (*method.params.params, *method.params.kwonly_params)}
+def _all_bound(method: cst.FunctionDef | cst.If) -> set[str]:
+    names = {p.name.value for p in (*method.params.params, *method.params.kwonly_params)} \
+        if isinstance(method, cst.FunctionDef) else set()
 
     class Binder(cst.CSTVisitor):
         def visit_AssignTarget(self, n: cst.AssignTarget) -> None:

@@ -151,6 +151,9 @@ def step(self):
         "guard): once preinitialize() has created the state that flag would always be False, so it is kept "
         "as `state[\"step\"] == 0` on a counter the guard created at 0 and the step increments after reading "
         "the flag (a tensor test, which WSC101 then reports); without such a counter there is no fix."
+        " The group loop may be `for group in self.param_groups` or `for group, x in "
+        "zip(self.param_groups, ...)` (the guard must not read `x`); the guard may fill state in a loop of "
+        "its own (a dict of buffers, one per coefficient)."
         " No fix when the guard sits outside the `for group ...: for p in group['params']:` loop nest of "
         "the class's own methods, or the class has no `__init__`."
     )
