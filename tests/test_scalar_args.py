@@ -119,3 +119,37 @@ def test_table_matches_installed_torch() -> None:
     assert _derive_from_installed_torch() == NUMBER_PARAMS
     assert NUMBER_PARAMS["add_"] == {"alpha"} and NUMBER_PARAMS["addcdiv_"] == {"value"}
     assert "clamp" not in NUMBER_PARAMS  # clamp(min=Tensor) exists
+
+
+FILLS = """
+import torch
+from torch import nn
+
+class Gate(nn.Module):
+    def forward(self, x, lr, n: int = 4):
+        scale = x.abs().mean() * lr
+        a = torch.full_like(x, scale)
+        b = x.new_full((n, 3), scale)
+        c = torch.full_like(x, fill_value=scale, dtype=torch.float32)
+        d = torch.full_like(x, 0.5)
+        return a + b.sum() + c + d
+"""
+
+
+def test_a_tensor_fill_value_is_added_to_zeros(lint, fix) -> None:
+    assert codes(lint(FILLS, select=("WSC401",))) == [("WSC401", 7), ("WSC401", 8), ("WSC401", 9)]
+    fixed = fix(FILLS)
+    assert "a = torch.zeros_like(x).add_(scale)" in fixed
+    assert "b = x.new_zeros((n, 3)).add_(scale)" in fixed
+    assert "c = torch.zeros_like(x, dtype=torch.float32).add_(scale)" in fixed
+    assert "d = torch.full_like(x, 0.5)" in fixed  # a Python number is what full_like takes
+
+
+def test_filled_from_zeros_gives_the_same_tensor() -> None:
+    torch = pytest.importorskip("torch")
+    x = torch.randn(3, 4)
+    for scale in (0.1, torch.tensor(0.1), torch.tensor(0.1, dtype=torch.float64), 3):
+        expected = torch.full_like(x, float(scale))
+        actual = torch.zeros_like(x).add_(scale)
+        assert actual.dtype == expected.dtype and torch.equal(actual, expected)
+        assert torch.equal(x.new_zeros((2, 3)).add_(scale), x.new_full((2, 3), float(scale)))

@@ -69,3 +69,25 @@ def fold_scalar_argument(call: cst.Call, op: str, is_method: bool, ctx: RuleCont
     args[-1] = args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
     new_call = call.with_changes(args=args)
     return Fix("safe", f"move `{keyword}=` into the tensor operand", [(call, new_call)], imports=imports)
+
+
+# ops whose fill value is a Python number: {op: {called as a method?: index of the positional fill value}}
+POSITIONAL_FILL = {"full_like": {False: 1}, "new_full": {True: 1}}
+ZEROS = {"full_like": "zeros_like", "new_full": "new_zeros"}
+
+
+def fill_from_zeros(call: cst.Call, op: str, fill: cst.Arg) -> Fix | None:
+    """`torch.full_like(x, s, **kw)` -> `torch.zeros_like(x, **kw).add_(s)` (and `new_full` -> `new_zeros`):
+    the same values in the same dtype, with `s` a tensor operand instead of a number read while tracing."""
+    func = call.func
+    if op not in ZEROS or not isinstance(func, cst.Attribute) or any(a.star for a in call.args):
+        return None
+    rest = [a for a in call.args if a is not fill]
+    if not rest:
+        return None
+    rest[-1] = rest[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+    zeros = call.with_changes(func=func.with_changes(attr=cst.Name(ZEROS[op])), args=rest, lpar=[], rpar=[])
+    added = cst.Call(func=cst.Attribute(zeros, cst.Name("add_")), args=[cst.Arg(fill.value)],
+                     lpar=call.lpar, rpar=call.rpar)
+    return Fix("safe", f"Fill by adding the tensor to zeros: `{cst.Module([]).code_for_node(added)}`",
+               [(call, added)])

@@ -6,7 +6,7 @@ import libcst as cst
 
 from cslint.analysis.kinds import Tag
 from cslint.analysis.number_params import NUMBER_PARAMS
-from cslint.fixers.scalar_args import fold_scalar_argument
+from cslint.fixers.scalar_args import POSITIONAL_FILL, fill_from_zeros, fold_scalar_argument
 from cslint.rules.base import Rule, RuleContext
 
 
@@ -47,7 +47,10 @@ for p in group["params"]:
         "Safe for add/sub (`alpha`), addcdiv/addcmul (`value`) and their `_foreach_` forms: the scale "
         "multiplies the operand instead (the last bit of a fused multiply-add may round differently). "
         "Other parameters (`beta` of addmm, `p` of dropout, ...) are reported without a fix. Arguments "
-        "built only from Python hyperparameters (`alpha=1 - beta1`) are never reported."
+        "built only from Python hyperparameters (`alpha=1 - beta1`) are never reported. A tensor fill value "
+        "of `torch.full_like(x, s)` / `x.new_full(size, s)` (positional or `fill_value=`) becomes "
+        "`torch.zeros_like(x).add_(s)` / `x.new_zeros(size).add_(s)`: safe, the same values and dtype "
+        "(zero plus `s`, rounded to the tensor's dtype as the fill was)."
     )
     VALID = [
         """
@@ -98,6 +101,8 @@ class Adam(Optimizer):
                 step_size = group["lr"] / (1 - beta1)
                 p.addcdiv_(exp_avg, exp_avg_sq.sqrt().add_(group["eps"]), value=-step_size)  # expect: WSC401
                 p.add_(p, alpha=-group["lr"] * group["weight_decay"])  # expect: WSC401
+                step = torch.full_like(p, step_size)  # expect: WSC401
+                p.sub_(step.div_(exp_avg_sq.sqrt().add_(group["eps"])))
 """,
         """
 import torch
@@ -116,6 +121,13 @@ def sgd_update(params, grads, lr: torch.Tensor):
         number_params = NUMBER_PARAMS.get(op)
         if number_params is None:
             return
+        fill_at = POSITIONAL_FILL.get(op, {}).get(is_method)
+        positional = [a for a in node.args if a.keyword is None and not a.star]
+        if fill_at is not None and len(positional) > fill_at and ctx.is_tensor(positional[fill_at].value):
+            value = positional[fill_at].value
+            ctx.report(value, f"`{ctx.code(value)}` is the fill value of `{op}`, which takes a Python number: its "
+                              "value is read while tracing and drops out of the graph; add the tensor to zeros "
+                              "instead", fill_from_zeros(node, op, positional[fill_at]))
         for arg in node.args:
             if arg.keyword is None or arg.keyword.value not in number_params or not ctx.is_tensor(arg.value):
                 continue
@@ -123,4 +135,5 @@ def sgd_update(params, grads, lr: torch.Tensor):
             ctx.report(arg.value, f"`{keyword}={ctx.code(arg.value)}` passes a traced tensor where `{op}` takes a "
                                   "Python number: its value is read while tracing and drops out of the graph; "
                                   "multiply the tensor operand instead",
+                       fill_from_zeros(node, op, arg) if keyword == "fill_value" else
                        fold_scalar_argument(node, op, is_method, ctx))
