@@ -120,7 +120,9 @@ def test_item_fix_is_safe_only_for_zero_dim_tensors(lint):
     found = {d.line: d.fix for d in lint(code, select=("WSC201",))}
     assert found[11] is not None and found[11].applicability == "safe"
     assert found[12] is not None and found[12].applicability == "unsafe"
-    assert found[13] is None  # feeds Python arithmetic, not a tensor op
+    # feeds Python arithmetic, not a tensor op: only the unsafe bookkeeping fix, which says x may not be 0-dim
+    assert found[13] is not None and found[13].applicability == "unsafe"
+    assert "not zero-dimensional" in found[13].message
 
 
 def test_conversion_inside_range_is_left_to_the_trip_count_rule(lint):

@@ -44,7 +44,14 @@ def test_every_use_takes_a_tensor_is_a_safe_fix(lint, use):
     "return [scale] * 3",
     "total = scale + 1.0\n        return y * total",
 ])
-def test_a_use_that_needs_a_python_number_gets_no_fix(lint, use):
+def test_a_use_that_needs_a_python_number_gets_no_safe_fix(lint, use):
+    fix = _item_fix(lint, "y.abs().max().item()", use)
+    assert fix is None or (fix.applicability == "unsafe" and "float64" in fix.message)
+
+
+@pytest.mark.parametrize("use", ["return y.view(-1, int(scale))", "return y.reshape(scale)",
+                                 "return y.new_zeros(3, scale)", "return y[scale]"])
+def test_a_use_as_a_shape_or_index_gets_no_fix(lint, use):
     assert _item_fix(lint, "y.abs().max().item()", use) is None
 
 
@@ -63,5 +70,98 @@ def test_an_if_on_the_name_is_unsafe_and_chains_into_torch_where(fix):
     assert "y = torch.where(scale > 1.0, y / scale, y)" in fixed
 
 
-def test_a_name_assigned_twice_is_left_alone(lint):
-    assert _item_fix(lint, "y.abs().max().item()", "scale = 2.0\n        return y * scale") is None
+def test_a_name_assigned_twice_gets_no_safe_fix(lint):
+    fix = _item_fix(lint, "y.abs().max().item()", "scale = 2.0\n        return y * scale")
+    assert fix is not None and fix.applicability == "unsafe"  # only the bookkeeping fix: the name may hold either
+
+
+BOOKKEEPING = """
+import logging
+import torch
+
+class Adaptive(torch.optim.Optimizer):
+    @torch.no_grad()
+    def step(self):
+        total = 0.0
+        for group in self.param_groups:
+            for p in group["params"]:
+                total += 0.5 * p.grad.abs().sum().item()
+                self.state[p]["norm"] += p.grad.norm().item()
+                self.state[p]["last"] = 2 * p.grad.norm().item()
+        {use}
+"""
+
+
+@pytest.mark.parametrize("use", [
+    "d = max(1.0, 2.0 / total)",
+    "if total == 0:\n            return None",
+    'logging.info(f"total={total:1.1e}")',
+    "scale = (1 - 0.9) * total",
+])
+def test_python_bookkeeping_stays_a_tensor_unsafely(lint, fix, use):
+    code = BOOKKEEPING.format(use=use)
+    found = [d for d in lint(code) if d.code == "WSC201"]
+    assert len(found) == 3 and all(d.fix is not None for d in found)
+    assert 'Keep `self.state[p]["last"]` a tensor' in found[2].fix.message
+    assert found[0].fix.applicability == "unsafe"
+    assert "float64" in found[0].fix.message and "Keep `total` a tensor" in found[0].fix.message
+    fixed = fix(code, unsafe=True)
+    assert "total += 0.5 * p.grad.abs().sum().detach()" in fixed
+    assert 'self.state[p]["norm"] += p.grad.norm().detach()' in fixed
+    assert "total += 0.5 * p.grad.abs().sum().item()" in fix(code)  # only with --unsafe-fixes
+
+
+@pytest.mark.parametrize("use", [
+    "k = list(range(int(total)))",
+    "first = group['params'][total]",
+    "rows = torch.zeros(3)[:total]",
+])
+def test_bookkeeping_used_as_a_python_integer_gets_no_fix(lint, use):
+    found = [d for d in lint(BOOKKEEPING.format(use=use)) if d.code == "WSC201" and "abs()" in d.message]
+    assert len(found) == 1 and found[0].fix is None
+
+
+def test_a_read_that_does_not_reach_an_assignment_through_arithmetic_gets_no_fix(lint):
+    code = BOOKKEEPING.format(use="values = [total]").replace(
+        "total += 0.5 * p.grad.abs().sum().item()", "total += max(p.grad.abs().sum().item(), 1.0)")
+    found = [d for d in lint(code) if d.code == "WSC201" and "abs" in d.message]
+    assert len(found) == 1 and found[0].fix is None
+
+
+LARGEST = """
+import torch
+
+class Opt(torch.optim.Optimizer):
+    @torch.no_grad()
+    def step(self):
+        norm = self.param_groups[0]["params"][0].norm()
+        value = {expr}
+        for group in self.param_groups:
+            for p in group["params"]:
+                p.sub_(p.grad * value)
+"""
+
+
+@pytest.mark.parametrize("expr, expected", [
+    ('max(group["lr"] for group in self.param_groups)',
+     'torch.stack([torch.as_tensor(group["lr"]) for group in self.param_groups]).max()'),
+    ('min([g["lr"] for g in self.param_groups])',
+     'torch.stack([torch.as_tensor(g["lr"]) for g in self.param_groups]).min()'),
+    ('max([self.param_groups[0]["lr"], self.param_groups[-1]["lr"]])',
+     'torch.stack([torch.as_tensor(self.param_groups[0]["lr"]), torch.as_tensor(self.param_groups[-1]["lr"])]).max()'),
+    ("max((norm, norm * 2))", "torch.stack([norm, norm * 2]).max()"),
+])
+def test_max_over_an_iterable_is_stacked_on_the_device(lint, fix, expr, expected):
+    [finding] = [d for d in lint(LARGEST.format(expr=expr)) if d.code == "WSC205"]
+    assert finding.fix is not None and finding.fix.applicability == "unsafe"
+    assert f"value = {expected}" in fix(LARGEST.format(expr=expr), unsafe=True)
+
+
+@pytest.mark.parametrize("expr", [
+    'max([norm, self.param_groups[0]["lr"]])',  # a device tensor and maybe a Python number: stack would fail
+    "max(n for p in self.param_groups for n in p['params'])",  # nested loops
+    "max(*self.param_groups)",
+])
+def test_max_over_an_iterable_without_a_fix(lint, expr):
+    found = [d for d in lint(LARGEST.format(expr=expr)) if d.code == "WSC205"]
+    assert all(d.fix is None for d in found)

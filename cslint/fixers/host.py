@@ -337,3 +337,151 @@ def _use_kind(parent: cst.CSTNode, child: cst.CSTNode, ctx: RuleContext) -> str 
 
 def _reads_no_python_only(expr: cst.BaseExpression) -> bool:
     return not isinstance(expr, (cst.SimpleString, cst.FormattedString))
+
+
+# Calls whose arguments must be Python integers: a tensor there is a dynamic shape or trip count.
+NEEDS_PYTHON_INT = frozenset({"range", "len", "int", "list", "tuple", "enumerate", "zip"})
+# Functions and tensor methods whose arguments are sizes, counts or dimensions.
+SHAPE_ARGUMENT_CALLS = frozenset({
+    "view", "reshape", "expand", "repeat", "tile", "zeros", "ones", "empty", "full", "rand", "randn", "randint",
+    "arange", "linspace", "new_zeros", "new_ones", "new_empty", "new_full", "narrow", "split", "chunk", "topk",
+    "kthvalue", "unflatten", "roll", "select", "unfold", "resize_", "pad", "interpolate", "eye",
+})
+
+
+def keep_bookkeeping_on_device(node: cst.Call, ctx: RuleContext) -> Fix | None:
+    """`num += r * t.item()`, `d = t.sum().item()` whose name is later used in Python arithmetic, an
+    if, max/min or a format string, `state["v"] += t.item()`: drop the read so the bookkeeping stays a
+    tensor (unsafe). The value must reach the assignment only through arithmetic, and no use of the name
+    may need a Python integer (an index, a slice, `range`): there the value would become a dynamic shape."""
+    found = conversion_receiver(node, ctx)
+    if found is None:
+        return None
+    receiver, conversion = found
+    func = ctx.traced.func.node
+    statement = _arithmetic_assignment(func, node)
+    if statement is None:
+        return None
+    target = statement.target if isinstance(statement, cst.AugAssign) else statement.targets[0].target
+    if isinstance(target, cst.Name):
+        if any(not _tolerates_tensor(parent, child) for parent, child in _uses_with_context(func, target.value)):
+            return None
+        stored = f"`{target.value}`"
+    elif isinstance(target, cst.Subscript):
+        stored = f"`{ctx.code(target)}`"
+    else:
+        return None
+    replacement = on_device(receiver, conversion).with_changes(lpar=node.lpar, rpar=node.rpar)
+    shown = cst.Module([]).code_for_node(replacement)
+    shape = "" if is_zero_dim(receiver, ctx) else \
+        f"; if `{ctx.code(receiver)}` is not zero-dimensional, the value broadcasts like a tensor, not a number"
+    return Fix("unsafe", f"Keep {stored} a tensor: `{shown}`; unsafe: Python float64 bookkeeping becomes float32 "
+                         "tensor arithmetic (the last bits can drift, and an adaptive step size amplifies them), "
+                         f"and every later use of {stored} (an if, max/min, a format string) reads a tensor, "
+                         f"which those rules then report with their own fixes{shape}", [(node, replacement)])
+
+
+def _arithmetic_assignment(func: cst.FunctionDef, value: cst.Call) -> cst.Assign | cst.AugAssign | None:
+    """The `x = ...` / `x += ...` statement whose value reaches `value` only through arithmetic."""
+    found: list[cst.Assign | cst.AugAssign] = []
+
+    class Finder(cst.CSTVisitor):
+        def __init__(self) -> None:
+            self.path: list[cst.CSTNode] = []
+
+        def on_visit(self, n: cst.CSTNode) -> bool:
+            if n is value:
+                for outer in reversed(self.path):
+                    if isinstance(outer, (cst.Assign, cst.AugAssign)):
+                        if isinstance(outer, cst.Assign) and len(outer.targets) != 1:
+                            break
+                        if isinstance(outer, cst.AugAssign) and not isinstance(outer.operator, ARITHMETIC_AUG):
+                            break
+                        found.append(outer)
+                        break
+                    if isinstance(outer, cst.BinaryOperation) and isinstance(outer.operator, ARITHMETIC):
+                        continue
+                    if isinstance(outer, cst.UnaryOperation) and isinstance(outer.operator, (cst.Minus, cst.Plus)):
+                        continue
+                    if isinstance(outer, (cst.LeftParen, cst.RightParen)):
+                        continue
+                    break
+                return False
+            self.path.append(n)
+            return True
+
+        def on_leave(self, original_node: cst.CSTNode) -> None:
+            if self.path and self.path[-1] is original_node:
+                self.path.pop()
+
+    func.body.visit(Finder())
+    return found[0] if found else None
+
+
+def _uses_with_context(func: cst.FunctionDef, name: str) -> list[tuple[list[cst.CSTNode], cst.Name]]:
+    """Every read of `name`, with the nodes enclosing it (outermost first)."""
+    uses: list[tuple[list[cst.CSTNode], cst.Name]] = []
+    stack: list[cst.CSTNode] = []
+
+    class Reader(cst.CSTVisitor):
+        def on_visit(self, n: cst.CSTNode) -> bool:
+            if isinstance(n, cst.Name) and n.value == name and stack:
+                parent = stack[-1]
+                if not isinstance(parent, cst.AssignTarget) and not (isinstance(parent, cst.Attribute)
+                                                                     and parent.attr is n):
+                    uses.append((list(stack), n))
+            stack.append(n)
+            return True
+
+        def on_leave(self, original_node: cst.CSTNode) -> None:
+            stack.pop()
+
+    func.body.visit(Reader())
+    return uses
+
+
+def _tolerates_tensor(enclosing: list[cst.CSTNode], name: cst.Name) -> bool:
+    """Does a 0-dim tensor work where this read had a Python number (perhaps as another rule's finding)?
+    Not as an index or slice, nor as the argument of a call that needs a Python integer."""
+    for outer in enclosing:
+        if isinstance(outer, cst.SubscriptElement):
+            return False
+        if isinstance(outer, cst.Call) and isinstance(outer.func, cst.Name) and outer.func.value in NEEDS_PYTHON_INT:
+            return False
+        if isinstance(outer, cst.Call) and isinstance(outer.func, (cst.Attribute, cst.Name)):
+            called = outer.func.attr if isinstance(outer.func, cst.Attribute) else outer.func
+            if called.value in SHAPE_ARGUMENT_CALLS:
+                return False
+    return True
+
+
+def builtin_over_iterable(node: cst.Call, ctx: RuleContext) -> Fix | None:
+    """`max(group["lr"] for group in self.param_groups)` / `max([a, b])` ->
+    `torch.stack([torch.as_tensor(...) ...]).max()`: the comparison on the device. Each element goes
+    through torch.as_tensor, so the fix runs with Python numbers (eagerly) and with tensors (traced)."""
+    func = node.func
+    if not isinstance(func, cst.Name) or func.value not in ("max", "min") or len(node.args) != 1:
+        return None
+    arg = node.args[0]
+    if arg.keyword is not None or arg.star:
+        return None
+    torch, imports = ctx.torch_name()
+    iterable = arg.value
+    if isinstance(iterable, (cst.GeneratorExp, cst.ListComp)):
+        if iterable.for_in.inner_for_in is not None:
+            return None
+        elements: cst.BaseExpression = cst.ListComp(elt=tensor_operand(iterable.elt, ctx, torch)[0],
+                                                    for_in=iterable.for_in)
+    elif isinstance(iterable, (cst.List, cst.Tuple)) and len(iterable.elements) >= 2 and \
+            not any(isinstance(e, cst.StarredElement) for e in iterable.elements):
+        operands = [tensor_operand(e.value, ctx, torch) for e in iterable.elements]
+        if len({wrapped for _, wrapped in operands}) > 1:
+            return None  # a device tensor stacked with a CPU tensor made from a Python number would fail
+        elements = cst.List([cst.Element(value) for value, _ in operands])
+    else:
+        return None
+    stacked = cst.Call(func=cst.Attribute(cst.Name(torch), cst.Name("stack")), args=[cst.Arg(elements)])
+    call = method(stacked, func.value).with_changes(lpar=node.lpar, rpar=node.rpar)
+    shown = cst.Module([]).code_for_node(call)
+    return Fix("unsafe", f"Compare on the device: `{shown}`; unsafe: the result is a 0-dim tensor, and Python "
+                         "numbers among the values (float64) are compared as float32", [(node, call)], imports)

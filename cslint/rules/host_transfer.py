@@ -7,7 +7,8 @@ import libcst as cst
 from cslint.analysis.inference import string_value
 from cslint.analysis.kinds import Tag
 from cslint.fixers.host import (
-    builtin_to_clamp, builtin_to_torch, drop_conversion, feeds_tensor_arithmetic, keep_tensor_name,
+    builtin_over_iterable, builtin_to_clamp, builtin_to_torch, drop_conversion, feeds_tensor_arithmetic,
+    keep_bookkeeping_on_device, keep_tensor_name,
 )
 from cslint.fixers.summaries import log_call_kind
 from cslint.rules.base import Rule, RuleContext
@@ -56,7 +57,14 @@ def forward(self, x):
         "positional argument of a tensor op such as `torch.maximum`/`.mul_`, a return), the name keeps the "
         "tensor: `scale = t.detach()`; safe under the same zero-dimensional condition. A use as an if/while "
         "condition makes it unsafe (the test becomes a tensor condition, which WSC101's torch.where fix then "
-        "rewrites). `.tolist()`, `.numpy()` and other uses of `.item()` are reported without a fix."
+        "rewrites). Python bookkeeping (`num += r * t.item()`, `d = t.sum().item()` later used in Python "
+        "arithmetic, an if, max/min or a format string, `state[\"v\"] += t.item()`), where the read reaches "
+        "the assignment only through arithmetic: the read is dropped the same way, unsafe: float64 Python "
+        "arithmetic becomes float32 tensor arithmetic (the last bits drift, and an adaptive step size "
+        "amplifies them), and each later use reads a tensor, which its own rule then reports and fixes. No "
+        "fix when a use of the name needs a Python integer (an index or slice, `range`, `int`, a size "
+        "argument of `view`/`reshape`/`zeros`...). `.tolist()`, `.numpy()` and other uses of `.item()` are "
+        "reported without a fix."
     )
     VALID = [
         """
@@ -108,7 +116,7 @@ class Scale(nn.Module):
             return
         method = func.attr.value
         fix = drop_conversion(node, ctx) if id(node) in ctx.scratch.get(ARITHMETIC_KEY, ()) else \
-            keep_tensor_name(node, ctx)
+            keep_tensor_name(node, ctx) or keep_bookkeeping_on_device(node, ctx)
         ctx.report(node, f"`{ctx.code(node)}` reads tensor values into Python: {NO_VALUE}; keep it a tensor"
                          + (" (move inspection out of the step)" if method != "item" else ""), fix)
 
@@ -203,7 +211,8 @@ def forward(self, x):
         "`int(t)` becomes `t.detach().long()` (a float-to-long cast truncates toward zero like int()). Safe "
         "when `t` is certainly zero-dimensional (a full reduction, or a name only bound to one); unsafe "
         "otherwise (broadcasting and dtype promotion of a tensor with dimensions differ). The same holds "
-        "when the number is assigned to a name whose every use takes a tensor (see WSC201). `bool(t)` and "
+        "when the number is assigned to a name whose every use takes a tensor (see WSC201); Python "
+        "bookkeeping on it (`total += float(t)`) gets WSC201's unsafe bookkeeping fix. `bool(t)` and "
         "other uses are reported without a fix."
     )
     VALID = [
@@ -258,7 +267,7 @@ class Mix(nn.Module):
         if id(node) in ctx.scratch.get("host.range_args", ()):
             return
         fix = drop_conversion(node, ctx) if id(node) in ctx.scratch.get(ARITHMETIC_KEY, ()) else \
-            keep_tensor_name(node, ctx)
+            keep_tensor_name(node, ctx) or keep_bookkeeping_on_device(node, ctx)
         ctx.report(node, f"`{ctx.code(node)}` converts a tensor to a Python {name}: {NO_VALUE}; keep it a tensor",
                    fix)
 
@@ -348,7 +357,11 @@ def forward(self, x, eps=1e-6):
         "original raises TypeError. `sum(t)` has no fix. An operand that may be a Python number when the step runs "
         "eagerly (`lr = group[\"lr\"]`, an unannotated input) goes through `torch.as_tensor`, so "
         "`max(lr, group[\"lr_min\"])` becomes `torch.clamp(torch.as_tensor(lr), min=group[\"lr_min\"])` and runs "
-        "with a Python-float lr and with a tensor lr; the message then says the comparison runs in float32."
+        "with a Python-float lr and with a tensor lr; the message then says the comparison runs in float32. "
+        "`max(group[\"lr\"] for group in self.param_groups)` or `max([a, b, c])` becomes "
+        "`torch.stack([torch.as_tensor(...) ...]).max()` (unsafe: a 0-dim tensor, Python numbers compared as "
+        "float32); no fix for a list mixing certain tensors with maybe-Python numbers (a device tensor "
+        "stacked with a CPU one fails) or for a generator with nested loops."
     )
     VALID = [
         """
@@ -397,7 +410,8 @@ class Pool(nn.Module):
                 if not (len(values) == 1 and _iterates_tensors(values[0], ctx)):
                     return
             ctx.report(node, f"`{ctx.code(node)}`: Python's {name}() compares with bool() on tensor values: "
-                             f"{NO_VALUE}; use torch.clamp or torch.{name}imum", builtin_to_clamp(node, ctx))
+                             f"{NO_VALUE}; use torch.clamp or torch.{name}imum",
+                       builtin_to_clamp(node, ctx) or builtin_over_iterable(node, ctx))
         elif name == "sum":
             if values and ctx.kind(values[0]).tag is Tag.TENSOR:
                 ctx.report(node, f"`{ctx.code(node)}` iterates a tensor in Python, unrolling one addition per row "
