@@ -165,3 +165,21 @@ def test_max_over_an_iterable_is_stacked_on_the_device(lint, fix, expr, expected
 def test_max_over_an_iterable_without_a_fix(lint, expr):
     found = [d for d in lint(LARGEST.format(expr=expr)) if d.code == "WSC205"]
     assert all(d.fix is None for d in found)
+
+
+@pytest.mark.parametrize("call, expected", [
+    ("math.sqrt(y.var())", "torch.sqrt(y.var())"),
+    ("math.fabs(y.sum())", "torch.abs(y.sum())"),
+    ("math.log(1 + y.mean())", "torch.log(1 + y.mean())"),
+])
+def test_math_on_a_tensor_becomes_the_torch_op(lint, fix, call, expected):
+    code = MODEL.replace("import logging", "import logging\nimport math").format(read=call, use="return y * scale")
+    [finding] = [d for d in lint(code) if d.code == "WSC204"]
+    assert finding.fix is not None and finding.fix.applicability == "unsafe" and "float64" in finding.fix.message
+    assert f"scale = {expected}" in fix(code, unsafe=True)
+
+
+def test_math_functions_without_a_torch_twin_get_no_fix(lint):
+    code = MODEL.replace("import logging", "import logging\nimport math").format(
+        read="math.floor(y.sum())", use="return y * scale")
+    assert all(d.fix is None for d in lint(code) if d.code == "WSC204")

@@ -485,3 +485,27 @@ def builtin_over_iterable(node: cst.Call, ctx: RuleContext) -> Fix | None:
     shown = cst.Module([]).code_for_node(call)
     return Fix("unsafe", f"Compare on the device: `{shown}`; unsafe: the result is a 0-dim tensor, and Python "
                          "numbers among the values (float64) are compared as float32", [(node, call)], imports)
+
+
+# math functions whose torch op computes the same function elementwise (math.fabs is torch.abs).
+MATH_TO_TORCH = {
+    "sqrt": "sqrt", "exp": "exp", "log": "log", "log1p": "log1p", "expm1": "expm1", "log2": "log2",
+    "log10": "log10", "sin": "sin", "cos": "cos", "tan": "tan", "tanh": "tanh", "asin": "asin", "acos": "acos",
+    "atan": "atan", "erf": "erf", "fabs": "abs",
+}
+
+
+def math_to_torch(node: cst.Call, name: str, ctx: RuleContext) -> Fix | None:
+    """`math.sqrt(t)` -> `torch.sqrt(t)` (an operand that may be a Python number through torch.as_tensor).
+    Unsafe: the result is a float32 tensor where math returned a float64 Python float, and a value with
+    dimensions is computed elementwise where math raised."""
+    op = MATH_TO_TORCH.get(name)
+    if op is None or len(node.args) != 1 or node.args[0].keyword is not None or node.args[0].star:
+        return None
+    torch, imports = ctx.torch_name()
+    operand, _ = tensor_operand(node.args[0].value, ctx, torch)
+    call = cst.Call(func=cst.Attribute(cst.Name(torch), cst.Name(op)), args=[cst.Arg(operand)],
+                    lpar=node.lpar, rpar=node.rpar)
+    shown = cst.Module([]).code_for_node(call)
+    return Fix("unsafe", f"Use the torch op: `{shown}`; unsafe: the result is a float32 tensor where math gave a "
+                         "float64 Python float", [(node, call)], imports)

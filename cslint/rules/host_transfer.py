@@ -8,7 +8,7 @@ from cslint.analysis.inference import string_value
 from cslint.analysis.kinds import Tag
 from cslint.fixers.host import (
     builtin_over_iterable, builtin_to_clamp, builtin_to_torch, drop_conversion, feeds_tensor_arithmetic,
-    keep_bookkeeping_on_device, keep_tensor_name,
+    keep_bookkeeping_on_device, keep_tensor_name, math_to_torch,
 )
 from cslint.fixers.summaries import log_call_kind
 from cslint.rules.base import Rule, RuleContext
@@ -288,7 +288,13 @@ def forward(self, x):
 def forward(self, x):
     return x / torch.sqrt(x.var())
 """
-    fix_safety = "No fix: math and torch functions differ in names, dtypes and gradients; choose the torch op."
+    fix_safety = (
+        "`math.sqrt/exp/log/log1p/expm1/log2/log10/sin/cos/tan/tanh/asin/acos/atan/erf(t)` become the torch "
+        "op of the same name (`math.fabs` becomes `torch.abs`), an operand that may be a Python number "
+        "through `torch.as_tensor`. Unsafe: the result is a float32 tensor where math gave a float64 Python "
+        "float (the last bits differ; later uses read a tensor). Other math functions (`floor`, `ceil`, "
+        "`pow`, `isclose`, ...) differ in return types or arguments and have no fix."
+    )
     VALID = [
         """
 import math
@@ -325,7 +331,8 @@ class Attn(nn.Module):
         if any(ctx.is_tensor(arg.value) for arg in node.args):
             name = qualified.split(".", 1)[1]
             ctx.report(node, f"`{ctx.code(node)}` applies math.{name} to a tensor, converting it to a Python "
-                             f"float: {NO_VALUE}; use the torch function (e.g. torch.{name})")
+                             f"float: {NO_VALUE}; use the torch function (e.g. torch.{name})",
+                       math_to_torch(node, name, ctx))
 
 
 class PythonBuiltinOnTensor(Rule):
