@@ -169,3 +169,21 @@ def test_clamp_fix_is_unsafe_only(fix):
     """
     assert "max(eps, x.abs().max().item())" in fix(code)
     assert "torch.clamp(x.abs().max().detach(), min=eps)" in fix(code, unsafe=True)
+
+
+@pytest.mark.parametrize("target", ("wsc", "compile"))
+def test_values_read_for_an_error_message_are_left_to_the_check(lint, target):
+    code = """
+    import torch
+    from torch import nn
+
+    class DomainEmbedding(nn.Module):
+        def forward(self, x, domain_id):
+            if torch.any(domain_id >= self.num_domains):
+                raise ValueError(f"domain_id must be below {self.num_domains}, got {domain_id.tolist()}")
+            if x.shape[0] != domain_id.shape[0]:
+                raise ValueError("batch mismatch: %d ids" % int(domain_id.max()))
+            first = domain_id[0].item()
+            return self.fc(domain_id) * first
+    """
+    assert codes(lint(code, target=target)) == [("WSC101", 6), ("WSC201", 10)]

@@ -60,6 +60,76 @@ def test_a_tensor_parameter_still_branches(lint, target):
 
 
 @pytest.mark.parametrize("target", TARGETS)
+def test_parameters_annotated_as_containers_of_tensors_are_containers(lint, target):
+    code = """
+    from typing import Dict, List, Optional
+    import torch
+    from torch import nn
+
+    class UpBlock(nn.Module):
+        def forward(self, hidden: torch.Tensor, conv_cache: dict[str, torch.Tensor] | None = None,
+                    extras: Optional[Dict[str, torch.Tensor]] = None, skips: "List[torch.Tensor]" = ()):
+            conv_cache = conv_cache or {}
+            extras = extras or {}
+            if "scale" in extras:
+                hidden = hidden * extras["scale"]
+            if skips:
+                hidden = hidden + skips[-1]
+            for key in conv_cache:
+                hidden = hidden + conv_cache[key]
+            return hidden
+    """
+    assert codes(lint(code, target=target)) == []
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_tensors_inside_annotated_containers_still_branch(lint, target):
+    code = """
+    import torch
+    from torch import nn
+
+    class UpBlock(nn.Module):
+        def forward(self, hidden: torch.Tensor, conv_cache: dict[str, torch.Tensor] | None = None,
+                    scale: Optional[torch.Tensor] = None):
+            conv_cache = conv_cache or {}
+            if conv_cache["resnet_0"].sum() > 0:
+                hidden = hidden * 2
+            return hidden if scale is None else hidden * (scale or 1.0)
+    """
+    assert [c for c, _ in codes(lint(code, target=target))] == ["WSC101", "WSC105"]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_helpers_returning_torch_mode_predicates_are_python_bools(lint, target):
+    code = """
+    import torch
+    from torch import nn
+
+    def autocast_on(device: str = "cuda"):
+        try:
+            return torch.is_autocast_enabled(device)
+        except TypeError:
+            if device == "cpu":
+                return torch.is_autocast_cpu_enabled()
+            return torch.is_autocast_enabled()
+
+    def needs_overflow_guard(x):
+        return x.abs().max() > 65504
+
+    class FastLayerNorm(nn.LayerNorm):
+        def forward(self, x):
+            if autocast_on(x.device.type):
+                x = x.float()
+            if torch.is_inference_mode_enabled() or torch.is_conj(x):
+                x = x.detach()
+            if needs_overflow_guard(x):
+                x = x.clamp(-65504, 65504)
+            return super().forward(x)
+    """
+    assert [c for c, _ in codes(lint(code, target=target))] == ["WSC101"]
+
+
+@pytest.mark.parametrize("target", TARGETS)
 def test_flag_parameters_passed_python_values(lint, target):
     code = """
     from torch import nn
@@ -214,8 +284,12 @@ def test_python_values_outside_traced_code_stay_quiet(lint):
     code = """
     import torch
 
-    def collate(batch, cache=None, **kwargs):
-        cache = cache or {}
+    def collate(batch, cache=None, saved: dict[str, torch.Tensor] | None = None, **kwargs):
+        def count(n):
+            return int(n / 2)
+
+        cache = cache or {count(len(batch)): None}
+        saved = saved or {}
         if "labels" in batch and torch.is_tensor(batch["labels"]):
             return batch["labels"].item()
         return {k: v for k, v in kwargs.items() if k.startswith("x")}
@@ -283,6 +357,63 @@ def test_a_kwargs_wrapper_passes_its_callers_kinds(lint, target):
             return self.attn(hidden, threshold=0.5, scale=hidden.std())
     """
     assert codes(lint(code, target=target)) == [("WSC101", 7)]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_wrapper_root_spreading_args_does_not_turn_options_into_tensors(lint, target):
+    code = """
+    import torch
+    from torch import nn
+
+    class Decoder(nn.Module):
+        def forward(self, input_ids, attention_mask, past_key_values=None, use_cache=None, threshold=None):
+            hidden = self.embed(input_ids) * attention_mask
+            if use_cache and past_key_values is None:
+                past_key_values = {}
+            if attention_mask.sum() > 0:
+                hidden = hidden + 1
+            return hidden, (past_key_values if use_cache else None)
+
+    class DecoderWrapper(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.decoder = Decoder()
+
+        def forward(self, *args, **kwargs):
+            return self.decoder(*args, **kwargs)
+    """
+    assert codes(lint(code, target=target)) == [("WSC101", 9)]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_local_function_takes_the_kinds_it_is_called_with(lint, target):
+    code = """
+    import torch
+    from torch import nn
+
+    class SpecAugment(nn.Module):
+        def forward(self, features, mask_prob: float = 0.05, mask_length: int = 10):
+            batch, length = features.shape[0], features.shape[-1]
+
+            def span_count(input_length):
+                count = int(mask_prob * input_length / mask_length)
+                return max(count, 1)
+
+            def gate(x):
+                return x * (x.mean() > 0)
+
+            def checkpointed(x):
+                if x.sum() > 0:
+                    x = x * 2
+                return x
+
+            spans = [span_count(length) for _ in range(batch)]
+            hidden = torch.utils.checkpoint.checkpoint(checkpointed, features)
+            if gate(features).sum() > 0:
+                hidden = hidden + 1
+            return hidden, spans
+    """
+    assert codes(lint(code, target=target)) == [("WSC101", 16), ("WSC101", 22)]
 
 
 TRANSFORM = """
@@ -356,3 +487,52 @@ def test_starred_unpacking_maps_both_ends(lint):
 
 def test_starred_unpacking_outside_traced_code_stays_quiet(lint):
     assert codes(lint(STARRED.replace("torch.optim.Optimizer", "object"))) == []
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_callers_passing_tensors_win_over_a_number_annotation_and_the_message_says_so(lint, target):
+    code = """
+    import torch
+    from torch import nn
+
+    class Scheduler:
+        def step(self, model_output, timestep: int, sample):
+            if timestep > 0:
+                sample = sample - 0.1 * model_output
+            return sample * self.alphas[timestep]
+
+        def scale(self, sample, sigma: float = 1.0):
+            if sigma > 0:
+                sample = sample / sigma
+            return sample
+
+    class Denoiser(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.scheduler = Scheduler()
+
+        def forward(self, noisy, timesteps):
+            out = self.unet(noisy, timesteps)
+            out = self.scheduler.scale(out, sigma=2.0)
+            return self.scheduler.step(out, timesteps[0], noisy)
+    """
+    found = lint(code, target=target)
+    assert codes(found) == [("WSC101", 6)]
+    assert "`timestep` is annotated `int`, but the traced callers pass a tensor" in found[0].message
+
+
+def test_a_number_annotation_outside_traced_code_stays_quiet(lint):
+    code = """
+    import torch
+
+    def step(model_output, timestep: int, sample):
+        if timestep > 0:
+            sample = sample - 0.1 * model_output
+        return sample
+
+    def sample_loop(model, x):
+        for t in torch.arange(10):
+            x = step(model(x), t, x)
+        return x
+    """
+    assert codes(lint(code)) == []

@@ -231,3 +231,39 @@ def test_print_of_an_attribute_tensor_gets_no_closure_fix(lint):
     """
     found = lint(code, select=("WSC701",))
     assert codes(found) == [("WSC701", 10)] and found[0].fix is None
+
+
+@pytest.mark.parametrize("target", ("wsc", "compile"))
+def test_requires_grad_of_a_tensor_the_step_makes_is_not_a_switch(lint, target):
+    code = """
+    import torch
+    from torch import nn
+
+    class Attention(nn.Module):
+        def forward(self, hidden, position_bias=None):
+            if position_bias is None:
+                position_bias = torch.zeros(1, 8, hidden.shape[1], hidden.shape[1], device=hidden.device)
+                if self.training:
+                    position_bias.requires_grad = True
+            rep = hidden.detach().clone()
+            rep.requires_grad = True
+            scale = torch.ones(()).requires_grad_()
+            weight = self.proj.weight
+            weight.requires_grad = False
+            position_bias.requires_grad = False
+            return self.proj(rep * scale) + position_bias
+    """
+    assert codes(lint(code, target=target)) == [("WSC705", 14), ("WSC705", 15)]
+
+
+def test_requires_grad_outside_traced_code_stays_quiet(lint):
+    code = """
+    import torch
+
+    def freeze(model):
+        weight = model.proj.weight
+        weight.requires_grad = False
+        fresh = torch.zeros(3)
+        fresh.requires_grad = True
+    """
+    assert codes(lint(code)) == []

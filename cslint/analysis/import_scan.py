@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import re
 
+from cslint.analysis.generated_code import generated_twin
+
 _STATEMENT = re.compile(
     r"[ \t]*(?:from[ \t\\\n]+(?P<module>\.*[\w.]*)[ \t\\\n]+import\b(?P<names>[ \t]*\((?:[^)#]|#[^\n]*)*\)|"
     r"(?:[^\n\\]|\\\n)*)|import\b(?P<plain>(?:[^\n\\]|\\\n)*))",
@@ -41,11 +43,13 @@ def _dotted_names(text: str) -> list[str]:
 
 
 def scan_imports(text: str, module: str, is_package: bool) -> list[str]:
-    """Qualified names the file imports: `from .x import y` in package `p` gives `p.x` and `p.x.y`."""
+    """Qualified names the file imports: `from .x import y` in package `p` gives `p.x` and `p.x.y`; a
+    code-generation template also depends on the module generated from it (generated_code)."""
+    twin = generated_twin(module) if not is_package else None
     if "import" not in text:
-        return []
+        return [twin] if twin else []
     package = module if is_package else module.rpartition(".")[0]
-    found: set[str] = set()
+    found: set[str] = {twin} if twin else set()
     for start in _statement_starts(text):
         match = _STATEMENT.match(text, start)
         if match is None:

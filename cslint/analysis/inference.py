@@ -28,10 +28,6 @@ from cslint.analysis.tracing_guards import Guards, guard_text
 
 Env = dict[str, Kind]
 
-PYTHON_SCALAR_ANNOTATIONS = frozenset({
-    "int", "float", "bool", "str", "bytes", "None", "complex", "Optional", "Union", "Literal",
-    "Callable", "dict", "Dict", "type",
-})
 # Methods whose `self.x = ...` assignments define instance attributes (analysing every method of every
 # class costs more than the rest of the analysis; attributes are nearly always set in these).
 ATTRIBUTE_SETTING_METHODS = ("__init__", "__post_init__", "__setstate__", "reset", "_reset", "init", "_init",
@@ -92,13 +88,59 @@ def string_value(node: cst.BaseExpression) -> str | None:
 def annotation_kind(annotation: cst.Annotation | None) -> Kind | None:
     if annotation is None:
         return None
-    code = cst.Module([]).code_for_node(annotation.annotation)
-    if "Tensor" in code or "Parameter" in code:
-        return TENSOR
-    head = code.split("[")[0].split(".")[-1].strip()
-    if head in PYTHON_SCALAR_ANNOTATIONS or "|" in code or head[:1].islower():
-        return STATIC
-    return STATIC  # a config object or other user class: its attributes are static
+    return _annotated_kind(annotation.annotation)
+
+
+# Generic containers by the position of their element type (`dict[str, Tensor]`: the values).
+_CONTAINER_ANNOTATIONS = {
+    "list": 0, "List": 0, "Sequence": 0, "MutableSequence": 0, "Iterable": 0, "Iterator": 0, "set": 0,
+    "Set": 0, "frozenset": 0, "FrozenSet": 0, "Collection": 0, "deque": 0, "Deque": 0,
+    "dict": -1, "Dict": -1, "Mapping": -1, "MutableMapping": -1, "OrderedDict": -1, "DefaultDict": -1,
+    "defaultdict": -1, "tuple": None, "Tuple": None,
+}
+
+
+def _annotated_kind(node: cst.BaseExpression) -> Kind:
+    """`Tensor` is a tensor; `dict[str, Tensor]`, `list[Tensor] | None`, `tuple[Tensor, ...]` are containers
+    of tensors (`"labels" in inputs` asks about a key); `int`, `str`, a config class are Python values."""
+    if type(node) is cst.BinaryOperation and type(node.operator) is cst.BitOr:  # `X | None`
+        return join(_annotated_kind(node.left), _annotated_kind(node.right))
+    if isinstance(node, (cst.SimpleString, cst.ConcatenatedString)):  # a forward reference: `"Tensor"`
+        text = string_value(node) if type(node) is cst.SimpleString else None
+        try:
+            return _annotated_kind(cst.parse_expression(text)) if text else STATIC
+        except cst.ParserSyntaxError:
+            return TENSOR if "Tensor" in text or "Parameter" in text else STATIC
+    if type(node) is cst.Subscript:
+        head = (dotted_name(node.value) or "").rsplit(".", 1)[-1]
+        args = [e.slice.value for e in node.slice if isinstance(e.slice, cst.Index)]
+        if head in ("Optional", "Union", "Annotated") and args:
+            members = args[:1] if head == "Annotated" else args
+            kind = _annotated_kind(members[0])
+            for member in members[1:]:
+                kind = join(kind, _annotated_kind(member))
+            return kind
+        if head in _CONTAINER_ANNOTATIONS and args:
+            position = _CONTAINER_ANNOTATIONS[head]
+            elements = [a for a in args if type(a) is not cst.Ellipsis]
+            if position is None:  # `tuple[Tensor, int]`, `tuple[Tensor, ...]`
+                return tuple_of(*map(_annotated_kind, elements)) if len(elements) == len(args) else \
+                    sequence_of(_annotated_kind(elements[0]) if elements else UNKNOWN)
+            return sequence_of(_annotated_kind(args[position]))
+        if head in _CONTAINER_ANNOTATIONS:
+            return sequence_of(UNKNOWN)
+        if _annotated_kind(node.value).is_tensor or head in ("Callable", "type", "Type", "Literal", "ClassVar"):
+            return _annotated_kind(node.value)
+        # `Float[Tensor, "b n"]` (jaxtyping) is a tensor; `MyBox[int]` is not
+        return TENSOR if any(_annotated_kind(a).is_tensor for a in args) else STATIC
+    name = dotted_name(node)
+    if name is not None:
+        last = name.rsplit(".", 1)[-1]
+        if "Tensor" in last or "Parameter" in last:
+            return TENSOR
+        if last in _CONTAINER_ANNOTATIONS:
+            return sequence_of(UNKNOWN)
+    return STATIC  # int, str, None, a config object or other user class: its attributes are static
 
 
 def default_kind(param: cst.Param) -> Kind | None:
@@ -199,6 +241,9 @@ class FunctionInference:
         self.guards = guards
         self._left = False  # the statement just analysed always leaves its block (a guard's taken `return`)
         self._guard_note = ""  # ... or is a guard that does not hold here and whose body leaves: its text
+        self._nested: dict[str, cst.FunctionDef] = {}  # local functions by name (see _nested_function)
+        self._nested_pending: dict[int, tuple[cst.FunctionDef, Env]] = {}
+        self._nested_active: set[int] = set()
         star_kwarg = func.node.params.star_kwarg
         self.star_kwarg = star_kwarg.name.value if isinstance(star_kwarg, cst.Param) else None
 
@@ -207,6 +252,7 @@ class FunctionInference:
     def run(self) -> FunctionAnalysis:
         env: Env = dict(self.result.params)
         self._block(self.func.node.body, env)
+        self._uncalled_nested_functions()
         return self.result
 
     def _record(self, node: cst.CSTNode, kind: Kind) -> Kind:
@@ -448,13 +494,58 @@ class FunctionInference:
             self._block(stmt.finalbody.body, env)
 
     def _nested_function(self, node: cst.FunctionDef, env: Env) -> None:
+        """A local function is analysed where it is called, with what it is given there (a closure's
+        `compute_span(input_length)` called with Python ints); one never called here (a callback handed
+        to checkpointing) is analysed at the end with parameters as the enclosing function assumes."""
+        name = node.name.value
+        self._nested[name] = node
+        self._nested_pending[id(node)] = (node, dict(env))
+        env[name] = obj("nested", name)
+
+    def _run_nested(self, node: cst.FunctionDef, params: Env, env: Env) -> Kind:
+        if id(node) in self._nested_active:  # recursion: what it returns is not known yet
+            return UNKNOWN
+        self._nested_active.add(id(node))
+        self._nested_pending.pop(id(node), None)
         inner = dict(env)
-        for param in _all_params(node):
-            inner[param.name.value] = signature_kind(param, self.unannotated_param)
-        saved = (self.result.return_kind, self.result.returns_value)
+        inner.update(params)
+        res = self.result
+        saved = (res.return_kind, res.returns_value, self._left, self._guard_note)
+        res.return_kind, res.returns_value = STATIC, False
+        self._left, self._guard_note = False, ""
         self._block(node.body, inner)
-        self.result.return_kind, self.result.returns_value = saved
-        env[node.name.value] = obj("function")
+        kind = res.return_kind if res.returns_value else STATIC
+        res.return_kind, res.returns_value, self._left, self._guard_note = saved
+        self._nested_active.discard(id(node))
+        return kind
+
+    def _call_nested(self, node: cst.Call, name: str, arg_kinds: list[Kind], env: Env) -> Kind:
+        func = self._nested.get(name)
+        if func is None:
+            return _fallback(arg_kinds)
+        p = func.params
+        positional = [param.name.value for param in (*p.posonly_params, *p.params)]
+        bound: Env = {}
+        index = 0
+        for arg, kind in zip(node.args, arg_kinds):
+            if arg.keyword is not None:
+                bound[arg.keyword.value] = kind
+            elif arg.star:
+                for pname in positional[index:]:
+                    bound[pname] = element_of(kind)
+                index = len(positional)
+            elif index < len(positional):
+                bound[positional[index]] = kind
+                index += 1
+        params = {param.name.value: bound[param.name.value] if param.name.value in bound
+                  else signature_kind(param, UNKNOWN) for param in _all_params(func)}
+        return self._run_nested(func, params, env)
+
+    def _uncalled_nested_functions(self) -> None:
+        while self._nested_pending:
+            node, env = self._nested_pending.pop(next(iter(self._nested_pending)))
+            params = {param.name.value: signature_kind(param, self.unannotated_param) for param in _all_params(node)}
+            self._run_nested(node, params, env)
 
     # ---- binding ---------------------------------------------------------------------------------
 
@@ -732,7 +823,7 @@ class FunctionInference:
             self._record(func, UNKNOWN)
             return self._call_method(node, receiver, method, arg_kinds, env)
         callee = self.ev(func, env)
-        return self._call_value(node, callee, arg_kinds)
+        return self._call_value(node, callee, arg_kinds, env)
 
     def _call_qualified(self, qualified: str, node: cst.Call, arg_kinds: list[Kind], env: Env) -> Kind:
         target = self.project.lookup(qualified)
@@ -809,7 +900,9 @@ class FunctionInference:
         attrs = self.result.attribute_assignments  # type: ignore[attr-defined]
         attrs[name] = kind
 
-    def _call_value(self, node: cst.Call, callee: Kind, arg_kinds: list[Kind]) -> Kind:
+    def _call_value(self, node: cst.Call, callee: Kind, arg_kinds: list[Kind], env: Env | None = None) -> Kind:
+        if callee.tag is Tag.OBJECT and callee.role == "nested" and env is not None:
+            return self._call_nested(node, callee.cls, arg_kinds, env)
         if callee.tag is Tag.OBJECT and callee.role == "function" and callee.cls:
             # `func` may be one of several functions (`func = _multi_tensor_sgd if foreach else ...`)
             results = [self._call_project_function(node, target, arg_kinds, receiver=None)
@@ -915,8 +1008,15 @@ def bind_arguments(target: FunctionInfo, node: cst.Call, arg_kinds: list[Kind],
         if arg.keyword is not None:
             bound[arg.keyword.value] = kind
         elif arg.star == "*":
-            for name in positional[index:]:
-                bound[name] = element_of(kind)
+            if kind.items is not None:  # `f(*(a, b))`, a tuple whose positions are known
+                for name, item in zip(positional[index:], kind.items):
+                    bound[name] = item
+            else:  # `self.decoder(*args, **kwargs)`: the inputs fill the required positions; options (with a
+                # default) come by name, so `use_cache=None` keeps what its signature says
+                optional = _positional_with_default(target)
+                for name in positional[index:]:
+                    if name not in optional:
+                        bound[name] = element_of(kind)
             index = len(positional)
         elif arg.star == "**":
             continue
@@ -926,6 +1026,11 @@ def bind_arguments(target: FunctionInfo, node: cst.Call, arg_kinds: list[Kind],
         elif star is not None:
             bound[star] = join(bound[star], sequence_of(kind)) if star in bound else sequence_of(kind)
     return bound
+
+
+def _positional_with_default(target: FunctionInfo) -> set[str]:
+    p = target.node.params
+    return {param.name.value for param in (*p.posonly_params, *p.params) if param.default is not None}
 
 
 def _fallback(arg_kinds: list[Kind], default: Kind = UNKNOWN) -> Kind:
@@ -961,6 +1066,8 @@ def external_call_kind(qualified: str, node: cst.Call, arg_kinds: list[Kind]) ->
         return _fallback(arg_kinds)  # torch._use_cudnn_rnn_flatten_weight() and other private helpers
     if namespace in api.TENSOR_OP_NAMESPACES or namespace.startswith("torch.ops."):
         if last[:1].isupper():  # torch.Generator, torch.Size, dtype objects
+            return STATIC
+        if last.startswith(api.PREDICATE_PREFIXES):  # torch.is_autocast_cpu_enabled(), torch.is_conj(t)
             return STATIC
         return TENSOR
     if qualified.startswith(("math.", "numpy.", "statistics.")):

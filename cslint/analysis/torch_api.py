@@ -26,6 +26,9 @@ STATIC_TORCH_FUNCTIONS = frozenset({
 
 # torch.* functions that return a Python bool computed from tensor values (a host read).
 HOST_TORCH_FUNCTIONS = frozenset({"torch.allclose", "torch.equal", "torch.is_nonzero"})
+# `torch.is_*` / `torch.are_*`: predicates on flags, modes and metadata that return Python bools (those that
+# read tensor values are in HOST_TORCH_FUNCTIONS, looked up first).
+PREDICATE_PREFIXES = ("is_", "are_")
 
 # torch_xla calls that return Python values (devices, ordinals, None), not lazy tensors; other torch_xla
 # calls (xm.all_reduce, ...) are tensor operations. `if xm.is_master_ordinal():` in a training loop is

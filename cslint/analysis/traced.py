@@ -13,12 +13,16 @@ import heapq
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 
+import libcst as cst
+
 from cslint.analysis import torch_api as api
+from cslint.analysis.generated_code import generated_twin
 from cslint.analysis.graph import reachable
 from cslint.analysis.imports import dotted_name
 from cslint.analysis.index import FunctionInfo
 from cslint.analysis.inference import (
-    FunctionAnalysis, FunctionInference, ProjectOracle, _all_params, _first_param, default_kind, signature_kind,
+    FunctionAnalysis, FunctionInference, ProjectOracle, _all_params, _first_param, annotation_kind, default_kind,
+    signature_kind,
 )
 from cslint.analysis.kinds import STATIC, TENSOR, UNKNOWN, Kind, Tag, join, obj, sequence_of
 from cslint.analysis.param_uses import param_uses
@@ -42,6 +46,9 @@ class TracedFunction:
     analysis: FunctionAnalysis | None = None
     analyses: int = 0
     keywords: dict[str, Kind] = field(default_factory=dict)  # passed by name into its `**kwargs`
+    # Parameters annotated as Python values that traced callers pass tensors (name -> annotation): the
+    # callers win, and findings on them say so.
+    annotation_overrides: dict[str, str] = field(default_factory=dict)
 
     @property
     def chain(self) -> list[str]:
@@ -77,6 +84,9 @@ def find_roots(project: Project, patterns: Iterable[str] = (),
     for func, reason in mark_step_loop_roots(modules):  # a torch_xla training loop's body (see LoopStep)
         add(func, reason)
     for module in modules:
+        twin = generated_twin(module.name)
+        if twin is not None and twin in project.modules:
+            continue  # a template whose generated module is linted: its code is analysed there
         for cls in module.classes.values():
             if project.is_module_class(cls) and "forward" in cls.methods and not in_data_pipeline(module.name):
                 add(cls.methods["forward"], f"forward of nn.Module subclass {cls.name}")
@@ -174,6 +184,18 @@ def helper_param_kinds(oracle: ProjectOracle, func: FunctionInfo, given: dict[st
         if name in params:
             params[name] = kind
     return params
+
+
+def annotation_overrides(func: FunctionInfo, params: dict[str, Kind]) -> dict[str, str]:
+    """`timestep: int` given a tensor by the traced callers: {"timestep": "int"}."""
+    overrides = {}
+    for param in _all_params(func.node):
+        name = param.name.value
+        if param.annotation is not None and name in params and params[name].is_tensor:
+            declared = annotation_kind(param.annotation)
+            if declared is not None and declared.tag is Tag.STATIC:
+                overrides[name] = cst.Module([]).code_for_node(param.annotation.annotation)
+    return overrides
 
 
 class _Worklist:
@@ -298,7 +320,12 @@ class TracedProgram:
             traced.keywords = {k: v for k, v in self._given.get(name, {}).items() if k not in named}
         if name not in self._root_names:
             traced.params = helper_param_kinds(self.oracle, traced.func, self._given[name])
-            return
+        else:
+            self._update_root_params(traced)
+        traced.annotation_overrides = annotation_overrides(traced.func, traced.params)
+
+    def _update_root_params(self, traced: TracedFunction) -> None:
+        name = traced.func.qualname
         traced.params = root_param_kinds(self.project, self.oracle, traced.func)
         # A root that is also called: what its callers pass replaces what was only assumed (a tensor for an
         # unannotated parameter); it widens what the signature says.

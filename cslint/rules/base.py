@@ -184,6 +184,13 @@ class RuleContext:
     def report(self, node: cst.CSTNode, message: str, fix: Fix | None = None) -> None:
         rule = self.current_rule
         assert rule is not None
+        overrides = self.traced.annotation_overrides
+        if overrides:  # `timestep: int` that the traced callers pass a tensor: the callers win, and we say so
+            named = sorted({n.value for n in self.walk(node) if type(n) is cst.Name and n.value in overrides})
+            if named:
+                message = f"{message.rstrip('.')} (" + "; ".join(
+                    f"`{name}` is annotated `{overrides[name]}`, but the traced callers pass a tensor"
+                    for name in named) + ")"
         self.findings.append(Finding(code=rule.code, message=message, node=node, traced=self.traced, fix=fix))
 
 

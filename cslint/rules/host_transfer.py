@@ -112,7 +112,7 @@ class Scale(nn.Module):
         func = node.func
         if not isinstance(func, cst.Attribute) or func.attr.value not in ("item", "tolist", "numpy"):
             return
-        if not ctx.is_tensor(func.value):
+        if not ctx.is_tensor(func.value) or _in_raise(node, ctx):  # an error message reads only when it fails
             return
         method = func.attr.value
         fix = drop_conversion(node, ctx) if id(node) in ctx.scratch.get(ARITHMETIC_KEY, ()) else \
@@ -264,7 +264,7 @@ class Mix(nn.Module):
         name = _is_builtin(node.func, {"float", "int", "bool", "complex"}, ctx)
         if name is None or not node.args or not ctx.is_tensor(node.args[0].value):
             return
-        if id(node) in ctx.scratch.get("host.range_args", ()):
+        if id(node) in ctx.scratch.get("host.range_args", ()) or _in_raise(node, ctx):
             return
         fix = drop_conversion(node, ctx) if id(node) in ctx.scratch.get(ARITHMETIC_KEY, ()) else \
             keep_tensor_name(node, ctx) or keep_bookkeeping_on_device(node, ctx)
@@ -536,7 +536,8 @@ class Block(nn.Module):
 
 
 def _in_raise(node: cst.CSTNode, ctx: RuleContext) -> bool:
-    """Messages of `raise` statements are built only when the (static) check fails."""
+    """Messages of `raise` statements are built only when the check before them fails (a check on tensor
+    data is its own finding)."""
     key = "host.raise_parts"
     if key not in ctx.scratch:
         parts: set[int] = set()

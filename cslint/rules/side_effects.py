@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import libcst as cst
 
 from cslint.analysis.xla_loops import LoopStep
@@ -574,7 +576,8 @@ class Net(nn.Module):
         receiver = ctx.kind(func.value)
         method = func.attr.value
         is_module = receiver.tag is Tag.OBJECT and receiver.role == "module"
-        if method == "requires_grad_" and (is_module or receiver.is_tensor):
+        if method == "requires_grad_" and (is_module or receiver.is_tensor) \
+                and not _made_in_step(func.value, ctx, node):
             ctx.report(node, f"`{ctx.code(node)}` changes which tensors need gradients inside the traced step: "
                              f"{ONCE}; set it before training")
         elif method in ("train", "eval") and len(node.args) <= 1 and not receiver.is_tensor \
@@ -585,6 +588,64 @@ class Net(nn.Module):
     def visit_Assign(self, node: cst.Assign, ctx: RuleContext) -> None:
         for target in node.targets:
             t = target.target
-            if isinstance(t, cst.Attribute) and t.attr.value == "requires_grad":
+            if isinstance(t, cst.Attribute) and t.attr.value == "requires_grad" \
+                    and not _made_in_step(t.value, ctx, node):
                 ctx.report(node, f"`{ctx.code(t)} = ...` changes which tensors need gradients inside the traced "
                                  f"step: {ONCE}; set it before training")
+
+
+def _made_in_step(tensor: cst.BaseExpression, ctx: RuleContext, at: cst.CSTNode) -> bool:
+    """A tensor the step itself makes (`torch.zeros(...).requires_grad_()`; `bias = torch.zeros(...)` just
+    before `bias.requires_grad = True`): its `requires_grad` is recorded with it every step, not a switch of
+    a parameter the model keeps. The nearest assignment before `at` in its block or the blocks around it
+    decides; a parameter or an alias (`w = self.weight`) is not made in the step."""
+    if type(tensor) is cst.Call:
+        return True
+    if type(tensor) is not cst.Name:
+        return False
+    for block, index in reversed(_blocks_to(ctx.traced.func.node, at)):
+        for stmt in reversed(block[:index]):
+            value = _assigned_value(stmt, tensor.value)
+            if value is not None:
+                return type(value) in (cst.Call, cst.BinaryOperation)
+    return False
+
+
+def _blocks_to(root: cst.CSTNode, node: cst.CSTNode) -> list[tuple[Sequence[cst.CSTNode], int]]:
+    """The statement lists from `root` down to `node`, each with the index of the statement holding it."""
+    path: list[tuple[Sequence[cst.CSTNode], int]] = []
+    current: cst.CSTNode = root
+    while True:
+        body = getattr(current, "body", None)
+        statements = body.body if isinstance(body, cst.IndentedBlock) else None
+        if statements is None:
+            children = [c for c in current.children if _holds(c, node)]
+            if not children or children[0] is node:
+                return path
+            current = children[0]
+            continue
+        index = next((i for i, stmt in enumerate(statements) if _holds(stmt, node)), None)
+        if index is None:
+            children = [c for c in current.children if c is not body and _holds(c, node)]  # an else branch
+            if not children:
+                return path
+            current = children[0]
+            continue
+        path.append((statements, index))
+        if statements[index] is node:
+            return path
+        current = statements[index]
+
+
+def _holds(tree: cst.CSTNode, node: cst.CSTNode) -> bool:
+    return tree is node or any(_holds(child, node) for child in tree.children)
+
+
+def _assigned_value(stmt: cst.CSTNode, name: str) -> cst.BaseExpression | None:
+    if type(stmt) is not cst.SimpleStatementLine:
+        return None
+    for small in stmt.body:  # type: ignore[attr-defined]
+        if type(small) is cst.Assign and any(type(t.target) is cst.Name and t.target.value == name
+                                              for t in small.targets):
+            return small.value
+    return None
