@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from cslint.analysis.kinds import Tag
+from cslint.fixers.checks import remove_raising_check
 from cslint.fixers.where import if_to_where, ifexp_to_where, inplace_if_to_where
 from cslint.rules.base import Fix, Rule, RuleContext
 
@@ -40,6 +41,8 @@ def forward(self, x):
         "that return, raise or do anything but assign are reported without a fix, except an if/else whose "
         "two branches each update the same tensor in place (`if c: buf.copy_(x) else: buf.mul_(b).add_(g)`): "
         "that becomes `buf.copy_(torch.where(c, x, buf.mul(b).add(g)))` (unsafe: both updates are computed)."
+        " A check that only raises (`if group_lr not in [lr, 0.0]: raise RuntimeError(...)`) is removed "
+        "(unsafe: the step no longer stops on that input; check the values where they are set)."
         " A condition that may be a Python value when the step runs eagerly on CPU/GPU (an unannotated input "
         "such as `step`, or `group[\"lr\"]`) is wrapped in `torch.as_tensor(...)`, so the fixed code runs "
         "with a Python number and with a tensor; a division by such a value in a branch becomes a tensor "
@@ -88,7 +91,8 @@ class Clamp(nn.Module):
         if not ctx.truth_is_data_dependent(node.test):
             return
         keyword = "elif" if id(node) in elifs else "if"
-        fix: Fix | None = None if keyword == "elif" else if_to_where(node, ctx) or inplace_if_to_where(node, ctx)
+        fix: Fix | None = None if keyword == "elif" else \
+            if_to_where(node, ctx) or inplace_if_to_where(node, ctx) or remove_raising_check(node, ctx)
         what = ctx.kind(node.test).describe() if ctx.is_data_dependent(node.test) else "computed from a tensor"
         ctx.report(node.test, f"`{keyword} {ctx.code(node.test)}` branches on {what}: {FROZEN}; "
                               "compute both sides and select with torch.where", fix)
