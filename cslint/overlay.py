@@ -5,6 +5,12 @@ file's text (`sources.read_source`, the incremental survey) asks `unsaved_text` 
 project is read from disk as usual, so a helper in a buffer traced from a `forward` in another saved
 file is still found. The cache is read (reports of files the buffers cannot affect are reused) but
 never written: an answer about text that is not on disk must not outlive the run.
+
+An editor analyses the same project again on every edit. `WarmIndexes` keeps, between its analyses, each
+file's index (`ModuleInfo`, with the syntax trees of the functions analysed so far, under one tree
+budget for the session) while the file's text and module name are unchanged, and the parsed functions
+of the files whose text changes (by their text): an edit then re-reads and re-indexes only the
+edited buffer, and parses again only the function it changed.
 """
 
 from __future__ import annotations
@@ -14,16 +20,78 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from cslint.report import Diagnostic, RunResult
 
 if TYPE_CHECKING:
+    from cslint.analysis.index import ModuleInfo, TreeBudget
     from cslint.cache import Cache
     from cslint.config import Settings
     from cslint.profile import Profile
 
 _buffers: ContextVar[Mapping[str, str] | None] = ContextVar("cslint_unsaved_buffers", default=None)
+_warm: ContextVar[WarmIndexes | None] = ContextVar("cslint_warm_indexes", default=None)
+# Parsed functions kept for files whose text changes: some 45 bytes of tree per byte of source.
+PIECE_BYTES = 1_000_000
+
+
+class WarmIndexes:
+    """What one editor session's analyses of a project reuse (see the module's docstring)."""
+
+    def __init__(self) -> None:
+        self.modules: dict[str, tuple[str, str, bool, ModuleInfo]] = {}  # path -> text, name, package, index
+        self.pieces: dict[tuple[str, str], Any] = {}  # (path, a function's text) -> its libcst module
+        self._piece_bytes = 0
+        self._budget: TreeBudget | None = None
+
+    def budget(self, limit: int) -> TreeBudget:
+        """One tree budget for all analyses, so the trees the kept indexes hold stay bounded."""
+        from cslint.analysis.index import TreeBudget
+
+        if self._budget is None or self._budget.limit != limit:
+            self._budget = TreeBudget(limit)
+        return self._budget
+
+    def module(self, path: Path, text: str, name: str, is_package: bool) -> ModuleInfo | None:
+        found = self.modules.get(_key(path))
+        if found is None or found[:3] != (text, name, is_package):
+            return None
+        return found[3]
+
+    def keep_module(self, path: Path, text: str, name: str, is_package: bool, info: ModuleInfo) -> None:
+        self.modules[_key(path)] = (text, name, is_package, info)
+
+    def piece(self, path: Path, text: str) -> Any | None:
+        return self.pieces.get((_key(path), text))
+
+    def keep_piece(self, path: Path, text: str, tree: Any) -> None:
+        if len(text) > PIECE_BYTES:
+            return
+        key = (_key(path), text)
+        if self.pieces.pop(key, None) is not None:
+            self._piece_bytes -= len(text)
+        self.pieces[key] = tree
+        self._piece_bytes += len(text)
+        while self._piece_bytes > PIECE_BYTES:  # oldest first (dicts keep insertion order)
+            oldest = next(iter(self.pieces))
+            del self.pieces[oldest]
+            self._piece_bytes -= len(oldest[1])
+
+
+def warm_indexes() -> WarmIndexes | None:
+    """The current editor session's reusable indexes, if the analysis runs in one."""
+    return _warm.get()
+
+
+@contextmanager
+def warm_analyses(warm: WarmIndexes | None) -> Iterator[None]:
+    """Analyses in this context (on this thread) reuse and add to `warm`."""
+    token = _warm.set(warm)
+    try:
+        yield
+    finally:
+        _warm.reset(token)
 
 
 def _key(path: Path) -> str:
@@ -53,11 +121,11 @@ def unsaved_buffers(texts: Mapping[Path, str]) -> Iterator[None]:
 def lint_texts(texts: Mapping[Path, str], settings: Settings, codes: list[str], *,
                fix: bool | Callable[[Diagnostic], bool] = False,
                unsafe_fixes: bool = False, cache: Cache | None = None, context: list[Path] | None = None,
-               profile: Profile | None = None) -> RunResult:
+               profile: Profile | None = None, warm: WarmIndexes | None = None) -> RunResult:
     """Lint (and with `fix`, fix in memory: `changed_files` hold the new texts; nothing is written) the
     `texts` as if they were the files at their paths, with the rest of the project (`context`, default:
     every Python file under the project root) read from disk. Reports only the buffers' paths. `fix`
-    may choose which diagnostics' fixes to apply (one pass)."""
+    may choose which diagnostics' fixes to apply (one pass). `warm`: indexes kept between analyses."""
     from cslint.deep_stack import run_with_deep_stack
     from cslint.discovery import collect_files
     from cslint.incremental import Session
@@ -72,7 +140,7 @@ def lint_texts(texts: Mapping[Path, str], settings: Settings, codes: list[str], 
                       profile=profile)
 
     def run() -> RunResult:  # on the deep stack's own thread, so the buffers are set there
-        with unsaved_buffers(texts):
+        with unsaved_buffers(texts), warm_analyses(warm):
             return session.run(targets, context=context, fix=fix, unsafe_fixes=unsafe_fixes)
 
     return run_with_deep_stack(run)

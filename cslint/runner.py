@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import libcst as cst
@@ -17,6 +18,7 @@ from cslint.analysis.traced import TracedFunction, TracedProgram
 from cslint.checker import Checker, internal_error
 from cslint.config import Settings
 from cslint.noqa import is_suppressed, noqa_lines
+from cslint.overlay import warm_indexes
 from cslint.positions import locate, piece_positions, whole_module_positions
 from cslint.profile import Profile
 from cslint.report import BUG_HINT, INTERNAL_ERROR, NOT_ANALYSED, SYNTAX_ERROR, Diagnostic, FixSummary, RunResult
@@ -72,6 +74,7 @@ class Linter:
         self.tree_budget = tree_budget
         self._budget: TreeBudget | None = None
         self.modules_by_path: dict[Path, ModuleInfo] = {}
+        self._pieces_given: set[int] = set()  # parsed functions an editor's analysis reused (overlay.py)
 
     # ---- loading ---------------------------------------------------------------------------------
 
@@ -134,7 +137,8 @@ class Linter:
         """`analyse` within `tree_budget`: findings located as they are found, trees given back. Whole-file
         rules run on the `reported` files (all, if None) and on every file with traced code."""
         assert self.tree_budget is not None
-        self._budget = TreeBudget(self.tree_budget)
+        warm = warm_indexes()
+        self._budget = warm.budget(self.tree_budget) if warm is not None else TreeBudget(self.tree_budget)
         early: dict[Path, list[Finding]] = {}
         modules, by_module = self._index_all(sources, names, early)
         located: dict[Path, list[Located]] = {path: self._locate(None, found) for path, found in early.items()}
@@ -228,6 +232,11 @@ class Linter:
         functions (or the whole file) only when something needs them, under a tree budget given back
         again."""
         if source.tree is None:
+            warm = warm_indexes() if self._budget is not None else None  # an editor's: see overlay.py
+            info = warm.module(source.path, source.text, name, is_package) if warm is not None else None
+            if info is not None:
+                info.budget, info.piece_parser = self._budget, partial(self._parse_piece, source.path)
+                return info
             try:
                 tree = ast.parse(for_parser(source.text))
             except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -239,7 +248,9 @@ class Linter:
                                              loader=lambda: self._load_tree(source))
                 info.budget = self._budget
                 if self._budget is not None:  # fixes edit whole trees: only a report may parse piecemeal
-                    info.piece_parser = self._parse_piece
+                    info.piece_parser = partial(self._parse_piece, source.path)
+                if warm is not None:
+                    warm.keep_module(source.path, source.text, name, is_package, info)
                 return info
             with self.profile.phase("parse"):
                 parse(source, self.settings.analysis_budget)
@@ -247,10 +258,21 @@ class Linter:
                 return None
         return index_module(source.path, source.text, source.tree, name, is_package)
 
-    def _parse_piece(self, text: str) -> cst.Module:
+    def _parse_piece(self, path: Path, text: str) -> cst.Module:
+        warm = warm_indexes()
+        if warm is not None:  # an editor's analysis: the function may be unchanged since the last one
+            tree = warm.piece(path, text)
+            if tree is not None and id(tree) not in self._pieces_given:  # two same-text functions: own trees
+                self._pieces_given.add(id(tree))
+                return tree
         with self.profile.phase("parse"):
             self.profile.count("pieces parsed (functions, assignments)")
-            return parse_unvalidated(text)
+            tree = parse_unvalidated(text)
+        if warm is not None:
+            self._pieces_given.add(id(tree))
+            if warm.piece(path, text) is None:
+                warm.keep_piece(path, text, tree)
+        return tree
 
     def _load_tree(self, source: SourceFile) -> cst.Module:
         with self.profile.phase("parse"):

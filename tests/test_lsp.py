@@ -382,7 +382,7 @@ def test_an_analysis_crash_is_one_diagnostic(tmp_path: Path, monkeypatch: pytest
     def broken(*args: object, **kwargs: object) -> None:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(module, "lint_texts", broken)
+    monkeypatch.setattr(module.Workspace, "_run", broken)
     state = module.Workspace()
     state.open(tmp_path / "net.py", BAD)
     (document, found), = state.analyse(tmp_path / "net.py").values()

@@ -1,15 +1,19 @@
 """The language server: documents in, diagnostics, code actions and hovers out.
 
-Analyses run one at a time on a worker thread (the protocol stays responsive); an edit waits
-`DEBOUNCE_SECONDS` for the next one before its document's project is analysed again. After each
-analysis every open document of the project whose findings changed gets them published, so an edit to
-a helper's file updates the file whose `forward` calls it.
+Analyses run one at a time on a worker thread (the protocol stays responsive). As in ruff's server,
+an edit is analysed at once when nothing else is being analysed (`DEBOUNCE_SECONDS`, default 0, may
+delay it); the edits that arrive while an analysis runs are coalesced, and their projects analysed
+once, with the newest text, when it ends: a burst of keystrokes costs at most two analyses and
+the diagnostics of the last one follow it by one analysis. After each analysis every open document of
+the project whose findings changed gets them published, so an edit to a helper's file updates the file
+whose `forward` calls it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -19,11 +23,12 @@ from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
 from cslint import __version__
+from cslint.deep_stack import RECURSION_LIMIT
 from cslint.lsp.convert import SOURCE, hover_text, lsp_range, minimal_edits, related_information, to_lsp
 from cslint.lsp.workspace import Document, Workspace
 from cslint.report import INTERNAL_ERROR, Diagnostic
 
-DEBOUNCE_SECONDS = float(os.environ.get("CSLINT_LSP_DEBOUNCE", "0.25"))
+DEBOUNCE_SECONDS = float(os.environ.get("CSLINT_LSP_DEBOUNCE", "0"))
 FIX_ALL = "source.fixAll.cslint"
 FIX_ALL_UNSAFE = "source.cslint.fixAllUnsafe"  # not under source.fixAll: editors must not run it on save
 CONFIG_FILES = ("pyproject.toml", "cslint.toml")
@@ -32,10 +37,13 @@ CONFIG_FILES = ("pyproject.toml", "cslint.toml")
 class CslintServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__("cslint", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
-        self.state = Workspace()
+        self.state = Workspace(on_warm=self.warmed)
+        self.loop: asyncio.AbstractEventLoop | None = None  # the protocol's, once initialized
         self.analyses = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cslint-analysis")
         self.timers: dict[Path, asyncio.TimerHandle] = {}
         self.published: dict[Path, list[Any]] = {}
+        self.busy = False  # an analysis is running
+        self.waiting: dict[Path, None] = {}  # documents edited while it ran, in order
 
     # ---- analysis --------------------------------------------------------------------------------
 
@@ -48,6 +56,24 @@ class CslintServer(LanguageServer):
 
     async def analyse(self, path: Path) -> None:
         self.timers.pop(path, None)
+        if self.busy:  # superseded edits coalesce: analysed once when the running analysis ends
+            self.waiting[path] = None
+            return
+        self.busy = True
+        try:
+            await self._analyse_one(path)
+        finally:
+            self.busy = False
+        if self.waiting:
+            waiting, self.waiting = list(self.waiting), {}
+            projects: set[Path] = set()
+            for other in waiting:  # one analysis covers every open document of its project
+                root = self.state.project_of(other)
+                if root not in projects:
+                    projects.add(root)
+                    self.schedule(other, 0)
+
+    async def _analyse_one(self, path: Path) -> None:
         if path not in self.state.documents:
             return
         loop = asyncio.get_running_loop()
@@ -90,6 +116,18 @@ class CslintServer(LanguageServer):
         for path in list(self.state.documents):
             self.schedule(path, 0)
 
+    def warmed(self, root: Path) -> None:
+        """From the thread that brought `root`'s cache up to date: its callers are known, analyse again."""
+        if self.loop is not None:
+            self.loop.call_soon_threadsafe(self._reanalyse_project, root)
+
+    def _reanalyse_project(self, root: Path) -> None:
+        self.window_log_message(types.LogMessageParams(type=types.MessageType.Info,
+                                                       message=f"cslint: the cache of {root} is up to date"))
+        for path in list(self.state.documents):
+            if path == root or root in path.parents:
+                self.schedule(path, 0)
+
 
 server = CslintServer()
 
@@ -105,6 +143,7 @@ def _is_python(path: Path) -> bool:
 
 @server.feature(types.INITIALIZE)
 def initialize(ls: CslintServer, params: types.InitializeParams) -> None:
+    ls.loop = asyncio.get_running_loop()
     options = params.initialization_options
     if isinstance(options, dict):
         ls.state.options = dict(options.get("settings", options))
@@ -302,6 +341,9 @@ def _line_text(ls: CslintServer, path: Path, line: int) -> str:
 
 
 def main(tcp_port: int | None = None) -> None:
+    # analyses and cache updates run on threads at once, each on a deep stack (deep_stack.py): at this
+    # limit from the start, none of them puts back a lower one while another runs
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), RECURSION_LIMIT))
     if tcp_port is not None:
         server.start_tcp("127.0.0.1", tcp_port)
     else:

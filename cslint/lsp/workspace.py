@@ -1,26 +1,34 @@
 """The editor's open documents, analysed in their projects as unsaved buffers (no LSP types here).
 
-Every analysis lints all open documents of one project together, each as its unsaved text over the
-files on disk (`overlay.lint_texts`), so an edit to a helper's buffer changes the findings of an open
-file whose `forward` calls it. Settings are read from the project's pyproject.toml on every analysis (an
-edited configuration applies at once), with the client's initializationOptions on top.
+An analysis after an edit loads only what the edited documents' findings can depend on (see
+neighbourhood.py): the open documents of the project that import the edited one or that it reaches,
+their callers as the project's cache last recorded them, and what all of those import. Each document
+is its unsaved text over the files on disk (overlay.py), so an edit to a helper's buffer changes the
+findings of an open file whose `forward` calls it, and the indexes of unchanged files and the parsed
+functions of unchanged text are kept between analyses (`overlay.WarmIndexes`). Settings are read from
+the project's pyproject.toml on every analysis (an edited configuration applies at once), with the
+client's initializationOptions on top.
 
-An analysis of unsaved text reads the cache and never writes it, so without a filled cache every
-analysis would re-check the whole project. The first analysis in a project therefore first checks its
-saved files as `cslint check` does (filling `.cslint_cache` with answers about the files on disk, kept
-in memory too), and again, incrementally, after a save: then an edit re-checks only what it can reach.
+The project's cache (`.cslint_cache`, the answers `cslint check` stores about the files on disk) says
+which files' traced code reaches which. It is brought up to date in the background, as `cslint check`
+would (never with text that is not on disk): when a project is first analysed and after saves. Until
+then the documents are analysed with their callers as the cache last knew them, if at all.
 """
 
 from __future__ import annotations
 
+import logging
 import os
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
 from cslint.config import ConfigError, Settings, load_settings, settings_from_table
-from cslint.overlay import lint_texts
-from cslint.report import BUG_HINT, INTERNAL_ERROR, Diagnostic
+from cslint.lsp.neighbourhood import Neighbourhood
+from cslint.overlay import WarmIndexes, unsaved_buffers, warm_analyses
+from cslint.report import BUG_HINT, INTERNAL_ERROR, Diagnostic, RunResult
 from cslint.runner import FixChoice
 
 _FIELDS = {f.name for f in fields(Settings)}
@@ -34,14 +42,19 @@ class Document:
 
 
 class Workspace:
-    def __init__(self, options: dict[str, Any] | None = None) -> None:
+    def __init__(self, options: dict[str, Any] | None = None,
+                 on_warm: Callable[[Path], None] | None = None) -> None:
         self.options = dict(options or {})  # [tool.cslint] keys, from initializationOptions
+        self.on_warm = on_warm  # told (from another thread) when a project's cache is up to date
         self.documents: dict[Path, Document] = {}
         self.findings: dict[Path, tuple[Document, list[Diagnostic]]] = {}  # each open document's last analysis
         self._files: dict[Path, list[Path]] = {}  # each project's Python files on disk
+        self._hoods: dict[Path, Neighbourhood] = {}  # each project's files, module names and imports
         self._modules: dict[Path, dict[str, Path]] = {}  # each project's module names
         self._caches: dict[tuple[Path, str], Any] = {}  # each project's cache of answers about saved files
+        self._updating: dict[tuple[Path, str], threading.Thread] = {}  # caches being brought up to date
         self._saved: set[Path] = set()  # projects with files saved since their cache was brought up to date
+        self._warm: dict[tuple[Path, str], WarmIndexes] = {}  # each project's indexes kept between analyses
 
     # ---- documents -------------------------------------------------------------------------------
 
@@ -57,8 +70,9 @@ class Workspace:
 
     def files_changed(self) -> None:
         """Files were created, saved or deleted on disk: list the projects' files again, and bring their
-        caches up to date before the next analysis."""
+        caches up to date (in the background)."""
         self._files.clear()
+        self._hoods.clear()
         self._modules.clear()
         self._saved.update(root for root, _ in self._caches)
 
@@ -84,32 +98,72 @@ class Workspace:
     # ---- analysis --------------------------------------------------------------------------------
 
     def analyse(self, path: Path) -> dict[Path, tuple[Document, list[Diagnostic]]]:
-        """Lint the open documents of `path`'s project: each one as analysed, with its diagnostics. A
-        failure becomes one diagnostic per document, never an exception."""
+        """Lint the open documents of `path`'s project whose findings an edit of `path` can change: each
+        one as analysed, with its diagnostics. A failure becomes one diagnostic per document, never an
+        exception."""
         root = self.project_of(path)
         snapshot = {p: d for p, d in list(self.documents.items()) if _under(p, root)}
-        documents = {p: d.text for p, d in snapshot.items()}
-        if not documents:
+        if not snapshot:
             return {}
+        texts = {str(p): d.text for p, d in snapshot.items()}
+        chosen = list(snapshot)
         try:
             settings = self.settings_for(path)
-            result = lint_texts(documents, settings, _codes(settings), unsafe_fixes=settings.unsafe_fixes,
-                                cache=self._cache(settings, root), context=self._project_files(root, settings))
-            found: dict[Path, list[Diagnostic]] = {p: [] for p in documents}
+            hood = self._neighbourhood(root, settings, snapshot)
+            cache = self._cache(settings, root)
+            edited = str(_key(path))
+            affected = {d for d in texts if d == edited or edited in hood.closure({d}, texts)
+                        or edited in _reach(cache, d) or d in _reach(cache, edited)}
+            chosen = [p for p in snapshot if str(p) in affected]
+            result = self._run(settings, root, hood, texts, affected, cache)
+            found: dict[Path, list[Diagnostic]] = {p: [] for p in chosen}
             for d in result.diagnostics:
                 found.setdefault(_key(d.path), []).append(d)
             for error in result.errors:
-                for p in documents:
+                for p in chosen:
                     if error.startswith(f"{p}:"):
                         found[p].append(_whole_file(p, INTERNAL_ERROR, f"cslint: {error[len(str(p)) + 1:].strip()}"))
         except ConfigError as exc:
-            found = {p: [_whole_file(p, INTERNAL_ERROR, f"cslint configuration: {exc}")] for p in documents}
+            found = {p: [_whole_file(p, INTERNAL_ERROR, f"cslint configuration: {exc}")] for p in chosen}
         except Exception as exc:  # a bug in cslint: shown on the document, the server goes on
             message = f"internal error: {type(exc).__name__}: {exc}; {BUG_HINT}"
-            found = {p: [_whole_file(p, INTERNAL_ERROR, message)] for p in documents}
-        analysed = {p: (snapshot[p], found.get(p, [])) for p in snapshot}
+            found = {p: [_whole_file(p, INTERNAL_ERROR, message)] for p in chosen}
+        analysed = {p: (snapshot[p], found.get(p, [])) for p in chosen}
         self.findings.update((p, value) for p, value in analysed.items() if p in self.documents)
         return analysed
+
+    def _run(self, settings: Settings, root: Path, hood: Neighbourhood, texts: dict[str, str], wanted: set[str],
+             cache: Any, fix: bool | FixChoice = False, unsafe: bool = False) -> RunResult:
+        """Analyse the `wanted` documents with their callers as roots (the files whose traced code the
+        cache says reaches them; without a record, the files importing them that may hold a root) and
+        what all of those import; report (and with `fix`, fix) only the documents."""
+        from cslint.deep_stack import run_with_deep_stack
+        from cslint.incremental import TREE_BUDGET_BYTES
+        from cslint.runner import Linter
+        from cslint.selection import enabled_rules
+
+        roots = set(wanted)
+        for key in wanted:
+            entry = cache.entries.get(key) if cache is not None else None
+            if entry is not None and entry.diagnostics is not None:
+                roots |= set(entry.reach) & hood.keys.keys()
+            else:
+                roots |= {k for k in hood.importers({key}, texts)
+                          if settings.trace_roots or hood.may_hold_roots(k, texts)}
+        files = hood.ordered(hood.closure(roots, texts))
+        names = {path: hood.names[path] for path in files}
+        linter = Linter(settings, enabled_rules(settings), tree_budget=None if fix else TREE_BUDGET_BYTES)
+        linter.aliases = {alias: path for alias, path in hood.aliases.items() if path in names}
+        buffers = {Path(key): text for key, text in texts.items()}
+        own = [p for p in files if str(p) in wanted]
+
+        def run() -> RunResult:  # on the deep stack's own thread, so the buffers are set there
+            with unsaved_buffers(buffers), warm_analyses(None if fix else self._warm_indexes(settings, root)):
+                return linter.run(own, fix=fix, unsafe_fixes=unsafe,
+                                  context=[p for p in files if str(p) not in wanted], names=names,
+                                  roots_in=[p for p in files if str(p) in roots])
+
+        return run_with_deep_stack(run)
 
     def locate(self, qualname: str, near: Path) -> tuple[Path, int, int] | None:
         """Where the function (or class) named `qualname` is defined, in the project of `near`."""
@@ -141,12 +195,26 @@ class Workspace:
         document = self.documents.get(key)
         if document is None:
             return None
+        root = self.project_of(key)
+        snapshot = {p: d for p, d in list(self.documents.items()) if _under(p, root)}
         settings = self.settings_for(key)
-        result = lint_texts({key: document.text}, settings, _codes(settings), fix=choice or True,
-                            unsafe_fixes=unsafe, cache=self._cache(settings, self.project_of(key)),
-                            context=self._project_files(self.project_of(key), settings))
+        result = self._run(settings, root, self._neighbourhood(root, settings, snapshot),
+                           {str(p): d.text for p, d in snapshot.items()}, {str(key)}, self._cache(settings, root),
+                           fix=choice or True, unsafe=unsafe)
         changed = [s for s in result.changed_files if _key(s.path) == key]
         return changed[0].text if changed else None
+
+    def _warm_indexes(self, settings: Settings, root: Path) -> WarmIndexes:
+        """The project's indexes kept between analyses under these settings (one set: a settings change
+        drops the others)."""
+        from cslint.cache import settings_key
+
+        key = (root, settings_key(settings, _codes(settings)))
+        if key not in self._warm:
+            for other in [k for k in self._warm if k[0] == root]:
+                del self._warm[other]
+            self._warm[key] = WarmIndexes()
+        return self._warm[key]
 
     def _project_files(self, root: Path, settings: Settings) -> list[Path]:
         from cslint.discovery import collect_files
@@ -155,25 +223,47 @@ class Workspace:
             self._files[root] = collect_files([root], settings) if root.is_dir() else []
         return self._files[root]
 
+    def _neighbourhood(self, root: Path, settings: Settings, documents: dict[Path, Document]) -> Neighbourhood:
+        hood = self._hoods.get(root)
+        if hood is None or not hood.knows(documents):  # a new file, not yet saved, is part of the project
+            files = set(self._project_files(root, settings)) | set(documents)
+            hood = self._hoods[root] = Neighbourhood(files, [root])
+        return hood
+
     def _cache(self, settings: Settings, root: Path) -> Any:
-        """The project's cache, brought up to date with the files on disk (see the module's docstring)."""
+        """The project's cache as it is now, brought up to date with the files on disk in the background
+        (as `cslint check` would) when first used and after saves; None without a cache."""
         from cslint.cache import Cache, default_cache_dir, settings_key
-        from cslint.deep_stack import run_with_deep_stack
-        from cslint.incremental import Session
 
         if os.environ.get("CSLINT_NO_CACHE"):
             return None
         key = (root, settings_key(settings, _codes(settings)))
         cache = self._caches.get(key)
-        if cache is not None and root not in self._saved:
-            return cache
         if cache is None:
             cache = self._caches[key] = Cache(default_cache_dir(settings), key[1]).load()
-        self._saved.discard(root)
-        files = self._project_files(root, settings)
-        session = Session(settings, _codes(settings), cache=cache, jobs=_cores())
-        run_with_deep_stack(lambda: session.run(files))
-        return cache
+            self._saved.add(root)
+        if root in self._saved and key not in self._updating:
+            self._saved.discard(root)
+            self._updating[key] = threading.Thread(target=self._update, args=(key, settings, cache),
+                                                   name="cslint-cache", daemon=True)
+            self._updating[key].start()
+        return cache.read_only()
+
+    def _update(self, key: tuple[Path, str], settings: Settings, cache: Any) -> None:
+        from cslint.deep_stack import run_with_deep_stack
+        from cslint.incremental import Session
+
+        root = key[0]
+        try:
+            files = self._project_files(root, settings)
+            session = Session(settings, _codes(settings), cache=cache, jobs=_cores())
+            run_with_deep_stack(lambda: session.run(files))
+        except Exception:  # the cache is a help: analyses go on without it being up to date
+            logging.getLogger(__name__).exception("cslint: bringing the cache of %s up to date failed", root)
+        finally:
+            self._updating.pop(key, None)
+        if self.on_warm is not None:
+            self.on_warm(root)
 
 
 def _cores() -> int:
@@ -186,6 +276,12 @@ def _codes(settings: Settings) -> list[str]:
     from cslint.selection import enabled_codes
 
     return enabled_codes(settings)
+
+
+def _reach(cache: Any, key: str) -> list[str]:
+    """The files whose traced code reached `key` when the project's cache last checked it."""
+    entry = cache.entries.get(key) if cache is not None else None
+    return entry.reach if entry is not None else []
 
 
 def _key(path: Path) -> Path:

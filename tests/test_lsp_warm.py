@@ -1,0 +1,96 @@
+"""An editor's analyses reuse the indexes and parsed functions of earlier ones (overlay.WarmIndexes):
+every answer must equal that of a fresh analysis of the same texts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cslint.config import load_settings
+from cslint.overlay import WarmIndexes, lint_texts
+from cslint.selection import enabled_codes
+
+HELPER = """\
+import torch
+
+
+def get_scale(x):
+    return x.sum()
+
+
+def unused(x):
+    return x
+"""
+
+# two classes whose `forward`s have the same text: a parsed function reused must not be shared by both
+MODEL = """\
+from torch import nn
+
+from pkg.scales import get_scale
+
+
+class First(nn.Module):
+    def forward(self, x):
+        if get_scale(x) > 0:
+            return x * 2
+        return x
+
+
+class Second(nn.Module):
+    def forward(self, x):
+        if get_scale(x) > 0:
+            return x * 2
+        return x
+"""
+
+
+def _project(root: Path) -> tuple[Path, Path]:
+    (root / "pyproject.toml").write_text("[tool.cslint]\n", encoding="utf-8")
+    (root / "pkg").mkdir()
+    (root / "pkg/__init__.py").write_text("", encoding="utf-8")
+    (root / "pkg/scales.py").write_text(HELPER, encoding="utf-8")
+    (root / "pkg/model.py").write_text(MODEL, encoding="utf-8")
+    return root / "pkg/model.py", root / "pkg/scales.py"
+
+
+def _found(texts: dict[Path, str], warm: WarmIndexes | None) -> list[tuple[str, str, int, int, int, int]]:
+    settings = load_settings(None, next(iter(texts)))
+    result = lint_texts(texts, settings, enabled_codes(settings), warm=warm)
+    assert not result.errors
+    return sorted((d.path.name, d.code, d.line, d.column, d.end_line, d.end_column) for d in result.diagnostics)
+
+
+def test_warm_analyses_equal_fresh_ones_edit_after_edit(tmp_path: Path) -> None:
+    model, helper = _project(tmp_path)
+    warm = WarmIndexes()
+    edits = [
+        {model: MODEL},
+        {model: "# a comment moves every line\n" + MODEL},
+        {model: MODEL.replace("return x * 2", "print(x.item())\n            return x * 2", 1)},
+        {model: MODEL, helper: HELPER.replace("return x.sum()", "return 1.0")},  # the helper's finding goes
+        {model: MODEL, helper: HELPER},
+        {model: MODEL.replace("if get_scale(x) > 0:", "if get_scale(x) > 0 and x.max() > 1:")},
+    ]
+    seen = []
+    for texts in edits:
+        fresh = _found(texts, None)
+        assert _found(texts, warm) == fresh
+        seen.append(fresh)
+    assert [sum(1 for f in found if f[1] == "WSC101") for found in seen] == [2, 2, 2, 0, 2, 2]
+    assert seen[1] == [(name, code, line + 1, column, end_line + 1, end_column)
+                       for name, code, line, column, end_line, end_column in seen[0]]
+    assert ("model.py", "WSC201", 9, 19, 9, 27) in seen[2]  # only in the edited forward
+
+
+def test_unchanged_files_keep_their_index_and_functions_their_parse(tmp_path: Path) -> None:
+    model, helper = _project(tmp_path)
+    warm = WarmIndexes()
+    _found({model: MODEL}, warm)
+    kept = warm.modules[str(helper)][3]
+    parsed = dict(warm.pieces)
+    assert parsed  # the traced functions were parsed alone
+    _found({model: "# edited\n" + MODEL}, warm)
+    assert warm.modules[str(helper)][3] is kept  # the helper's index, not read or indexed again
+    assert all(warm.pieces[key] is tree for key, tree in parsed.items() if key in warm.pieces)
+    edited = HELPER.replace("return x.sum()", "return x.mean()")
+    _found({model: MODEL, helper: edited}, warm)
+    assert warm.modules[str(helper)][0] == edited and warm.modules[str(helper)][3] is not kept
