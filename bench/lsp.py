@@ -4,11 +4,14 @@ function of a real model file, time to first diagnostics, and the server's memor
     pip install -e '.[lsp]'
     python bench/lsp.py                                   # the installed transformers package
     python bench/lsp.py --package path/to/transformers --file models/bert/modeling_bert.py
+    python bench/lsp.py --project DIR --file DIR/transformers/models/x/modeling_x.py   # in place
 
 The package is copied to a temporary directory with a pyproject.toml at its top, so the server sees the
 whole package as the file's project (cross-file chains resolve as in a checkout). `--warm` first runs
 `cslint check` on the copy so the server reads a filled cache, as after a CI or pre-commit run;
-without it the server fills the cache in the background. Either way the edits start once the server
+without it the server fills the cache in the background. `--project` uses a project directory as it
+is (no copy, so a cache filled there before is used; the edits are only sent to the server, never
+written). Either way the edits start once the server
 says the cache is up to date (the workspace is warm). The file is by default the median-sized
 `modeling_*.py` with a `forward`. Each edit inserts (then changes) one line at the top of that
 `forward`'s body and waits for the diagnostics of that document version; the debounce is the
@@ -134,11 +137,19 @@ async def measure(root: Path, file: Path, edits: int, debounce: str | None) -> d
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--package", type=Path, help="a package directory (default: the installed transformers)")
-    parser.add_argument("--file", type=Path, help="the file edited, relative to the package")
+    parser.add_argument("--project", type=Path, help="a project directory, used in place (no copy)")
+    parser.add_argument("--file", type=Path, help="the file edited, relative to the package (or --project)")
     parser.add_argument("--edits", type=int, default=50)
     parser.add_argument("--debounce", help="seconds (default: the server's)")
     parser.add_argument("--warm", action="store_true", help="fill the cache with `cslint check` first")
     args = parser.parse_args()
+    if args.project is not None:
+        root = args.project.resolve()
+        file = root / args.file if args.file else median_model_file(root)
+        before = os.getloadavg()[0]
+        found = asyncio.run(measure(root, file, args.edits, args.debounce))
+        report(found, file, file.relative_to(root), root.name, "as found", args.edits, before, os.getloadavg()[0])
+        return
     package = args.package
     if package is None:
         spec = importlib.util.find_spec("transformers")
@@ -154,12 +165,16 @@ def main() -> None:
         if args.warm:
             subprocess.run([sys.executable, "-m", "cslint", "check", "--exit-zero", "-q", "."], cwd=root,
                            stdout=subprocess.DEVNULL, check=False)
-        size, name = file.stat().st_size, file.relative_to(root)
         before = os.getloadavg()[0]
         found = asyncio.run(measure(root, file, args.edits, args.debounce))
-        after = os.getloadavg()[0]
-    print(f"file: {name} ({size} bytes); project: {package.name} "
-          f"({'warm' if args.warm else 'cold'} cache); {args.edits} edits in its forward")
+        report(found, file, file.relative_to(root), package.name, "filled" if args.warm else "empty", args.edits,
+               before, os.getloadavg()[0])
+
+
+def report(found: dict[str, object], file: Path, name: Path, project: str, cache: str, edits: int, before: float,
+           after: float) -> None:
+    print(f"file: {name} ({file.stat().st_size} bytes); project: {project} ({cache} cache); {edits} edits in its "
+          "forward")
     print(f"{'server start + initialize':<36} {found['start']:8.2f} s")
     print(f"{'didOpen -> first diagnostics':<36} {found['first']:8.2f} s  ({found['findings']} findings)")
     print(f"{'didOpen -> cache up to date (warm)':<36} {found['warm']:8.2f} s")

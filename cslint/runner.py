@@ -75,6 +75,8 @@ class Linter:
         self._budget: TreeBudget | None = None
         self.modules_by_path: dict[Path, ModuleInfo] = {}
         self._pieces_given: set[int] = set()  # parsed functions an editor's analysis reused (overlay.py)
+        # an editor's analysis wants findings in its documents only: no rules run on other files' code
+        self.only_in: Collection[Path] | None = None
 
     # ---- loading ---------------------------------------------------------------------------------
 
@@ -145,8 +147,9 @@ class Linter:
         per_function: dict[str, tuple[tuple[str, ...], list[Located]]] = {}
 
         def check_now(traced: TracedFunction) -> None:  # the module is held; its analysis is final or not
-            per_function[traced.func.qualname] = (_rule_inputs(traced), self._locate(traced.func.module,
-                                                                                     self._check(traced)))
+            if self.only_in is None or traced.func.module.path in self.only_in:
+                per_function[traced.func.qualname] = (_rule_inputs(traced), self._locate(traced.func.module,
+                                                                                         self._check(traced)))
             traced.analysis = None  # its node-keyed maps would keep the tree alive
 
         project = Project(modules.values(), self._module_aliases)
@@ -175,7 +178,8 @@ class Linter:
         if self.checker.module_rules:
             for name, module in modules.items():
                 path = by_module[name].path
-                if reported is not None and path not in reported and path not in self.reach:
+                if reported is not None and path not in reported and path not in self.reach or \
+                        self.only_in is not None and path not in self.only_in:
                     continue
                 with module.held():
                     try:

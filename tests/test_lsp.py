@@ -396,3 +396,73 @@ def test_lsp_without_the_extra_is_a_clear_error(tmp_path: Path) -> None:
     run_ = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert run_.returncode == 2
     assert "pip install 'cslint[lsp]'" in run_.stderr
+
+
+def test_an_unsaved_helper_edit_adds_then_removes_the_callers_finding(tmp_path: Path) -> None:
+    """The caller's file is open and unchanged; only the helper's buffer changes (never saved)."""
+    root = _project(tmp_path, {"pkg/__init__.py": "", "pkg/scales.py": SCALES_HOST, "pkg/model.py": MODEL})
+
+    async def scenario() -> None:
+        async with Session(root) as s:
+            s.open("pkg/model.py")
+            assert await s.diagnostics("pkg/model.py") == []
+            s.open("pkg/scales.py")
+            await s.diagnostics("pkg/scales.py")
+            before = s.count("pkg/model.py")
+            s.change("pkg/scales.py", SCALES, version=2)  # get_scale now returns a tensor: the branch is on one
+            added = await s.diagnostics("pkg/model.py", after=before)
+            assert [(d.code, d.range.start.line) for d in added] == [("WSC101", 7)]
+            before = s.count("pkg/model.py")
+            s.change("pkg/scales.py", SCALES_HOST, version=3)
+            assert await s.diagnostics("pkg/model.py", after=before) == []
+            assert (root / "pkg/scales.py").read_text(encoding="utf-8") == SCALES_HOST
+
+    run(scenario())
+
+
+def test_save_and_watched_files_reanalyse(tmp_path: Path) -> None:
+    """didSave re-publishes the saved document; a pyproject.toml changed on disk (watched-files
+    notification) applies to the open documents at once."""
+    root = _project(tmp_path, {"net.py": BAD})
+
+    async def scenario() -> None:
+        async with Session(root) as s:
+            s.open("net.py")
+            assert "WSC101" in [d.code for d in await s.diagnostics("net.py")]
+            s.change("net.py", GOOD, version=2)
+            await s.diagnostics("net.py", lambda p: p.version == 2)
+            (root / "net.py").write_text(GOOD, encoding="utf-8")
+            before = s.count("net.py")
+            s.client.text_document_did_save(types.DidSaveTextDocumentParams(
+                text_document=types.TextDocumentIdentifier(uri=s.uri("net.py"))))
+            assert await s.diagnostics("net.py", after=before) == []
+            s.change("net.py", BAD, version=3)
+            assert "WSC101" in [d.code for d in await s.diagnostics("net.py", lambda p: p.version == 3)]
+            (root / "pyproject.toml").write_text('[tool.cslint]\nextend-ignore = ["WSC101"]\n', encoding="utf-8")
+            before = s.count("net.py")
+            s.client.workspace_did_change_watched_files(types.DidChangeWatchedFilesParams(changes=[
+                types.FileEvent(uri=s.uri("pyproject.toml"), type=types.FileChangeType.Changed)]))
+            again = await s.diagnostics("net.py", after=before)
+            assert again and "WSC101" not in [d.code for d in again]
+
+    run(scenario())
+
+
+def test_edits_in_a_burst_end_on_the_last_text(tmp_path: Path) -> None:
+    """Edits arriving while an analysis runs are coalesced: the last diagnostics are the last text's."""
+    root = _project(tmp_path, {"net.py": BAD})
+
+    async def scenario() -> None:
+        async with Session(root) as s:
+            s.open("net.py")
+            await s.diagnostics("net.py")
+            for version in range(2, 12):
+                s.change("net.py", BAD if version % 2 else GOOD, version=version)
+            last = await s.diagnostics("net.py", lambda p: p.version == 11)
+            assert "WSC101" in [d.code for d in last]
+            s.change("net.py", GOOD, version=12)
+            assert await s.diagnostics("net.py", lambda p: p.version == 12) == []
+            versions = [p.version for p in s.published[s.uri("net.py")]]
+            assert versions == sorted(versions)  # never an older text's diagnostics after a newer one's
+
+    run(scenario())

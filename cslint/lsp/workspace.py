@@ -134,9 +134,12 @@ class Workspace:
 
     def _run(self, settings: Settings, root: Path, hood: Neighbourhood, texts: dict[str, str], wanted: set[str],
              cache: Any, fix: bool | FixChoice = False, unsafe: bool = False) -> RunResult:
-        """Analyse the `wanted` documents with their callers as roots (the files whose traced code the
-        cache says reaches them; without a record, the files importing them that may hold a root) and
-        what all of those import; report (and with `fix`, fix) only the documents."""
+        """Analyse the `wanted` documents with their callers as roots and what all of those import; report
+        (and with `fix`, fix) only the documents. A caller imports the document, directly or not (names
+        resolve through imports only), and may hold a root; with a record in the cache, its traced code
+        reached the document when the files on disk were last checked. The cache's record also names
+        the files that only share a helper with the document (all of transformers' models share some):
+        they are left out, so such a helper is analysed with the documents' arguments alone."""
         from cslint.deep_stack import run_with_deep_stack
         from cslint.incremental import TREE_BUDGET_BYTES
         from cslint.runner import Linter
@@ -144,16 +147,16 @@ class Workspace:
 
         roots = set(wanted)
         for key in wanted:
+            callers = {k for k in hood.importers({key}, texts) if settings.trace_roots or hood.may_hold_roots(k, texts)}
             entry = cache.entries.get(key) if cache is not None else None
             if entry is not None and entry.diagnostics is not None:
-                roots |= set(entry.reach) & hood.keys.keys()
-            else:
-                roots |= {k for k in hood.importers({key}, texts)
-                          if settings.trace_roots or hood.may_hold_roots(k, texts)}
+                callers &= set(entry.reach)
+            roots |= callers
         files = hood.ordered(hood.closure(roots, texts))
         names = {path: hood.names[path] for path in files}
         linter = Linter(settings, enabled_rules(settings), tree_budget=None if fix else TREE_BUDGET_BYTES)
         linter.aliases = {alias: path for alias, path in hood.aliases.items() if path in names}
+        linter.only_in = {p for p in files if str(p) in wanted}
         buffers = {Path(key): text for key, text in texts.items()}
         own = [p for p in files if str(p) in wanted]
 
