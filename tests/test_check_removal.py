@@ -31,7 +31,8 @@ def test_a_check_that_only_raises_is_removed_unsafely(lint, fix):
 
 @pytest.mark.parametrize("check", [
     'if group["lr"] > lr:\n                group["lr"] = lr\n                raise ValueError("clamped")',
-    'if group["lr"] > lr:\n                raise ValueError("too large")\n            else:\n                lr = lr * 2',
+    'if group["lr"] > lr:\n                raise ValueError("too large")\n'
+    '            else:\n                lr = lr * 2',
 ])
 def test_a_branch_doing_more_than_raise_keeps_no_fix(lint, check):
     found = [d for d in lint(STEP.format(check=check)) if d.code == "WSC101"]

@@ -6,6 +6,7 @@ import libcst as cst
 
 from cslint.analysis.kinds import Tag
 from cslint.fixers.checks import remove_raising_check
+from cslint.fixers.masked_block import masked_block
 from cslint.fixers.where import if_to_where, ifexp_to_where, inplace_if_to_where
 from cslint.rules.base import Fix, Rule, RuleContext
 
@@ -41,6 +42,12 @@ def forward(self, x):
         "that return, raise or do anything but assign are reported without a fix, except an if/else whose "
         "two branches each update the same tensor in place (`if c: buf.copy_(x) else: buf.mul_(b).add_(g)`): "
         "that becomes `buf.copy_(torch.where(c, x, buf.mul(b).add(g)))` (unsafe: both updates are computed)."
+        " An `if` without else guarding a block of assignments, augmented assignments and in-place tensor "
+        "updates (`if group_lr > 0.0: num += ...; s.add_(g); sk += (s * s).sum()`) becomes a masked update: "
+        "the block runs every step under fresh names and `torch.where` keeps its results where the condition "
+        "holds, in-place updates through `copy_` (unsafe: both outcomes are computed, updates become "
+        "out-of-place values selected afterwards); no fix when the block calls unknown code, draws random "
+        "numbers, nests other statements or returns."
         " A check that only raises (`if group_lr not in [lr, 0.0]: raise RuntimeError(...)`) is removed "
         "(unsafe: the step no longer stops on that input; check the values where they are set)."
         " A condition that may be a Python value when the step runs eagerly on CPU/GPU (an unannotated input "
@@ -92,7 +99,8 @@ class Clamp(nn.Module):
             return
         keyword = "elif" if id(node) in elifs else "if"
         fix: Fix | None = None if keyword == "elif" else \
-            if_to_where(node, ctx) or inplace_if_to_where(node, ctx) or remove_raising_check(node, ctx)
+            if_to_where(node, ctx) or inplace_if_to_where(node, ctx) or masked_block(node, ctx) or \
+            remove_raising_check(node, ctx)
         what = ctx.kind(node.test).describe() if ctx.is_data_dependent(node.test) else "computed from a tensor"
         ctx.report(node.test, f"`{keyword} {ctx.code(node.test)}` branches on {what}: {FROZEN}; "
                               "compute both sides and select with torch.where", fix)

@@ -1,0 +1,62 @@
+"""WSC101 on an `if` guarding a block of updates: a masked update (unsafe), or no fix when the block
+does something a masked update cannot express."""
+
+from __future__ import annotations
+
+import pytest
+
+STEP = """
+import torch
+
+class Opt(torch.optim.Optimizer):
+    @torch.no_grad()
+    def step(self):
+        total = 0.0
+        for group in self.param_groups:
+            lr = group["lr"]
+            for p in group["params"]:
+                buf = self.state[p]["buf"]
+                if lr > 0.0:
+{block}
+                p.sub_(buf * lr)
+        return total
+"""
+
+
+def _block(*lines: str) -> str:
+    return STEP.format(block="\n".join(" " * 20 + line for line in lines))
+
+
+def test_a_block_of_updates_becomes_a_masked_update(lint, fix):
+    code = _block("scale = lr * 2", "scale *= 0.5", "buf.mul_(0.9).add_(p.grad, alpha=scale)",
+                  "total += buf.abs().sum()")
+    [finding] = [d for d in lint(code) if d.code == "WSC101"]
+    assert finding.fix is not None and finding.fix.applicability == "unsafe"
+    fixed = fix(code, unsafe=True)
+    for line in ("taken = torch.as_tensor(lr > 0.0)",
+                 "scale = lr * 2",
+                 "scale *= 0.5",
+                 "buf_taken = buf.mul(0.9).add(scale * p.grad)",  # alpha= then folded by WSC401
+                 "total_taken = total + buf_taken.abs().sum()",
+                 "buf.copy_(torch.where(taken, buf_taken, buf))",
+                 "total = torch.where(taken, total_taken, total)"):
+        assert line in fixed, line
+    assert "if lr > 0.0" not in fixed and "if lr > 0.0" in fix(code)  # only with --unsafe-fixes
+
+
+def test_one_update_needs_no_condition_name(fix):
+    fixed = fix(_block("buf.mul_(0.9).add_(p.grad)"), unsafe=True)
+    assert "buf.copy_(torch.where(torch.as_tensor(lr > 0.0), buf_taken, buf))" in fixed
+    assert " taken =" not in fixed
+
+
+@pytest.mark.parametrize("lines", [
+    ("self.log(buf)", "buf.mul_(0.9)"),  # a call whose effects cslint cannot see
+    ("if p.dim() > 1:", "    buf.mul_(0.9)"),  # a nested block
+    ("buf.mul_(0.9)", "return total"),
+    ("noise = torch.randn_like(buf)", "buf.add_(noise)"),  # random numbers drawn on every step
+    ("fresh *= 2",),  # updates a name that does not exist before the block
+])
+def test_blocks_a_masked_update_cannot_express_keep_no_fix(lint, lines):
+    found = [d for d in lint(_block(*lines)) if d.code == "WSC101"]
+    assert found and all(d.fix is None for d in found)
