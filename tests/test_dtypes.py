@@ -84,3 +84,36 @@ def test_quiet_in_data_pipeline(lint):
         return feats.to(torch.float32), torch.fft.rfft(feats)
     """
     assert lint(code, select=("WSC6",)) == []
+
+
+def test_dtype_sets_and_the_default_dtype_are_not_float64_uses(lint):
+    code = """
+    import torch
+    from torch.optim import Optimizer
+
+    class SAM(Optimizer):
+        @torch.no_grad()
+        def step(self, closure=None):
+            wide = torch.float64 if torch.get_default_dtype() == torch.float64 else torch.float32
+            for group in self.param_groups:
+                if self.can_use_foreach(group, dtypes=(torch.float32, torch.float64)):
+                    params = [p for p in group["params"] if p.dtype in [torch.float16, torch.float64]]
+                    torch._foreach_mul_(params, 0.5)
+                for p in group["params"]:
+                    acc = torch.zeros_like(p, dtype=wide)
+                    norm = p.norm(dtype=torch.float64)
+                    p.add_(acc + norm)
+    """
+    assert codes(lint(code, target="wsc")) == [("WSC601", 14)]
+
+
+def test_dtype_sets_outside_traced_code_stay_quiet(lint):
+    code = """
+    import torch
+
+    SUPPORTED = (torch.float32, torch.float64)
+
+    def pick(dtype):
+        return torch.float64 if dtype in SUPPORTED else torch.float32
+    """
+    assert codes(lint(code)) == []

@@ -211,3 +211,55 @@ def test_optimizers_following_the_cerebras_contract_are_clean(lint):
                         p.add_(-group["lr"] * p.grad)
     """
     assert lint(code) == []
+
+
+A2GRAD_LIKE = """
+import math
+import torch
+from torch.optim import Optimizer
+
+
+class Averaged(Optimizer):
+    @staticmethod
+    def _lr(group, param_state):
+        return min(group["eps"], 1.0 / math.sqrt(param_state["step"]))
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        for group in self.param_groups:
+            for p in group["params"]:
+                state = self.state[p]
+                if len(state) == 0:
+                    state["step"] = 0
+                    state["v"] = 0
+                    state["avg"] = torch.zeros_like(p)
+                state["step"] += 1
+                delta = p.grad - state["avg"]
+                if state["step"] == 1:
+                    state["sq"] = torch.sum(delta * delta).item()
+                else:
+                    state["sq"] *= group["rho"]
+                state["v"] = max([state["sq"], state["v"]])
+                h = math.sqrt((state["step"] + 1) * state["v"])
+                lr = self._lr(group, state)
+                p.add_(state["avg"] * math.sqrt(state["avg"].norm()), alpha=h * lr)
+"""
+
+
+def test_state_entries_only_ever_python_numbers_are_python_values(lint):
+    found = codes(lint(A2GRAD_LIKE, target="wsc"))
+    # math.sqrt of the tensor entry `avg` only: not of param_state["step"] in the helper nor of state["v"]
+    assert [line for code, line in found if code == "WSC204"] == [29]
+    assert ("WSC201", 23) in found  # the .item() itself
+    assert ("WSC303", 20) in found  # the Python step counter
+
+
+def test_python_state_entries_outside_traced_code_stay_quiet(lint):
+    code = """
+    import math
+
+    def summarize(state):
+        state["v"] = 0
+        return math.sqrt(state["v"] + 1)
+    """
+    assert codes(lint(code)) == []

@@ -24,6 +24,7 @@ from cslint.analysis.kinds import (
 )
 from cslint.analysis.project import Project
 from cslint.analysis.step_functions import global_kind
+from cslint.analysis.walk import iter_nodes
 from cslint.analysis.tracing_guards import Guards, guard_text
 
 Env = dict[str, Kind]
@@ -174,6 +175,7 @@ class ProjectOracle:
         self.returns: dict[str, Kind] = {}
         self._attributes: dict[str, dict[str, Kind]] = {}
         self._computing: set[str] = set()
+        self._state_entries: dict[str, dict[str, Kind]] = {}
 
     def return_kind(self, func: FunctionInfo) -> Kind | None:
         return self.returns.get(func.qualname)
@@ -184,6 +186,16 @@ class ProjectOracle:
         if self.project.is_module_class(cls):
             return obj("module", cls.qualname)
         return obj("object", cls.qualname)
+
+    def state_entries(self, cls: ClassInfo) -> dict[str, Kind]:
+        """Optimizer-state entries that every method of the optimizer only ever sets to Python numbers
+        (`state['step'] = 0`, `state['v'] = torch.sum(d * d).item()`): Python values wherever they are read,
+        in `step()` or a helper handed the state, not tensors."""
+        found = self._state_entries.get(cls.qualname)
+        if found is None:
+            found = self._state_entries[cls.qualname] = python_state_entries(
+                [m.node for klass in self.project.mro(cls) for m in klass.methods.values()])
+        return found
 
     def instance_kind(self, cls: ClassInfo) -> Kind:
         return self.self_kind(cls)
@@ -211,6 +223,46 @@ class ProjectOracle:
         self._computing.discard(cls_name)
         self._attributes[cls_name] = merged
         return merged
+
+
+def python_state_entries(methods: list[cst.FunctionDef]) -> dict[str, Kind]:
+    """Keys of `<...state...>['key'] = value` assignments whose every value is a Python number: a literal
+    (STATIC) or a read of tensor data (`.item()`, `float(...)`: HOST)."""
+    kinds: dict[str, Kind | None] = {}
+    for method in methods:
+        for node in iter_nodes(method):
+            if type(node) is not cst.Assign:
+                continue
+            for target in node.targets:  # type: ignore[attr-defined]
+                key = _state_key(target.target)
+                if key is not None:
+                    kind = _python_number_kind(node.value)  # type: ignore[attr-defined]
+                    old = kinds.get(key, kind) if key in kinds else kind
+                    kinds[key] = None if kind is None or old is None else join(old, kind)
+    return {key: kind for key, kind in kinds.items() if kind is not None}
+
+
+def _state_key(target: cst.BaseExpression) -> str | None:
+    if type(target) is not cst.Subscript or len(target.slice) != 1:
+        return None
+    index = target.slice[0].slice
+    key = string_value(index.value) if isinstance(index, cst.Index) else None
+    base = cst.Module([]).code_for_node(target.value) if key is not None else ""
+    return key if "state" in base else None
+
+
+def _python_number_kind(value: cst.BaseExpression) -> Kind | None:
+    if type(value) is cst.UnaryOperation:
+        value = value.expression
+    if type(value) in (cst.Integer, cst.Float) or (type(value) is cst.Name and value.value in ("True", "False")):
+        return STATIC
+    if type(value) is cst.Call:
+        func = value.func
+        if type(func) is cst.Attribute and func.attr.value == "item" and not value.args:
+            return HOST
+        if type(func) is cst.Name and func.value in ("float", "int"):
+            return HOST
+    return None
 
 
 def _first_param(node: cst.FunctionDef) -> str | None:
@@ -776,6 +828,11 @@ class FunctionInference:
             if base.role == "state_map":
                 return obj("opt_state")
             if base.role == "opt_state":
+                index = node.slice[0].slice if len(node.slice) == 1 else None
+                name = string_value(index.value) if isinstance(index, cst.Index) else None
+                cls = self.func.cls
+                if name is not None and cls is not None and self.project.is_optimizer_class(cls):
+                    return self.oracle.state_entries(cls).get(name, TENSOR)
                 return TENSOR
             if base.role == "module":
                 return MODULE

@@ -37,6 +37,20 @@ def _mark_if_inspection(node: cst.CSTNode, ctx: RuleContext) -> None:
             _mark_inspection(node, ctx)
 
 
+TORCH_DTYPES = frozenset({
+    "float16", "half", "bfloat16", "float32", "float", "float64", "double", "int8", "int16", "short", "int32", "int",
+    "int64", "long", "uint8", "bool", "complex64", "complex128", "cfloat", "cdouble",
+})
+
+
+def _mark_if_dtype_collection(node: cst.Tuple | cst.List | cst.Set, ctx: RuleContext) -> None:
+    """`dtypes=(torch.float32, torch.float64)`: several dtypes named together are a set to test against
+    (what a fused or foreach path supports), not a dtype any tensor is made with."""
+    names = [ctx.resolve(e.value) or "" for e in node.elements]
+    if len(names) >= 2 and all(n.startswith("torch.") and n[len("torch."):] in TORCH_DTYPES for n in names):
+        _mark_inspection(node, ctx)
+
+
 class Float64(Rule):
     code = "WSC601"
     name = "float64-dtype"
@@ -93,6 +107,22 @@ class StableLoss(nn.Module):
 
     def visit_Comparison(self, node: cst.Comparison, ctx: RuleContext) -> None:
         _mark_if_inspection(node, ctx)
+
+    def visit_Tuple(self, node: cst.Tuple, ctx: RuleContext) -> None:
+        _mark_if_dtype_collection(node, ctx)
+
+    def visit_List(self, node: cst.List, ctx: RuleContext) -> None:
+        _mark_if_dtype_collection(node, ctx)
+
+    def visit_Set(self, node: cst.Set, ctx: RuleContext) -> None:
+        _mark_if_dtype_collection(node, ctx)
+
+    def visit_IfExp(self, node: cst.IfExp, ctx: RuleContext) -> None:
+        """`torch.float64 if torch.get_default_dtype() == torch.float64 else torch.float32` follows the
+        default dtype: it makes float64 only where everything already is."""
+        if any(type(n) is cst.Call and ctx.resolve(n.func) == "torch.get_default_dtype"  # type: ignore[attr-defined]
+               for n in ctx.walk(node.test)):
+            _mark_inspection(node, ctx)
 
     def visit_Attribute(self, node: cst.Attribute, ctx: RuleContext) -> None:
         qualified = ctx.resolve(node)
