@@ -18,7 +18,8 @@ from typing import IO
 
 from cslint.runtime.findings import COMPLETE, RUNNING, TIMED_OUT, RuntimeReport, stopped
 
-INSTALL_HINT = "the runtime checker needs PyTorch: pip install 'cslint[runtime]' (or pip install torch)"
+INSTALL_HINT = ("the runtime checker needs PyTorch: install a CPU build of torch first (see docs/install.md), then "
+                "pip install 'cslint[runtime]'")
 DEFAULT_TIMEOUT = 300.0
 DEFAULT_MEMORY_LIMIT_MB = 8192  # address space of the child; 0 for none
 OUTPUT_TAIL_BYTES = 64 * 1024  # how much of the step's own stdout/stderr is kept (for error messages)

@@ -50,13 +50,14 @@ def usage_error(settings: Settings) -> str | None:
 
 
 def incomplete(report: RuntimeReport) -> str | None:
-    """Why a runtime run did not complete on both backends (so it proves nothing), or None."""
+    """Why a runtime run did not complete on every backend it ran (so it proves nothing), or None."""
     if report.error:
         return f"it failed: {report.error.strip().splitlines()[-1]}"
-    for note in report.notes:
-        if "could not run" in note:
-            return f"it stopped: {note}"
-    return None
+    if report.complete:
+        return None
+    if not report.status:
+        return "no backend ran"
+    return "; ".join(f"{backend} {status}" for backend, status in sorted(report.incomplete().items()))
 
 
 def _flatten(value: Any) -> list[Any]:

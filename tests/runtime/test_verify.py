@@ -19,6 +19,7 @@ pytest.importorskip("torch")
 from cslint.cli import main as cslint_main  # noqa: E402
 from cslint.runtime import RuntimeReport, check  # noqa: E402
 from cslint.runtime.verify import incomplete, original_lines, outputs_differ  # noqa: E402
+from cslint.runtime.findings import COMPLETE, TIMED_OUT, stopped  # noqa: E402
 
 MODEL = textwrap.dedent('''
     import torch
@@ -219,10 +220,14 @@ def test_kill_during_verification_leaves_the_users_file_untouched(tmp_path: Path
 
 
 def test_incomplete_runs_prove_nothing() -> None:
-    assert incomplete(RuntimeReport("t")) is None
-    assert "fails here" in (incomplete(RuntimeReport("t", error="Traceback...\nValueError: fails here")) or "")
-    stopped = RuntimeReport("t", notes=["lazy backend could not run this step (RuntimeError: no op)"])
-    assert "lazy backend could not run" in (incomplete(stopped) or "")
+    complete = RuntimeReport("t", status={"lazy": COMPLETE, "dynamo": COMPLETE})
+    assert incomplete(complete) is None
+    assert incomplete(RuntimeReport("t")) == "no backend ran"
+    failed = RuntimeReport("t", error="Traceback...\nValueError: fails here", status={"lazy": COMPLETE})
+    assert "fails here" in (incomplete(failed) or "")
+    halfway = RuntimeReport("t", status={"lazy": stopped("RuntimeError: no op", "m.py", 7), "dynamo": COMPLETE})
+    assert incomplete(halfway) == "lazy stopped at m.py:7 (RuntimeError: no op)"
+    assert incomplete(RuntimeReport("t", status={"lazy": COMPLETE, "dynamo": TIMED_OUT})) == "dynamo timed out"
 
 
 def test_original_lines_follow_inserted_and_replaced_lines() -> None:
