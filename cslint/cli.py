@@ -434,18 +434,20 @@ def _write_fixes(result: RunResult, lint: Callable[..., RunResult], project: lis
                  roots: list[Path]) -> None:
     """Write the fixed files. A file that cannot be written is reported as it is on disk: its findings
     come from a plain run over it, not from the fixed text that was never written."""
+    from cslint.interrupts import interrupts_held
     from cslint.sources import ReadError, safe_resolve, write_atomically
 
     unwritten = []
-    for source in result.changed_files:
-        try:
-            if not _within(safe_resolve(source.path), roots):
-                raise ReadError("a symbolic link to a file outside the paths checked; fix not written")
-            write_atomically(source)
-        except (ReadError, OSError) as exc:
-            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-            result.errors.append(f"{source.path}: cannot write fix: {reason}")
-            unwritten.append(source.path)
+    with interrupts_held():
+        for source in result.changed_files:
+            try:
+                if not _within(safe_resolve(source.path), roots):
+                    raise ReadError("a symbolic link to a file outside the paths checked; fix not written")
+                write_atomically(source)
+            except (ReadError, OSError) as exc:
+                reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+                result.errors.append(f"{source.path}: cannot write fix: {reason}")
+                unwritten.append(source.path)
     if not unwritten:
         return
     from cslint.fixed import fixed_findings

@@ -185,6 +185,9 @@ class Session:
                 state.hash, state.unchanged, state.imports = entry.hash, True, entry.imports  # type: ignore[union-attr]
                 state.hints = GroupHints.from_json(entry.hints)  # type: ignore[union-attr]
                 return
+            if stat.st_size > self.settings.max_file_size:  # reported unread (WSC004), whatever its text
+                state.hash = content_hash(f"over the size limit: {stat.st_size} bytes".encode())
+                return
             try:
                 data = state.path.read_bytes()
             except OSError:
@@ -261,6 +264,7 @@ class Session:
         # and no entry may stay behind that a later run would trust.
         stale = {s.key for s in self.states.values() if not self._fresh(s, fix and s.target, unsafe_fixes)}
         stale |= self._disputed()
+        stale &= self._linked_to(target_states)
         self.profile.count("files", len(target_states))
         reports: dict[str, list[Diagnostic]] = {}
         reach: dict[str, set[str]] = {}
@@ -301,6 +305,20 @@ class Session:
                 with self.profile.phase("cache write"):
                     defer(self.cache.save)
         return result
+
+    def _linked_to(self, targets: list[FileState]) -> set[str]:
+        """The files whose analysis can change a target's report: those linked to a target through imports,
+        in either direction, directly or not (its callers, its callees, and the other callers of what it
+        calls). Names resolve through imports only, so no other file can reach a target, and a context file
+        outside this part of the project is not analysed (nor its cache entry renewed)."""
+        keys = {s.key for s in targets}
+        if len(keys) == len(self.states):
+            return keys
+        importers: dict[str, set[str]] = {}
+        for key in self.states:
+            for imported in self.direct(key):
+                importers.setdefault(imported, set()).add(key)
+        return reachable(keys, lambda key: self.direct(key) | importers.get(key, set()))
 
     def _disputed(self) -> set[str]:
         """Files whose cached reports disagree about reaching each other. Reach is symmetric (two files

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from cslint.config import Settings
+from cslint.config import DEFAULT_MAX_FILE_SIZE, Settings
 from cslint.targets import DEFAULT_TARGET
 
 _IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+([\w.]+)[ \t]+import\b|import[ \t]+([\w. \t,]+?)[ \t]*(?:#.*)?$)",
@@ -59,22 +59,32 @@ def _imports(modules: set[str], wanted: str) -> bool:
     return any(m == wanted or m.startswith(wanted + ".") for m in modules)
 
 
-def infer_target(paths: Iterable[Path]) -> TargetChoice:
-    """The target the project's imports point to, with the reason and the packages it imports."""
+def _scanned_text(path: Path, max_size: int) -> str | None:
+    """The file's text, or None for one that is unreadable or over the size limit (the check reports it)."""
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(max_size + 1)
+    except OSError:
+        return None
+    return None if len(data) > max_size else data.decode("utf-8", errors="replace")
+
+
+def infer_target(paths: Iterable[Path], max_size: int = DEFAULT_MAX_FILE_SIZE) -> TargetChoice:
+    """The target the project's imports point to, with the reason and the packages it imports. Files over
+    `max_size` bytes are not read (the check does not analyse them either)."""
     packages: set[str] = set()
     first_with: dict[str, Path] = {}
     compile_file: Path | None = None
     for path in paths:
-        try:
-            text = path.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            continue  # reading the file for the check reports it
+        text = _scanned_text(path, max_size)
+        if text is None:
+            continue
         modules = imported_modules(text)
         packages.update(m.split(".")[0] for m in modules)
         for target, names in PLATFORM_MODULES:
             if target not in first_with and any(_imports(modules, n) for n in names):
                 first_with[target] = path
-        if compile_file is None and _imports(modules, "torch") and _TORCH_COMPILE.search(text):
+        if compile_file is None and "compile" in text and _imports(modules, "torch") and _TORCH_COMPILE.search(text):
             compile_file = path
     for target, names in PLATFORM_MODULES:
         if target in first_with:
@@ -90,7 +100,7 @@ def infer_target(paths: Iterable[Path]) -> TargetChoice:
 def with_inferred_target(settings: Settings, paths: Iterable[Path]) -> Settings:
     """`settings` with the project's packages recorded and, unless `--target` or the configuration gave a
     target (their `target_reason` says which), the inferred one."""
-    choice = infer_target(paths)
+    choice = infer_target(paths, settings.max_file_size)
     if settings.target_reason:
         return settings.with_overrides(project_packages=choice.packages)
     return settings.with_overrides(target=choice.target, target_reason=choice.reason,

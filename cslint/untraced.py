@@ -41,7 +41,7 @@ def nothing_to_report(paths: list[Path], settings: Settings, codes: frozenset[st
     texts = []
     for path in paths:  # every text first: one marker anywhere ends it before any parsing
         try:
-            text = read_source(path).text
+            text = read_source(path, settings.max_file_size).text  # over the limit: a WSC004 to report
         except ReadError:
             return False
         if may_hold_traced_code(text, codes):

@@ -9,31 +9,7 @@ from pathlib import Path
 import pytest
 
 from cslint.cli import main
-
-LAYERS = """\
-import torch
-
-
-def soft_cap(x):
-    if x.sum() > 0:
-        return x * 2
-    return x
-"""
-
-MODEL = """\
-import torch
-from torch import nn
-
-from pkg.layers import soft_cap
-
-
-class Net(nn.Module):
-    def forward(self, x):
-        y = soft_cap(x)
-        if y.max() > 1:
-            y = y - 1
-        return y
-"""
+from tests.samples import CROSS_FILE_LAYERS as LAYERS, CROSS_FILE_MODEL as MODEL
 
 
 @pytest.fixture

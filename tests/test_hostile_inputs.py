@@ -16,19 +16,8 @@ from pathlib import Path
 
 import pytest
 
-BAD = (
-    "import torch\n"
-    "from torch import nn\n"
-    "\n"
-    "\n"
-    "class Net(nn.Module):\n"
-    "    def forward(self, x):\n"
-    "        if x.max() > 0:\n"
-    "            y = x * 2\n"
-    "        else:\n"
-    "            y = x\n"
-    "        return y\n"
-)
+from tests.samples import TENSOR_BRANCH as BAD
+
 MEMORY_LIMIT = 3 * 1024**3
 # Root ignores permission bits; without these two capabilities it obeys them like any owner.
 WITHOUT_ROOT_OVERRIDES = ["setpriv", "--inh-caps=-dac_override,-dac_read_search",

@@ -13,21 +13,7 @@ from pathlib import Path
 import pytest
 
 from cslint.sources import ReadError, read_source, write_atomically
-
-BAD = (
-    "import torch\n"
-    "from torch import nn\n"
-    "\n"
-    "\n"
-    "class Net(nn.Module):\n"
-    "    def forward(self, x):\n"
-    "        if x.max() > 0:\n"
-    "            y = x * 2\n"
-    "        else:\n"
-    "            y = x\n"
-    "        return y\n"
-)
-FIXED_LINE = "        y = torch.where(x.max() > 0, x * 2, x)"
+from tests.samples import FIXED_LINE, TENSOR_BRANCH as BAD
 
 
 def cslint(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:

@@ -11,6 +11,7 @@ import jsonschema
 import pytest
 
 from cslint.cli import main
+from cslint.report import Diagnostic
 
 SCHEMA = Path(__file__).parent / "fixtures" / "sarif" / "sarif-schema-2.1.0.json"
 
@@ -100,3 +101,18 @@ def test_output_file(project: Path, capsys) -> None:
     assert main(["check", "--output-format", "sarif", "-o", "report.sarif", "model.py"]) == 1
     assert capsys.readouterr().out == ""
     assert json.loads((project / "report.sarif").read_text())["runs"][0]["results"]
+
+
+def test_a_long_source_line_is_shown_as_a_window_around_the_finding() -> None:
+    from cslint.output.text import EXCERPT_WIDTH, _excerpt
+
+    line = "        y = " + " + ".join(["x"] * 5000) + " if x.max() > 0 else x\n"  # 20 KB on one line
+    column = line.index("x.max()") + 1
+    d = Diagnostic(Path("m.py"), 7, column, 7, column + len("x.max() > 0"), "WSC101", "branch", source_line=line)
+    _, shown, carets = _excerpt(d)
+    assert len(shown) < EXCERPT_WIDTH + 20
+    assert shown.startswith("7 | ...") and "x.max() > 0 else x" in shown
+    assert shown[carets.index("^"):].startswith("x.max() > 0")  # the caret is under the finding
+    assert carets.count("^") == len("x.max() > 0")
+    short = Diagnostic(Path("m.py"), 7, 12, 7, 23, "WSC101", "branch", source_line="        if x.max() > 0:\n")
+    assert _excerpt(short)[1:] == ["7 |         if x.max() > 0:", "  |            ^^^^^^^^^^^"]

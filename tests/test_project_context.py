@@ -13,31 +13,7 @@ import pytest
 
 from cslint.cli import main
 from cslint.discovery import find_project_root
-
-LAYERS = """\
-import torch
-
-
-def soft_cap(x):
-    if x.sum() > 0:
-        return x * 2
-    return x
-"""
-
-MODEL = """\
-import torch
-from torch import nn
-
-from pkg.layers import soft_cap
-
-
-class Net(nn.Module):
-    def forward(self, x):
-        y = soft_cap(x)
-        if y.max() > 1:
-            y = y - 1
-        return y
-"""
+from tests.samples import CROSS_FILE_LAYERS as LAYERS, CROSS_FILE_MODEL as MODEL
 
 
 def _project(root: Path, marker: str = "pyproject.toml", init: bool = True) -> Path:
@@ -107,3 +83,87 @@ def test_the_flake8_plugin_uses_the_same_project_root(tmp_path):
                           capture_output=True, text=True)
     assert proc.returncode == 1, proc.stderr
     assert ":5:8: WSC101" in proc.stdout
+
+
+CALLER = """\
+from torch import nn
+
+from pkg.shared import clip
+
+
+class Other(nn.Module):
+    def forward(self, x):
+        return clip(x, x.mean())
+"""
+
+SHARED = """\
+def clip(x, limit):
+    if limit > 0:
+        return x.clamp(max=limit)
+    return x
+"""
+
+USER = """\
+from pkg.shared import clip
+
+
+def scale(x):
+    return clip(x, 1.0)
+"""
+
+UNRELATED = """\
+import torch
+from torch import nn
+
+
+class Lone(nn.Module):
+    def forward(self, x):
+        if x.sum() > 0:
+            return x
+        return -x
+"""
+
+
+def _linked_project(root: Path) -> None:
+    _project(root)
+    for name, text in (("caller", CALLER), ("shared", SHARED), ("user", USER)):
+        (root / "pkg" / f"{name}.py").write_text(text)
+    (root / "unrelated").mkdir()
+    for i in range(5):
+        (root / "unrelated" / f"lone_{i}.py").write_text(UNRELATED)
+
+
+def test_each_file_alone_gets_the_report_of_the_whole_project(tmp_path, capsys):
+    """A file checked alone is analysed with the files linked to it through imports, in either direction,
+    directly or not: its importers' roots, and the other callers of what it calls (user.py's `clip` is
+    traced only through caller.py, which user.py does not import)."""
+    _linked_project(tmp_path)
+    _, whole = _check(capsys, str(tmp_path))
+    assert ("shared.py", 2, "WSC101") in whole and ("lone_0.py", 7, "WSC101") in whole
+    for path in sorted(tmp_path.rglob("*.py")):
+        assert _check(capsys, str(path))[1] == [f for f in whole if f[0] == path.name], path
+
+
+def test_context_files_not_linked_to_the_named_file_are_not_analysed(tmp_path, capsys):
+    _linked_project(tmp_path)
+    main(["check", str(tmp_path / "pkg" / "user.py"), "--no-cache", "--profile"])
+    err = capsys.readouterr().err
+    assert "files analysed: 3," in err, err  # user.py, shared.py and caller.py; not layers, model or lone_*
+
+
+def test_a_file_over_the_size_limit_is_not_read_to_find_the_projects_target_or_imports(tmp_path, capsys,
+                                                                                      monkeypatch):
+    from cslint.target_inference import infer_target
+
+    big = tmp_path / "big.py"
+    big.write_text("import torch_xla\n" + "x = 1\n" * 400)
+    assert infer_target([big], max_size=1000).target == "wsc"
+    assert infer_target([big], max_size=10_000).target == "xla"
+    _project(tmp_path)
+    (tmp_path / "pyproject.toml").write_text("[tool.cslint]\nmax-file-size = 1000\n")
+    (tmp_path / "pkg" / "big.py").write_text("from pkg.layers import soft_cap\n" + "x = 1\n" * 400)
+    monkeypatch.chdir(tmp_path)  # its configuration, and its cache
+    for _ in range(2):  # the second run from the cache
+        code = main(["check", "pkg", "--output-format", "json"])
+        found = sorted((Path(f["filename"]).name, f["code"]) for f in json.loads(capsys.readouterr().out))
+        assert code == 1 and found == [("big.py", "WSC004"), ("layers.py", "WSC101"), ("model.py", "WSC101")]

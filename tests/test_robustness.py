@@ -17,21 +17,7 @@ from cslint.rules import Rule, RuleContext
 from cslint.rules.control_flow import TensorIf
 from cslint.runner import Linter
 from cslint.sources import ReadError, read_source, write_atomically
-
-BAD = (
-    "import torch\n"
-    "from torch import nn\n"
-    "\n"
-    "\n"
-    "class Net(nn.Module):\n"
-    "    def forward(self, x):\n"
-    "        if x.max() > 0:\n"
-    "            y = x * 2\n"
-    "        else:\n"
-    "            y = x\n"
-    "        return y\n"
-)
-FIXED_LINE = "        y = torch.where(x.max() > 0, x * 2, x)"
+from tests.samples import FIXED_LINE, TENSOR_BRANCH as BAD
 
 
 def _check(capsys, *argv: str) -> tuple[int, str, str]:

@@ -120,8 +120,10 @@ def run(command: list[str], cwd: Path, env: dict[str, str]) -> subprocess.Comple
     return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
 
 
-@pytest.mark.parametrize("command", [[str(BIN / "cslint")], [sys.executable, "-m", "cslint"]],
-                         ids=["cslint-command", "python-m-cslint"])
+# `-E` ignores PYTHONSAFEPATH, so the workers are forked, as on Python 3.10 (which has no such setting).
+@pytest.mark.parametrize("command", [[str(BIN / "cslint")], [sys.executable, "-m", "cslint"],
+                                     [sys.executable, "-E", "-m", "cslint"]],
+                         ids=["cslint-command", "python-m-cslint", "forked-workers"])
 def test_workers_import_nothing_from_the_repository(hostile: tuple[Path, Path, int], tmp_path: Path,
                                                     command: list[str]) -> None:
     root, markers, blocks = hostile

@@ -23,7 +23,9 @@ import pytest
 
 from cslint.server.address import code_fingerprint
 from cslint.server.client import directory_problem
+from tests.samples import FIXED_LINE, TENSOR_BRANCH
 from tests.test_precommit import HELPER, MODEL
+from tests.test_server import start_server, status
 
 pytestmark = pytest.mark.skipif(not hasattr(socket, "AF_UNIX") or not hasattr(os, "fork"),
                                 reason="the server needs Unix sockets and fork")
@@ -76,26 +78,6 @@ def cslint(env: dict[str, str], cwd: Path, *args: str, timeout: float = 120,
 
 def server_dir(env: dict[str, str]) -> Path:
     return Path(env["CSLINT_SERVER_DIR"]) / f"cslint-{os.getuid()}"
-
-
-def status(env: dict[str, str], cwd: Path) -> dict[str, str]:
-    out = cslint(env, cwd, "server", "status")
-    if out.returncode != 0:
-        return {}
-    fields = dict(part.split(" ", 1) for part in out.stdout.removeprefix("cslint server: ").split(", "))
-    return {"pid": fields["pid"], "served": fields["served"].split()[0]}
-
-
-def start_server(env: dict[str, str], cwd: Path) -> dict[str, str]:
-    first = cslint(env, cwd, "check", "--server", "--no-cache", "model.py")
-    assert first.returncode in (0, 1), first.stderr
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        found = status(env, cwd)
-        if found:
-            return found
-        time.sleep(0.2)
-    pytest.fail("the server did not start")
 
 
 def assert_local_report(run: subprocess.CompletedProcess[str]) -> None:
@@ -241,34 +223,110 @@ def test_the_served_run_takes_the_client_umask_and_limits(env: dict[str, str], p
     assert not list((other / ".cslint_cache").glob("v*.json"))
 
 
-def test_ctrl_c_on_a_served_fix_cancels_it_before_any_write(env: dict[str, str], project: Path) -> None:
+# Loaded at start-up by every Python of the test's environment, so also by the server and its forked child:
+# the run waits just before it would write its fixes, until the test lets it go (deterministic, however
+# fast the machine).
+HOLD_BEFORE_WRITES = """\
+import os, time
+from pathlib import Path
+
+hold = os.environ.get("CSLINT_TEST_HOLD")
+if hold:
+    import cslint.cli
+
+    write_fixes = cslint.cli._write_fixes
+
+    def held(*args, **kwargs):
+        Path(hold, "reached").write_text(str(os.getpid()))
+        while not Path(hold, "release").exists():
+            time.sleep(0.02)
+        return write_fixes(*args, **kwargs)
+
+    cslint.cli._write_fixes = held
+"""
+
+
+def test_ctrl_c_on_a_served_fix_cancels_it_before_any_write(env: dict[str, str], project: Path,
+                                                             tmp_path: Path) -> None:
+    hooks, hold = tmp_path / "hooks", tmp_path / "hold"
+    hooks.mkdir()
+    hold.mkdir()
+    (hooks / "sitecustomize.py").write_text(HOLD_BEFORE_WRITES)
+    env = {**env, "PYTHONPATH": str(hooks), "CSLINT_TEST_HOLD": str(hold)}
     start_server(env, project)
-    package = project / "ops"
-    package.mkdir()
-    (package / "__init__.py").write_text("")
-    for i in range(400):  # enough that the analysis outlasts the moment the client is interrupted
-        (package / f"helper_{i}.py").write_text(HELPER.replace("def cap", f"def cap_{i}"))
-        (package / f"model_{i}.py").write_text(MODEL.replace("from helpers import cap", f"from ops.helper_{i} "
-                                                             f"import cap_{i} as cap"))
-    before = {p: p.read_bytes() for p in package.iterdir()}
-    client = subprocess.Popen([*CSLINT, "check", "--server", "--fix", "--no-cache", "-j", "1", "ops"],
+    before = {p: p.read_bytes() for p in project.iterdir() if p.is_file()}
+    client = subprocess.Popen([*CSLINT, "check", "--server", "--fix", "--no-cache", "model.py", "helpers.py"],
                               cwd=project, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
-    while status(env, project)["served"] != "1":  # the server has forked the run's child
+    while not (hold / "reached").exists():  # the analysis is done and the fixes are about to be written
         assert time.monotonic() < deadline and client.poll() is None
         time.sleep(0.05)
-    time.sleep(0.1)  # well inside the analysis, which takes seconds even on a fast, idle machine
+    assert status(env, project)["served"] == "1", "the run was not served"
     client.send_signal(signal.SIGINT)
     out, err = client.communicate(timeout=60)
-    if client.returncode == 0 and "Fixed" in out:  # the run ended before the signal: there was nothing to cancel
-        pytest.skip("the served fix finished before the interrupt arrived (timing); inconclusive, not a pass")
+    (hold / "release").write_text("")
     assert client.returncode == 130, out + err  # interrupted, not finished
     assert "Traceback" not in err and "interrupted" in err
     deadline = time.monotonic() + 120
     while running(env, project):  # the child has ended
         assert time.monotonic() < deadline
         time.sleep(0.2)
-    assert {p: p.read_bytes() for p in package.iterdir()} == before
+    assert {p: p.read_bytes() for p in project.iterdir() if p.is_file()} == before
+    # without the interrupt the same run writes its fixes: the test above could have seen a write
+    (hold / "reached").unlink()
+    done = cslint(env, project, "check", "--server", "--fix", "--no-cache", "model.py", "helpers.py")
+    assert "Fixed" in done.stdout + done.stderr and done.returncode in (0, 1), done.stdout + done.stderr
+    assert {p: p.read_bytes() for p in project.iterdir() if p.is_file()} != before
+
+
+def test_interrupt_during_the_writes_lets_them_finish(tmp_path: Path) -> None:
+    """Ctrl-C once the fixed files are being written: every file is written, then the run ends as
+    interrupted (130), never with some files fixed and others not."""
+    hooks, hold = tmp_path / "hooks", tmp_path / "hold"
+    hooks.mkdir()
+    hold.mkdir()
+    (hooks / "sitecustomize.py").write_text(HOLD_IN_THE_WRITES)
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    for i in range(3):
+        (project / f"model_{i}.py").write_text(TENSOR_BRANCH)
+    env = {**os.environ, "PYTHONPATH": str(hooks), "CSLINT_TEST_HOLD": str(hold), "CSLINT_NO_SERVER": "1"}
+    client = subprocess.Popen([*CSLINT, "check", "--fix", "--no-cache", "."], cwd=project, env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not (hold / "reached").exists():  # the first file is written, the others not yet
+        assert time.monotonic() < deadline and client.poll() is None
+        time.sleep(0.05)
+    client.send_signal(signal.SIGINT)
+    time.sleep(0.5)
+    (hold / "release").write_text("")
+    out, err = client.communicate(timeout=60)
+    assert client.returncode == 130, out + err
+    assert "Traceback" not in err and "interrupted" in err
+    assert all(FIXED_LINE in (project / f"model_{i}.py").read_text() for i in range(3))
+
+
+HOLD_IN_THE_WRITES = """\
+import os, time
+from pathlib import Path
+
+hold = os.environ.get("CSLINT_TEST_HOLD")
+if hold:
+    import cslint.sources
+
+    write = cslint.sources.write_atomically
+
+    def held(source, *args, **kwargs):
+        done = write(source, *args, **kwargs)
+        if not Path(hold, "reached").exists():
+            Path(hold, "reached").write_text(str(source.path))
+            while not Path(hold, "release").exists():
+                time.sleep(0.02)
+        return done
+
+    cslint.sources.write_atomically = held
+"""
 
 
 def running(env: dict[str, str], cwd: Path) -> int:

@@ -19,14 +19,30 @@ def _fixable(d: Diagnostic, unsafe: bool) -> bool:
     return d.fix is not None and (d.fix.applicability == "safe" or unsafe)
 
 
+EXCERPT_WIDTH = 160  # a longer source line is shown as a window around the finding
+EXCERPT_LEAD = 40  # characters shown before the finding's column in such a window
+
+
+def _window(line: str, start: int, end: int) -> tuple[str, int, int]:
+    """The part of a long line shown in an excerpt, with the span's start and end within it."""
+    if len(line) <= EXCERPT_WIDTH:
+        return line, start, end
+    first = max(start - EXCERPT_LEAD, 0)
+    last = min(first + EXCERPT_WIDTH, len(line))
+    lead, tail = ("..." if first else ""), ("..." if last < len(line) else "")
+    shown = lead + line[first:last] + tail
+    return shown, start - first + len(lead), min(end, last) - first + len(lead)
+
+
 def _excerpt(d: Diagnostic) -> list[str]:
     if not d.source_line.strip():
         return []
     number = str(d.line)
     pad = " " * len(number)
-    start = max(d.column - 1, 0)
     line = d.source_line.rstrip("\r\n")
+    start = max(d.column - 1, 0)
     end = d.end_column - 1 if d.end_line == d.line else len(line)
+    line, start, end = _window(line, start, end)
     before, span = escape_text(line[:start]), escape_text(line[start:max(end, start)])
     width = max(len(span), 1)
     prefix = "".join(ch if ch == "\t" else " " for ch in before)
