@@ -37,7 +37,7 @@ from cslint.analysis.graph import connected, reachable
 from cslint.analysis.import_scan import scan_imports
 from cslint.analysis.module_names import assign_module_names, import_aliases
 from cslint.cache import Cache, CachedDiagnostic, Entry
-from cslint.sources import content_hash
+from cslint.sources import TooLarge, content_hash
 from cslint.collector import fewer_collections
 from cslint.config import Settings
 from cslint.deferred import defer
@@ -186,7 +186,7 @@ class Session:
                 state.hints = GroupHints.from_json(entry.hints)  # type: ignore[union-attr]
                 return
             if stat.st_size > self.settings.max_file_size:  # reported unread (WSC004), whatever its text
-                state.hash = content_hash(f"over the size limit: {stat.st_size} bytes".encode())
+                state.hash = TooLarge(stat.st_size, self.settings.max_file_size).digest
                 return
             try:
                 data = state.path.read_bytes()

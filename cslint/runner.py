@@ -88,7 +88,7 @@ class Linter:
                     source = read_source(path, self.settings.max_file_size)
             except TooLarge as exc:  # a finding for the file, not an error of the run
                 source = SourceFile(path, "", original_text="", syntax_error=(1, 1, str(exc)),
-                                    problem_code=NOT_ANALYSED)
+                                    problem_code=NOT_ANALYSED, digest=exc.digest)
             except UndecodableError as exc:  # reported like a syntax error, as Python reports it
                 result.diagnostics.append(Diagnostic(path, exc.line, 1, exc.line, 2, SYNTAX_ERROR,
                                                      f"cannot decode the file: {exc}"))

@@ -57,6 +57,11 @@ class TooLarge(ReadError):
                          "(`max-file-size`)")
         self.size, self.limit = size, limit
 
+    @property
+    def digest(self) -> str:
+        """What the cache knows such a file by: its report depends on its size only, and it is never read."""
+        return content_hash(f"over the size limit: {self.size} bytes".encode())
+
 
 def file_kind(mode: int) -> str:
     """What a non-regular file is, in words."""
