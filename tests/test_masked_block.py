@@ -60,3 +60,15 @@ def test_one_update_needs_no_condition_name(fix):
 def test_blocks_a_masked_update_cannot_express_keep_no_fix(lint, lines):
     found = [d for d in lint(_block(*lines)) if d.code == "WSC101"]
     assert found and all(d.fix is None for d in found)
+
+
+def test_and_or_of_tensor_conditions_become_logical_ops(fix):
+    code = _block("buf.mul_(0.9)").replace("if lr > 0.0:", "if buf.sum() > 0 and p.grad.sum() < 1:")
+    assert "torch.logical_and(buf.sum() > 0, p.grad.sum() < 1)" in fix(code, unsafe=True)
+    code = _block("total = total + 1").replace("if lr > 0.0:", "if buf.max() == 0 or lr == 0:")
+    assert "torch.logical_or(buf.max() == 0, torch.as_tensor(lr == 0))" in fix(code, unsafe=True)
+
+
+def test_and_with_a_python_value_keeps_no_fix(lint):
+    code = _block("buf.mul_(0.9)").replace("if lr > 0.0:", "if self.defaults and buf.sum() > 0:")
+    assert all(d.fix is None for d in lint(code) if d.code == "WSC101")

@@ -88,6 +88,8 @@ def is_boolean_condition(test: cst.BaseExpression, ctx: RuleContext) -> bool:
         return is_boolean_condition(test.expression, ctx)
     if isinstance(test, cst.BinaryOperation) and isinstance(test.operator, (cst.BitAnd, cst.BitOr, cst.BitXor)):
         return all(is_boolean_condition(x, ctx) or not ctx.is_tensor(x) for x in (test.left, test.right))
+    if isinstance(test, cst.BooleanOperation):  # `a == 0 or b == 0`: both sides evaluated, as logical_or does
+        return all(is_boolean_condition(x, ctx) for x in (test.left, test.right))
     return False
 
 
@@ -150,7 +152,12 @@ def _where(torch: str, test: cst.BaseExpression, a: cst.BaseExpression, b: cst.B
 def _condition(test: cst.BaseExpression, ctx: RuleContext, torch: str) -> cst.BaseExpression:
     """The condition, wrapped in torch.as_tensor unless it certainly is a tensor: run eagerly with a
     Python-number input (`if step % k == 0` with an int step) it is a Python bool, which torch.where
-    rejects."""
+    rejects. `a and b` / `a or b` of two boolean tensors become torch.logical_and / torch.logical_or (Python's
+    `and` would call bool() on `a`)."""
+    if isinstance(test, cst.BooleanOperation):
+        name = "logical_and" if isinstance(test.operator, cst.And) else "logical_or"
+        return cst.Call(cst.Attribute(cst.Name(torch), cst.Name(name)),
+                        [cst.Arg(_condition(test.left, ctx, torch)), cst.Arg(_condition(test.right, ctx, torch))])
     return tensor_operand(test, ctx, torch)[0]
 
 
