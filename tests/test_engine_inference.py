@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.conftest import codes
 
 
@@ -226,3 +228,37 @@ def test_isinstance_narrows_optional_tensor_parameters_to_objects(lint):
             return hidden
     """
     assert codes(lint(code, select=("WSC101",))) == [("WSC101", 12)]
+
+
+@pytest.mark.parametrize("target", ("wsc", "compile"))
+def test_methods_called_through_a_dict_of_methods_are_traced(lint, target):
+    code = """
+    import torch
+    from torch import nn
+
+    class MultiLoss(nn.Module):
+        def __init__(self, kind):
+            super().__init__()
+            self.kind = kind
+            self.loss_map = {"ce": self.cross_entropy, "focal": self.focal}
+            self.reduce = self.mean_of
+
+        def cross_entropy(self, logits, labels):
+            return torch.nn.functional.cross_entropy(logits, labels)
+
+        def focal(self, logits, labels):
+            p = logits.softmax(-1)
+            if p.max() > 0.99:
+                p = p.clamp(max=0.99)
+            return -(1 - p).pow(2).mean()
+
+        def mean_of(self, loss):
+            return loss.mean().item()
+
+        def unused(self, logits):
+            return logits.sum().item()
+
+        def forward(self, logits, labels):
+            return self.reduce(self.loss_map[self.kind](logits, labels))
+    """
+    assert codes(lint(code, target=target)) == [("WSC101", 16), ("WSC201", 21)]

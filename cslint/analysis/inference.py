@@ -782,8 +782,9 @@ class FunctionInference:
             if attr in attrs:
                 return attrs[attr]
             cls = self.project.lookup_class(base.cls)
-            if cls is not None and self.project.find_method(cls, attr) is not None:
-                return obj("method")
+            method = self.project.find_method(cls, attr) if cls is not None else None
+            if method is not None:  # `self.loss_map = {"ce": self.ce_loss, ...}`: remember which method
+                return obj("method", method.qualname)
         if base.role == "module":
             if attr == "training":
                 return STATIC
@@ -960,9 +961,10 @@ class FunctionInference:
     def _call_value(self, node: cst.Call, callee: Kind, arg_kinds: list[Kind], env: Env | None = None) -> Kind:
         if callee.tag is Tag.OBJECT and callee.role == "nested" and env is not None:
             return self._call_nested(node, callee.cls, arg_kinds, env)
-        if callee.tag is Tag.OBJECT and callee.role == "function" and callee.cls:
-            # `func` may be one of several functions (`func = _multi_tensor_sgd if foreach else ...`)
-            results = [self._call_project_function(node, target, arg_kinds, receiver=None)
+        if callee.tag is Tag.OBJECT and callee.role in ("function", "method") and callee.cls:
+            # `func` may be one of several functions (`func = _multi_tensor_sgd if foreach else ...`); a method
+            # taken from an object (`self.loss_map[kind](...)`) is called on an instance of its class
+            results = [self._call_project_function(node, target, arg_kinds, receiver=self._bound_to(target, callee))
                        for target in map(self.project.lookup_function, callee.cls.split("|")) if target is not None]
             if results:
                 kind = results[0]
@@ -978,6 +980,11 @@ class FunctionInference:
                     return kind if kind.tag is not Tag.UNKNOWN else TENSOR
             return TENSOR
         return _fallback(arg_kinds)
+
+    def _bound_to(self, target: FunctionInfo, callee: Kind) -> Kind | None:
+        if callee.role != "method" or target.cls is None or target.is_static_method:
+            return None
+        return self.oracle.self_kind(target.cls)
 
     def _call_project_function(self, node: cst.Call, target: FunctionInfo, arg_kinds: list[Kind],
                                receiver: Kind | None) -> Kind:

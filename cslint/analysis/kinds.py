@@ -100,9 +100,9 @@ def join(a: Kind, b: Kind) -> Kind:
                 return tuple_of(*(join(x, y) for x, y in zip(a.items, b.items)))
             return sequence_of(join(ea, eb), a.dynamic_shape or b.dynamic_shape)
         if a.tag is Tag.OBJECT:
-            if a.role == b.role == "function" and a.cls and b.cls:
+            if a.role == b.role and a.role in ("function", "method") and a.cls and b.cls:
                 # one of several functions: keep them all, so a call through the variable reaches each
-                return obj("function", "|".join(sorted(set(a.cls.split("|")) | set(b.cls.split("|")))))
+                return obj(a.role, "|".join(sorted(set(a.cls.split("|")) | set(b.cls.split("|")))))
             return a if a.role == b.role else obj("")
         return a
     # A value that is sometimes a tensor is treated as a tensor: that branch will be traced.
