@@ -77,6 +77,7 @@ class Linter:
         self._pieces_given: set[int] = set()  # parsed functions an editor's analysis reused (overlay.py)
         # an editor's analysis wants findings in its documents only: no rules run on other files' code
         self.only_in: Collection[Path] | None = None
+        self.traced: dict[Path, list[tuple[list[str], str]]] = {}  # with `only_in`: their traced chains, why
 
     # ---- loading ---------------------------------------------------------------------------------
 
@@ -222,6 +223,12 @@ class Linter:
     def _record_reach(self, program: TracedProgram, by_module: dict[str, SourceFile]) -> None:
         self.reach = {by_module[m].path: {by_module[r].path for r in rs if r in by_module}
                       for m, rs in program.influencing_modules().items() if m in by_module}
+        if self.only_in is not None:  # an editor's hover on a traced `def` says which root reaches it
+            self.traced = {}
+            for traced in program.functions.values():
+                path = by_module[traced.func.module.name].path
+                if path in self.only_in:
+                    self.traced.setdefault(path, []).append((traced.chain, traced.root.reason))
 
     def _check(self, traced: TracedFunction) -> list[Finding]:
         try:

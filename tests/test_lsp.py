@@ -466,3 +466,26 @@ def test_edits_in_a_burst_end_on_the_last_text(tmp_path: Path) -> None:
             assert versions == sorted(versions)  # never an older text's diagnostics after a newer one's
 
     run(scenario())
+
+
+def test_hover_on_a_traced_def_without_findings_names_its_root(tmp_path: Path) -> None:
+    source = ("import torch\nfrom torch import nn\n\n\ndef halve(x):\n    return x / 2\n\n\ndef untraced(x):\n"
+              "    return x\n\n\nclass Net(nn.Module):\n    def forward(self, x):\n        return halve(x)\n")
+    root = _project(tmp_path, {"net.py": source})
+
+    async def hover(s: Session, line: int) -> str | None:
+        shown = await s.client.text_document_hover_async(types.HoverParams(
+            text_document=types.TextDocumentIdentifier(uri=s.uri("net.py")), position=types.Position(line=line,
+                                                                                                      character=5)))
+        return shown.contents.value if shown is not None else None  # type: ignore[union-attr]
+
+    async def scenario() -> None:
+        async with Session(root) as s:
+            s.open("net.py")
+            assert await s.diagnostics("net.py") == []
+            shown = await hover(s, 4)
+            assert shown is not None and "traced from 1 root" in shown and "`net.Net.forward`" in shown
+            assert "forward of nn.Module subclass Net" in shown
+            assert await hover(s, 8) is None  # `def untraced`: no traced code reaches it
+
+    run(scenario())

@@ -314,23 +314,27 @@ def hover(ls: CslintServer, params: types.HoverParams) -> types.Hover | None:
         return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=text))
     roots = _roots_reaching(ls, path, params.position.line + 1)
     if roots:
-        lines = [f"**cslint**: traced from {len(roots)} root{'s' if len(roots) != 1 else ''} (in the chains of "
-                 "current findings):", ""] + [f"- `{root}` ({reason})" for root, reason in sorted(roots.items())]
+        lines = [f"**cslint**: traced from {len(roots)} root{'s' if len(roots) != 1 else ''}:", ""] + \
+            [f"- `{root}` ({reason})" for root, reason in sorted(roots.items())]
         return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value="\n".join(lines)))
     return None
 
 
 def _roots_reaching(ls: CslintServer, path: Path, line: int) -> dict[str, str]:
-    """The roots whose chains (of the open documents' findings) pass through the `def` on `line`."""
-    roots: dict[str, str] = {}
+    """The roots whose traced chains pass through the `def` on `line`: the chain the last analysis of
+    the document traced it by, and those of the open documents' findings."""
+    chains = list(ls.state.traced.get(path, []))
     for _, diagnostics in list(ls.state.findings.values()):
-        for d in diagnostics:
-            for qualname in d.chain:
-                if qualname.rpartition(".")[2] not in _line_text(ls, path, line):
-                    continue
-                where = ls.state.locate(qualname, path)
-                if where is not None and where[0] == path and where[1] == line:
-                    roots[d.chain[0]] = d.reason
+        chains += [(d.chain, d.reason) for d in diagnostics]
+    roots: dict[str, str] = {}
+    text = _line_text(ls, path, line)
+    for chain, reason in chains:
+        for qualname in chain:
+            if chain[0] in roots or qualname.rpartition(".")[2] not in text:
+                continue
+            where = ls.state.locate(qualname, path)
+            if where is not None and where[0] == path and where[1] == line:
+                roots[chain[0]] = reason
     return roots
 
 

@@ -48,6 +48,7 @@ class Workspace:
         self.on_warm = on_warm  # told (from another thread) when a project's cache is up to date
         self.documents: dict[Path, Document] = {}
         self.findings: dict[Path, tuple[Document, list[Diagnostic]]] = {}  # each open document's last analysis
+        self.traced: dict[Path, list[tuple[list[str], str]]] = {}  # its traced functions' chains and reasons
         self._files: dict[Path, list[Path]] = {}  # each project's Python files on disk
         self._hoods: dict[Path, Neighbourhood] = {}  # each project's files, module names and imports
         self._modules: dict[Path, dict[str, Path]] = {}  # each project's module names
@@ -67,6 +68,7 @@ class Workspace:
     def close(self, path: Path) -> None:
         self.documents.pop(_key(path), None)
         self.findings.pop(_key(path), None)
+        self.traced.pop(_key(path), None)
 
     def files_changed(self) -> None:
         """Files were created, saved or deleted on disk: list the projects' files again, and bring their
@@ -166,7 +168,10 @@ class Workspace:
                                   context=[p for p in files if str(p) not in wanted], names=names,
                                   roots_in=[p for p in files if str(p) in roots])
 
-        return run_with_deep_stack(run)
+        result = run_with_deep_stack(run)
+        if not fix:
+            self.traced.update((_key(p), linter.traced.get(p, [])) for p in own if _key(p) in self.documents)
+        return result
 
     def locate(self, qualname: str, near: Path) -> tuple[Path, int, int] | None:
         """Where the function (or class) named `qualname` is defined, in the project of `near`."""
