@@ -42,6 +42,7 @@ class WarmIndexes:
     def __init__(self) -> None:
         self.modules: dict[str, tuple[str, str, bool, ModuleInfo]] = {}  # path -> text, name, package, index
         self.pieces: dict[tuple[str, str], Any] = {}  # (path, a function's text) -> its libcst module
+        self.layouts: dict[Any, Any] = {}  # a kept libcst module -> its function's code and node positions
         self._piece_bytes = 0
         self._budget: TreeBudget | None = None
 
@@ -75,8 +76,16 @@ class WarmIndexes:
         self._piece_bytes += len(text)
         while self._piece_bytes > PIECE_BYTES:  # oldest first (dicts keep insertion order)
             oldest = next(iter(self.pieces))
-            del self.pieces[oldest]
+            self.layouts.pop(self.pieces.pop(oldest), None)
             self._piece_bytes -= len(oldest[1])
+
+    def layout(self, piece: Any, make: Callable[[], Any]) -> Any:
+        """The layout (positions.piece_layout) of a kept parsed function, made once."""
+        if piece not in self.layouts:
+            if not any(tree is piece for tree in self.pieces.values()):
+                return make()
+            self.layouts[piece] = make()
+        return self.layouts[piece]
 
 
 def warm_indexes() -> WarmIndexes | None:

@@ -105,10 +105,19 @@ def _statement_positions(statement: cst.CSTNode, module: cst.Module, text: str, 
     return None
 
 
-def piece_positions(piece: Piece, function: cst.FunctionDef, text: str,
-                    nodes: list[cst.CSTNode]) -> dict[cst.CSTNode, CodeRange] | None:
+Layout = tuple[str, dict[cst.CSTNode, CodeRange]]  # a function's code, and where each of its nodes is in it
+
+
+def piece_layout(piece: Piece, function: cst.FunctionDef) -> Layout:
+    """The code of a function parsed alone and the positions of all its nodes in it, to place any of
+    them later (`piece_positions`) without generating the code again."""
+    return _generate(function, piece.module, (), piece.indent)
+
+
+def piece_positions(piece: Piece, function: cst.FunctionDef, text: str, nodes: list[cst.CSTNode],
+                    layout: Layout | None = None) -> dict[cst.CSTNode, CodeRange] | None:
     """Positions of nodes of a function parsed alone: its code is the file's text at its span."""
-    code, computed = _generate(function, piece.module, nodes, piece.indent)
+    code, computed = layout if layout is not None else _generate(function, piece.module, nodes, piece.indent)
     if not code or not text.startswith(code, piece.span.start):
         return _statement_positions(function, piece.module, text, nodes, piece.indent)
     offset = piece.span.line - 1

@@ -19,7 +19,7 @@ from cslint.checker import Checker, internal_error
 from cslint.config import Settings
 from cslint.noqa import is_suppressed, noqa_lines
 from cslint.overlay import warm_indexes
-from cslint.positions import locate, piece_positions, whole_module_positions
+from cslint.positions import locate, piece_layout, piece_positions, whole_module_positions
 from cslint.profile import Profile
 from cslint.report import BUG_HINT, INTERNAL_ERROR, NOT_ANALYSED, SYNTAX_ERROR, Diagnostic, FixSummary, RunResult
 from cslint.rules import Finding, Fix, Rule, all_rules
@@ -331,7 +331,10 @@ class Linter:
         found: dict[cst.CSTNode, CodeRange] = {}
         for owner, nodes in alone.items():
             assert owner.piece is not None and owner._node is not None
-            placed = piece_positions(owner.piece, owner._node, module.source, nodes)
+            warm = warm_indexes()  # an editor's analysis: an unchanged function's code is not generated again
+            piece, node = owner.piece, owner._node
+            layout = warm.layout(piece.module, partial(piece_layout, piece, node)) if warm is not None else None
+            placed = piece_positions(piece, node, module.source, nodes, layout)
             if placed is None:  # not expected: the function's first line rather than no finding
                 self.profile.count("findings placed at their function's first line")
                 span, indent = owner.piece.span, len(owner.piece.indent)

@@ -61,21 +61,23 @@ def related_information(d: Diagnostic, locate: Any) -> list[types.DiagnosticRela
     return out
 
 
-def def_position(text: str, inner: list[str]) -> tuple[int, int] | None:
-    """Line (1-based) and column of the `def` (or `class`) named by the dotted parts `inner` in `text`."""
+def def_positions(text: str) -> dict[str, tuple[int, int]]:
+    """Line (1-based) and column of every `def` and `class` in `text`, by dotted name within the module
+    (`Model.forward`); the last of two with one name, as Python binds it."""
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError):
-        return None
-    body: list[ast.stmt] = tree.body
-    found: ast.stmt | None = None
-    for part in inner:
-        found = next((node for node in body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef,
-                                                                      ast.ClassDef)) and node.name == part), None)
-        if found is None:
-            return None
-        body = found.body
-    return (found.lineno, found.col_offset) if found is not None else None
+        return {}
+    found: dict[str, tuple[int, int]] = {}
+    stack: list[tuple[str, list[ast.stmt]]] = [("", tree.body)]
+    while stack:
+        prefix, body = stack.pop()
+        for node in body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                name = prefix + node.name
+                found[name] = (node.lineno, node.col_offset)
+                stack.append((name + ".", node.body))
+    return found
 
 
 def minimal_edits(old: str, new: str) -> list[types.TextEdit]:

@@ -52,6 +52,7 @@ class Workspace:
         self._files: dict[Path, list[Path]] = {}  # each project's Python files on disk
         self._hoods: dict[Path, Neighbourhood] = {}  # each project's files, module names and imports
         self._modules: dict[Path, dict[str, Path]] = {}  # each project's module names
+        self._defs: dict[Path, tuple[str, dict[str, tuple[int, int]]]] = {}  # a file's text, where its defs are
         self._caches: dict[tuple[Path, str], Any] = {}  # each project's cache of answers about saved files
         self._updating: dict[tuple[Path, str], threading.Thread] = {}  # caches being brought up to date
         self._saved: set[Path] = set()  # projects with files saved since their cache was brought up to date
@@ -176,7 +177,7 @@ class Workspace:
     def locate(self, qualname: str, near: Path) -> tuple[Path, int, int] | None:
         """Where the function (or class) named `qualname` is defined, in the project of `near`."""
         from cslint.analysis.module_names import assign_module_names
-        from cslint.lsp.convert import def_position
+        from cslint.lsp.convert import def_positions
 
         root = self.project_of(near)
         modules = self._modules.get(root)
@@ -193,7 +194,10 @@ class Workspace:
                 text = document.text if document is not None else path.read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError):
                 return None
-            found = def_position(text, parts[end:])
+            known = self._defs.get(path)
+            if known is None or known[0] != text:  # each text is parsed once, however many chains pass
+                known = self._defs[path] = (text, def_positions(text))
+            found = known[1].get(".".join(parts[end:]))
             return (path, *found) if found is not None else None
         return None
 
