@@ -532,6 +532,18 @@ class _CounterUses(cst.CSTTransformer):
     def on_leave(self, original: cst.CSTNode, updated: cst.CSTNode):  # type: ignore[no-untyped-def, override]
         if id(original) not in self.targets:
             return updated
+        if isinstance(original, cst.BinaryOperation) and isinstance(original.operator, cst.Subtract):
+            # `1 - beta ** step` -> `-torch.expm1(torch.log1p(torch.as_tensor(beta - 1)) * step)`. In
+            # float32, 1 - torch.pow(0.999, step) loses a digit for every power of ten the result is
+            # below 1 (2e-5 relative for beta 0.999, and beta rounded to float32 alone costs 1e-5);
+            # `beta - 1` taken in Python's float64 first, log1p and expm1 stay within 2e-7 of float64.
+            power = original.right
+            assert isinstance(power, cst.BinaryOperation)
+            code = cst.Module([]).code_for_node
+            torch = self.torch_name
+            return cst.parse_expression(
+                f"-{torch}.expm1({torch}.log1p({torch}.as_tensor({code(_atom(power.left))} - 1))"
+                f" * {code(_atom(power.right))})").with_changes(lpar=original.lpar, rpar=original.rpar)
         torch_attr = cst.Attribute(cst.Name(self.torch_name), cst.Name("pow"))
         if isinstance(updated, cst.BinaryOperation):
             return cst.Call(func=torch_attr.with_changes(lpar=[], rpar=[]), args=[
@@ -539,6 +551,17 @@ class _CounterUses(cst.CSTTransformer):
                 cst.Arg(updated.right)], lpar=updated.lpar, rpar=updated.rpar)
         assert isinstance(updated, cst.Call)
         return updated.with_changes(func=torch_attr.with_changes(attr=cst.Name(self.math_names[id(original)])))
+
+
+def _is_one(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, (cst.Integer, cst.Float)) and not expr.lpar and float(expr.value) == 1.0
+
+
+def _atom(expr: cst.BaseExpression) -> cst.BaseExpression:
+    """`expr` as an operand of `*` (parenthesised unless it binds tighter)."""
+    if isinstance(expr, (cst.Name, cst.Attribute, cst.Subscript, cst.Call, cst.Integer, cst.Float)) or expr.lpar:
+        return expr
+    return expr.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
 
 
 def _counter_use_replacements(method: cst.FunctionDef, counters: set[str], imports: ImportTable,
@@ -570,6 +593,10 @@ def _counter_use_replacements(method: cst.FunctionDef, counters: set[str], impor
         def visit_BinaryOperation(self, n: cst.BinaryOperation) -> None:
             if isinstance(n.operator, cst.Power) and reads_counter(n.right):
                 targets[id(n)] = n
+            right = n.right
+            if isinstance(n.operator, cst.Subtract) and _is_one(n.left) and isinstance(right, cst.BinaryOperation) \
+                    and not right.lpar and isinstance(right.operator, cst.Power) and reads_counter(right.right):
+                targets[id(n)] = n  # `1 - beta ** step`: one accurate op instead of pow then subtract
 
         def visit_Call(self, n: cst.Call) -> None:
             qualified = imports.resolve(n.func) if dotted_name(n.func) else None

@@ -41,8 +41,8 @@ class Adam(Optimizer):
                 state = self.state[p]
                 exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
                 state["step"] += 1
-                bias_correction1 = 1 - torch.pow(beta1, state["step"])
-                bias_correction2 = 1 - torch.pow(beta2, state["step"])
+                bias_correction1 = -torch.expm1(torch.log1p(torch.as_tensor(beta1 - 1)) * state["step"])
+                bias_correction2 = -torch.expm1(torch.log1p(torch.as_tensor(beta2 - 1)) * state["step"])
                 if group["weight_decay"] != 0:
                     grad = grad.add(p, alpha=group["weight_decay"])
                 exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1)
