@@ -27,11 +27,12 @@ import gc
 import os
 import re
 import stat
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterator
 
 from cslint.analysis.graph import connected, reachable
 from cslint.analysis.import_scan import scan_imports
@@ -46,6 +47,11 @@ from cslint.overlay import unsaved_text
 from cslint.profile import Profile
 from cslint.report import INTERNAL_ERROR, Diagnostic, FixSummary, RunResult
 from cslint.untraced import may_hold_roots, nothing_to_report
+
+if TYPE_CHECKING:
+    from concurrent.futures import Executor
+
+    from cslint.analysis.index_store import IndexStore
 
 # Below this much source, starting worker processes costs more than it saves.
 MIN_PARALLEL_BYTES = 2_000_000
@@ -125,6 +131,10 @@ class Session:
         self._order: dict[str, int] | None = None  # survey order
         self._target_files: dict[str, str | None] = {}  # imported name -> the file it resolves in
         self._moved: set[str] = set()  # files whose text changed between the survey and their analysis
+        # what this run read and indexed: in this process, or in each worker of the pool (one per analysis)
+        self._indexes: IndexStore | None = None
+        self._pool: Executor | None = None
+        self._shared: dict[Path, str] = {}  # where the workers saved what they read and indexed
 
     @property
     def rules(self) -> list[Any]:
@@ -394,11 +404,40 @@ class Session:
         self.profile.count("groups", len(groups))
         size = sum(self.states[k].size for k in analysed)
         parallel = self.jobs > 1 and len(groups) > 1 and size >= MIN_PARALLEL_BYTES
+        with contextlib.ExitStack() as workers:
+            if parallel:
+                self._pool = workers.enter_context(self._start_pool())
+                workers.callback(setattr, self, "_pool", None)
+                self._shared = self._index_in_workers(analysed, names, workers.enter_context(
+                    tempfile.TemporaryDirectory(prefix="cslint-indexes-")))
+            done = self._analyse_groups(groups, analysed, wanted, names)
+        if parallel:
+            self.profile.count("worker processes", self.jobs)
+        return self._collect(done, result)
+
+    def _index_in_workers(self, analysed: set[str], names: dict[Path, tuple[str, bool]],
+                          directory: str) -> dict[Path, str]:
+        """Each file read and indexed once, by one of the workers, in parts of about equal size; where
+        each part was saved, for the workers whose groups need its files (see index_store.py)."""
+        assert self._pool is not None
+        keys = [k for k in self.states if k in analysed]
+        parts = _batches(keys, [self.states[k].size for k in keys], self.jobs)
+        saved = [os.path.join(directory, f"{i}.pickle") for i in range(len(parts))]
+        futures = [self._pool.submit(_index_part, self.settings, [self.states[k].path for k in part],
+                                     {self.states[k].path: names[self.states[k].path] for k in part}, target,
+                                     self.profile.enabled)
+                   for part, target in zip(parts, saved)]
+        for future in futures:
+            self.profile.merge(future.result())
+        return {self.states[k].path: target for part, target in zip(parts, saved) for k in part}
+
+    def _analyse_groups(self, groups: list[set[str]], analysed: set[str], wanted: set[str],
+                        names: dict[Path, tuple[str, bool]]) -> list[tuple[set[str], Any]]:
         done: list[tuple[set[str], Any]] = []
         pending = groups
         while pending:
             tasks = [self._task(group, analysed, wanted, names) for group in pending]
-            outputs = self._run_tasks(tasks, [self._weight(g) for g in pending], parallel)
+            outputs = self._run_tasks(tasks, [self._weight(g) for g in pending])
             for output in outputs:
                 self.profile.merge(output[3])
             done += zip(pending, outputs)
@@ -409,9 +448,7 @@ class Session:
             pending = self._heaviest_first([set().union(*(done[i][0] for i in c)) for c in clashes])
             merged = set().union(*clashes)
             done = [d for i, d in enumerate(done) if i not in merged]
-        if parallel:
-            self.profile.count("worker processes", self.jobs)
-        return self._collect(done, result)
+        return done
 
     def _groups(self, keys: set[str]) -> list[set[str]]:
         """The files analysed together, largest first: a file with what its cached report says reaches it,
@@ -483,20 +520,30 @@ class Session:
         result.errors.extend(errors)
         return _by_key(diagnostics), reach
 
-    def _run_tasks(self, tasks: list[Any], weights: list[int], parallel: bool) -> list[Any]:
-        if not parallel:
-            return check_groups(self.settings, self.rules, tasks, self.profile.enabled)
+    def _run_tasks(self, tasks: list[Any], weights: list[int]) -> list[Any]:
+        if self._pool is None:
+            if self._indexes is None:
+                from cslint.analysis.index_store import IndexStore
+
+                self._indexes = IndexStore()
+            return check_groups(self.settings, self.rules, tasks, self.profile.enabled, self._indexes)
+        codes = [r.code for r in self.rules]
+        futures = [self._pool.submit(_check_groups, self.settings, codes, batch, self.profile.enabled, self._shared)
+                   for batch in _batches(tasks, weights, self.jobs)]
+        return [out for future in futures for out in future.result()]
+
+    @contextlib.contextmanager
+    def _start_pool(self) -> Iterator[Executor]:
+        """Worker processes for one analysis of the run: each keeps what it read and indexed for the
+        groups it is given next."""
         from concurrent.futures import ProcessPoolExecutor  # here: runs that need no workers skip the import
         from multiprocessing import get_context
 
         from cslint.isolation import isolated_workers
 
-        codes = [r.code for r in self.rules]
         with isolated_workers() as start_method, ProcessPoolExecutor(
                 max_workers=self.jobs, mp_context=get_context(start_method), initializer=_die_with_parent) as pool:
-            futures = [pool.submit(_check_groups, self.settings, codes, batch, self.profile.enabled)
-                       for batch in _batches(tasks, weights, self.jobs)]
-            return [out for future in futures for out in future.result()]
+            yield pool
 
 
 def _stat(key: str) -> tuple[os.stat_result | None, bool]:
@@ -552,32 +599,78 @@ def _clashes(traced: list[set[str]]) -> list[set[int]]:
     return [group for group in connected(range(len(traced)), links) if len(group) > 1]
 
 
-def _check_groups(settings: Settings, codes: list[str], batch: list[Any], profiled: bool) -> list[Any]:
+def _check_groups(settings: Settings, codes: list[str], batch: list[Any], profiled: bool,
+                  shared: dict[Path, str]) -> list[Any]:
     """In a worker process: rules travel by code (rule classes outside cslint.rules do not exist here)."""
     from cslint.deep_stack import run_with_deep_stack
     from cslint.rules import all_rules
 
     rules = [r for r in all_rules() if r.code in set(codes)]
-    return run_with_deep_stack(lambda: check_groups(settings, rules, batch, profiled))
+    store = _worker_store()
+    for path, saved in shared.items():
+        store.shared.setdefault(path, saved)
+    return run_with_deep_stack(lambda: check_groups(settings, rules, batch, profiled, store))
 
 
-def check_groups(settings: Settings, rules: list[Any], tasks: list[Any], profiled: bool) -> list[Any]:
+def _index_part(settings: Settings, paths: list[Path], names: dict[Path, tuple[str, bool]],
+                target: str, profiled: bool) -> dict[str, Any]:
+    """In a worker process: read and index `paths`, keep them, and save them for the other workers."""
+    from cslint.deep_stack import run_with_deep_stack
+    from cslint.runner import Linter
+
+    store = _worker_store()
+    profile = Profile(enabled=profiled)
+    linter = Linter(settings, [], profile, tree_budget=TREE_BUDGET_BYTES, store=store)
+    run_with_deep_stack(lambda: linter.index_files(paths, names))
+    store.save(paths, target)
+    return profile.as_dict()
+
+
+_WORKER_STORE: list[IndexStore] = []  # in a worker process (it serves one analysis): its store
+
+
+def _worker_store() -> IndexStore:
+    from cslint.analysis.index_store import IndexStore
+
+    if not _WORKER_STORE:
+        _WORKER_STORE.append(IndexStore())
+    return _WORKER_STORE[0]
+
+
+def check_groups(settings: Settings, rules: list[Any], tasks: list[Any], profiled: bool,
+                 store: IndexStore | None = None) -> list[Any]:
     """`check_group` for each task, with the collector's thresholds raised once for all of them:
     putting the defaults back after each one started a full collection while that group's objects
     were still alive (a fifth of a cold run on transformers). A file's index is one cycle (module ->
     function -> module), so a large group's garbage is collected right after it, when little else
     is alive, instead of adding to the next group's peak."""
     outputs = []
-    with fewer_collections():
+    with fewer_collections(), _frozen_between_groups(store):
         for files, names, aliases in tasks:
-            outputs.append(check_group(settings, rules, files, names, aliases, profiled))
+            outputs.append(check_group(settings, rules, files, names, aliases, profiled, store))
+            if store is not None:
+                store.end_analysis()
             if len(files) >= COLLECT_AFTER_FILES:
                 gc.collect()
+                if store is not None:
+                    gc.freeze()
     return outputs
 
 
+@contextlib.contextmanager
+def _frozen_between_groups(store: IndexStore | None) -> Iterator[None]:
+    """The indexes a store keeps for the rest of the run are left out of collections (`gc.freeze`): a
+    full collection after each large group walked all of them, again and again. Frozen objects are
+    still freed when nothing refers to them, and collected again after the groups."""
+    try:
+        yield
+    finally:
+        if store is not None:
+            gc.unfreeze()
+
+
 def check_group(settings: Settings, rules: list[Any], files: list[GroupFile], names: dict[Path, tuple[str, bool]],
-                aliases: dict[str, Path], profiled: bool) -> tuple[Any, ...]:
+                aliases: dict[str, Path], profiled: bool, store: IndexStore | None = None) -> tuple[Any, ...]:
     """Analyse one group: `files` are (path, in the group, wanted). Roots are the group's; the other files
     are what they import, and are reported on (when wanted) only if traced code reached them. Returns
     plain data (it crosses processes): the diagnostics, errors, reach of each file with traced code, and
@@ -585,7 +678,7 @@ def check_group(settings: Settings, rules: list[Any], files: list[GroupFile], na
     from cslint.runner import Linter
 
     profile = Profile(enabled=profiled)
-    linter = Linter(settings, rules, profile, tree_budget=TREE_BUDGET_BYTES)
+    linter = Linter(settings, rules, profile, tree_budget=TREE_BUDGET_BYTES, store=store)
     linter.aliases = aliases
     run = linter.run([p for p, own, wanted in files if own and wanted],
                      context=[p for p, own, wanted in files if not (own and wanted)], names=names,

@@ -12,6 +12,7 @@ import libcst as cst
 from libcst._position import CodePosition, CodeRange
 
 from cslint.analysis.index import FunctionInfo, ModuleInfo, TreeBudget, index_module, index_module_from_ast
+from cslint.analysis.index_store import IndexStore
 from cslint.analysis.module_names import assign_module_names, import_aliases
 from cslint.analysis.project import Project
 from cslint.analysis.traced import TracedFunction, TracedProgram
@@ -57,10 +58,11 @@ class Linter:
     each function is parsed with libcst on its own when it is analysed (the whole file only when
     something needs it), trees are given back least recently used first, and each function's findings
     are located as soon as it is analysed. Without it (and always when fixing, which edits whole trees)
-    every tree parsed stays in memory until the run ends."""
+    every tree parsed stays in memory until the run ends. `store` (with `tree_budget` only) holds what
+    other analyses of the run read and indexed, so this one does not do it again."""
 
     def __init__(self, settings: Settings, rules: list[type[Rule]], profile: Profile | None = None,
-                 tree_budget: int | None = None) -> None:
+                 tree_budget: int | None = None, store: IndexStore | None = None) -> None:
         self.settings = settings
         self.profile = profile or Profile(enabled=False)
         self.checker = Checker(rules, settings, self.profile)
@@ -73,6 +75,7 @@ class Linter:
         self._module_aliases: dict[str, str] = {}
         self.tree_budget = tree_budget
         self._budget: TreeBudget | None = None
+        self.store = store if tree_budget is not None else None
         self.modules_by_path: dict[Path, ModuleInfo] = {}
         self._pieces_given: set[int] = set()  # parsed functions an editor's analysis reused (overlay.py)
         # an editor's analysis wants findings in its documents only: no rules run on other files' code
@@ -86,7 +89,7 @@ class Linter:
         for path in paths:
             try:
                 with self.profile.phase("read"):
-                    source = read_source(path, self.settings.max_file_size)
+                    source = self._read(path)
             except TooLarge as exc:  # a finding for the file, not an error of the run
                 source = SourceFile(path, "", original_text="", syntax_error=(1, 1, str(exc)),
                                     problem_code=NOT_ANALYSED, digest=exc.digest)
@@ -100,6 +103,19 @@ class Linter:
             self.read_hashes[path] = source.digest
             sources.append(source)  # parsed in analyse(), and with libcst only where it is needed
         return sources
+
+    def _read(self, path: Path) -> SourceFile:
+        if self.store is None:
+            return read_source(path, self.settings.max_file_size)
+        return self.store.read(path, lambda p: read_source(p, self.settings.max_file_size))
+
+    def index_files(self, paths: list[Path], names: dict[Path, tuple[str, bool]]) -> None:
+        """Read and index `paths` into the store, and nothing else: a worker's share of a run's indexing."""
+        assert self.store is not None
+        self.aliases = self.aliases or {}
+        self._budget = TreeBudget(self.tree_budget or 0)
+        self._index_all(self.load(paths, RunResult()), names, {})
+        self.store.end_analysis()
 
     # ---- analysis --------------------------------------------------------------------------------
 
@@ -242,6 +258,18 @@ class Linter:
         when every tree is kept); else from Python's `ast` (several times faster), with libcst parsing
         functions (or the whole file) only when something needs them, under a tree budget given back
         again."""
+        if self.store is not None and source.tree is None:
+            info, new = self.store.index(source, name, is_package, lambda: self._index_anew(source, name, is_package))
+            if new:
+                self.profile.count("files indexed")
+            elif info is not None:  # its loader and budget are this analysis's
+                info.loader = lambda: self._load_tree(source)
+                info.budget = self._budget
+                info.piece_parser = self._parse_piece
+            return info
+        return self._index_anew(source, name, is_package)
+
+    def _index_anew(self, source: SourceFile, name: str, is_package: bool) -> ModuleInfo | None:
         if source.tree is None:
             warm = warm_indexes() if self._budget is not None else None  # an editor's: see overlay.py
             info = warm.module(source.path, source.text, name, is_package) if warm is not None else None

@@ -124,6 +124,7 @@ class ModuleInfo:
     budget: TreeBudget | None = None
     holds: int = 0
     tree_data: dict[str, Any] = field(default_factory=dict)
+    loaded: bool = False  # a tree or a function's piece was parsed since the last `release`
 
     @property
     def tree(self) -> cst.Module:
@@ -167,6 +168,7 @@ class ModuleInfo:
             elif isinstance(stmt, cst.FunctionDef) and stmt.name.value in self.functions:
                 _give_node(self.functions[stmt.name.value], stmt)
         self._tree = tree
+        self.loaded = True
         if self.budget is not None:
             self.budget.loaded(self, len(self.source))
 
@@ -190,6 +192,7 @@ class ModuleInfo:
             return
         func._node = node
         func.piece = Piece(parsed, span, text[:len(text) - len(text.lstrip(" \t"))])
+        self.loaded = True
         if self.budget is not None:
             self.budget.loaded(self, span.end - span.start)
 
@@ -222,6 +225,7 @@ class ModuleInfo:
         """Drop the tree and every node reference into it; the next use parses the file again."""
         if self.loader is None or self.holds:
             return False
+        self.loaded = False
         self._tree = None
         self._toplevel_calls = None
         self.tree_data.clear()

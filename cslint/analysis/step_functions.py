@@ -52,7 +52,9 @@ OPTIMIZER_PARAM_NAMES = frozenset({"optimizer", "optim", "opt"})
 SCHEDULER_PARAM_NAMES = frozenset({"scheduler", "lr_scheduler", "sched"})
 SCALER_PARAM_NAMES = frozenset({"scaler", "grad_scaler", "loss_scaler"})
 
-_CACHE: weakref.WeakKeyDictionary[ModuleInfo, dict[str, Kind]] = weakref.WeakKeyDictionary()
+# per project: what a name is bound to depends on the files analysed with the module (an index is shared
+# by the analyses of a run: see index_store.py)
+_CACHE: weakref.WeakKeyDictionary[Project, dict[ModuleInfo, dict[str, Kind]]] = weakref.WeakKeyDictionary()
 
 
 def external_object_kind(qualified: str) -> Kind | None:
@@ -123,7 +125,8 @@ def _toplevel_assignments(module: ModuleInfo) -> list[cst.Assign]:
 
 def module_objects(project: Project, module: ModuleInfo) -> dict[str, Kind]:
     """Module-level names bound to objects cslint tracks; the last assignment of a name wins."""
-    cached = _CACHE.get(module)
+    per_module = _CACHE.setdefault(project, {})
+    cached = per_module.get(module)
     if cached is not None:
         return cached
     known: dict[str, Kind] = {}
@@ -135,7 +138,7 @@ def module_objects(project: Project, module: ModuleInfo) -> dict[str, Kind]:
                     known.pop(target.target.value, None)
                 else:
                     known[target.target.value] = kind
-    _CACHE[module] = known
+    per_module[module] = known
     return known
 
 

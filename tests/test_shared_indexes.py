@@ -1,0 +1,136 @@
+"""A densely connected project (a shared core every model imports) is read and indexed once per run,
+not once per group whose analysis loads it, and the report is the same as analysing it all at once."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from cslint import incremental, runner
+from cslint.cli import main
+
+CORE = {
+    "core/__init__.py": "",
+    "core/config.py": "class Config:\n    hidden = 8\n    eps = 1e-5\n",
+    "core/ops.py": """\
+import torch
+
+from core.config import Config
+
+
+def rms(x, eps):
+    if x.norm() > eps:
+        return x / x.norm()
+    return x
+
+
+def width():
+    return Config.hidden
+""",
+    "core/registry.py": "from core.ops import rms, width\n\nKNOWN = {'rms': rms, 'width': width}\n",
+    "core/broken.py": "def half(:\n    pass\n",  # a syntax error in a file most files import
+}
+
+MODEL = """\
+import torch
+from torch import nn
+
+from core import broken
+from core.config import Config
+from core.ops import rms
+from core.registry import KNOWN
+
+
+class Model{i}(nn.Module):
+    def forward(self, x):
+        y = rms(x, Config.eps)
+        if {tensor_test}:
+            return y
+        return y * {i}
+"""
+
+
+def _dense_project(root: Path, models: int) -> Path:
+    (root / "pyproject.toml").write_text("[project]\nname = 'dense'\n")
+    files = dict(CORE)
+    for i in range(models):
+        test = "y.sum() > 0" if i % 2 else "Config.hidden > 4"
+        files[f"models/m{i}.py"] = MODEL.format(i=i, tensor_test=test)
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    return root
+
+
+def _check(capsys, root: Path) -> tuple[list[dict], str]:
+    code = main(["check", str(root), "--no-cache", "-j", "1", "--show-chain", "--output-format", "json",
+                 "--profile"])
+    out, err = capsys.readouterr()
+    assert code in (0, 1), err
+    return json.loads(out), err
+
+
+def _count(err: str, label: str) -> int:
+    return int(err.split(f"{label}: ")[1].split()[0].rstrip(",")) if f"{label}: " in err else 0
+
+
+@pytest.fixture
+def counted(monkeypatch: pytest.MonkeyPatch) -> tuple[Counter[str], Counter[str]]:
+    """How many times the analyses read and indexed each file (by name)."""
+    reads: Counter[str] = Counter()
+    indexes: Counter[str] = Counter()
+    read, index = runner.read_source, runner.index_module_from_ast
+
+    def counting_read(path, *args, **kwargs):  # type: ignore[no-untyped-def]
+        reads[Path(path).name if Path(path).parent.name != "core" else f"core/{Path(path).name}"] += 1
+        return read(path, *args, **kwargs)
+
+    def counting_index(path, *args, **kwargs):  # type: ignore[no-untyped-def]
+        indexes[Path(path).name if Path(path).parent.name != "core" else f"core/{Path(path).name}"] += 1
+        return index(path, *args, **kwargs)
+
+    monkeypatch.setattr(runner, "read_source", counting_read)
+    monkeypatch.setattr(runner, "index_module_from_ast", counting_index)
+    return reads, indexes
+
+
+def test_a_core_every_group_imports_is_read_and_indexed_once(tmp_path, capsys, counted):
+    reads, indexes = counted
+    root = _dense_project(tmp_path, models=12)
+    findings, err = _check(capsys, root)
+    assert _count(err, "groups") >= 12  # each model is a group of its own: the core holds no roots
+    assert reads["core/ops.py"] == 1 and indexes["core/ops.py"] == 1
+    assert max(reads.values()) == 1 and max(indexes.values()) == 1
+    assert len(indexes) == len(CORE) - 1 + 12  # every file but the one Python cannot parse
+    assert reads["core/broken.py"] == 1 and "core/broken.py" not in indexes
+    assert _count(err, "files indexed") == len(reads)  # the broken file too: indexing is what finds it broken
+
+
+def test_shared_indexes_give_the_report_of_one_analysis(tmp_path, capsys, monkeypatch):
+    root = _dense_project(tmp_path, models=6)
+    grouped, err = _check(capsys, root)
+    assert _count(err, "groups") >= 6
+    monkeypatch.setattr(incremental.Session, "_groups", lambda self, keys: [set(keys)])
+    together, err = _check(capsys, root)
+    assert _count(err, "groups") == 1
+    assert grouped == together
+    # the helper traced from every model, the odd models' tensor tests, and the file with a syntax error
+    assert sorted({(Path(f["filename"]).name, f["code"]) for f in grouped}) == [
+        ("broken.py", "WSC001"), ("m1.py", "WSC101"), ("m3.py", "WSC101"), ("m5.py", "WSC101"),
+        ("ops.py", "WSC101")]
+
+
+def test_workers_index_each_file_once_and_share_it(tmp_path, capsys, monkeypatch):
+    root = _dense_project(tmp_path, models=8)
+    serial, _ = _check(capsys, root)
+    monkeypatch.setattr(incremental, "MIN_PARALLEL_BYTES", 0)  # workers even for a small project
+    code = main(["check", str(root), "--no-cache", "-j", "2", "--show-chain", "--output-format", "json",
+                 "--profile"])
+    out, err = capsys.readouterr()
+    assert code == 1, err
+    assert _count(err, "worker processes") == 2
+    assert _count(err, "files indexed") == len(CORE) + 8  # each file once, by one of the two workers
+    assert json.loads(out) == serial
