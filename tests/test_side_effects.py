@@ -267,3 +267,57 @@ def test_requires_grad_outside_traced_code_stays_quiet(lint):
         fresh.requires_grad = True
     """
     assert codes(lint(code)) == []
+
+
+SCHEDULER_LOOP = """
+import torch
+from torch import nn
+
+
+class Scheduler:
+    def __init__(self, steps):
+        self._step_index = None
+        self.sigmas = torch.linspace(1, 0, steps)
+        self.first = 0
+
+    def step(self, model_output, sample):
+        if self._step_index is None:
+            self._step_index = 0
+        sigma = self.sigmas[self._step_index]
+        base = self.sigmas[self.first]
+        self._step_index += 1
+        return sample - (sigma + base) * model_output
+
+
+class EMA:
+    def __init__(self):
+        self.optimization_step = 0
+
+    def step(self, params):
+        self.optimization_step += 1
+        decay = min(0.999, (1 + self.optimization_step) / (10 + self.optimization_step))
+        for p in params:
+            p.mul_(decay)
+
+
+@torch.compile
+def train_step(model, scheduler, ema, x, noise):
+    x = scheduler.step(model(x), noise)
+    ema.step(model.parameters())
+    return x
+
+
+model = nn.Linear(4, 4)
+scheduler = Scheduler(10)
+ema = EMA()
+"""
+
+
+@pytest.mark.parametrize("target", ("wsc", "compile"))
+def test_python_state_of_any_object_the_step_advances(lint, target):
+    assert codes(lint(SCHEDULER_LOOP, target=target)) == [
+        ("WSC703", 14), ("WSC702", 16), ("WSC702", 25), ("WSC703", 28)]
+
+
+def test_python_state_of_objects_outside_traced_code_stays_quiet(lint):
+    assert codes(lint(SCHEDULER_LOOP.replace("@torch.compile\n", ""))) == []

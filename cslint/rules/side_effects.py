@@ -385,6 +385,23 @@ class Net(nn.Module):
                                  "feeds a tensor op: its first value is frozen into the graph")
                 return
 
+    def visit_Subscript(self, node: cst.Subscript, ctx: RuleContext) -> None:
+        """`self.sigmas[self._step_index]` with a Python counter the step advances: the index is frozen."""
+        if not ctx.is_tensor(node.value):
+            return
+        derived = _derived(ctx)
+        if not derived:
+            return
+        for element in node.slice:
+            part = element.slice
+            values = [part.value] if isinstance(part, cst.Index) else \
+                [v for v in (part.lower, part.upper, part.step) if v is not None]  # type: ignore[union-attr]
+            for value in values:
+                if not ctx.is_tensor(value) and _reads(value, derived, ctx):
+                    ctx.report(value, f"`{ctx.code(value)}` comes from Python state mutated in the traced step and "
+                                      "indexes a tensor: its first value is frozen into the graph")
+                    return
+
     def visit_Call(self, node: cst.Call, ctx: RuleContext) -> None:
         qualified = ctx.resolve(node.func)
         method = isinstance(node.func, cst.Attribute) and ctx.is_tensor(node.func.value)
