@@ -31,7 +31,7 @@ from cslint.rules.base import Applicability, Fix, Replacement
 SKIPPED_METHODS = frozenset({"__init__", "__setstate__", "preinitialize", "state_dict", "load_state_dict"})
 SHAPE_ONLY_CALLS = frozenset({"zeros_like", "ones_like", "empty_like", "full_like"})
 SHAPE_ONLY_ATTRIBUTES = frozenset({"shape", "dtype", "device", "ndim", "size", "dim", "numel", "is_complex",
-                                   "is_floating_point"})
+                                   "is_floating_point", "is_sparse"})
 CLONES = frozenset({"clone", "detach", "contiguous"})
 MATH_TO_TORCH = {"math.sqrt": "sqrt", "math.exp": "exp", "math.log": "log", "math.pow": "pow"}
 
@@ -335,6 +335,25 @@ def _reads_gradient_values(node: cst.CSTNode, param: str, grad_aliases: set[str]
     return any(_reads_values_of(renamed, name) for name in (*grad_aliases, "__gradient__"))
 
 
+def _reads_gradient_layout(node: cst.CSTNode, param: str, grad_aliases: set[str]) -> bool:
+    """Does `node` test `grad.is_sparse` (a fact of the gradient the parameter does not share)?"""
+    renamed = node.visit(_GradAsName(param))
+    found = False
+
+    class Finder(cst.CSTVisitor):
+        def visit_Attribute(self, n: cst.Attribute) -> None:
+            nonlocal found
+            value = n.value
+            if isinstance(value, cst.Attribute) and value.attr.value == "data":
+                value = value.value
+            if n.attr.value == "is_sparse" and isinstance(value, cst.Name) and \
+                    value.value in (*grad_aliases, "__gradient__"):
+                found = True
+
+    renamed.visit(Finder())
+    return found
+
+
 def _reads_values_of(node: cst.CSTNode, name: str) -> bool:
     """Does `node` read the values of tensor `name` (not only its shape, dtype or device)?"""
     reads = False
@@ -462,6 +481,12 @@ def _guard_plan(guard: cst.If, chain: tuple[cst.CSTNode, ...], method: cst.Funct
             continue  # a plain copy of the gradient: rebuilt as a zero buffer (unsafe)
         if _reads_gradient_values(stmt, param, grad_aliases):
             raise CannotFix("the guard computes state from gradient values (no gradient exists before step 1)")
+        if _reads_gradient_layout(stmt, param, grad_aliases):
+            plan.applicability = "unsafe"
+            note = ("the guard tests the gradient's layout (`grad.is_sparse`), which preinitialize() reads from "
+                    "the parameter: state kept only for sparse gradients (nn.Embedding(sparse=True)) is not created")
+            if note not in plan.notes:
+                plan.notes.append(note)
     body: list[cst.BaseStatement] = []
     for stmt in chosen:
         copied = stmt.visit(rewriter)

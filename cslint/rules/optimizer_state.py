@@ -153,7 +153,9 @@ def step(self):
         "the flag (a tensor test, which WSC101 then reports); without such a counter there is no fix."
         " The group loop may be `for group in self.param_groups` or `for group, x in "
         "zip(self.param_groups, ...)` (the guard must not read `x`); the guard may fill state in a loop of "
-        "its own (a dict of buffers, one per coefficient)."
+        "its own (a dict of buffers, one per coefficient). A guard that tests `grad.is_sparse` tests the "
+        "parameter's layout in preinitialize() (unsafe: a dense parameter with sparse gradients, as "
+        "nn.Embedding(sparse=True) makes, gets no sparse-only state)."
         " No fix when the guard sits outside the `for group ...: for p in group['params']:` loop nest of "
         "the class's own methods, or the class has no `__init__`."
     )
