@@ -16,6 +16,7 @@ from cslint import __version__
 from cslint.check_options import (check_flags, force_excluded, paths_without_python, show_files, show_settings,
                                   unmatched_trace_roots)
 from cslint.config import ConfigError, Settings, load_settings
+from cslint.progress import Progress
 from cslint.report import RunResult
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -135,6 +136,9 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("-j", "--jobs", type=_jobs, default=None,
                        help="worker processes for independent parts of the tree (default: the number of cores)")
     check.add_argument("--profile", action="store_true", help="print where the time went (phases, rules)")
+    check.add_argument("--progress", action="store_true",
+                       help="print a line of progress every few seconds on stderr, for CI logs (on a terminal, "
+                            "a run over a second shows one line of progress unless -q)")
     check.add_argument("--server", action="store_true",
                        help="run in a background server that has cslint loaded already (starts one if none "
                             "is up; not under CI or CSLINT_NO_SERVER; see `cslint server`)")
@@ -292,9 +296,11 @@ def run_check(args: argparse.Namespace) -> int:
     if cache is not None and cache.read_ahead:
         profile.count("cache read ahead by the server")
 
+    progress = _progress(args)
+
     def lint(targets: list[Path], fix: bool, with_context: list[Path] = context) -> RunResult:
         session = Session(settings, codes, cache=cache, jobs=args.jobs or available_cores(), profile=profile,
-                          roots=import_roots(named))
+                          roots=import_roots(named), progress=progress)
         return run_with_deep_stack(lambda: session.run(targets, context=with_context, fix=fix,
                                                        unsafe_fixes=settings.unsafe_fixes))
 
@@ -327,6 +333,7 @@ def run_check(args: argparse.Namespace) -> int:
         roots = [safe_resolve(p) for p in (args.paths or [Path(".")])]
         roots += [safe_resolve(settings.project_root)] if settings.project_root else []
         _write_fixes(result, lint, files + context, settings.unsafe_fixes, roots)
+    progress.finish()
     place_in_cells(result.diagnostics, buffers)
     options = FormatOptions(show_chain=args.show_chain, unsafe_fixes=settings.unsafe_fixes,
                             statistics=args.statistics, quiet=args.quiet, fix_mode=args.fix)
@@ -359,6 +366,22 @@ def run_check(args: argparse.Namespace) -> int:
     if result.diagnostics and not args.exit_zero:
         return EXIT_FINDINGS
     return EXIT_CLEAN
+
+
+def _progress(args: argparse.Namespace) -> Progress:
+    """Plain lines with --progress; on a terminal, one line updated in place, unless -q."""
+    if args.progress:
+        return Progress(sys.stderr, "lines")
+    if args.quiet or args.server or not _is_terminal(sys.stderr):
+        return Progress.off()
+    return Progress(sys.stderr, "terminal")
+
+
+def _is_terminal(stream: object) -> bool:
+    try:
+        return bool(stream.isatty())  # type: ignore[attr-defined]
+    except (AttributeError, ValueError, OSError):
+        return False
 
 
 def read_stdin() -> str:

@@ -45,6 +45,7 @@ from cslint.deferred import defer
 from cslint.notebook import Notebook, NotebookError, is_notebook
 from cslint.overlay import unsaved_text
 from cslint.profile import Profile
+from cslint.progress import Progress
 from cslint.report import INTERNAL_ERROR, Diagnostic, FixSummary, RunResult
 from cslint.untraced import may_hold_roots, nothing_to_report
 
@@ -114,8 +115,10 @@ class Session:
     are imported only if some file has to be analysed: a run served from the cache never needs them."""
 
     def __init__(self, settings: Settings, codes: list[str], cache: Cache | None, jobs: int = 1,
-                 profile: Profile | None = None, roots: list[Path] | None = None) -> None:
+                 profile: Profile | None = None, roots: list[Path] | None = None,
+                 progress: Progress | None = None) -> None:
         self.settings = settings
+        self.progress = progress or Progress.off()
         # the project roots, on `sys.path` for namespace packages (default: the configured project root)
         self.roots = roots if roots is not None else [settings.project_root] if settings.project_root else []
         self.aliases: dict[str, Path] = {}
@@ -266,6 +269,7 @@ class Session:
 
     def run(self, targets: list[Path], context: list[Path] = (), fix: bool | FixChoice = False,  # type: ignore[assignment]
             unsafe_fixes: bool = False) -> RunResult:
+        self.progress.phase("looking at what changed")
         with self.profile.phase("survey (stat, hash, imports)"):
             self._survey(targets, list(context))
         target_states = [s for s in self.states.values() if s.target]
@@ -389,6 +393,7 @@ class Session:
 
             linter = Linter(self.settings, self.rules, self.profile)
             linter.aliases = self.aliases
+            linter.progress = self.progress
             order = [s.path for k, s in self.states.items() if k in wanted and s.target]
             others = [s.path for k, s in self.states.items() if k in analysed and not (k in wanted and s.target)]
             with fewer_collections():
@@ -427,17 +432,20 @@ class Session:
                                      {self.states[k].path: names[self.states[k].path] for k in part}, target,
                                      self.profile.enabled)
                    for part, target in zip(parts, saved)]
-        for future in futures:
+        self.progress.phase("indexing", len(keys))
+        for future, part in zip(futures, parts):
             self.profile.merge(future.result())
+            self.progress.advance(len(part))
         return {self.states[k].path: target for part, target in zip(parts, saved) for k in part}
 
     def _analyse_groups(self, groups: list[set[str]], analysed: set[str], wanted: set[str],
                         names: dict[Path, tuple[str, bool]]) -> list[tuple[set[str], Any]]:
         done: list[tuple[set[str], Any]] = []
         pending = groups
+        self.progress.phase("analysing", sum(map(len, groups)))
         while pending:
             tasks = [self._task(group, analysed, wanted, names) for group in pending]
-            outputs = self._run_tasks(tasks, [self._weight(g) for g in pending])
+            outputs = self._run_tasks(tasks, [self._weight(g) for g in pending], [len(g) for g in pending])
             for output in outputs:
                 self.profile.merge(output[3])
             done += zip(pending, outputs)
@@ -446,6 +454,7 @@ class Session:
                 break
             self.profile.count("groups analysed again, together", sum(len(c) for c in clashes))
             pending = self._heaviest_first([set().union(*(done[i][0] for i in c)) for c in clashes])
+            self.progress.phase("analysing again the groups whose traced code meets", sum(map(len, pending)))
             merged = set().union(*clashes)
             done = [d for i, d in enumerate(done) if i not in merged]
         return done
@@ -520,17 +529,25 @@ class Session:
         result.errors.extend(errors)
         return _by_key(diagnostics), reach
 
-    def _run_tasks(self, tasks: list[Any], weights: list[int]) -> list[Any]:
+    def _run_tasks(self, tasks: list[Any], weights: list[int], sizes: list[int]) -> list[Any]:
+        """Each task's output, in order; `sizes` (files of each group) tell the progress display."""
         if self._pool is None:
             if self._indexes is None:
                 from cslint.analysis.index_store import IndexStore
 
                 self._indexes = IndexStore()
-            return check_groups(self.settings, self.rules, tasks, self.profile.enabled, self._indexes)
+            return check_groups(self.settings, self.rules, tasks, self.profile.enabled, self._indexes,
+                                done=lambda i: self.progress.advance(sizes[i]))
         codes = [r.code for r in self.rules]
-        futures = [self._pool.submit(_check_groups, self.settings, codes, batch, self.profile.enabled, self._shared)
-                   for batch in _batches(tasks, weights, self.jobs)]
-        return [out for future in futures for out in future.result()]
+        order = list(range(len(tasks)))
+        batches = _batches(order, weights, self.jobs)
+        futures = [self._pool.submit(_check_groups, self.settings, codes, [tasks[i] for i in batch],
+                                     self.profile.enabled, self._shared) for batch in batches]
+        outputs = []
+        for future, batch in zip(futures, batches):
+            outputs += future.result()
+            self.progress.advance(sum(sizes[i] for i in batch))
+        return outputs
 
     @contextlib.contextmanager
     def _start_pool(self) -> Iterator[Executor]:
@@ -638,7 +655,7 @@ def _worker_store() -> IndexStore:
 
 
 def check_groups(settings: Settings, rules: list[Any], tasks: list[Any], profiled: bool,
-                 store: IndexStore | None = None) -> list[Any]:
+                 store: IndexStore | None = None, done: Callable[[int], None] | None = None) -> list[Any]:
     """`check_group` for each task, with the collector's thresholds raised once for all of them:
     putting the defaults back after each one started a full collection while that group's objects
     were still alive (a fifth of a cold run on transformers). A file's index is one cycle (module ->
@@ -646,8 +663,10 @@ def check_groups(settings: Settings, rules: list[Any], tasks: list[Any], profile
     is alive, instead of adding to the next group's peak."""
     outputs = []
     with fewer_collections(), _frozen_between_groups(store):
-        for files, names, aliases in tasks:
+        for i, (files, names, aliases) in enumerate(tasks):
             outputs.append(check_group(settings, rules, files, names, aliases, profiled, store))
+            if done is not None:
+                done(i)
             if store is not None:
                 store.end_analysis()
             if len(files) >= COLLECT_AFTER_FILES:

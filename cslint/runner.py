@@ -22,6 +22,7 @@ from cslint.noqa import is_suppressed, noqa_lines
 from cslint.overlay import warm_indexes
 from cslint.positions import locate, piece_layout, piece_positions, whole_module_positions
 from cslint.profile import Profile
+from cslint.progress import Progress
 from cslint.report import BUG_HINT, INTERNAL_ERROR, NOT_ANALYSED, SYNTAX_ERROR, Diagnostic, FixSummary, RunResult
 from cslint.rules import Finding, Fix, Rule, all_rules
 from cslint.rules.base import module_level_alias
@@ -76,6 +77,7 @@ class Linter:
         self.tree_budget = tree_budget
         self._budget: TreeBudget | None = None
         self.store = store if tree_budget is not None else None
+        self.progress = Progress.off()  # what a whole-tree run in this process shows (a fix: see run)
         self.modules_by_path: dict[Path, ModuleInfo] = {}
         self._pieces_given: set[int] = set()  # parsed functions an editor's analysis reused (overlay.py)
         # an editor's analysis wants findings in its documents only: no rules run on other files' code
@@ -222,6 +224,7 @@ class Linter:
         aliases = self.aliases if self.aliases is not None else import_aliases(names, roots)
         self._module_aliases = {alias: names[path][0] for alias, path in aliases.items() if path in names}
         for source in parsed:
+            self.progress.advance()
             name, is_package = names[source.path]
             try:
                 with self.profile.phase("index"):
@@ -265,7 +268,7 @@ class Linter:
             elif info is not None:  # its loader and budget are this analysis's
                 info.loader = lambda: self._load_tree(source)
                 info.budget = self._budget
-                info.piece_parser = self._parse_piece
+                info.piece_parser = partial(self._parse_piece, source.path)
             return info
         return self._index_anew(source, name, is_package)
 
@@ -488,13 +491,16 @@ class Linter:
             for source in sources + [s for s in extra if s.path in wanted and s.path in self.reach]:
                 result.diagnostics.extend(self.bounded_diagnostics_for(source, located.get(source.path, [])))
             return result
+        self.progress.phase("indexing and analysing", len(sources) + len(extra))
         findings = self.analyse(sources + extra, result, names, roots_in)
         if fix:
-            for _ in range(MAX_FIX_PASSES):
+            for number in range(MAX_FIX_PASSES):
+                self.progress.phase(f"fixing (pass {number + 1})")
                 applied = self._fix_pass(sources, findings, unsafe_fixes, result, fix)
                 if not applied:
                     break
                 result.fixed += applied
+                self.progress.phase(f"analysing the fixed files (pass {number + 1})", len(sources) + len(extra))
                 findings = self.analyse(sources + extra, result, names, roots_in)
                 if callable(fix):
                     break
