@@ -277,3 +277,42 @@ def test_bias_correction_in_float32_stays_within_2e7_of_float64() -> None:
             assert abs(fixed - exact) / exact < 2e-7, (beta, step)
             naive = float(1 - torch.pow(beta, torch.tensor(float(step))))
             assert beta == 0.9 or step > 200 or abs(naive - exact) / exact > 1e-6  # what the rewrite avoids
+
+
+STORED = """
+import torch
+from torch.optim import Optimizer
+
+class Stats(Optimizer):
+    def __init__(self, params, lr=0.1):
+        super().__init__(params, dict(lr=lr))
+        self.preinitialize()
+
+    def preinitialize(self):
+        for group in self.param_groups:
+            for p in group["params"]:
+                self.state[p]["buf"] = torch.zeros_like(p)
+
+    @torch.no_grad()
+    def step(self):
+        for group in self.param_groups:
+            for p in group["params"]:
+                state = self.state[p]
+                {store}
+                p.sub_(group["lr"] * p.grad)
+"""
+
+
+def test_a_zero_dim_entry_stored_every_step_is_created_in_preinitialize(lint) -> None:
+    [finding] = [d for d in lint(STORED.format(store='state["norm"] = p.grad.norm().clamp(0, 1)'))
+                 if d.code == "WSC302"]
+    assert finding.fix is not None and finding.fix.applicability == "unsafe"
+
+
+@pytest.mark.parametrize("store", [
+    'state["last"] = p.grad * 2',  # not zero-dimensional: its shape is not known to preinitialize()
+    'if group["lr"] > 0:\n                    state["norm"] = p.grad.norm()',  # not stored on every step
+])
+def test_entries_preinitialize_cannot_create_keep_no_fix(lint, store) -> None:
+    found = [d for d in lint(STORED.format(store=store)) if d.code == "WSC302"]
+    assert found and all(d.fix is None for d in found)

@@ -67,13 +67,16 @@ def _ensure_imports(tree: cst.Module, modules: set[str]) -> cst.Module:
 def apply_fixes(tree: cst.Module, fixes: list[Fix], bound_names: set[str]) -> tuple[cst.Module, list[Fix]]:
     """The tree with the non-conflicting fixes applied, and the fixes that were applied."""
     targets: dict[int, int] = {}
+    same_node: set[tuple[int, int]] = set()  # two fixes replacing one node (one method both extend)
     for index, fix in enumerate(fixes):
         for node, _ in fix.replacements:
-            targets.setdefault(id(node), index)
+            first = targets.setdefault(id(node), index)
+            if first != index:
+                same_node.add((first, index))
     spans = _Spans(targets)
     tree.visit(spans)
     rejected: set[int] = set()
-    for outer, inner in sorted(spans.conflicts):
+    for outer, inner in sorted(spans.conflicts | same_node):
         if outer not in rejected:
             rejected.add(inner)
     chosen = [fix for i, fix in enumerate(fixes) if i not in rejected]

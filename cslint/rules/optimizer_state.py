@@ -10,6 +10,7 @@ from cslint.fixers.preinitialize import (
     SKIPPED_METHODS, ClassFix, _walk, is_emptiness_test, is_lazy_guard, is_state, lazy_guards,
     none_test_name, preinitialize_fix, state_aliases, state_writes, string_key,
 )
+from cslint.fixers.state_entries import preinitialized_entry
 from cslint.rules.base import Fix, Rule, RuleContext
 
 NO_IDENTITY = "state created inside step() has no identity before the first step: the trace re-creates it every step"
@@ -277,7 +278,16 @@ def step(self):
             buf = self.state[p]["momentum_buffer"]
             buf.mul_(0.9).add_(p.grad)
 """
-    fix_safety = "No fix: where the entry should be created, and from what, is for a person to decide."
+    fix_safety = (
+        "An entry stored on every step (`state[\"trust_ratio\"] = trust_ratio` directly in the loop over "
+        "`group[\"params\"]`) whose value is certainly zero-dimensional (a full reduction such as a norm, "
+        "or elementwise ops and torch.where over such values) is created as `torch.zeros((), "
+        "device=p.device)` in the class's preinitialize() and the step copies into it "
+        "(`state[\"trust_ratio\"].copy_(trust_ratio)`); unsafe: the entry exists, as zero, before the first "
+        "step. Offered once the class has a preinitialize() (WSC301's fix generates one). Other entries "
+        "(`setdefault`, a value whose shape is not known, a store under a condition) have no fix: where "
+        "they should be created, and from what, is for a person to decide."
+    )
     VALID = [
         """
 import torch
@@ -329,7 +339,7 @@ class SGD(Optimizer):
                 key = string_key(t)
                 if key is not None and key not in known_state_keys(ctx):
                     ctx.report(t, f"`{ctx.code(t)}` creates a new optimizer state entry inside step(): "
-                                  f"{NO_IDENTITY}; create it in preinitialize()")
+                                  f"{NO_IDENTITY}; create it in preinitialize()", preinitialized_entry(node, t, ctx))
 
     def visit_Call(self, node: cst.Call, ctx: RuleContext) -> None:
         func = node.func
