@@ -3,7 +3,11 @@ every answer must equal that of a fresh analysis of the same texts."""
 
 from __future__ import annotations
 
+import threading
+import time
 from pathlib import Path
+
+import pytest
 
 from cslint.config import load_settings
 from cslint.overlay import WarmIndexes, lint_texts
@@ -94,3 +98,36 @@ def test_unchanged_files_keep_their_index_and_functions_their_parse(tmp_path: Pa
     edited = HELPER.replace("return x.sum()", "return x.mean()")
     _found({model: MODEL, helper: edited}, warm)
     assert warm.modules[str(helper)][0] == edited and warm.modules[str(helper)][3] is not kept
+
+
+def test_first_diagnostics_do_not_wait_for_the_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The project's cache is brought up to date in the background (a whole-project check): the first
+    diagnostics come from the document's own analysis meanwhile, and the server hears when it is done."""
+    from cslint import incremental
+    from cslint.lsp.workspace import Workspace
+
+    model, helper = _project(tmp_path)
+    monkeypatch.setenv("CSLINT_CACHE_DIR", str(tmp_path / ".cslint_cache"))
+    monkeypatch.delenv("CSLINT_NO_CACHE", raising=False)
+    started, release = threading.Event(), threading.Event()
+    check = incremental.Session.run
+
+    def held(self: incremental.Session, *args: object, **kwargs: object) -> object:
+        started.set()
+        assert release.wait(120)
+        return check(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(incremental.Session, "run", held)
+    warmed: list[Path] = []
+    state = Workspace(on_warm=warmed.append)
+    state.open(model, MODEL)
+    (_, found), = state.analyse(model).values()
+    assert started.wait(60) and not warmed  # the check is still held
+    assert [(d.code, d.line) for d in found] == [("WSC101", 8), ("WSC101", 15)]
+    release.set()
+    for _ in range(600):
+        if warmed:
+            break
+        time.sleep(0.1)
+    assert warmed == [tmp_path]
+    assert list((tmp_path / ".cslint_cache").glob("*.json"))  # filled from the files on disk
