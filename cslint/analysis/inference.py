@@ -176,6 +176,7 @@ class ProjectOracle:
         self._attributes: dict[str, dict[str, Kind]] = {}
         self._computing: set[str] = set()
         self._state_entries: dict[str, dict[str, Kind]] = {}
+        self._own_state_entries: dict[str, dict[str, Kind | None]] = {}
 
     def return_kind(self, func: FunctionInfo) -> Kind | None:
         return self.returns.get(func.qualname)
@@ -193,8 +194,16 @@ class ProjectOracle:
         in `step()` or a helper handed the state, not tensors."""
         found = self._state_entries.get(cls.qualname)
         if found is None:
-            found = self._state_entries[cls.qualname] = python_state_entries(
-                [m.node for klass in self.project.mro(cls) for m in klass.methods.values()])
+            merged: dict[str, Kind | None] = {}
+            for klass in self.project.mro(cls):  # each class's own assignments are read once per run
+                own = self._own_state_entries.get(klass.qualname)
+                if own is None:
+                    own = self._own_state_entries[klass.qualname] = state_entry_kinds(
+                        [m.node for m in klass.methods.values()])
+                for key, kind in own.items():
+                    old = merged.get(key, kind)
+                    merged[key] = None if kind is None or old is None else join(old, kind)
+            found = self._state_entries[cls.qualname] = {k: v for k, v in merged.items() if v is not None}
         return found
 
     def instance_kind(self, cls: ClassInfo) -> Kind:
@@ -225,9 +234,9 @@ class ProjectOracle:
         return merged
 
 
-def python_state_entries(methods: list[cst.FunctionDef]) -> dict[str, Kind]:
-    """Keys of `<...state...>['key'] = value` assignments whose every value is a Python number: a literal
-    (STATIC) or a read of tensor data (`.item()`, `float(...)`: HOST)."""
+def state_entry_kinds(methods: list[cst.FunctionDef]) -> dict[str, Kind | None]:
+    """Keys of `<...state...>['key'] = value` assignments: the Python number every value is (a literal:
+    STATIC; a read of tensor data, `.item()` or `float(...)`: HOST), or None when some value is not one."""
     kinds: dict[str, Kind | None] = {}
     for method in methods:
         for node in iter_nodes(method):
@@ -239,7 +248,7 @@ def python_state_entries(methods: list[cst.FunctionDef]) -> dict[str, Kind]:
                     kind = _python_number_kind(node.value)  # type: ignore[attr-defined]
                     old = kinds.get(key, kind) if key in kinds else kind
                     kinds[key] = None if kind is None or old is None else join(old, kind)
-    return {key: kind for key, kind in kinds.items() if kind is not None}
+    return kinds
 
 
 def _state_key(target: cst.BaseExpression) -> str | None:
