@@ -489,3 +489,27 @@ def test_hover_on_a_traced_def_without_findings_names_its_root(tmp_path: Path) -
             assert await hover(s, 8) is None  # `def untraced`: no traced code reaches it
 
     run(scenario())
+
+
+def test_a_forward_edited_to_call_an_open_helper_republishes_the_helper(tmp_path: Path) -> None:
+    """The other direction: the caller's buffer changes what its forward calls, and the findings of the
+    open helper's file follow (no cache: the server knows only the imports)."""
+    helper = "import torch\n\n\ndef get_scale(x):\n    if x.sum() > 0:\n        return x\n    return x\n"
+    quiet = MODEL.replace("if get_scale(x) > 0:", "if True:")
+    root = _project(tmp_path, {"pkg/__init__.py": "", "pkg/scales.py": helper, "pkg/model.py": quiet})
+
+    async def scenario() -> None:
+        async with Session(root) as s:
+            s.open("pkg/scales.py")
+            assert await s.diagnostics("pkg/scales.py") == []  # nothing calls get_scale from traced code
+            s.open("pkg/model.py")
+            await s.diagnostics("pkg/model.py")
+            before = s.count("pkg/scales.py")
+            s.change("pkg/model.py", MODEL, version=2)  # the forward now calls get_scale
+            found = await s.diagnostics("pkg/scales.py", after=before)
+            assert [(d.code, d.range.start.line) for d in found] == [("WSC101", 4)]
+            before = s.count("pkg/scales.py")
+            s.change("pkg/model.py", quiet, version=3)
+            assert await s.diagnostics("pkg/scales.py", after=before) == []
+
+    run(scenario())

@@ -115,7 +115,8 @@ class Workspace:
             hood = self._neighbourhood(root, settings, snapshot)
             cache = self._cache(settings, root)
             edited = str(_key(path))
-            affected = {d for d in texts if d == edited or edited in hood.closure({d}, texts)
+            imported = hood.closure({edited}, texts)  # its roots may call into these
+            affected = {d for d in texts if d in imported or edited in hood.closure({d}, texts)
                         or edited in _reach(cache, d) or d in _reach(cache, edited)}
             chosen = [p for p in snapshot if str(p) in affected]
             result = self._run(settings, root, hood, texts, affected, cache)
