@@ -99,6 +99,7 @@ def test_compile_project_without_target_gets_compile_wording_and_no_cerebras_imp
     out = capsys.readouterr().out
     assert out.startswith("target: compile (inferred: the project uses torch.compile (model.py)")
     assert "torch.cond" in out and "graph break" in out
+    assert "step closure" not in out and "log outside the compiled function" in out  # compile wording for WSC701
     main(["check", "--no-cache", "--fix", "--unsafe-fixes", str(tmp_path)])
     fixed = path.read_text(encoding="utf-8")
     assert "torch.where(loss > 1, y * 0.5, y)" in fixed  # the compile target's fixes are applied

@@ -117,8 +117,13 @@ class Net(nn.Module):
                                  "break, whatever it holds")
             return
         fix = report_through_summaries(node, ctx) if kind != "warnings" else None
-        ctx.report(node, f"`{ctx.code(node)}` {'prints' if kind == 'print' else 'logs'} tensor values inside "
-                         f"the traced step: {ONCE}; use a step closure or the summary API", fix)
+        verb = "prints" if kind == "print" else "logs"
+        if get_target(ctx.settings.target).tracer == "dynamo":  # no step closure: the target's hint says what to do
+            ctx.report(node, f"`{ctx.code(node)}` {verb} tensor values inside the compiled step, which "
+                             "`fullgraph=True` rejects", fix)
+            return
+        ctx.report(node, f"`{ctx.code(node)}` {verb} tensor values inside the traced step: {ONCE}; use a step "
+                         "closure or the summary API", fix)
 
 
 def _log_once_kind(node: cst.Call) -> str | None:
