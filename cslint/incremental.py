@@ -32,7 +32,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from cslint.analysis.graph import connected, reachable
 from cslint.analysis.import_scan import scan_imports
@@ -444,8 +444,7 @@ class Session:
         pending = groups
         self.progress.phase("analysing", sum(map(len, groups)))
         while pending:
-            tasks = [self._task(group, analysed, wanted, names) for group in pending]
-            outputs = self._run_tasks(tasks, [self._weight(g) for g in pending], [len(g) for g in pending])
+            outputs = self._run_tasks(pending, lambda group: self._task(group, analysed, wanted, names))
             for output in outputs:
                 self.profile.merge(output[3])
             done += zip(pending, outputs)
@@ -529,25 +528,40 @@ class Session:
         result.errors.extend(errors)
         return _by_key(diagnostics), reach
 
-    def _run_tasks(self, tasks: list[Any], weights: list[int], sizes: list[int]) -> list[Any]:
-        """Each task's output, in order; `sizes` (files of each group) tell the progress display."""
+    def _run_tasks(self, groups: list[set[str]], task: Callable[[set[str]], Any]) -> list[Any]:
+        """Each group's output, in order. A group's task (its files and what they import) is made when it
+        is handed out: a dense tree's tasks each list most of the tree. Workers get batches of about equal
+        source, heaviest first, each as soon as one is free, and never more than one ahead of them."""
         if self._pool is None:
             if self._indexes is None:
                 from cslint.analysis.index_store import IndexStore
 
                 self._indexes = IndexStore()
-            return check_groups(self.settings, self.rules, tasks, self.profile.enabled, self._indexes,
-                                done=lambda i: self.progress.advance(sizes[i]))
+            return check_groups(self.settings, self.rules, (task(g) for g in groups), self.profile.enabled,
+                                self._indexes, done=lambda i: self.progress.advance(len(groups[i])))
+        from concurrent.futures import FIRST_COMPLETED, wait
+
         codes = [r.code for r in self.rules]
-        order = list(range(len(tasks)))
-        batches = _batches(order, weights, self.jobs)
-        futures = [self._pool.submit(_check_groups, self.settings, codes, [tasks[i] for i in batch],
-                                     self.profile.enabled, self._shared) for batch in batches]
-        outputs = []
-        for future, batch in zip(futures, batches):
-            outputs += future.result()
-            self.progress.advance(sum(sizes[i] for i in batch))
-        return outputs
+        batches = _batches(list(range(len(groups))), [self._weight(g) for g in groups], self.jobs)
+        outputs: list[list[Any]] = [[] for _ in batches]
+        running: dict[Any, int] = {}
+        waiting = iter(enumerate(batches))
+        while True:
+            while len(running) < 2 * self.jobs:
+                nxt = next(waiting, None)
+                if nxt is None:
+                    break
+                number, batch = nxt
+                running[self._pool.submit(_check_groups, self.settings, codes, [task(groups[i]) for i in batch],
+                                          self.profile.enabled, self._shared)] = number
+            if not running:
+                break
+            finished, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in finished:
+                number = running.pop(future)
+                outputs[number] = future.result()
+                self.progress.advance(sum(len(groups[i]) for i in batches[number]))
+        return [out for batch in outputs for out in batch]
 
     @contextlib.contextmanager
     def _start_pool(self) -> Iterator[Executor]:
@@ -586,8 +600,9 @@ def _die_with_parent() -> None:
 
 
 def _batches(tasks: list[Any], weights: list[int], jobs: int) -> list[list[Any]]:
-    """Tasks (heaviest first) grouped so each worker call carries a fair share of the source."""
-    limit = max(1, sum(weights) // (jobs * 4))
+    """Tasks (heaviest first) grouped so each worker call carries a fair share of the source, in enough
+    calls that no worker waits long for the last ones."""
+    limit = max(1, sum(weights) // (jobs * 8))
     batches: list[list[Any]] = []
     filled = limit
     for task, weight in zip(tasks, weights):
@@ -654,7 +669,7 @@ def _worker_store() -> IndexStore:
     return _WORKER_STORE[0]
 
 
-def check_groups(settings: Settings, rules: list[Any], tasks: list[Any], profiled: bool,
+def check_groups(settings: Settings, rules: list[Any], tasks: Iterable[Any], profiled: bool,
                  store: IndexStore | None = None, done: Callable[[int], None] | None = None) -> list[Any]:
     """`check_group` for each task, with the collector's thresholds raised once for all of them:
     putting the defaults back after each one started a full collection while that group's objects
