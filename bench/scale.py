@@ -8,8 +8,9 @@ Each project is a package of realistic files: nn.Modules with `forward` calling 
 data-dependent branches, so there is something to report), helper modules, optimizers with `step`,
 configurations, and training scripts that `torch.compile` a model. A shared `core` package (ops,
 layers' helpers, configuration) is imported by most files. Sparse: a file imports the core and one or
-two files of its own package. Dense: it also imports a dozen files from anywhere in the project (the
-shape of a large monorepo, or of torch itself). Every run is a fresh `cslint check --no-cache` process;
+two helper or configuration files of its own package. Dense: it also imports a dozen files of any kind
+from anywhere in the project (the shape of a large monorepo, or of torch itself): models importing
+models tie most of the project into one analysis. Every run is a fresh `cslint check --no-cache` process;
 the row gives wall seconds, CPU seconds of the whole process tree, seconds per file, the peak resident
 memory of the largest process and the load average when it started (the machine may be shared). The
 goals of the scale issue are checked against the smallest size: time per file at the largest size at
@@ -203,7 +204,8 @@ def generate(root: Path, files: int, dense: bool, seed: int = 0) -> Path:
         (base / f"p{package}" / "__init__.py").write_text("")
     for name, kind, i in modules:
         template = dict(KINDS)[kind]
-        near = [m for m in modules[max(0, i - 3):i]]  # earlier files of (mostly) the same package
+        # sparse: helpers and configurations of (mostly) the same package; dense: also any file at all
+        near = [m for m in modules[max(0, i - 8):i] if m[1] in ("helpers", "config")]
         chosen = rng.sample(near, min(len(near), 2))
         if dense:
             chosen += rng.sample(modules[:i], min(i, 12))

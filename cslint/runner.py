@@ -483,8 +483,9 @@ class Linter:
         result = RunResult()
         sources = self.load(paths, result)
         result.files_checked = len(sources)
-        targets = {s.path.resolve() for s in sources}
-        extra = self.load([p for p in context if p.resolve() not in targets], RunResult())
+        resolve = self.store.resolve if self.store is not None else Path.resolve
+        targets = {resolve(s.path) for s in sources}
+        extra = self.load([p for p in context if resolve(p) not in targets], RunResult())
         if self.tree_budget is not None and not fix:
             wanted = {s.path for s in sources} | set(report_if_traced)
             located = self.analyse_bounded(sources + extra, result, names, roots_in, wanted)

@@ -38,6 +38,7 @@ class IndexStore:
         self.reads: dict[Path, int] = {}  # how many times each file was read, and indexed (tests and --profile)
         self.indexed: dict[Path, int] = {}
         self._lent: list[ModuleInfo] = []  # the indexes the current analysis uses
+        self._resolved: dict[Path, Path] = {}
         self.shared: dict[Path, str] = {}  # file -> where another process saved what it read and indexed
 
     def _fetch(self, path: Path) -> None:
@@ -68,6 +69,13 @@ class IndexStore:
         with open(partial, "wb") as handle:
             pickle.dump((sources, modules, refused), handle, protocol=pickle.HIGHEST_PROTOCOL)
         os.replace(partial, target)
+
+    def resolve(self, path: Path) -> Path:
+        """`path.resolve()`, once per file and run (each group's analysis asked it of every file it loads)."""
+        found = self._resolved.get(path)
+        if found is None:
+            found = self._resolved[path] = path.resolve()
+        return found
 
     def read(self, path: Path, reader: Callable[[Path], SourceFile]) -> SourceFile:
         """The file's source as read the first time (a copy); the error reading it raised, raised again."""
