@@ -54,6 +54,10 @@ class WarmIndexes:
             self._budget = TreeBudget(limit)
         return self._budget
 
+    def kept_budget(self) -> TreeBudget | None:
+        """The budget of the trees the kept indexes hold, once an analysis has made it."""
+        return self._budget
+
     def module(self, path: Path, text: str, name: str, is_package: bool) -> ModuleInfo | None:
         found = self.modules.get(_key(path))
         if found is None or found[:3] != (text, name, is_package):

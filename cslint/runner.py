@@ -128,8 +128,9 @@ class Linter:
         the files whose traced roots reach code in it (what its findings depend on besides its own
         imports). Roots are looked for in `roots_in` only, when given."""
         self._budget = None
-        for source in sources:
-            if source.tree is None and source.syntax_error is None and _likely_traced(source.text):
+        for source in sources:  # an editor's fix needs the trees of its documents only (`only_in`)
+            if source.tree is None and source.syntax_error is None and _likely_traced(source.text) and \
+                    (self.only_in is None or source.path in self.only_in):
                 with self.profile.phase("parse"):
                     parse(source, self.settings.analysis_budget)
         findings: dict[Path, list[Finding]] = {}
@@ -145,10 +146,13 @@ class Linter:
                 findings.setdefault(source.path, []).append(_analysis_error(traced, exc))
         self._record_reach(program, by_module)
         for traced in program.functions.values():
-            findings.setdefault(by_module[traced.func.module.name].path, []).extend(self._check(traced))
+            path = by_module[traced.func.module.name].path
+            if self.only_in is None or path in self.only_in:
+                findings.setdefault(path, []).extend(self._check(traced))
         if self.checker.module_rules:
             for name, module in modules.items():
-                findings.setdefault(by_module[name].path, []).extend(self.checker.check_module(module, project))
+                if self.only_in is None or by_module[name].path in self.only_in:
+                    findings.setdefault(by_module[name].path, []).extend(self.checker.check_module(module, project))
         return findings
 
     def analyse_bounded(self, sources: list[SourceFile], result: RunResult,
@@ -274,10 +278,13 @@ class Linter:
 
     def _index_anew(self, source: SourceFile, name: str, is_package: bool) -> ModuleInfo | None:
         if source.tree is None:
-            warm = warm_indexes() if self._budget is not None else None  # an editor's: see overlay.py
+            # parsed piecemeal: a report's files, and those an editor's fix reads but does not edit
+            piecemeal = self._budget is not None or self.only_in is not None and source.path not in self.only_in
+            warm = warm_indexes() if piecemeal else None  # an editor's: see overlay.py
+            budget = self._budget if self._budget is not None or warm is None else warm.kept_budget()
             info = warm.module(source.path, source.text, name, is_package) if warm is not None else None
             if info is not None:
-                info.budget, info.piece_parser = self._budget, partial(self._parse_piece, source.path)
+                info.budget, info.piece_parser = budget, partial(self._parse_piece, source.path)
                 return info
             try:
                 tree = ast.parse(for_parser(source.text))
@@ -288,8 +295,8 @@ class Linter:
             if tree is not None:
                 info = index_module_from_ast(source.path, source.text, tree, name, is_package,
                                              loader=lambda: self._load_tree(source))
-                info.budget = self._budget
-                if self._budget is not None:  # fixes edit whole trees: only a report may parse piecemeal
+                info.budget = budget if warm is not None else self._budget
+                if piecemeal:  # fixes edit whole trees
                     info.piece_parser = partial(self._parse_piece, source.path)
                 if warm is not None:
                     warm.keep_module(source.path, source.text, name, is_package, info)

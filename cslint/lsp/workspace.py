@@ -165,7 +165,7 @@ class Workspace:
         own = [p for p in files if str(p) in wanted]
 
         def run() -> RunResult:  # on the deep stack's own thread, so the buffers are set there
-            with unsaved_buffers(buffers), warm_analyses(None if fix else self._warm_indexes(settings, root)):
+            with unsaved_buffers(buffers), warm_analyses(self._warm_indexes(settings, root)):
                 return linter.run(own, fix=fix, unsafe_fixes=unsafe,
                                   context=[p for p in files if str(p) not in wanted], names=names,
                                   roots_in=[p for p in files if str(p) in roots])
