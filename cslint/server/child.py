@@ -58,6 +58,9 @@ def _serve(connection: socket.socket, request: dict[str, Any], fds: list[int], c
         os.environ.clear()
         os.environ.update(request["env"])
         deferred.start_deferring()
+        # Ctrl-C semantics as in a local run, even when the server was started by a client that ignored
+        # SIGINT (a background job): the hang-up watch interrupts the run with this signal.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         watch.start()
         code = _run(request["argv"])
     except BaseException as exc:  # noqa: BLE001 - the client must get an answer whatever happened
