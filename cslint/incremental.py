@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterable, Iterator
 
 from cslint.analysis.graph import connected, reachable
 from cslint.analysis.import_scan import scan_imports
-from cslint.analysis.module_names import assign_module_names, import_aliases
+from cslint.analysis.module_names import assign_module_names, defining_module, import_aliases
 from cslint.cache import Cache, CachedDiagnostic, Entry
 from cslint.sources import TooLarge, content_hash
 from cslint.collector import fewer_collections
@@ -221,20 +221,10 @@ class Session:
         for target in state.imports:
             key = self._target_files.get(target, "")
             if key == "":
-                key = self._target_files[target] = self._file_of(target)
+                key = self._target_files[target] = defining_module(target, self.by_module)
             if key is not None and key != state.key:
                 edges.add(key)
         return edges
-
-    def _file_of(self, target: str) -> str | None:
-        """A qualified name resolves in the longest module prefix that exists (Project.lookup), and only
-        there; what that module re-exports is its own edge."""
-        parts = target.split(".")
-        for end in range(len(parts), 0, -1):
-            key = self.by_module.get(".".join(parts[:end]))
-            if key is not None:
-                return key
-        return None
 
     def closure(self, key: str) -> frozenset[str]:
         found = self._closures.get(key)

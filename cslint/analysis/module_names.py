@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import TypeVar
 
 from cslint.sources import safe_resolve
+
+T = TypeVar("T")
 
 __all__ = ["assign_module_names", "import_aliases", "module_name_for"]
 
@@ -109,3 +112,14 @@ def import_aliases(names: dict[Path, tuple[str, bool]], roots: Iterable[Path]) -
                     claimed.add(alias)
             break
     return found
+
+
+def defining_module(target: str, modules: Mapping[str, T]) -> T | None:
+    """What `modules` holds for the module a qualified name resolves in: the longest dotted prefix of
+    `target` that is a module (Project.lookup), and only there; what that module re-exports is its own."""
+    parts = target.split(".")
+    for end in range(len(parts), 0, -1):
+        found = modules.get(".".join(parts[:end]))
+        if found is not None:
+            return found
+    return None

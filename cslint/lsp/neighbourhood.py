@@ -18,7 +18,7 @@ from pathlib import Path
 
 from cslint.analysis.graph import reachable
 from cslint.analysis.import_scan import scan_imports
-from cslint.analysis.module_names import assign_module_names, import_aliases
+from cslint.analysis.module_names import assign_module_names, defining_module, import_aliases
 from cslint.untraced import may_hold_roots
 
 
@@ -58,7 +58,7 @@ class Neighbourhood:
         else:
             source = text
         name, is_package = self.names[self.keys[key]]
-        found = {self._file_of(target) for target in scan_imports(source, name, is_package)}
+        found = {defining_module(target, self.by_module) for target in scan_imports(source, name, is_package)}
         scanned = (text, {f for f in found if f is not None and f != key},
                    may_hold_roots(source.encode("utf-8", errors="surrogatepass")))
         self._imports[key] = scanned
@@ -82,15 +82,6 @@ class Neighbourhood:
             return on_disk | by_buffer.get(key, set())
 
         return reachable(set(keys), importing) - set(keys)
-
-    def _file_of(self, target: str) -> str | None:
-        """A name resolves in the longest module prefix that exists (as in `cslint check`)."""
-        parts = target.split(".")
-        for end in range(len(parts), 0, -1):
-            key = self.by_module.get(".".join(parts[:end]))
-            if key is not None:
-                return key
-        return None
 
     def closure(self, keys: Iterable[str], buffers: Mapping[str, str]) -> set[str]:
         """`keys` and every project file they import, directly or not."""
