@@ -86,7 +86,7 @@ def _run_on_a_terminal(args: list[str], cwd: Path) -> tuple[str, str, int]:
 @pytest.fixture(scope="module")
 def slow_project(tmp_path_factory) -> Path:
     """A project whose cold run, started in a new interpreter, takes well over a second."""
-    return _dense_project(tmp_path_factory.mktemp("progress"), models=60)
+    return _dense_project(tmp_path_factory.mktemp("progress"), models=300)  # well over a second, also idle
 
 
 def test_a_long_run_on_a_terminal_shows_progress_and_leaves_a_clean_report(slow_project):
