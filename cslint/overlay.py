@@ -10,12 +10,15 @@ An editor analyses the same project again on every edit. `WarmIndexes` keeps, be
 file's index (`ModuleInfo`, with the syntax trees of the functions analysed so far, under one tree
 budget for the session) while the file's text and module name are unchanged, and the parsed functions
 of the files whose text changes (by their text): an edit then re-reads and re-indexes only the
-edited buffer, and parses again only the function it changed.
+edited buffer, and parses again only the function it changed. The files on disk are read again only
+when their size, inode or modification time changed (or was too recent to trust, as `cslint check`
+judges it: incremental.RECENT_SECONDS), and their resolved paths are kept until `forget_paths`.
 """
 
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -29,6 +32,7 @@ if TYPE_CHECKING:
     from cslint.cache import Cache
     from cslint.config import Settings
     from cslint.profile import Profile
+    from cslint.sources import SourceFile
 
 _buffers: ContextVar[Mapping[str, str] | None] = ContextVar("cslint_unsaved_buffers", default=None)
 _warm: ContextVar[WarmIndexes | None] = ContextVar("cslint_warm_indexes", default=None)
@@ -43,8 +47,47 @@ class WarmIndexes:
         self.modules: dict[str, tuple[str, str, bool, ModuleInfo]] = {}  # path -> text, name, package, index
         self.pieces: dict[tuple[str, str], Any] = {}  # (path, a function's text) -> its libcst module
         self.layouts: dict[Any, Any] = {}  # a kept libcst module -> its function's code and node positions
+        self.sources: dict[str, tuple[tuple[int, int, int, int | None], SourceFile]] = {}  # path -> stat, read
+        self._resolved: dict[Path, Path] = {}
         self._piece_bytes = 0
         self._budget: TreeBudget | None = None
+
+    def read(self, path: Path, max_bytes: int | None) -> SourceFile:
+        """The file's source (a copy): its unsaved buffer, else as read from disk the last time its size,
+        inode and modification time were the same (read again when they changed)."""
+        from dataclasses import replace
+
+        from cslint.incremental import RECENT_SECONDS
+        from cslint.sources import read_source
+
+        key = _key(path)
+        if unsaved_text(path) is not None:
+            return read_source(path, max_bytes)
+        try:
+            info = os.stat(path)
+        except OSError:
+            self.sources.pop(key, None)
+            return read_source(path, max_bytes)  # raises the error a read gives
+        signature = (info.st_ino, info.st_size, info.st_mtime_ns, max_bytes)
+        kept = self.sources.get(key)
+        if kept is not None and kept[0] == signature:
+            return replace(kept[1], path=path, tree=None)
+        source = read_source(path, max_bytes)
+        if time.time() - info.st_mtime > RECENT_SECONDS:  # else a second edit may hide in the same tick
+            self.sources[key] = (signature, replace(source, tree=None))
+        else:
+            self.sources.pop(key, None)
+        return source
+
+    def resolve(self, path: Path) -> Path:
+        found = self._resolved.get(path)
+        if found is None:
+            found = self._resolved[path] = path.resolve()
+        return found
+
+    def forget_paths(self) -> None:
+        """Files were created, deleted or renamed: resolve paths again."""
+        self._resolved.clear()
 
     def budget(self, limit: int) -> TreeBudget:
         """One tree budget for all analyses, so the trees the kept indexes hold stay bounded."""

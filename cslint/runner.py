@@ -108,6 +108,9 @@ class Linter:
 
     def _read(self, path: Path) -> SourceFile:
         if self.store is None:
+            warm = warm_indexes()  # an editor's analysis: unchanged files are not read again
+            if warm is not None:
+                return warm.read(path, self.settings.max_file_size)
             return read_source(path, self.settings.max_file_size)
         return self.store.read(path, lambda p: read_source(p, self.settings.max_file_size))
 
@@ -490,7 +493,8 @@ class Linter:
         result = RunResult()
         sources = self.load(paths, result)
         result.files_checked = len(sources)
-        resolve = self.store.resolve if self.store is not None else Path.resolve
+        warm = warm_indexes()
+        resolve = self.store.resolve if self.store is not None else warm.resolve if warm is not None else Path.resolve
         targets = {resolve(s.path) for s in sources}
         extra = self.load([p for p in context if resolve(p) not in targets], RunResult())
         if self.tree_budget is not None and not fix:

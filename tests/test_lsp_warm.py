@@ -131,3 +131,62 @@ def test_first_diagnostics_do_not_wait_for_the_cache(tmp_path: Path, monkeypatch
         time.sleep(0.1)
     assert warmed == [tmp_path]
     assert list((tmp_path / ".cslint_cache").glob("*.json"))  # filled from the files on disk
+
+
+
+def test_unchanged_files_are_not_read_again_changed_ones_are(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """In an editor's analyses, a file on disk whose size, inode and modification time are those of its
+    last read is not read again; one saved since (or too recently to trust its time) is, and the
+    findings follow it."""
+    import os
+
+    from cslint import sources
+    from cslint.lsp.workspace import Workspace
+
+    monkeypatch.setenv("CSLINT_NO_CACHE", "1")
+    model, helper = _project(tmp_path)
+    old = time.time() - 60
+    for path in (model, helper):
+        os.utime(path, (old, old))
+    reads: list[str] = []
+    read_disk = sources._read_disk
+
+    def counted(path: Path, max_bytes: int | None) -> sources.SourceFile:
+        reads.append(Path(path).name)
+        return read_disk(path, max_bytes)
+
+    monkeypatch.setattr(sources, "_read_disk", counted)
+    state = Workspace()
+
+    def found(text: str) -> list[tuple[str, int, int]]:
+        expected = [d for d in _lint(model, text) if d.path == model]
+        reads.clear()
+        state.change(model, text)
+        (_, diagnostics), = state.analyse(model).values()
+        assert diagnostics == expected  # what a fresh analysis finds
+        return [(d.code, d.line, d.column) for d in diagnostics]
+
+    first = found(MODEL)
+    assert ("WSC101", 8, 12) in first
+    assert found("# edited\n" + MODEL) == [(code, line + 1, column) for code, line, column in first]
+    assert "scales.py" not in reads
+    assert found(MODEL) == first and "scales.py" not in reads
+    helper.write_text(HELPER.replace("return x.sum()", "return 1.0"), encoding="utf-8")  # saved just now
+    for _ in range(2):  # a time too recent to trust: read every time
+        assert not any(code == "WSC101" for code, _, _ in found(MODEL))  # the helper no longer gives a tensor
+        assert "scales.py" in reads
+    os.utime(helper, (old, old))
+    found(MODEL)
+    assert "scales.py" in reads  # another time than its last read
+    found(MODEL)
+    assert "scales.py" not in reads
+    helper.write_text(HELPER.replace("return x.sum()", "return x.max()"), encoding="utf-8")  # the same size
+    os.utime(helper, (old - 10, old - 10))
+    assert found(MODEL) == first and "scales.py" in reads
+
+
+def _lint(path: Path, text: str) -> list:  # type: ignore[type-arg]
+    settings = load_settings(None, path)
+    result = lint_texts({path: text}, settings, enabled_codes(settings))
+    assert not result.errors
+    return result.diagnostics

@@ -77,6 +77,8 @@ class Workspace:
         self._files.clear()
         self._hoods.clear()
         self._modules.clear()
+        for warm in self._warm.values():
+            warm.forget_paths()
         self._saved.update(root for root, _ in self._caches)
 
     # ---- settings --------------------------------------------------------------------------------
