@@ -47,6 +47,7 @@ class WarmIndexes:
         self.modules: dict[str, tuple[str, str, bool, ModuleInfo]] = {}  # path -> text, name, package, index
         self.pieces: dict[tuple[str, str], Any] = {}  # (path, a function's text) -> its libcst module
         self.layouts: dict[Any, Any] = {}  # a kept libcst module -> its function's code and node positions
+        self.walks: dict[Any, tuple[Any, Any]] = {}  # a kept libcst module -> a body in it, its walk.FlatTree
         self.sources: dict[str, tuple[tuple[int, int, int, int | None], SourceFile]] = {}  # path -> stat, read
         self._resolved: dict[Path, Path] = {}
         self._piece_bytes = 0
@@ -123,7 +124,9 @@ class WarmIndexes:
         self._piece_bytes += len(text)
         while self._piece_bytes > PIECE_BYTES:  # oldest first (dicts keep insertion order)
             oldest = next(iter(self.pieces))
-            self.layouts.pop(self.pieces.pop(oldest), None)
+            tree = self.pieces.pop(oldest)
+            self.layouts.pop(tree, None)
+            self.walks.pop(tree, None)
             self._piece_bytes -= len(oldest[1])
 
     def layout(self, piece: Any, make: Callable[[], Any]) -> Any:
@@ -133,6 +136,20 @@ class WarmIndexes:
                 return make()
             self.layouts[piece] = make()
         return self.layouts[piece]
+
+
+    def body_walk(self, piece: Any, body: Any) -> Any:
+        """The flat walk (walk.FlatTree) the rules share of a function's body in a kept parsed function,
+        made once."""
+        from cslint.analysis.walk import FlatTree
+
+        found = self.walks.get(piece)
+        if found is not None and found[0] is body:
+            return found[1]
+        flat = FlatTree(body)
+        if any(tree is piece for tree in self.pieces.values()):
+            self.walks[piece] = (body, flat)
+        return flat
 
 
 def warm_indexes() -> WarmIndexes | None:

@@ -95,6 +95,10 @@ def test_unchanged_files_keep_their_index_and_functions_their_parse(tmp_path: Pa
     _found({model: "# edited\n" + MODEL}, warm)
     assert warm.modules[str(helper)][3] is kept  # the helper's index, not read or indexed again
     assert all(warm.pieces[key] is tree for key, tree in parsed.items() if key in warm.pieces)
+    walks = {piece: flat for piece, (_, flat) in warm.walks.items()}
+    assert walks  # the rules' walk of each traced function's body
+    _found({model: "# edited again\n" + MODEL}, warm)
+    assert {piece: flat for piece, (_, flat) in warm.walks.items()} == walks  # unchanged functions: not walked again
     edited = HELPER.replace("return x.sum()", "return x.mean()")
     _found({model: MODEL, helper: edited}, warm)
     assert warm.modules[str(helper)][0] == edited and warm.modules[str(helper)][3] is not kept

@@ -62,26 +62,22 @@ def assignments(ctx: RuleContext) -> dict[str, list[cst.BaseExpression | None]]:
     key = "host.assignments"
     if key not in ctx.scratch:
         found: dict[str, list[cst.BaseExpression | None]] = {}
-
-        class Collector(cst.CSTVisitor):
-            def visit_Assign(self, node: cst.Assign) -> None:
-                for target in node.targets:
+        for node in ctx.walk():  # the body's nodes in source order, from the walk the rules share
+            kind = type(node)
+            if kind is cst.Assign:
+                for target in node.targets:  # type: ignore[attr-defined]
                     if isinstance(target.target, cst.Name):
-                        found.setdefault(target.target.value, []).append(node.value)
+                        found.setdefault(target.target.value, []).append(node.value)  # type: ignore[attr-defined]
                     else:
                         for name in _names_in(target.target):
                             found.setdefault(name, []).append(None)
-
-            def visit_AugAssign(self, node: cst.AugAssign) -> None:
-                if isinstance(node.target, cst.Name):
-                    found.setdefault(node.target.value, []).append(None)
-
-            def visit_For(self, node: cst.For) -> None:
-                for name in _names_in(node.target):
+            elif kind is cst.AugAssign:
+                if isinstance(node.target, cst.Name):  # type: ignore[attr-defined]
+                    found.setdefault(node.target.value, []).append(None)  # type: ignore[attr-defined]
+            elif kind is cst.For:
+                for name in _names_in(node.target):  # type: ignore[attr-defined]
                     found.setdefault(name, []).append(None)
-
         func = ctx.traced.func.node
-        func.body.visit(Collector())
         p = func.params
         for param in [*p.posonly_params, *p.params, *p.kwonly_params]:
             found.setdefault(param.name.value, []).append(None)

@@ -16,6 +16,7 @@ import libcst as cst
 from cslint.analysis.imports import dotted_name
 from cslint.analysis.kinds import Kind
 from cslint.analysis.walk import FlatTree
+from cslint.overlay import warm_indexes
 
 if TYPE_CHECKING:
     from cslint.analysis.index import ModuleInfo
@@ -110,7 +111,10 @@ class RuleContext:
     @property
     def body(self) -> FlatTree:
         if self._body is None:
-            self._body = FlatTree(self.traced.func.node.body)
+            body = self.traced.func.node.body
+            piece = getattr(self.traced.func, "piece", None)
+            warm = warm_indexes() if piece is not None else None  # an editor's: unchanged functions walked once
+            self._body = warm.body_walk(piece.module, body) if warm is not None else FlatTree(body)
         return self._body
 
     def kind(self, node: cst.CSTNode) -> Kind:
