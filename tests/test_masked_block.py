@@ -52,7 +52,7 @@ def test_one_update_needs_no_condition_name(fix):
 
 @pytest.mark.parametrize("lines", [
     ("self.log(buf)", "buf.mul_(0.9)"),  # a call whose effects cslint cannot see
-    ("if p.dim() > 1:", "    buf.mul_(0.9)"),  # a nested block
+    ("for _ in range(2):", "    buf.mul_(0.9)"),  # a loop
     ("buf.mul_(0.9)", "return total"),
     ("noise = torch.randn_like(buf)", "buf.add_(noise)"),  # random numbers drawn on every step
     ("fresh *= 2",),  # updates a name that does not exist before the block
@@ -71,4 +71,39 @@ def test_and_or_of_tensor_conditions_become_logical_ops(fix):
 
 def test_and_with_a_python_value_keeps_no_fix(lint):
     code = _block("buf.mul_(0.9)").replace("if lr > 0.0:", "if self.defaults and buf.sum() > 0:")
+    assert all(d.fix is None for d in lint(code) if d.code == "WSC101")
+
+
+def test_a_nested_python_if_stays_and_its_updates_are_selected_in_its_branch(fix):
+    fixed = fix(_block("if p.dim() > 1:", "    buf.mul_(0.9)", "else:", "    buf.add_(p.grad)",
+                       "total += buf.sum()"), unsafe=True)
+    for line in ("taken = torch.as_tensor(lr > 0.0)",
+                 "if p.dim() > 1:",
+                 "buf_taken = buf.mul(0.9)",
+                 "buf.copy_(torch.where(taken, buf_taken, buf))",
+                 "buf_taken2 = buf.add(p.grad)",
+                 "buf.copy_(torch.where(taken, buf_taken2, buf))",
+                 "total_taken = total + buf.sum()",
+                 "total = torch.where(taken, total_taken, total)"):
+        assert line in fixed, line
+
+
+def test_a_name_bound_to_state_in_the_block_is_updated_through_the_state(fix):
+    fixed = fix(_block("if p.dim() > 1:", "    avg = self.state[p]['avg']", "    avg.mul_(0.9)"), unsafe=True)
+    assert "avg = self.state[p]['avg']" in fixed
+    assert "avg.copy_(torch.where(taken, avg_taken, avg))" in fixed
+
+
+def test_a_nested_tensor_if_is_fixed_first_then_the_block(lint, fix):
+    code = _block("if buf.sum() > 0:", "    scale = lr * 2", "else:", "    scale = lr", "buf.mul_(scale)")
+    code = code.replace("buf = self.state[p][\"buf\"]", "buf = self.state[p][\"buf\"]\n                scale = 1.0")
+    outer, inner = [d for d in lint(code) if d.code == "WSC101"]
+    assert outer.fix is None and inner.fix is not None  # the outer block waits for the inner one
+    fixed = fix(code, unsafe=True)
+    assert "if buf.sum() > 0" not in fixed and "if lr > 0.0" not in fixed
+    assert "buf.copy_(torch.where(taken, buf_taken, buf))" in fixed
+
+
+def test_a_torch_call_that_writes_a_tensor_from_before_the_block_keeps_no_fix(lint):
+    code = "import torch.distributed as dist\n" + _block("if p.dim() > 1:", "    dist.all_reduce(buf)", "total += 1")
     assert all(d.fix is None for d in lint(code) if d.code == "WSC101")

@@ -18,6 +18,8 @@ computed, augmented assignments become out-of-place, and the selected values are
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import libcst as cst
 
 from cslint.analysis import torch_api as api
@@ -102,23 +104,111 @@ def _side_effect(expr: cst.CSTNode, ctx: RuleContext) -> str | None:
     return found[0] if found else None
 
 
-def masked_block(node: cst.If, ctx: RuleContext) -> Fix | None:
-    """The fix for `if <boolean tensor>:` (no else) guarding assignments and in-place updates, or None."""
-    if node.orelse is not None or not isinstance(node.body, cst.IndentedBlock) or \
-            not is_boolean_condition(node.test, ctx):
-        return None
-    bound = ctx.bound_before(node)
-    names = set(assignments(ctx))
-    renamed: dict[str, str] = {}
-    selected: list[tuple[str, bool]] = []  # (name, updated in place)
-    created: set[str] = set()  # names the block binds for the first time
-    lines: list[cst.BaseStatement] = []
-    for stmt in node.body.body:
-        if _side_effect(stmt, ctx):
+TAKEN = "__cslint_taken__"  # stands for the condition until the whole block is rewritten
+
+
+class _Condition(cst.CSTTransformer):
+    def __init__(self, condition: cst.BaseExpression) -> None:
+        self.condition = condition
+
+    def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.BaseExpression:  # type: ignore[override]
+        return self.condition if original.value == TAKEN else updated
+
+
+def _read_root(expr: cst.BaseExpression) -> str | None:
+    """`state["exp_avg"]`, `p.grad`, `buf`: the name a plain read starts from (a name bound to the read
+    aliases a value that already exists), None for anything else."""
+    while isinstance(expr, (cst.Subscript, cst.Attribute)):
+        expr = expr.value
+    return expr.value if isinstance(expr, cst.Name) else None
+
+
+def _line(small: cst.BaseSmallStatement) -> cst.SimpleStatementLine:
+    return cst.SimpleStatementLine([small])
+
+
+class _Masker:
+    """The statements of a masked block, rewritten to run on every step.
+
+    A name bound before the block (or aliasing a value that existed before it, `exp_avg = state["exp_avg"]`)
+    gets its new value under a fresh name, and one torch.where selects it at the end of the block. A name
+    first updated inside a nested Python `if` (`if beta1 > 0:`, `if fsdp_in_use:`) is selected at the end
+    of that branch: later statements then read the selected value, which equals the fresh one wherever the
+    condition holds, and where it does not their results are discarded anyway.
+    """
+
+    def __init__(self, ctx: RuleContext, bound: dict[str, object], torch: str) -> None:
+        self.ctx = ctx
+        self.torch = torch
+        self.bound = bound
+        self.names = set(assignments(ctx))
+        self.renamed: dict[str, str] = {}
+        self.pending: list[tuple[str, bool]] = []  # (name, updated in place) to select at this level
+        self.updated: list[str] = []
+        self.created: set[str] = set()  # names the block binds for the first time
+        self.aliases: set[str] = set()  # ... to a value that existed before it
+        self.nested = False
+
+    def block(self, statements: Sequence[cst.BaseStatement]) -> list[cst.BaseStatement] | None:
+        lines: list[cst.BaseStatement] = []
+        for stmt in statements:
+            new = self._python_if(stmt) if isinstance(stmt, cst.If) else self._statement(stmt)
+            if new is None:
+                return None
+            lines.extend(new if isinstance(new, list) else [new])
+        return lines
+
+    def selections(self) -> list[cst.BaseStatement]:
+        lines: list[cst.BaseStatement] = []
+        for target, is_inplace in self.pending:
+            where = cst.Call(cst.Attribute(cst.Name(self.torch), cst.Name("where")),
+                             [cst.Arg(cst.Name(TAKEN)), cst.Arg(cst.Name(self.renamed[target])),
+                              cst.Arg(cst.Name(target))])
+            if is_inplace:
+                lines.append(_line(cst.Expr(cst.Call(cst.Attribute(cst.Name(target), cst.Name("copy_")),
+                                                     [cst.Arg(where)]))))
+            else:
+                lines.append(_line(cst.Assign([cst.AssignTarget(cst.Name(target))], where)))
+        return lines
+
+    def _python_if(self, node: cst.If) -> cst.If | None:
+        """A nested `if` on a Python value stays an `if`; each branch is masked on its own. A nested `if` on
+        a tensor is left to its own fix first (None here)."""
+        if self.ctx.truth_is_data_dependent(node.test) or _side_effect(node.test, self.ctx):
             return None
-        reads = _Reads(renamed)
+        self.nested = True
+        body = self._branch(node.body)
+        orelse: cst.If | cst.Else | None = None
+        if isinstance(node.orelse, cst.If):
+            orelse = self._python_if(node.orelse)
+            if orelse is None:
+                return None
+        elif isinstance(node.orelse, cst.Else):
+            else_body = self._branch(node.orelse.body)
+            if else_body is None:
+                return None
+            orelse = node.orelse.with_changes(body=else_body)
+        if body is None:
+            return None
+        return node.with_changes(test=node.test.visit(_Reads(self.renamed)), body=body, orelse=orelse)
+
+    def _branch(self, suite: cst.BaseSuite) -> cst.IndentedBlock | None:
+        if not isinstance(suite, cst.IndentedBlock):
+            return None
+        renamed, pending = dict(self.renamed), self.pending
+        self.pending = []
+        lines = self.block(suite.body)
+        if lines is not None:
+            lines.extend(self.selections())
+        self.renamed, self.pending = renamed, pending
+        return suite.with_changes(body=lines or [_line(cst.Pass())]) if lines is not None else None
+
+    def _statement(self, stmt: cst.BaseStatement) -> list[cst.BaseStatement] | None:
+        if not isinstance(stmt, cst.SimpleStatementLine) or _side_effect(stmt, self.ctx):
+            return None
+        reads = _Reads(self.renamed)
         inplace = _receiver(stmt)
-        small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+        small = stmt.body[0] if len(stmt.body) == 1 else None
         if inplace is not None:
             target, value = inplace[0], inplace[1].visit(reads)
             is_inplace = True
@@ -133,42 +223,68 @@ def masked_block(node: cst.If, ctx: RuleContext) -> Fix | None:
             right = small.value.visit(reads)
             if isinstance(right, cst.BinaryOperation) and not right.lpar:
                 right = right.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
-            value, is_inplace = cst.BinaryOperation(cst.Name(renamed.get(target, target)), operator, right), False
-        elif isinstance(stmt, cst.SimpleStatementLine) and all(isinstance(s, cst.Pass) for s in stmt.body):
-            continue
+            value = cst.BinaryOperation(cst.Name(self.renamed.get(target, target)), operator, right)
+            is_inplace = False
+        elif all(isinstance(s, cst.Pass) for s in stmt.body):
+            return []
+        elif small is not None and self._touches_only_created(small):
+            return [_line(small.visit(reads))]  # type: ignore[arg-type]
         else:
             return None
-        if target not in bound and target not in renamed:
-            if target in created and isinstance(small, cst.AugAssign):  # a value the block made itself
-                lines.append(cst.SimpleStatementLine([small.with_changes(value=small.value.visit(reads))]))
-                continue
+        owned = target in self.bound or target in self.renamed or target in self.aliases
+        if not owned:
+            if target in self.created and isinstance(small, cst.AugAssign):  # a value the block made itself
+                return [_line(small.with_changes(value=small.value.visit(reads)))]
             if is_inplace or isinstance(small, cst.AugAssign):
                 return None  # updates a value the block does not own and that did not exist before it
-            created.add(target)
-            lines.append(cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(cst.Name(target))], value)]))
-            continue
-        if target not in renamed:
-            renamed[target] = _fresh(f"{target}_taken", names)
-            selected.append((target, is_inplace))
-        lines.append(cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(cst.Name(renamed[target]))], value)]))
-    if not selected:
+            self.created.add(target)
+            root = _read_root(small.value) if isinstance(small, cst.Assign) else None
+            if root is not None and (root not in self.created or root in self.aliases):
+                self.aliases.add(target)
+            return [_line(cst.Assign([cst.AssignTarget(cst.Name(target))], value))]
+        if target not in self.renamed:
+            self.renamed[target] = _fresh(f"{target}_taken", self.names)
+            self.pending.append((target, is_inplace))
+            self.updated.append(target)
+        return [_line(cst.Assign([cst.AssignTarget(cst.Name(self.renamed[target]))], value))]
+
+    def _touches_only_created(self, small: cst.BaseSmallStatement) -> bool:
+        """`buf[0] = x` on a tensor the block created, `dist.all_reduce(buf, ...)`: writes nothing that existed
+        before the block (a torch function may write its tensor arguments)."""
+        if isinstance(small, cst.Assign):
+            return all(isinstance(t.target, cst.Subscript) and self._fresh_base(t.target.value)
+                       for t in small.targets)
+        if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+            qualified = self.ctx.resolve(small.value.func)
+            if qualified is None or not qualified.startswith("torch."):
+                return False
+            written = [a.value for a in small.value.args if self.ctx.is_tensor(a.value)]
+            return bool(written) and all(self._fresh_base(w) for w in written)
+        return False
+
+    def _fresh_base(self, expr: cst.BaseExpression) -> bool:
+        return isinstance(expr, cst.Name) and expr.value in self.created and expr.value not in self.aliases
+
+
+def masked_block(node: cst.If, ctx: RuleContext) -> Fix | None:
+    """The fix for `if <boolean tensor>:` (no else) guarding assignments and in-place updates, or None."""
+    if node.orelse is not None or not isinstance(node.body, cst.IndentedBlock) or \
+            not is_boolean_condition(node.test, ctx):
         return None
     torch, imports = ctx.torch_name()
+    masker = _Masker(ctx, ctx.bound_before(node), torch)
+    lines = masker.block(node.body.body)
+    if lines is None or not masker.updated:
+        return None
+    lines.extend(masker.selections())
     condition = _condition(node.test, ctx, torch)
-    if len(selected) > 1:
-        flag = _fresh("taken", names)
-        lines.insert(0, cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(cst.Name(flag))], condition)]))
+    if masker.nested or len(masker.updated) > 1:
+        flag = _fresh("taken", masker.names)
+        lines.insert(0, _line(cst.Assign([cst.AssignTarget(cst.Name(flag))], condition)))
         condition = cst.Name(flag)
-    for target, is_inplace in selected:
-        where = cst.Call(cst.Attribute(cst.Name(torch), cst.Name("where")),
-                         [cst.Arg(condition), cst.Arg(cst.Name(renamed[target])), cst.Arg(cst.Name(target))])
-        if is_inplace:
-            line = cst.Expr(cst.Call(cst.Attribute(cst.Name(target), cst.Name("copy_")), [cst.Arg(where)]))
-        else:
-            line = cst.Assign([cst.AssignTarget(cst.Name(target))], where)  # type: ignore[assignment]
-        lines.append(cst.SimpleStatementLine([line]))
+    lines = [line.visit(_Condition(condition)) for line in lines]  # type: ignore[misc]
     lines[0] = lines[0].with_changes(leading_lines=node.leading_lines)
-    updated = ", ".join(t for t, _ in selected)
+    updated = ", ".join(dict.fromkeys(masker.updated))
     return Fix("unsafe", f"Compute the block on every step and keep its results where the condition holds "
                          f"({torch}.where over {updated}); unsafe: both outcomes are computed, in-place and "
                          "augmented updates become out-of-place values selected afterwards, and the selected "
