@@ -36,7 +36,16 @@ class Classified:
     what: str  # how the user wrote it, for the message
 
 
-def _parsed(path: str) -> tuple[ast.AST, dict[int, ast.AST]] | None:
+@dataclass(frozen=True)
+class _Source:
+    """A parsed file, indexed once: the lookups run per traced event, and a walk of a large model file per
+    event was most of the lazy backend's time."""
+    parents: dict[int, ast.AST]
+    at_span: dict[tuple[int, int, int, int], ast.AST]  # the innermost expression or statement with that span
+    on_line: dict[int, list[ast.AST]]  # the nodes starting on a line, in ast.walk order (outermost first)
+
+
+def _parsed(path: str) -> _Source | None:
     try:
         stat = os.stat(path)
     except OSError:
@@ -45,24 +54,22 @@ def _parsed(path: str) -> tuple[ast.AST, dict[int, ast.AST]] | None:
 
 
 @lru_cache(maxsize=64)
-def _parsed_version(path: str, mtime_ns: int, size: int) -> tuple[ast.AST, dict[int, ast.AST]] | None:
+def _parsed_version(path: str, mtime_ns: int, size: int) -> _Source | None:
     try:
         with open(path, encoding="utf-8") as handle:
             tree = ast.parse(handle.read())
     except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
         return None
-    parents: dict[int, ast.AST] = {}
-    for node in ast.walk(tree):
+    source = _Source({}, {}, {})
+    for node in ast.walk(tree):  # breadth-first: a later node with the same span is an inner one
         for child in ast.iter_child_nodes(node):
-            parents[id(child)] = node
-    return tree, parents
-
-
-def _node_at(tree: ast.AST, span: tuple[int, int, int, int]) -> ast.AST | None:
-    line, end_line, col, end_col = span
-    exact = [n for n in ast.walk(tree) if isinstance(n, (ast.expr, ast.stmt))
-             and (n.lineno, n.end_lineno, n.col_offset, n.end_col_offset) == (line, end_line, col, end_col)]
-    return exact[-1] if exact else None  # innermost: ast.walk is breadth-first
+            source.parents[id(child)] = node
+        if isinstance(node, (ast.expr, ast.stmt)):
+            source.at_span[(node.lineno, node.end_lineno or node.lineno, node.col_offset,
+                            node.end_col_offset or 0)] = node
+        if hasattr(node, "lineno"):
+            source.on_line.setdefault(node.lineno, []).append(node)
+    return source
 
 
 def _call_code(call: ast.Call) -> Classified | None:
@@ -134,13 +141,15 @@ def classify(kind: str, path: str, span: tuple[int, int, int, int] | None) -> Cl
     parsed = _parsed(path)
     if parsed is None or span is None:
         return default
-    tree, parents = parsed
-    node = _node_at(tree, span)
+    parents = parsed.parents
+    node = parsed.at_span.get(span)
     if node is None:
         return default
     parent = parents.get(id(node))
     if isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) and parent.func.id == "range":
         return Classified("WSC107", "a loop whose trip count comes from a tensor")  # range(int(n))
+    if kind == "scalar" and isinstance(node, ast.Subscript):  # `experts[i]` with `i` a 0-dim tensor
+        return Classified("WSC207", "a tensor used as an index (Python needs an int)")
     if isinstance(node, ast.Call):
         found = _call_code(node)
         if found is not None:
@@ -153,8 +162,7 @@ def classify_line(path: str, line: int) -> Classified | None:
     parsed = _parsed(path)
     if parsed is None:
         return None
-    tree, parents = parsed
-    statements = [n for n in ast.walk(tree) if isinstance(n, ast.stmt) and n.lineno == line]
+    statements = [n for n in parsed.on_line.get(line, ()) if isinstance(n, ast.stmt)]
     if not statements:
         return None
     stmt = statements[-1]
@@ -177,8 +185,8 @@ def called_name(path: str, line: int) -> str | None:
     parsed = _parsed(path)
     if parsed is None:
         return None
-    for node in ast.walk(parsed[0]):
-        if isinstance(node, ast.Expr) and node.lineno == line and isinstance(node.value, ast.Call):
+    for node in parsed.on_line.get(line, ()):
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
             func = node.value.func
             return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
     return None
@@ -188,12 +196,12 @@ def classify_guard_line(path: str, line: int) -> Classified:
     """A failed dynamo guard: mutation of Python state on that line (WSC702), else a value feeding the graph."""
     parsed = _parsed(path)
     if parsed is not None:
-        for node in ast.walk(parsed[0]):
-            if isinstance(node, (ast.Assign, ast.AugAssign)) and node.lineno == line:
+        for node in parsed.on_line.get(line, ()):
+            if isinstance(node, (ast.Assign, ast.AugAssign)):
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 if any(isinstance(t, (ast.Attribute, ast.Subscript)) for t in targets):
                     return Classified("WSC702", "Python state mutated in the traced step")
-            if isinstance(node, ast.Global) and node.lineno == line:
+            if isinstance(node, ast.Global):
                 return Classified("WSC702", "a global mutated in the traced step")
     return Classified("WSC703", "a Python value that changes per step feeds the graph")
 

@@ -29,12 +29,15 @@ _GUARD = re.compile(r"- \d+/\d+: (?P<guard>.+?)\s{2,}#.*?\n\s*- User stack trace
 
 
 class _Collect(logging.Handler):
+    """Dynamo's recompile messages, each with the index of the step that logged it."""
+
     def __init__(self) -> None:
         super().__init__(logging.DEBUG)
-        self.records: list[str] = []
+        self.step = 0
+        self.records: list[tuple[int, str]] = []
 
     def emit(self, record: logging.LogRecord) -> None:
-        self.records.append(record.getMessage())
+        self.records.append((self.step, record.getMessage()))
 
 
 @contextmanager
@@ -66,30 +69,46 @@ class Break:
 
 @contextmanager
 def _recording_breaks() -> Iterator[list[Break]]:
-    """Read each graph break where dynamo logs it: the break's type and its frames, not its text."""
+    """Read each graph break where dynamo logs it: the break's type and its frames, not its text.
+
+    A break inside a loop is logged as dynamo's "graph break in loop", which wraps the break that happened
+    there: that one's type is what the problem is (a value-dependent shape in an MoE expert loop).
+    """
     from torch._dynamo.symbolic_convert import InstructionTranslatorBase
 
     breaks: list[Break] = []
     original = InstructionTranslatorBase.log_graph_break
+    original_loop = InstructionTranslatorBase.raise_loop_graph_break
 
     def log_graph_break(self: Any, code_options: Any, reason: str, exc: Any) -> None:
         if not getattr(exc, "logged", False):
+            cause = getattr(exc, "cslint_loop_cause", None) or exc
             stack = getattr(exc, "real_stack", None) or torch._guards.TracingContext.extract_stack()
-            gb_type = getattr(exc, "gb_type", None) or type(exc).__name__
+            gb_type = getattr(cause, "gb_type", None) or type(cause).__name__
             breaks.append(Break(gb_type, str(getattr(exc, "msg", reason)).strip().splitlines()[0] if reason else "",
                                 tuple((os.path.abspath(f.filename), f.lineno or 0, f.name) for f in stack)))
         original(self, code_options, reason, exc)
 
+    def raise_loop_graph_break(code: Any, exc: Any) -> None:
+        try:
+            original_loop(code, exc)
+        except torch._dynamo.exc.Unsupported as wrapped:
+            wrapped.cslint_loop_cause = exc  # type: ignore[attr-defined]
+            raise
+
     InstructionTranslatorBase.log_graph_break = log_graph_break  # type: ignore[method-assign]
+    InstructionTranslatorBase.raise_loop_graph_break = staticmethod(raise_loop_graph_break)  # type: ignore[method-assign]
     try:
         yield breaks
     finally:
         InstructionTranslatorBase.log_graph_break = original  # type: ignore[method-assign]
+        InstructionTranslatorBase.raise_loop_graph_break = staticmethod(original_loop)  # type: ignore[method-assign]
 
 
 # Graph-break types that are findings of a known family, by dynamo's registered `gb_type` (a prefix of it).
 _VALUE_READS = ("Data-dependent branching", "Data-dependent assertion", "Unsupported Tensor.item()",
-                "Tensor.tolist()", "Tensor.numpy()", "Dynamic slicing with Tensor arguments")
+                "Tensor.tolist()", "Tensor.numpy()", "Dynamic slicing with Tensor arguments",
+                "Data dependent operator")  # an op whose Python output is a tensor's value (`x[t]`, t 0-d)
 _DYNAMIC_SHAPES = ("Dynamic shape operator", "Attempted to use `torch.nn.functional.one_hot`")
 _LOGGING = ("logging.Logger method",)
 # What every training step does and a static-graph compiler handles itself: not a finding.
@@ -106,25 +125,36 @@ def _site(stack: tuple[tuple[str, int, str], ...]) -> tuple[str, int] | None:
     return None
 
 
+def _every_step_does_it(found: Break, path: str, line: int) -> bool:
+    """`loss.backward()`, `opt.zero_grad()`, torch's own break around an optimizer's step: not findings."""
+    if found.gb_type.startswith("Unsupported Tensor.backward()") or called_name(path, line) in _STEP_CALLS:
+        return True
+    return found.gb_type.startswith(_DELIBERATE) and bool(found.stack) and \
+        is_library_file(found.stack[-1][0], os.path.dirname(torch.__file__))
+
+
 def _break_code(found: Break, path: str, line: int) -> Classified | None:
-    """The code for a break at the user's line, or None for a call every training step makes."""
-    called = called_name(path, line)
-    if found.gb_type.startswith("Unsupported Tensor.backward()") or called in _STEP_CALLS:
-        return None
-    if found.gb_type.startswith(_DELIBERATE) and found.stack and \
-            is_library_file(found.stack[-1][0], os.path.dirname(torch.__file__)):
-        return None  # torch's own code breaks the graph on purpose (around an optimizer's step)
+    """The code for a break at the user's line; None for a construct no rule covers (dynamo cannot trace
+    `time.perf_counter()`; a static-graph device traces through it)."""
     if found.gb_type.startswith(_VALUE_READS):
-        return classify_line(path, line) or Classified(
-            "WSC101" if found.gb_type.startswith("Data-dependent") else "WSC201", "a tensor value read on the host")
+        fallback = "WSC101" if found.gb_type.startswith("Data-dependent") else \
+            "WSC203" if found.gb_type.startswith("Data dependent operator") else "WSC201"
+        return classify_line(path, line) or Classified(fallback, "a tensor value read on the host")
     if found.gb_type.startswith(_DYNAMIC_SHAPES):
         return Classified("WSC501", "an op whose output shape depends on tensor values")
-    if found.gb_type.startswith(_LOGGING) or called == "print":
+    if found.gb_type.startswith(_LOGGING) or called_name(path, line) == "print":
         return Classified("WSC701", "a print/log call in the traced step")
-    return classify_line(path, line) or Classified("WSC703", "an unsupported Python construct")
+    return classify_line(path, line)
 
 
 def run_dynamo(step: Step, report: RuntimeReport, progress: Any = None) -> None:
+    """Run every batch under dynamo; report graph breaks, and guards that fail on a step after the first.
+
+    A recompile during the first step is not instability: one code object entered with different arguments
+    (a decorator's wrapper shared by every module's `forward`) is compiled once per variant, and later steps
+    find every variant in dynamo's cache. Only a guard that fails again on a later step means the graph
+    changes per step.
+    """
     torch._dynamo.reset()
     graphs: list[torch.fx.GraphModule] = []
 
@@ -136,25 +166,34 @@ def run_dynamo(step: Step, report: RuntimeReport, progress: Any = None) -> None:
                                     suppress_errors=False), _dynamo_logs() as logs, _recording_breaks() as found:
         compiled = torch.compile(step.fn, backend=capture_only, fullgraph=False, dynamic=False)
         for index, batch in enumerate(step.batches):
+            logs.step = index
             compiled(*batch)
             if progress is not None:
                 progress(f"dynamo step {index + 1}/{len(step.batches)}")
     torch._dynamo.reset()
     breaks: set[tuple[str, int, str]] = set()
+    uncovered: dict[tuple[str, int], str] = {}
     for graph_break in found:
         site = _site(graph_break.stack)
         if site is None:
             continue
         path, line = site
+        if _every_step_does_it(graph_break, path, line):
+            continue
         code = _break_code(graph_break, path, line)
         if code is None:
+            uncovered.setdefault((path, line), graph_break.gb_type)
             continue
         breaks.add((path, line, graph_break.gb_type))
         chain = tuple(f"{p}:{n} in {f}" for p, n, f in graph_break.stack)
         report.add(RuntimeFinding(code.code, path, line,
                                   f"graph break: {code.what} ({graph_break.gb_type}: {graph_break.reason})",
                                   "dynamo", chain=chain))
-    for message in logs.records:
+    first_step_recompiles = 0
+    for step_index, message in logs.records:
+        if step_index == 0:
+            first_step_recompiles += 1
+            continue
         for guard in _GUARD.finditer(message):
             path = os.path.abspath(guard["path"])
             if is_library_file(path, os.path.dirname(torch.__file__)):
@@ -162,7 +201,13 @@ def run_dynamo(step: Step, report: RuntimeReport, progress: Any = None) -> None:
             mutated = classify_guard_line(path, int(guard["line"]))
             report.add(RuntimeFinding(
                 mutated.code, path, int(guard["line"]),
-                f"{mutated.what}: the graph is recompiled on a later step because guard "
+                f"{mutated.what}: the graph is recompiled on step {step_index + 1} because guard "
                 f"`{guard['guard'].strip()}` failed (keep the value in a tensor buffer)", "dynamo"))
     report.graph_breaks = len(breaks)
     report.notes.append(f"dynamo: {len(graphs)} graph(s) captured, {len(breaks)} distinct graph break(s)")
+    for (path, line), gb_type in sorted(uncovered.items()):
+        report.notes.append(f"dynamo: graph break at {path}:{line} ({gb_type}) on a construct no rule covers: "
+                            "a static-graph device traces through it; torch.compile(fullgraph=True) stops there")
+    if first_step_recompiles:
+        report.notes.append(f"dynamo: {first_step_recompiles} recompile(s) during the first step only (a function "
+                            "entered with different arguments); later steps reuse every compiled graph")

@@ -6,6 +6,7 @@ and run with CSLINT_RUNTIME_MODELS=1 (`bench/runtime.py` times all five).
 
 from __future__ import annotations
 
+import linecache
 import os
 from pathlib import Path
 
@@ -39,3 +40,9 @@ def test_training_step_is_traced_to_the_end(family: str) -> None:
     assert all(f.chain and f.chain[0].startswith(f"{STEPS}:") for f in report.findings if f.backend != "dynamo")
     if family in ("llama", "mixtral", "gpt2"):  # the causal-mask helper reads the padding mask on the host
         assert any(f.path.endswith("transformers/masking_utils.py") for f in report.findings), report.findings
+    if family == "mixtral":  # the expert loop: which experts were hit, the skip, the per-expert index reads
+        moe = {(f.code, linecache.getline(f.path, f.line).strip()) for f in report.findings
+               if f.path.endswith("models/mixtral/modeling_mixtral.py")}
+        assert any(code == "WSC501" and ".nonzero()" in text for code, text in moe), moe
+        assert any(code == "WSC101" and text.startswith("if expert_idx ==") for code, text in moe), moe
+        assert any(code == "WSC207" and "[expert_idx]" in text for code, text in moe), moe

@@ -91,3 +91,33 @@ def test_show_chain_prints_the_frames_into_the_library(monkeypatch: pytest.Monke
     line = expected_line(STEPS, "WSC301")
     assert f"traced_steps.py:{line}: WSC201 [lazy]" in out
     assert "torch/optim/optimizer.py:" in out and " in _get_value" in out
+
+
+def test_moe_expert_loop_syncs_are_reported_once_each_at_their_lines() -> None:
+    report = run("mixture_of_experts")
+    assert report.complete, report.status
+    line = lambda marker: expected_line(STEPS, marker)  # noqa: E731
+    found = {(f.code, f.line, f.backend) for f in report.findings}
+    assert found == {
+        ("WSC501", line("HIT"), "lazy+dynamo"),  # the nonzero() picking the experts (also a break in the loop)
+        ("WSC101", line("EXPERT-IF"), "lazy+dynamo"),  # dynamo: a break in the loop; it runs the rest eagerly
+        ("WSC207", line("WHERE"), "lazy"),  # a 0-dim tensor indexing the mask
+        ("WSC501", line("WHERE"), "lazy"),  # one-argument torch.where
+        ("WSC207", line("UP"), "lazy"),
+        ("WSC207", line("DOWN"), "lazy"),
+    }, report.findings
+    assert line("MOE-BACKWARD") not in {f.line for f in report.findings}
+
+
+def test_recompiles_within_the_first_step_are_no_finding() -> None:
+    """The shared decorator's wrapper is compiled once per calling variant during step 1; step 2 reuses them."""
+    report = run("mixture_of_experts", ("dynamo",))
+    assert not [f for f in report.findings if f.code in ("WSC702", "WSC703")], report.findings
+    assert any("recompile(s) during the first step only" in note for note in report.notes), report.notes
+
+
+def test_a_graph_break_no_rule_covers_is_a_note_not_a_finding() -> None:
+    report = run("collects_garbage")
+    assert report.complete and report.findings == []
+    where = f"{STEPS}:{expected_line(STEPS, 'UNCOVERED')}"
+    assert any(where in note and "no rule covers" in note for note in report.notes), report.notes

@@ -1,5 +1,7 @@
 """Training-step shapes real models have, written for the runtime checker's tests."""
 
+import functools
+import gc
 import logging
 
 import torch
@@ -122,3 +124,78 @@ def branch_picks_the_graph(device):
         return h.sum()
     positive = torch.ones(2, 4, device=device)
     return step, [(positive,), (-positive,)]
+
+
+def keeps_options(forward):
+    """A decorator every module's `forward` shares: one code object entered with different arguments (the
+    model with keywords only, a layer with positional tensors), so dynamo compiles it once per variant."""
+    @functools.wraps(forward)
+    def wrapper(*args, **kwargs):
+        kwargs.pop("return_dict", None)
+        return forward(*args, **kwargs)
+    return wrapper
+
+
+class TinyExperts(nn.Module):
+    """A mixture-of-experts layer that loops over the experts the router picked, as MoE models do."""
+
+    def __init__(self, width=8, experts=4):
+        super().__init__()
+        self.experts = experts
+        self.up = nn.Parameter(torch.randn(experts, width, 2 * width) / width)
+        self.down = nn.Parameter(torch.randn(experts, width, width) / width)
+
+    @keeps_options
+    def forward(self, hidden, chosen, weights):
+        out = torch.zeros_like(hidden)
+        with torch.no_grad():
+            mask = nn.functional.one_hot(chosen, self.experts + 1).permute(2, 1, 0)
+            hit = (mask.sum(dim=(-1, -2)) > 0).nonzero()  # runtime: HIT
+        for expert in hit:
+            expert = expert[0]
+            if expert == self.experts:  # runtime: EXPERT-IF
+                continue
+            slot, token = torch.where(mask[expert])  # runtime: WHERE
+            gate, up = (hidden[token] @ self.up[expert]).chunk(2, dim=-1)  # runtime: UP
+            moved = (nn.functional.silu(gate) * up) @ self.down[expert]  # runtime: DOWN
+            out.index_add_(0, token, moved * weights[token, slot, None])
+        return out
+
+
+class TinyMoE(nn.Module):
+    def __init__(self, width=8, experts=4):
+        super().__init__()
+        self.router = nn.Linear(width, experts)
+        self.experts = TinyExperts(width, experts)
+
+    @keeps_options
+    def forward(self, hidden=None, return_dict=True):
+        weights, chosen = self.router(hidden).softmax(-1).topk(2, dim=-1)
+        return self.experts(hidden, chosen, weights).square().mean()
+
+
+def mixture_of_experts(device):
+    torch.manual_seed(0)
+    model = TinyMoE().to(device)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+
+    def step(x):
+        loss = model(hidden=x, return_dict=False)
+        loss.backward()  # runtime: MOE-BACKWARD
+        optimizer.step()
+        optimizer.zero_grad()
+        return loss.detach()
+    x = torch.randn(6, 8, device=device)
+    return step, [(x,), (x,)]
+
+
+def collects_garbage(device):
+    """`gc.collect()` in the step: dynamo cannot trace it (a graph break), a static-graph device never sees it."""
+    model = nn.Linear(4, 2).to(device)
+
+    def step(x):
+        loss = model(x).square().mean()
+        gc.collect()  # runtime: UNCOVERED
+        return (loss * 2).detach()
+    x = torch.randn(3, 4, device=device)
+    return step, [(x,), (x,)]
