@@ -120,6 +120,10 @@ def settings_key(settings: Settings, codes: list[str]) -> str:
     return hashlib.blake2b(json.dumps(relevant, sort_keys=True).encode(), digest_size=12).hexdigest()
 
 
+# A file modified this recently may hide a second edit within the same clock tick: what is remembered of
+# it by size and modification time is not trusted; it is read again.
+RECENT_SECONDS = 2.0
+
 class Cache:
     def __init__(self, directory: Path, key: str) -> None:
         self.directory = directory
@@ -167,7 +171,7 @@ class Cache:
             payload = {"format": FORMAT, "version": __version__,
                        "files": {path: self._as_json(path, entry) for path, entry in self.entries.items()}}
             text = json.dumps(payload, separators=(",", ":"))  # one call: json.dump encodes piece by piece
-            _write_new(directory, self.path.name, text)
+            write_new(directory, self.path.name, text)
         except OSError:
             pass
         finally:
@@ -255,8 +259,8 @@ class CacheDirectoryError(OSError):
 
 MARKER_NAME = ".gitignore"
 MARKER = "# created by cslint\n*\n"  # written first into a cache directory cslint creates
-_CACHE_FILE = re.compile(r"v[\w.+!-]+-[0-9a-f]+\.json|\.tmp-[\w-]+\.json")
-_NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CACHE_FILE = re.compile(r"v[\w.+!-]+-(?:[0-9a-f]+\.json|imports\.memo)|\.tmp-[\w-]+\.json")
+NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 
 def open_cache_directory(directory: Path, create: bool) -> int | None:
@@ -266,7 +270,7 @@ def open_cache_directory(directory: Path, create: bool) -> int | None:
     if create:
         directory.mkdir(parents=True, exist_ok=True)
     try:
-        fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _NO_FOLLOW)
+        fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | NO_FOLLOW)
     except FileNotFoundError:
         if create:
             raise
@@ -285,7 +289,7 @@ def open_cache_directory(directory: Path, create: bool) -> int | None:
                 raise CacheDirectoryError(f"{directory} has other files; cslint keeps its cache only in a "
                                           "directory it created (choose a new or empty one)")
             if create:  # an empty directory becomes cslint's
-                _write_new(fd, MARKER_NAME, MARKER)
+                write_new(fd, MARKER_NAME, MARKER)
     except BaseException:
         os.close(fd)
         raise
@@ -294,18 +298,18 @@ def open_cache_directory(directory: Path, create: bool) -> int | None:
 
 def _read_marker(directory: int) -> str | None:
     try:
-        fd = os.open(MARKER_NAME, os.O_RDONLY | _NO_FOLLOW, dir_fd=directory)
+        fd = os.open(MARKER_NAME, os.O_RDONLY | NO_FOLLOW, dir_fd=directory)
     except OSError:
         return None
     with os.fdopen(fd, "rb") as handle:
         return handle.read(len(MARKER) + 1).decode("utf-8", "replace")
 
 
-def _write_new(directory: int, name: str, text: str) -> None:
+def write_new(directory: int, name: str, text: str) -> None:
     """Write `name` in the directory whole: a new temporary file (never an existing one, nor through a
     link), renamed over `name`."""
     temporary = f".tmp-{os.urandom(8).hex()}.json"
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NO_FOLLOW, 0o644, dir_fd=directory)
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NO_FOLLOW, 0o644, dir_fd=directory)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)

@@ -245,6 +245,7 @@ def run_check(args: argparse.Namespace) -> int:
     from cslint.output import FORMATS, FormatOptions
     from cslint.output.diff import diff_summary, render_diff
     from cslint.cache import Cache, default_cache_dir, settings_key
+    from cslint.import_memo import ImportMemo
     from cslint.incremental import Session
     from cslint.profile import Profile
     from cslint.report import INTERNAL_ERROR
@@ -274,7 +275,8 @@ def run_check(args: argparse.Namespace) -> int:
             collect_files([root for root in project_roots(named) if root not in given], settings, [])
         unreadable = {note.path for note in skipped if note.named}  # reported once, as named, not again as context
         context = [path for path in context if str(path) not in unreadable]
-        settings = with_inferred_target(settings, [*files, *context])
+        memo = None if args.no_cache else ImportMemo(args.cache_dir or default_cache_dir(settings)).load()
+        settings = with_inferred_target(settings, [*files, *context], memo)
     for note in skipped:
         if not note.named:
             print(f"cslint: warning: {escape_text(str(note))} (skipped)", file=sys.stderr)

@@ -36,8 +36,8 @@ from collections.abc import Callable, Iterable, Iterator
 
 from cslint.analysis.graph import connected, reachable
 from cslint.analysis.import_scan import scan_imports
-from cslint.analysis.module_names import assign_module_names, defining_module, import_aliases
-from cslint.cache import Cache, CachedDiagnostic, Entry
+from cslint.analysis.module_names import PackageTree, assign_module_names, defining_module, import_aliases
+from cslint.cache import RECENT_SECONDS, Cache, CachedDiagnostic, Entry
 from cslint.sources import TooLarge, content_hash
 from cslint.collector import fewer_collections
 from cslint.config import Settings
@@ -61,8 +61,6 @@ MIN_PARALLEL_BYTES = 2_000_000
 TREE_BUDGET_BYTES = 2_500_000
 # After a group this large, its garbage (cyclic: see check_groups) is collected at once.
 COLLECT_AFTER_FILES = 100
-# An mtime this recent may hide a second edit within the same clock tick: hash the file anyway.
-RECENT_SECONDS = 2.0
 # A helper imported by more files than this is not grouped with them by default (see `_groups`).
 FEW_IMPORTERS = 3
 _CLASS_BASES = re.compile(rb"^[ \t]*class[ \t]+\w+[ \t]*\(([^)]*)\)", re.MULTILINE)
@@ -161,9 +159,9 @@ class Session:
         # same-named scripts and which root a shared helper's chain starts from
         ordered.sort()
         stats = {key: _stat(key) for key, _, _ in ordered}
-        names = assign_module_names([p for _, p, _ in ordered],
-                                    links={key for key, (_, link) in stats.items() if link})
-        self.aliases = import_aliases(names, self.roots)
+        packages = PackageTree(links={key for key, (_, link) in stats.items() if link})
+        names = assign_module_names([p for _, p, _ in ordered], packages=packages)
+        self.aliases = import_aliases(names, self.roots, packages)
         now = time.time()
         for key, path, is_target in ordered:
             state = FileState(path=path, key=key, target=is_target)
@@ -266,9 +264,10 @@ class Session:
         # Every file of the run whose entry is not fresh is analysed again, reported on or not: a context
         # file stale only through what it imports may now call into a target (a helper it calls appeared),
         # and no entry may stay behind that a later run would trust.
-        stale = {s.key for s in self.states.values() if not self._fresh(s, fix and s.target, unsafe_fixes)}
-        stale |= self._disputed()
-        stale &= self._linked_to(target_states)
+        linked = self._linked_to(target_states)
+        stale = {key for key in linked if not self._fresh(self.states[key], fix and self.states[key].target,
+                                                           unsafe_fixes)}
+        stale |= self._disputed() & linked
         self.profile.count("files", len(target_states))
         reports: dict[str, list[Diagnostic]] = {}
         reach: dict[str, set[str]] = {}

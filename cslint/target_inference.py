@@ -4,19 +4,22 @@ configuration names one.
 A project that imports `cerebras.pytorch` is `wsc`, one that imports `torch_xla` is `xla`, one that
 imports SambaNova's `samba`/`sambaflow` is `rdu`, and one that only calls `torch.compile` is `compile`;
 otherwise the default target (`wsc`). The scan reads the import lines of the files being checked (no
-file is parsed or executed), so it is cheap. It also records the top-level packages those files import:
+file is parsed or executed), so it is cheap, and what a file imports is remembered from one run to the
+next (cslint/import_memo.py). It also records the top-level packages those files import:
 a fix never adds an import of any other package (no `import cerebras.pytorch` into a torch.compile
 project).
 """
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from cslint.config import DEFAULT_MAX_FILE_SIZE, Settings
+from cslint.import_memo import FileImports, ImportMemo
 from cslint.targets import DEFAULT_TARGET
 
 _IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+([\w.]+)[ \t]+import\b|import[ \t]+([\w. \t,]+?)[ \t]*(?:#.*)?$)",
@@ -55,37 +58,60 @@ def imported_modules(text: str) -> set[str]:
     return found
 
 
-def _imports(modules: set[str], wanted: str) -> bool:
+def _imports(modules: Iterable[str], wanted: str) -> bool:
     return any(m == wanted or m.startswith(wanted + ".") for m in modules)
 
 
-def _scanned_text(path: Path, max_size: int) -> str | None:
-    """The file's text, or None for one that is unreadable or over the size limit (the check reports it)."""
+def file_imports(path: Path, max_size: int) -> FileImports | None:
+    """What the file imports, or None for one that is unreadable or over the size limit (the check
+    reports it)."""
     try:
         with path.open("rb") as handle:
             data = handle.read(max_size + 1)
     except OSError:
         return None
-    return None if len(data) > max_size else data.decode("utf-8", errors="replace")
+    if len(data) > max_size:
+        return None
+    text = data.decode("utf-8", errors="replace")
+    modules = imported_modules(text)
+    return FileImports(frozenset(modules), "compile" in text and _imports(modules, "torch")
+                       and _TORCH_COMPILE.search(text) is not None)
 
 
-def infer_target(paths: Iterable[Path], max_size: int = DEFAULT_MAX_FILE_SIZE) -> TargetChoice:
+def _imports_of(path: Path, max_size: int, memo: ImportMemo | None) -> FileImports | None:
+    if memo is None:
+        return file_imports(path, max_size)
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    if stat.st_size > max_size:
+        return None
+    return memo.imports(os.path.abspath(path), stat, lambda: file_imports(path, max_size))
+
+
+def infer_target(paths: Iterable[Path], max_size: int = DEFAULT_MAX_FILE_SIZE,
+                 memo: ImportMemo | None = None) -> TargetChoice:
     """The target the project's imports point to, with the reason and the packages it imports. Files over
-    `max_size` bytes are not read (the check does not analyse them either)."""
+    `max_size` bytes are not read (the check does not analyse them either). With a `memo`, a file
+    unchanged since an earlier run is not read again."""
     packages: set[str] = set()
     first_with: dict[str, Path] = {}
     compile_file: Path | None = None
     for path in paths:
-        text = _scanned_text(path, max_size)
-        if text is None:
+        found = _imports_of(path, max_size, memo)
+        if found is None:
             continue
-        modules = imported_modules(text)
-        packages.update(m.split(".")[0] for m in modules)
+        tops = {m.partition(".")[0] for m in found.modules}
+        packages |= tops
         for target, names in PLATFORM_MODULES:
-            if target not in first_with and any(_imports(modules, n) for n in names):
+            if target not in first_with and any(n.partition(".")[0] in tops and _imports(found.modules, n)
+                                                for n in names):
                 first_with[target] = path
-        if compile_file is None and "compile" in text and _imports(modules, "torch") and _TORCH_COMPILE.search(text):
+        if compile_file is None and found.uses_compile:
             compile_file = path
+    if memo is not None:
+        memo.save()
     for target, names in PLATFORM_MODULES:
         if target in first_with:
             return TargetChoice(target, f"inferred: the project imports {names[0]} ({first_with[target].name})",
@@ -97,10 +123,10 @@ def infer_target(paths: Iterable[Path], max_size: int = DEFAULT_MAX_FILE_SIZE) -
                                         "torch.compile", tuple(sorted(packages)))
 
 
-def with_inferred_target(settings: Settings, paths: Iterable[Path]) -> Settings:
+def with_inferred_target(settings: Settings, paths: Iterable[Path], memo: ImportMemo | None = None) -> Settings:
     """`settings` with the project's packages recorded and, unless `--target` or the configuration gave a
     target (their `target_reason` says which), the inferred one."""
-    choice = infer_target(paths, settings.max_file_size)
+    choice = infer_target(paths, settings.max_file_size, memo)
     if settings.target_reason:
         return settings.with_overrides(project_packages=choice.packages)
     return settings.with_overrides(target=choice.target, target_reason=choice.reason,

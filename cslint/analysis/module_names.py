@@ -11,24 +11,30 @@ from cslint.sources import safe_resolve
 
 T = TypeVar("T")
 
-__all__ = ["assign_module_names", "import_aliases", "module_name_for"]
+__all__ = ["PackageTree", "assign_module_names", "import_aliases", "module_name_for"]
 
 
-class _Packages:
+class PackageTree:
     """Real directories and the package names above them, worked out once per directory (a large tree
     has a hundred files per directory, and resolving each file's path would stat every component)."""
 
     def __init__(self, links: set[str] | None = None) -> None:
         self.links = links  # every symbolic link among the files, when the caller knows them from a stat
-        self.real: dict[str, str] = {}
+        self.real: dict[str, str] = {}  # directories
+        self.files: dict[Path, str] = {}
         self.parts: dict[str, list[str]] = {}
 
     def real_path(self, path: Path) -> str:
-        text = os.path.abspath(path)
-        if text in self.links if self.links is not None else os.path.islink(text):
-            return str(safe_resolve(path))
-        directory, name = os.path.split(text)
-        return os.path.join(self.real_directory(directory), name)
+        found = self.files.get(path)
+        if found is None:
+            text = os.path.abspath(path)
+            if text in self.links if self.links is not None else os.path.islink(text):
+                found = str(safe_resolve(path))
+            else:
+                directory, name = os.path.split(text)
+                found = os.path.join(self.real_directory(directory), name)
+            self.files[path] = found
+        return found
 
     def real_directory(self, directory: str) -> str:
         """A directory's real path from its parent's: one lstat per directory, where `realpath` would
@@ -56,9 +62,9 @@ class _Packages:
         return found
 
 
-def module_name_for(path: Path, packages: _Packages | None = None) -> tuple[str, bool]:
+def module_name_for(path: Path, packages: PackageTree | None = None) -> tuple[str, bool]:
     """Dotted module name from the package directories (those with __init__.py) above the file."""
-    packages = packages or _Packages()
+    packages = packages or PackageTree()
     directory, filename = os.path.split(packages.real_path(path))
     stem = os.path.splitext(filename)[0]
     is_package = filename == "__init__.py"
@@ -66,13 +72,15 @@ def module_name_for(path: Path, packages: _Packages | None = None) -> tuple[str,
     return ".".join(parts) or stem, is_package
 
 
-def assign_module_names(paths: list[Path], links: set[str] | None = None) -> dict[Path, tuple[str, bool]]:
+def assign_module_names(paths: list[Path], links: set[str] | None = None,
+                        packages: PackageTree | None = None) -> dict[Path, tuple[str, bool]]:
     """Module names for a set of files; two scripts with the same name in different folders (no
     packages around them) get their last folders prepended, so both stay in the project. `links`: the
-    absolute paths of those that are symbolic links, if the caller knows them."""
+    absolute paths of those that are symbolic links, if the caller knows them (or give `packages`, made
+    with them, to reuse what it worked out)."""
     names: dict[Path, tuple[str, bool]] = {}
     taken: set[str] = set()
-    packages = _Packages(links)
+    packages = packages or PackageTree(links)
     for path in paths:
         name, is_package = module_name_for(path, packages)
         if name in taken:
@@ -82,12 +90,15 @@ def assign_module_names(paths: list[Path], links: set[str] | None = None) -> dic
     return names
 
 
-def import_aliases(names: dict[Path, tuple[str, bool]], roots: Iterable[Path]) -> dict[str, Path]:
+def import_aliases(names: dict[Path, tuple[str, bool]], roots: Iterable[Path],
+                   packages: PackageTree | None = None) -> dict[str, Path]:
     """The other names Python imports files by when a project root (and its `src/`) is on `sys.path`.
     A directory without `__init__.py` there is a namespace package (PEP 420): `pkg/layers.py` is
     `pkg.layers`, and a vendored `torch/optim/` without `torch/__init__.py` is `torch.optim`, while the
     assigned names (`layers`, `optim`) stay what a script beside them or an installed package imports.
-    A name already assigned to a file, or claimed by two files, is no alias."""
+    A name already assigned to a file, or claimed by two files, is no alias. `packages`: the tree that
+    named the files, whose real paths are known."""
+    packages = packages or PackageTree()
     search = []
     for root in roots:
         real = os.path.realpath(root)
@@ -96,7 +107,7 @@ def import_aliases(names: dict[Path, tuple[str, bool]], roots: Iterable[Path]) -
     found: dict[str, Path] = {}
     claimed: set[str] = set()
     for path, (name, is_package) in names.items():
-        real = os.path.realpath(path)
+        real = packages.real_path(path)
         for base in search:
             if not real.startswith(base):
                 continue

@@ -75,9 +75,12 @@ def preload() -> None:
 
 def preload_caches(paths: set[str]) -> None:
     from cslint.cache import preload
+    from cslint.import_memo import preload as preload_import_memo
 
     for path in sorted(paths):
         preload(path)
+    for directory in sorted({os.path.dirname(path) for path in paths}):  # the memo beside each cache
+        preload_import_memo(Path(directory))
     gc.freeze()
 
 
