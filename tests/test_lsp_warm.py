@@ -194,3 +194,32 @@ def _lint(path: Path, text: str) -> list:  # type: ignore[type-arg]
     result = lint_texts({path: text}, settings, enabled_codes(settings))
     assert not result.errors
     return result.diagnostics
+
+
+def test_the_servers_collector_frees_garbage_and_freezes_the_rest() -> None:
+    """The server freezes what it keeps (full collections then skip it) and collects, at the next tidy,
+    what was frozen and became garbage since."""
+    import gc
+    import weakref
+
+    from cslint.lsp.collector import Collector
+
+    collector = Collector(every=3)
+    assert [collector.analysed() for _ in range(6)] == [False, False, True, False, False, True]
+
+    class Node:
+        me: object = None
+
+    try:
+        kept = Node()
+        kept.me = kept  # a cycle, alive when frozen
+        Collector.tidy()
+        assert gc.get_freeze_count() > 0
+        ref = weakref.ref(kept)
+        del kept
+        gc.collect()
+        assert ref() is not None  # frozen: an ordinary collection leaves it
+        Collector.tidy()
+        assert ref() is None  # the next tidy collects it
+    finally:
+        gc.unfreeze()

@@ -24,6 +24,7 @@ from pygls.lsp.server import LanguageServer
 
 from cslint import __version__
 from cslint.deep_stack import RECURSION_LIMIT
+from cslint.lsp.collector import Collector
 from cslint.lsp.convert import SOURCE, hover_text, lsp_range, minimal_edits, related_information, to_lsp
 from cslint.lsp.workspace import Document, Workspace
 from cslint.report import INTERNAL_ERROR, Diagnostic
@@ -44,6 +45,7 @@ class CslintServer(LanguageServer):
         self.published: dict[Path, list[Any]] = {}
         self.busy = False  # an analysis is running
         self.waiting: dict[Path, None] = {}  # documents edited while it ran, in order
+        self.collector = Collector()
 
     # ---- analysis --------------------------------------------------------------------------------
 
@@ -96,6 +98,8 @@ class CslintServer(LanguageServer):
             self.published[document_path] = diagnostics
             self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
                 uri=document_path.as_uri(), diagnostics=diagnostics, version=document.version))
+        if self.collector.analysed():  # after publishing: an edit's answer does not wait for it
+            self.analyses.submit(self.collector.tidy)
 
     def _analyse_and_convert(self, path: Path) -> dict[Path, tuple[Document, list[types.Diagnostic]]]:
         out = {}
@@ -118,6 +122,7 @@ class CslintServer(LanguageServer):
 
     def warmed(self, root: Path) -> None:
         """From the thread that brought `root`'s cache up to date: its callers are known, analyse again."""
+        self.analyses.submit(self.collector.tidy)  # the project's indexes are made: freeze them
         if self.loop is not None:
             self.loop.call_soon_threadsafe(self._reanalyse_project, root)
 
