@@ -14,7 +14,7 @@ import json
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from cslint import __version__
@@ -27,6 +27,10 @@ FORMAT = 1
 class FileImports:
     modules: frozenset[str]  # dotted names of the modules the file imports (relative imports excluded)
     uses_compile: bool  # it calls or decorates with torch.compile
+    packages: frozenset[str] = field(init=False)  # the top-level packages of `modules`
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "packages", frozenset(m.partition(".")[0] for m in self.modules))
 
 
 class ImportMemo:

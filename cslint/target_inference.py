@@ -34,6 +34,7 @@ PLATFORM_MODULES = (
     ("xla", ("torch_xla",)),
     ("rdu", ("sambaflow", "samba")),
 )
+_PLATFORM_PACKAGES = frozenset(name.partition(".")[0] for _, names in PLATFORM_MODULES for name in names)
 
 
 @dataclass(frozen=True)
@@ -81,13 +82,14 @@ def file_imports(path: Path, max_size: int) -> FileImports | None:
 def _imports_of(path: Path, max_size: int, memo: ImportMemo | None) -> FileImports | None:
     if memo is None:
         return file_imports(path, max_size)
+    key = os.path.abspath(path)
     try:
-        stat = path.stat()
+        stat = os.stat(key)
     except OSError:
         return None
     if stat.st_size > max_size:
         return None
-    return memo.imports(os.path.abspath(path), stat, lambda: file_imports(path, max_size))
+    return memo.imports(key, stat, lambda: file_imports(path, max_size))
 
 
 def infer_target(paths: Iterable[Path], max_size: int = DEFAULT_MAX_FILE_SIZE,
@@ -102,12 +104,11 @@ def infer_target(paths: Iterable[Path], max_size: int = DEFAULT_MAX_FILE_SIZE,
         found = _imports_of(path, max_size, memo)
         if found is None:
             continue
-        tops = {m.partition(".")[0] for m in found.modules}
-        packages |= tops
-        for target, names in PLATFORM_MODULES:
-            if target not in first_with and any(n.partition(".")[0] in tops and _imports(found.modules, n)
-                                                for n in names):
-                first_with[target] = path
+        packages |= found.packages
+        if not found.packages.isdisjoint(_PLATFORM_PACKAGES):
+            for target, names in PLATFORM_MODULES:
+                if target not in first_with and any(_imports(found.modules, n) for n in names):
+                    first_with[target] = path
         if compile_file is None and found.uses_compile:
             compile_file = path
     if memo is not None:
