@@ -513,3 +513,58 @@ def test_a_forward_edited_to_call_an_open_helper_republishes_the_helper(tmp_path
             assert await s.diagnostics("pkg/scales.py", after=before) == []
 
     run(scenario())
+
+
+LOGGED_MODEL = """\
+import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def forward(self, x):
+        loss = x.pow(2).mean()
+        print(f"loss {loss}")
+        return x
+"""
+
+
+def test_the_target_is_inferred_from_the_project_as_check_does(tmp_path: Path) -> None:
+    """No target configured: the project's imports on disk choose it, as for `cslint check`, and a file
+    saved with another accelerator's import changes it."""
+    root = _project(tmp_path, {"model.py": LOGGED_MODEL, "train.py": "import torch_xla\n"})
+
+    def checked() -> list[tuple[str, int, str]]:
+        found = json.loads(_check(root, "model.py", "--output-format", "json").stdout)
+        return [(d["code"], d["line"] - 1, d["message"]) for d in found]
+
+    on_xla = checked()
+    assert [code for code, _, message in on_xla if "xm.add_step_closure" in message] == ["WSC701"]
+
+    async def scenario() -> None:
+        async with Session(root) as s:
+            s.open("model.py")
+            found = await s.diagnostics("model.py")
+            assert [(d.code, d.range.start.line, d.message) for d in found] == on_xla
+            (root / "train.py").write_text("import torch\n", encoding="utf-8")  # saved outside the editor
+            by_default = checked()
+            assert by_default != on_xla and not any("xm." in message for _, _, message in by_default)
+            before = s.count("model.py")
+            s.client.workspace_did_change_watched_files(types.DidChangeWatchedFilesParams(changes=[
+                types.FileEvent(uri=s.uri("train.py"), type=types.FileChangeType.Changed)]))
+            found = await s.diagnostics("model.py", after=before)
+            assert [(d.code, d.range.start.line, d.message) for d in found] == by_default
+
+    run(scenario())
+
+
+def test_a_target_given_by_the_client_is_not_inferred(tmp_path: Path) -> None:
+    root = _project(tmp_path, {"model.py": LOGGED_MODEL, "train.py": "import torch_xla\n"})
+
+    async def scenario() -> None:
+        async with Session(root, options={"target": "wsc"}) as s:
+            s.open("model.py")
+            found = await s.diagnostics("model.py")
+            assert "WSC701" in [d.code for d in found]
+            assert not any("xm." in d.message for d in found)
+
+    run(scenario())

@@ -7,7 +7,9 @@ is its unsaved text over the files on disk (overlay.py), so an edit to a helper'
 findings of an open file whose `forward` calls it, and the indexes of unchanged files and the parsed
 functions of unchanged text are kept between analyses (`overlay.WarmIndexes`). Settings are read from
 the project's pyproject.toml on every analysis (an edited configuration applies at once), with the
-client's initializationOptions on top.
+client's initializationOptions on top. When neither names a target, it is inferred from the project's
+files on disk as `cslint check` infers it (target_inference.py), once per project and again after
+files are saved, created or deleted.
 
 The project's cache (`.cslint_cache`, the answers `cslint check` stores about the files on disk) says
 which files' traced code reaches which. It is brought up to date in the background, as `cslint check`
@@ -57,6 +59,7 @@ class Workspace:
         self._updating: dict[tuple[Path, str], threading.Thread] = {}  # caches being brought up to date
         self._saved: set[Path] = set()  # projects with files saved since their cache was brought up to date
         self._warm: dict[tuple[Path, str], WarmIndexes] = {}  # each project's indexes kept between analyses
+        self._targets: dict[Path, tuple[Settings, Settings]] = {}  # a project's settings, then with its target
 
     # ---- documents -------------------------------------------------------------------------------
 
@@ -77,6 +80,7 @@ class Workspace:
         self._files.clear()
         self._hoods.clear()
         self._modules.clear()
+        self._targets.clear()  # a saved file may import another accelerator's package
         for warm in self._warm.values():
             warm.forget_paths()
         self._saved.update(root for root, _ in self._caches)
@@ -85,13 +89,30 @@ class Workspace:
 
     def settings_for(self, path: Path) -> Settings:
         settings = load_settings(None, path)
-        if not self.options:
-            return settings
-        given = settings_from_table(self.options, None)
-        chosen = {key.replace("-", "_") for key in self.options} & _FIELDS
-        if "extend-ignore" in self.options:
-            chosen.add("ignore")
-        return replace(settings, **{name: getattr(given, name) for name in chosen})
+        if self.options:
+            given = settings_from_table(self.options, None)
+            chosen = {key.replace("-", "_") for key in self.options} & _FIELDS
+            if "extend-ignore" in self.options:
+                chosen.add("ignore")
+            if "target" in self.options:
+                chosen.add("target_reason")
+            settings = replace(settings, **{name: getattr(given, name) for name in chosen})
+        return self._with_target(self.project_of(path), settings)
+
+    def _with_target(self, root: Path, settings: Settings) -> Settings:
+        """`settings` with the target inferred from the project's files (unless they name one) and the
+        packages it imports, as `cslint check` runs with them."""
+        from cslint.cache import default_cache_dir
+        from cslint.import_memo import ImportMemo
+        from cslint.target_inference import with_inferred_target
+
+        known = self._targets.get(root)
+        if known is not None and known[0] == settings:
+            return known[1]
+        memo = None if os.environ.get("CSLINT_NO_CACHE") else ImportMemo(default_cache_dir(settings)).load()
+        inferred = with_inferred_target(settings, self._project_files(root, settings), memo)
+        self._targets[root] = (settings, inferred)
+        return inferred
 
     def project_of(self, path: Path) -> Path:
         try:
