@@ -93,15 +93,21 @@ class Session:
     """One server process and the diagnostics it published, by URI."""
 
     def __init__(self, root: Path, options: dict[str, Any] | None = None, resolve: bool = True,
-                 cache: bool = False) -> None:
-        self.root, self.options, self.resolve, self.cache = root, options, resolve, cache
+                 cache: bool = False, pull: bool = False) -> None:
+        self.root, self.options, self.resolve, self.cache, self.pull = root, options, resolve, cache, pull
         self.client = LanguageClient("cslint-tests", "1")
         self.published: dict[str, list[types.PublishDiagnosticsParams]] = {}
         self.changed = asyncio.Event()
+        self.refreshes = 0  # workspace/diagnostic/refresh requests received (a client that pulls)
 
         @self.client.feature(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
         def _published(params: types.PublishDiagnosticsParams) -> None:
             self.published.setdefault(params.uri, []).append(params)
+            self.changed.set()
+
+        @self.client.feature(types.WORKSPACE_DIAGNOSTIC_REFRESH)
+        def _refresh(params: None) -> None:
+            self.refreshes += 1
             self.changed.set()
 
     async def __aenter__(self) -> Session:
@@ -109,9 +115,12 @@ class Session:
         await self.client.start_io(sys.executable, "-m", "cslint", "lsp", cwd=str(self.root), env=env)
         resolve = types.CodeActionClientCapabilities(
             resolve_support=types.ClientCodeActionResolveOptions(properties=["edit"])) if self.resolve else None
+        pull = types.DiagnosticClientCapabilities() if self.pull else None
+        workspace = types.WorkspaceClientCapabilities(diagnostics=types.DiagnosticWorkspaceClientCapabilities(
+            refresh_support=True)) if self.pull else None
         await self.client.initialize_async(types.InitializeParams(
             capabilities=types.ClientCapabilities(text_document=types.TextDocumentClientCapabilities(
-                code_action=resolve)),
+                code_action=resolve, diagnostic=pull), workspace=workspace),
             root_uri=self.root.as_uri(), initialization_options=self.options))
         self.client.initialized(types.InitializedParams())
         return self
@@ -146,6 +155,19 @@ class Session:
             remaining = deadline - asyncio.get_running_loop().time()
             if remaining <= 0:
                 raise AssertionError(f"no matching diagnostics for {name}: {self.published.get(uri)}")
+            self.changed.clear()
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self.changed.wait(), remaining)
+
+    async def pull_diagnostics(self, name: str, previous: str | None = None) -> Any:
+        return await self.client.text_document_diagnostic_async(types.DocumentDiagnosticParams(
+            text_document=types.TextDocumentIdentifier(uri=self.uri(name)), previous_result_id=previous))
+
+    async def refreshed(self, after: int, timeout: float = 90) -> None:
+        deadline = asyncio.get_running_loop().time() + timeout
+        while self.refreshes <= after:
+            remaining = deadline - asyncio.get_running_loop().time()
+            assert remaining > 0, "no workspace/diagnostic/refresh request"
             self.changed.clear()
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self.changed.wait(), remaining)
@@ -566,5 +588,52 @@ def test_a_target_given_by_the_client_is_not_inferred(tmp_path: Path) -> None:
             found = await s.diagnostics("model.py")
             assert "WSC701" in [d.code for d in found]
             assert not any("xm." in d.message for d in found)
+
+    run(scenario())
+
+
+def test_pulled_diagnostics_equal_check_and_follow_edits(tmp_path: Path) -> None:
+    """A client that pulls (textDocument/diagnostic) gets the diagnostics of the text it last sent, an
+    "unchanged" answer when nothing changed since its previous result, and no pushed diagnostics."""
+    root = _project(tmp_path, {"net.py": BAD})
+    expected = [(d["code"], d["line"] - 1, d["column"] - 1, d["end_line"] - 1, d["end_column"] - 1)
+                for d in json.loads(_check(root, "net.py", "--output-format", "json").stdout)]
+
+    async def scenario() -> None:
+        async with Session(root, pull=True) as s:
+            s.open("net.py")
+            report = await s.pull_diagnostics("net.py")
+            assert report.kind == "full" and _ranges(report.items) == sorted(expected)
+            again = await s.pull_diagnostics("net.py", previous=report.result_id)
+            assert again.kind == "unchanged" and again.result_id == report.result_id
+            s.change("net.py", GOOD, version=2)  # pulled at once: the answer waits for the new text's analysis
+            cleared = await s.pull_diagnostics("net.py", previous=report.result_id)
+            assert cleared.kind == "full" and list(cleared.items) == [] and cleared.result_id != report.result_id
+            s.change("net.py", BAD, version=3)
+            s.change("net.py", GOOD, version=4)
+            s.change("net.py", BAD, version=5)
+            last = await s.pull_diagnostics("net.py")
+            assert _ranges(last.items) == sorted(expected)
+            assert list((await s.pull_diagnostics("other.py")).items) == []  # not open
+            assert s.published == {}  # nothing pushed to a client that pulls
+
+    run(scenario())
+
+
+def test_a_pulling_client_is_asked_to_pull_again_when_a_helper_edit_changes_another_file(tmp_path: Path) -> None:
+    root = _project(tmp_path, {"pkg/__init__.py": "", "pkg/scales.py": SCALES, "pkg/model.py": MODEL})
+
+    async def scenario() -> None:
+        async with Session(root, pull=True) as s:
+            s.open("pkg/model.py")
+            assert [d.code for d in (await s.pull_diagnostics("pkg/model.py")).items] == ["WSC101"]
+            s.open("pkg/scales.py")
+            assert list((await s.pull_diagnostics("pkg/scales.py")).items) == []
+            before = s.refreshes
+            s.change("pkg/scales.py", SCALES_HOST, version=2)
+            assert list((await s.pull_diagnostics("pkg/scales.py")).items) == []
+            await s.refreshed(before)
+            assert list((await s.pull_diagnostics("pkg/model.py")).items) == []
+            assert s.published == {}
 
     run(scenario())

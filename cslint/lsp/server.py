@@ -6,7 +6,10 @@ delay it); the edits that arrive while an analysis runs are coalesced, and their
 once, with the newest text, when it ends: a burst of keystrokes costs at most two analyses and
 the diagnostics of the last one follow it by one analysis. After each analysis every open document of
 the project whose findings changed gets them published, so an edit to a helper's file updates the file
-whose `forward` calls it.
+whose `forward` calls it. A client that pulls diagnostics (`textDocument/diagnostic`, as ruff's server
+serves them) gets none pushed: a pull waits for the analysis of the document's current text, answers
+"unchanged" when its findings are those of the client's previous result, and an analysis that changes
+another open document's findings asks the client to pull again (`workspace/diagnostic/refresh`).
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ DEBOUNCE_SECONDS = float(os.environ.get("CSLINT_LSP_DEBOUNCE", "0"))
 FIX_ALL = "source.fixAll.cslint"
 FIX_ALL_UNSAFE = "source.cslint.fixAllUnsafe"  # not under source.fixAll: editors must not run it on save
 CONFIG_FILES = ("pyproject.toml", "cslint.toml")
+Report = types.RelatedFullDocumentDiagnosticReport | types.RelatedUnchangedDocumentDiagnosticReport
 
 
 class CslintServer(LanguageServer):
@@ -46,6 +50,11 @@ class CslintServer(LanguageServer):
         self.busy = False  # an analysis is running
         self.waiting: dict[Path, None] = {}  # documents edited while it ran, in order
         self.collector = Collector()
+        self.pull = False  # the client pulls diagnostics: none are pushed
+        self.refresh = False  # and may be asked to pull them again
+        self.current: dict[Path, Document] = {}  # the text each document's latest diagnostics are for
+        self.result_ids: dict[Path, int] = {}  # bumped when a document's diagnostics change
+        self.analysed_event: asyncio.Event | None = None  # set (and replaced) after each analysis
 
     # ---- analysis --------------------------------------------------------------------------------
 
@@ -66,6 +75,7 @@ class CslintServer(LanguageServer):
             await self._analyse_one(path)
         finally:
             self.busy = False
+            self._analysed()  # pulls waiting for it look again (they run once this returns)
         if self.waiting:
             waiting, self.waiting = list(self.waiting), {}
             projects: set[Path] = set()
@@ -90,16 +100,42 @@ class CslintServer(LanguageServer):
                                       message=f"cslint: internal error: {type(exc).__name__}: {exc}", source=SOURCE,
                                       code=INTERNAL_ERROR, severity=types.DiagnosticSeverity.Error)
             analysed = {path: (document, [broken])}
+        others_changed = False
         for document_path, (document, diagnostics) in analysed.items():
             if document_path not in self.state.documents:
                 continue
-            if document_path != path and self.published.get(document_path) == diagnostics:
-                continue
-            self.published[document_path] = diagnostics
-            self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
-                uri=document_path.as_uri(), diagnostics=diagnostics, version=document.version))
+            self.current[document_path] = document
+            changed = self.published.get(document_path) != diagnostics
+            if changed:
+                self.published[document_path] = diagnostics
+                self.result_ids[document_path] = self.result_ids.get(document_path, 0) + 1
+                others_changed |= document_path != path
+            if not self.pull and (changed or document_path == path):
+                self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
+                    uri=document_path.as_uri(), diagnostics=diagnostics, version=document.version))
+        if self.pull and self.refresh and others_changed:
+            self.workspace_diagnostic_refresh(None)
         if self.collector.analysed():  # after publishing: an edit's answer does not wait for it
             self.analyses.submit(self.collector.tidy)
+
+    def _analysed(self) -> None:
+        if self.analysed_event is not None:
+            self.analysed_event.set()
+            self.analysed_event = None
+
+    async def diagnostics_of(self, path: Path) -> tuple[int, list[types.Diagnostic]] | None:
+        """The document's diagnostics for its current text, analysed first if need be (None: not open)."""
+        while True:
+            document = self.state.documents.get(path)
+            if document is None:
+                return None
+            if self.current.get(path) is document:
+                return self.result_ids.get(path, 0), self.published.get(path, [])
+            if not (self.busy or path in self.timers or path in self.waiting):
+                self.schedule(path, 0)
+            if self.analysed_event is None:
+                self.analysed_event = asyncio.Event()
+            await self.analysed_event.wait()
 
     def _analyse_and_convert(self, path: Path) -> dict[Path, tuple[Document, list[types.Diagnostic]]]:
         out = {}
@@ -149,6 +185,10 @@ def _is_python(path: Path) -> bool:
 @server.feature(types.INITIALIZE)
 def initialize(ls: CslintServer, params: types.InitializeParams) -> None:
     ls.loop = asyncio.get_running_loop()
+    text_document, workspace = params.capabilities.text_document, params.capabilities.workspace
+    ls.pull = text_document is not None and text_document.diagnostic is not None
+    ls.refresh = workspace is not None and workspace.diagnostics is not None and \
+        bool(workspace.diagnostics.refresh_support)
     options = params.initialization_options
     if isinstance(options, dict):
         ls.state.options = dict(options.get("settings", options))
@@ -186,10 +226,25 @@ def did_close(ls: CslintServer, params: types.DidCloseTextDocumentParams) -> Non
     path = _path(params.text_document.uri)
     ls.state.close(path)
     ls.published.pop(path, None)
+    ls.current.pop(path, None)
     timer = ls.timers.pop(path, None)
     if timer is not None:
         timer.cancel()
-    ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=params.text_document.uri, diagnostics=[]))
+    if not ls.pull:
+        ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=params.text_document.uri,
+                                                                            diagnostics=[]))
+
+
+@server.feature(types.TEXT_DOCUMENT_DIAGNOSTIC, types.DiagnosticOptions(
+    identifier="cslint", inter_file_dependencies=True, workspace_diagnostics=False))
+async def document_diagnostic(ls: CslintServer, params: types.DocumentDiagnosticParams) -> Report:
+    found = await ls.diagnostics_of(_path(params.text_document.uri))
+    if found is None:  # not open (or not Python): nothing to say about it
+        return types.RelatedFullDocumentDiagnosticReport(items=[])
+    result_id = str(found[0])
+    if params.previous_result_id == result_id:
+        return types.RelatedUnchangedDocumentDiagnosticReport(result_id=result_id)
+    return types.RelatedFullDocumentDiagnosticReport(items=found[1], result_id=result_id)
 
 
 @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
