@@ -101,7 +101,8 @@ def test_a_nested_tensor_if_is_fixed_first_then_the_block(lint, fix):
     assert outer.fix is None and inner.fix is not None  # the outer block waits for the inner one
     fixed = fix(code, unsafe=True)
     assert "if buf.sum() > 0" not in fixed and "if lr > 0.0" not in fixed
-    assert "buf.copy_(torch.where(taken, buf_taken, buf))" in fixed
+    # `scale`, rebound in the block and read only there, needs no selection
+    assert "buf.copy_(torch.where(torch.as_tensor(lr > 0.0), buf_taken, buf))" in fixed
 
 
 def test_a_torch_call_that_writes_a_tensor_from_before_the_block_keeps_no_fix(lint):

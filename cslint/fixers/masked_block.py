@@ -85,13 +85,16 @@ def _fresh(base: str, taken: set[str]) -> str:
     return candidate
 
 
-def _side_effect(expr: cst.CSTNode, ctx: RuleContext) -> str | None:
-    """A call that must not run when the condition is false: unknown code, random numbers."""
+def _side_effect(expr: cst.CSTNode, ctx: RuleContext, trusted: frozenset[str] = frozenset()) -> str | None:
+    """A call that must not run when the condition is false: unknown code, random numbers (calls of the
+    `trusted` names excepted)."""
     found: list[str] = []
 
     class Calls(cst.CSTVisitor):
         def visit_Call(self, node: cst.Call) -> None:
             func = node.func
+            if isinstance(func, cst.Name) and func.value in trusted:
+                return
             if isinstance(func, cst.Attribute) and ctx.is_tensor(func.value):
                 if func.attr.value in api.RANDOM_METHODS:
                     found.append(f".{func.attr.value}() draws random numbers")
@@ -137,10 +140,12 @@ class _Masker:
     condition holds, and where it does not their results are discarded anyway.
     """
 
-    def __init__(self, ctx: RuleContext, bound: dict[str, object], torch: str) -> None:
+    def __init__(self, ctx: RuleContext, node: cst.If, torch: str, trusted: frozenset[str] = frozenset()) -> None:
         self.ctx = ctx
+        self.trusted = trusted  # callables whose calls the caller accepts running on every step
+        self.node = node
+        self.bound = ctx.bound_before(node)
         self.torch = torch
-        self.bound = bound
         self.names = set(assignments(ctx))
         self.renamed: dict[str, str] = {}
         self.pending: list[tuple[str, bool]] = []  # (name, updated in place) to select at this level
@@ -174,7 +179,7 @@ class _Masker:
     def _python_if(self, node: cst.If) -> cst.If | None:
         """A nested `if` on a Python value stays an `if`; each branch is masked on its own. A nested `if` on
         a tensor is left to its own fix first (None here)."""
-        if self.ctx.truth_is_data_dependent(node.test) or _side_effect(node.test, self.ctx):
+        if self.ctx.truth_is_data_dependent(node.test) or _side_effect(node.test, self.ctx, self.trusted):
             return None
         self.nested = True
         body = self._branch(node.body)
@@ -204,11 +209,13 @@ class _Masker:
         return suite.with_changes(body=lines or [_line(cst.Pass())]) if lines is not None else None
 
     def _statement(self, stmt: cst.BaseStatement) -> list[cst.BaseStatement] | None:
-        if not isinstance(stmt, cst.SimpleStatementLine) or _side_effect(stmt, self.ctx):
+        if not isinstance(stmt, cst.SimpleStatementLine) or _side_effect(stmt, self.ctx, self.trusted):
             return None
         reads = _Reads(self.renamed)
         inplace = _receiver(stmt)
         small = stmt.body[0] if len(stmt.body) == 1 else None
+        if isinstance(small, cst.Assign) and len(small.targets) > 1:
+            return self._stores(small)
         if inplace is not None:
             target, value = inplace[0], inplace[1].visit(reads)
             is_inplace = True
@@ -231,7 +238,8 @@ class _Masker:
             return [_line(small.visit(reads))]  # type: ignore[arg-type]
         else:
             return None
-        owned = target in self.bound or target in self.renamed or target in self.aliases
+        owned = target in self.renamed or target in self.aliases or \
+            (target in self.bound and not self._rebound_locally(target, small))
         if not owned:
             if target in self.created and isinstance(small, cst.AugAssign):  # a value the block made itself
                 return [_line(small.with_changes(value=small.value.visit(reads)))]
@@ -247,6 +255,32 @@ class _Masker:
             self.pending.append((target, is_inplace))
             self.updated.append(target)
         return [_line(cst.Assign([cst.AssignTarget(cst.Name(self.renamed[target]))], value))]
+
+    def _rebound_locally(self, name: str, small: cst.BaseSmallStatement | None) -> bool:
+        """`dist_tensor = torch.zeros(2)` where `dist_tensor` was bound before (by another block) but no read
+        outside this block can see the new value: the block makes its own tensor, no selection needed."""
+        if not isinstance(small, cst.Assign) or _read_root(small.value) is not None:
+            return False
+        function = self.ctx.traced.func.node
+        return isinstance(function.body, cst.IndentedBlock) and \
+            not _read_before_bound(function.body.body, name, self.node)
+
+    def _stores(self, small: cst.Assign) -> list[cst.BaseStatement] | None:
+        """`d = group["d"] = value`: `d` as any assignment, then each store selected where it is made
+        (`group["d"] = torch.where(taken, d_taken, group["d"])`)."""
+        first, *stores = [t.target for t in small.targets]
+        if not isinstance(first, cst.Name) or not all(isinstance(t, (cst.Subscript, cst.Attribute)) for t in stores):
+            return None
+        lines = self._statement(_line(small.with_changes(targets=[small.targets[0]])))
+        if lines is None:
+            return None
+        value = cst.Name(self.renamed.get(first.value, first.value))
+        for store in stores:
+            where = cst.Call(cst.Attribute(cst.Name(self.torch), cst.Name("where")),
+                             [cst.Arg(cst.Name(TAKEN)), cst.Arg(value), cst.Arg(store.visit(_Reads(self.renamed)))])
+            lines.append(_line(cst.Assign([cst.AssignTarget(store)], where)))
+            self.updated.append(self.ctx.code(store, 24))
+        return lines
 
     def _touches_only_created(self, small: cst.BaseSmallStatement) -> bool:
         """`buf[0] = x` on a tensor the block created, `dist.all_reduce(buf, ...)`: writes nothing that existed
@@ -272,7 +306,7 @@ def masked_block(node: cst.If, ctx: RuleContext) -> Fix | None:
             not is_boolean_condition(node.test, ctx):
         return None
     torch, imports = ctx.torch_name()
-    masker = _Masker(ctx, ctx.bound_before(node), torch)
+    masker = _Masker(ctx, node, torch)
     lines = masker.block(node.body.body)
     if lines is None or not masker.updated:
         return None
@@ -289,3 +323,94 @@ def masked_block(node: cst.If, ctx: RuleContext) -> Fix | None:
                          f"({torch}.where over {updated}); unsafe: both outcomes are computed, in-place and "
                          "augmented updates become out-of-place values selected afterwards, and the selected "
                          "values are tensors", [(node, cst.FlattenSentinel(lines))], imports)
+
+
+def _read_before_bound(statements: Sequence[cst.BaseStatement], name: str, skip: cst.CSTNode) -> bool:
+    """Can a read of `name` outside `skip` see a value `skip` bound (no binding in between)? Loops are
+    scanned twice, so a read at the top of a loop body sees the previous iteration's value."""
+
+    def scan(stmts: Sequence[cst.BaseStatement], live: bool) -> tuple[bool, bool]:
+        for stmt in stmts:
+            if stmt is skip:
+                live = True
+            elif isinstance(stmt, cst.SimpleStatementLine):
+                for small in stmt.body:
+                    if live and _reads(small, name):
+                        return True, live
+                    live = live and not _binds(small, name)
+            elif isinstance(stmt, cst.If):
+                if live and _reads(stmt.test, name):
+                    return True, live
+                branches = [_statements(stmt.body)]
+                if isinstance(stmt.orelse, cst.If):
+                    branches.append([stmt.orelse])
+                elif stmt.orelse is not None:
+                    branches.append(_statements(stmt.orelse.body))
+                outs = [] if stmt.orelse is not None else [live]
+                for branch in branches:
+                    found, out = scan(branch, live)
+                    if found:
+                        return True, live
+                    outs.append(out)
+                live = any(outs)
+            elif isinstance(stmt, (cst.For, cst.While)):
+                header = stmt.iter if isinstance(stmt, cst.For) else stmt.test
+                if live and _reads(header, name):
+                    return True, live
+                rebinds = isinstance(stmt, cst.For) and name in {n.value for n in _all_names(stmt.target)}
+                found, out = scan(_statements(stmt.body), live and not rebinds)
+                if found:
+                    return True, live
+                found, again = scan(_statements(stmt.body), (live or out) and not rebinds)
+                if found or (isinstance(stmt, cst.While) and (live or out or again) and _reads(stmt.test, name)):
+                    return True, live
+                live = live or out or again
+                if stmt.orelse is not None:
+                    found, live = scan(_statements(stmt.orelse.body), live)
+                    if found:
+                        return True, live
+            elif (live and _reads(stmt, name)) or any(n is skip for n in _all_nodes(stmt)):
+                return True, live
+        return False, live
+
+    return scan(statements, False)[0]
+
+
+def _all_nodes(node: cst.CSTNode) -> list[cst.CSTNode]:
+    found: list[cst.CSTNode] = []
+
+    class Nodes(cst.CSTVisitor):
+        def on_visit(self, n: cst.CSTNode) -> bool:
+            found.append(n)
+            return True
+
+    node.visit(Nodes())
+    return found
+
+
+def _statements(suite: cst.BaseSuite) -> Sequence[cst.BaseStatement]:
+    return suite.body if isinstance(suite, cst.IndentedBlock) else [cst.SimpleStatementLine(suite.body)]  # type: ignore[attr-defined]
+
+
+def _all_names(node: cst.CSTNode) -> list[cst.Name]:
+    found: list[cst.Name] = []
+
+    class Names(cst.CSTVisitor):
+        def visit_Name(self, n: cst.Name) -> None:
+            found.append(n)
+
+    node.visit(Names())
+    return found
+
+
+def _reads(node: cst.CSTNode, name: str) -> bool:
+    """A use of `name` other than as a plain assignment target."""
+    targets = set()
+    if isinstance(node, cst.Assign):
+        targets = {id(t.target) for t in node.targets if isinstance(t.target, cst.Name)}
+    return any(n.value == name and id(n) not in targets for n in _all_names(node))
+
+
+def _binds(small: cst.BaseSmallStatement, name: str) -> bool:
+    return isinstance(small, cst.Assign) and any(isinstance(t.target, cst.Name) and t.target.value == name
+                                                  for t in small.targets)

@@ -7,6 +7,7 @@ import libcst as cst
 from cslint.analysis.kinds import Tag
 from cslint.fixers.checks import remove_raising_check
 from cslint.fixers.masked_block import masked_block
+from cslint.fixers.masked_tail import early_return
 from cslint.fixers.where import if_to_where, ifexp_to_where, inplace_if_to_where
 from cslint.rules.base import Fix, Rule, RuleContext
 
@@ -50,6 +51,16 @@ def forward(self, x):
         "`if fsdp_in_use:`) stays, each of its branches masked the same way; a nested `if` on a tensor gets its "
         "own fix first, the block in the next pass. No fix when the block calls unknown code, draws random "
         "numbers, loops or returns."
+        " An early return on a tensor in the step's own body (`if sk_l1 == 0: return loss`, D-Adaptation, "
+        "Prodigy) becomes `proceed = torch.logical_not(...)` and the rest of the step runs every time, keeping "
+        "what it leaves behind only where `proceed` holds: in-place tensor updates through `copy_(torch.where"
+        "(proceed, new, old))`, stored entries and attributes through `torch.where` (an entry the step never "
+        "reads through `.get(key, new)`, as it may not exist yet); loops and `if`s on Python values stay. "
+        "Unsafe: the rest is computed on every step, stored Python numbers (a counter in a param group) "
+        "become tensors, and log lines in the rest are written also on the steps the original ended early. "
+        "No fix when the function does not end by returning the same value, or the rest calls unknown code, "
+        "updates state in place through a name, or loops on a tensor; an `if` on a tensor in the rest gets "
+        "its own fix first."
         " Conditions joined with `and`/`or` whose sides are both boolean tensors become "
         "`torch.logical_and`/`torch.logical_or` (both sides are evaluated, as the tensors have no side "
         "effects)."
@@ -105,7 +116,7 @@ class Clamp(nn.Module):
         keyword = "elif" if id(node) in elifs else "if"
         fix: Fix | None = None if keyword == "elif" else \
             if_to_where(node, ctx) or inplace_if_to_where(node, ctx) or masked_block(node, ctx) or \
-            remove_raising_check(node, ctx)
+            early_return(node, ctx) or remove_raising_check(node, ctx)
         what = ctx.kind(node.test).describe() if ctx.is_data_dependent(node.test) else "computed from a tensor"
         ctx.report(node.test, f"`{keyword} {ctx.code(node.test)}` branches on {what}: {FROZEN}; "
                               "compute both sides and select with torch.where", fix)
