@@ -262,3 +262,141 @@ def test_methods_called_through_a_dict_of_methods_are_traced(lint, target):
             return self.reduce(self.loss_map[self.kind](logits, labels))
     """
     assert codes(lint(code, target=target)) == [("WSC101", 16), ("WSC201", 21)]
+
+
+REGISTRY = """
+from collections.abc import MutableMapping
+
+
+class FunctionRegistry(MutableMapping):
+    _global_mapping = {}
+
+    def __init__(self):
+        self._local_mapping = {}
+
+    def __getitem__(self, key):
+        if key in self._local_mapping:
+            return self._local_mapping[key]
+        return self._global_mapping[key]
+
+    def __setitem__(self, key, value):
+        self._local_mapping[key] = value
+
+    def __delitem__(self, key):
+        del self._local_mapping[key]
+
+    def __iter__(self):
+        return iter({**self._global_mapping, **self._local_mapping})
+
+    def __len__(self):
+        return len(self._global_mapping.keys() | self._local_mapping.keys())
+"""
+
+MASKS = """
+import torch
+
+from attn.registry import FunctionRegistry
+
+
+def dense_mask(padding_mask, length):
+    if padding_mask.all():
+        return None
+    return padding_mask[:, None, :length]
+
+
+def blocked_mask(padding_mask, length):
+    return padding_mask.float().cumsum(-1).tolist()
+
+
+def eager_attention(q, k, v, mask):
+    return (q @ k.transpose(-1, -2)).softmax(-1) @ v
+
+
+def chunked_attention(q, k, v, mask):
+    n = int(mask.sum())
+    return eager_attention(q[:, :n], k[:, :n], v[:, :n], None)
+
+
+class MaskRegistry(FunctionRegistry):
+    _global_mapping = {"dense": dense_mask, "blocked": blocked_mask}
+
+    def get_interface(self, name, default):
+        if name is None:
+            raise KeyError(name)
+        return super().get(name, default)
+
+
+MASK_FUNCTIONS: MaskRegistry = MaskRegistry()
+ATTENTION_FUNCTIONS = {"chunked": chunked_attention}
+
+
+def sliding_mask(padding_mask, length):
+    return padding_mask.nonzero()
+"""
+
+
+@pytest.mark.parametrize("target", ("wsc", "compile"))
+def test_functions_called_through_a_module_level_registry_are_traced(lint, target):
+    """`MASK_FUNCTIONS[config.kind](...)` on a registry object built at module level (its class keeps a dict of
+    functions) and `ATTENTION_FUNCTIONS[name](...)` on a module-level dict, both imported by the model:
+    every function the registry holds is traced (#24 item 9, module-level registries)."""
+    model = """
+    import torch
+    from torch import nn
+
+    from attn.masks import ATTENTION_FUNCTIONS, MASK_FUNCTIONS, eager_attention
+
+
+    class Attention(nn.Module):
+        def __init__(self, config):
+            super().__init__()
+            self.config = config
+            self.qkv = nn.Linear(config.hidden, 3 * config.hidden)
+
+        def forward(self, x, padding_mask):
+            mask = MASK_FUNCTIONS[self.config.mask_kind](padding_mask, x.shape[1])
+            q, k, v = self.qkv(x).chunk(3, dim=-1)
+            attention = ATTENTION_FUNCTIONS.get(self.config.attention, eager_attention)
+            return attention(q, k, v, mask)
+    """
+    found = lint({"attn/__init__.py": "", "attn/registry.py": REGISTRY, "attn/masks.py": MASKS, "model.py": model},
+                 target=target)
+    assert sorted((d.path.name, d.code, d.line) for d in found) == [
+        ("masks.py", "WSC101", 7), ("masks.py", "WSC201", 13), ("masks.py", "WSC203", 21)]
+
+
+def test_a_registry_lookup_method_traces_the_registry_and_the_default(lint):
+    """`MASK_FUNCTIONS.get_interface(name, default)`, whose body is `super().get(name, default)`: the
+    registry's functions and the default."""
+    model = """
+    from torch import nn
+
+    from attn.masks import MASK_FUNCTIONS, sliding_mask
+
+
+    class Attention(nn.Module):
+        def __init__(self, kind):
+            super().__init__()
+            self.kind = kind
+
+        def forward(self, x, padding_mask):
+            mask_fn = MASK_FUNCTIONS.get_interface(self.kind, sliding_mask)
+            return x * mask_fn(padding_mask, x.shape[1])
+    """
+    found = lint({"attn/__init__.py": "", "attn/registry.py": REGISTRY, "attn/masks.py": MASKS, "model.py": model})
+    assert sorted((d.path.name, d.code, d.line) for d in found) == [
+        ("masks.py", "WSC101", 7), ("masks.py", "WSC201", 13), ("masks.py", "WSC501", 39)]
+
+
+def test_registry_functions_stay_quiet_when_no_traced_code_looks_them_up(lint):
+    """The registry alone, or looked up from a data-loading helper: nothing is traced, nothing reported."""
+    loader = """
+    from attn.masks import ATTENTION_FUNCTIONS, MASK_FUNCTIONS
+
+
+    def collate(batch, kind):
+        mask = MASK_FUNCTIONS[kind](batch["padding_mask"], 8)
+        return ATTENTION_FUNCTIONS["chunked"](batch["q"], batch["k"], batch["v"], mask)
+    """
+    found = lint({"attn/__init__.py": "", "attn/registry.py": REGISTRY, "attn/masks.py": MASKS, "data.py": loader})
+    assert found == []

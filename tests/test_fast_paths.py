@@ -158,6 +158,7 @@ if __name__ == "__main__":
     if True:
         optimizer = make()
         x: int = 1
+        registry: Registry = Registry()
     else:
         skipped = GPT()
 """
@@ -172,9 +173,10 @@ def test_assignments_parsed_alone_are_the_whole_files():
     whole = index_module(Path("train.py"), SCRIPT, tree, "train", False)
     def code(node: cst.CSTNode) -> str:
         return cst.Module([]).code_for_node(node).rstrip("; ")
-    # every assignment the whole tree's scan sees, bar the docstring constant, in the same order
-    expected = [code(a) for a in _toplevel_assignments(whole) if not code(a).startswith("HELP")]
-    assert expected[:2] == ["model = GPT(config)", "other = 1"] and len(expected) == 6
+    # every assignment the whole tree's scan sees, bar the constants, in the same order (annotated ones too)
+    expected = [code(a) for a in _toplevel_assignments(whole) if not code(a).startswith(("HELP", "x: int"))]
+    assert expected[:2] == ["model = GPT(config)", "other = 1"] and len(expected) == 7
+    assert expected[-1] == "registry: Registry = Registry()"
     assert [code(a) for a in _toplevel_assignments(info)] == expected
     assert top_level_alias(info, "torch") == module_level_alias(tree, "torch") == "T"
 

@@ -89,6 +89,9 @@ class ClassInfo:
     bases: list[str] = field(default_factory=list)  # qualified names of the base expressions
     methods: dict[str, FunctionInfo] = field(default_factory=dict)
     _node: cst.ClassDef | None = None
+    # class attributes bound to a dict of functions (`_global_mapping = {"sdpa": sdpa_attention}`): a
+    # registry its instances are subscripted for a function; the values' dotted names, as written
+    function_tables: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def node(self) -> cst.ClassDef:
@@ -115,6 +118,8 @@ class ModuleInfo:
     piece_parser: Callable[[str], cst.Module] | None = None
     top_level_imports: list[tuple[str, str | None]] | None = None  # (module, alias) of top-level `import`s
     object_assignments: list[Span] | None = None  # see `index_module_from_ast`
+    # module-level names bound to a dict of functions (`ATTENTION = {"eager": eager_attention}`); see ClassInfo
+    function_tables: dict[str, tuple[str, ...]] = field(default_factory=dict)
     # call expressions at module level (`torch.compile(fn)` marks fn as a root); None: not collected yet
     _toplevel_calls: list[cst.Call] | None = None
     may_have_toplevel_roots: bool = True
@@ -343,7 +348,30 @@ def index_module(path: Path, source: str, tree: cst.Module, name: str, is_packag
         elif isinstance(stmt, cst.FunctionDef):
             imports.add_definition(stmt.name.value)
             info.functions[stmt.name.value] = _index_function(stmt, info, None, f"{name}.{stmt.name.value}")
+        elif isinstance(stmt, cst.SimpleStatementLine):
+            _note_function_tables(stmt.body, info.function_tables)
     return info
+
+
+def _note_function_tables(statements: Sequence[cst.CSTNode], tables: dict[str, tuple[str, ...]]) -> None:
+    """`NAME = {"a": f, "b": mod.g}` (or annotated): NAME -> ("f", "mod.g"); any other binding of NAME
+    forgets it (the last binding wins, as at run time)."""
+    for stmt in statements:
+        if isinstance(stmt, cst.Assign):
+            targets, value = [t.target for t in stmt.targets], stmt.value
+        elif isinstance(stmt, cst.AnnAssign) and stmt.value is not None:
+            targets, value = [stmt.target], stmt.value
+        else:
+            continue
+        names = None
+        if isinstance(value, cst.Dict) and value.elements:
+            names = tuple(dotted_name(e.value) if isinstance(e, cst.DictElement) else None for e in value.elements)
+        for target in targets:
+            if isinstance(target, cst.Name):
+                if names is not None and all(names):
+                    tables[target.value] = names  # type: ignore[assignment]
+                else:
+                    tables.pop(target.value, None)
 
 
 def _index_function(node: cst.FunctionDef, module: ModuleInfo, cls: ClassInfo | None, qualname: str) -> FunctionInfo:
@@ -369,6 +397,8 @@ def _index_class(node: cst.ClassDef, module: ModuleInfo) -> ClassInfo:
     for stmt in body:
         if isinstance(stmt, cst.FunctionDef):
             info.methods[stmt.name.value] = _index_function(stmt, module, info, f"{qualname}.{stmt.name.value}")
+        elif isinstance(stmt, cst.SimpleStatementLine):
+            _note_function_tables(stmt.body, info.function_tables)
     return info
 
 
@@ -395,10 +425,14 @@ def index_module_from_ast(path: Path, source: str, tree: ast.Module, name: str, 
             for inner in stmt.body:
                 if isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     cls.methods[inner.name] = _ast_function(inner, info, cls, f"{cls.qualname}.{inner.name}", spans)
+                else:
+                    _note_ast_function_table(inner, cls.function_tables)
             info.classes[stmt.name] = cls
         elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             imports.add_definition(stmt.name)
             info.functions[stmt.name] = _ast_function(stmt, info, None, f"{name}.{stmt.name}", spans)
+        else:
+            _note_ast_function_table(stmt, info.function_tables)
     info.top_level_imports = [(a.name, a.asname) for stmt in tree.body if isinstance(stmt, ast.Import)
                               for a in stmt.names]
     if spans.usable:
@@ -444,20 +478,43 @@ def _object_assignments(body: list[ast.stmt]) -> list[ast.stmt]:
     """The statements holding the assignments that can bind a module-level object (`model = GPT(config)`,
     `m = model`), and those that rebind such a name to something else, at top level and in `if`
     blocks (not one-line `if`s): in the order they run. Docstring constants and the like are left out."""
-    found: list[ast.Assign] = []
+    found: list[ast.Assign | ast.AnnAssign] = []
 
     def scan(statements: list[ast.stmt]) -> None:
         for stmt in statements:
-            if isinstance(stmt, ast.Assign):
+            if isinstance(stmt, ast.Assign) or isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
                 found.append(stmt)
             elif isinstance(stmt, ast.If) and stmt.body and stmt.body[0].lineno > stmt.lineno:
                 scan(stmt.body)
 
     scan(body)
+
+    def targets(stmt: ast.Assign | ast.AnnAssign) -> list[ast.expr]:
+        return stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+
     binding = {t.id for a in found if isinstance(a.value, (ast.Call, ast.Name))
-               for t in a.targets if isinstance(t, ast.Name)}
+               for t in targets(a) if isinstance(t, ast.Name)}
     return [a for a in found if isinstance(a.value, (ast.Call, ast.Name))
-            or any(isinstance(t, ast.Name) and t.id in binding for t in a.targets)]
+            or any(isinstance(t, ast.Name) and t.id in binding for t in targets(a))]
+
+
+def _note_ast_function_table(stmt: ast.stmt, tables: dict[str, tuple[str, ...]]) -> None:
+    """`_note_function_tables` for an `ast` statement."""
+    if isinstance(stmt, ast.Assign):
+        targets, value = stmt.targets, stmt.value
+    elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+        targets, value = [stmt.target], stmt.value
+    else:
+        return
+    names = None
+    if isinstance(value, ast.Dict) and value.values and all(k is not None for k in value.keys):
+        names = tuple(_ast_dotted(v) for v in value.values)
+    for target in targets:
+        if isinstance(target, ast.Name):
+            if names is not None and all(names):
+                tables[target.id] = names  # type: ignore[assignment]
+            else:
+                tables.pop(target.id, None)
 
 
 def _ast_dotted(node: ast.expr) -> str | None:

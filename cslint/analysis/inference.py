@@ -23,7 +23,7 @@ from cslint.analysis.kinds import (
     sequence_of, tuple_of,
 )
 from cslint.analysis.project import Project
-from cslint.analysis.step_functions import global_kind
+from cslint.analysis.step_functions import function_table_kind, global_kind, imported_object_kind
 from cslint.analysis.walk import iter_nodes
 from cslint.analysis.tracing_guards import Guards, guard_text
 
@@ -177,6 +177,7 @@ class ProjectOracle:
         self._computing: set[str] = set()
         self._state_entries: dict[str, dict[str, Kind]] = {}
         self._own_state_entries: dict[str, dict[str, Kind | None]] = {}
+        self._function_tables: dict[str, Kind | None] = {}
 
     def return_kind(self, func: FunctionInfo) -> Kind | None:
         return self.returns.get(func.qualname)
@@ -208,6 +209,20 @@ class ProjectOracle:
 
     def instance_kind(self, cls: ClassInfo) -> Kind:
         return self.self_kind(cls)
+
+    def function_table(self, cls_name: str) -> Kind | None:
+        """What subscripting an instance gives when the class (or a base) keeps a dict of functions as a class
+        attribute (`_global_mapping = {"sdpa": sdpa_attention, ...}`): one of those functions."""
+        if cls_name not in self._function_tables:
+            cls = self.project.lookup_class(cls_name)
+            found: Kind | None = None
+            for klass in self.project.mro(cls) if cls is not None else ():
+                for values in klass.function_tables.values():
+                    kind = function_table_kind(self.project, klass.module, values)
+                    if kind is not None:
+                        found = kind if found is None else join(found, kind)
+            self._function_tables[cls_name] = found
+        return self._function_tables[cls_name]
 
     def attributes(self, cls_name: str) -> dict[str, Kind]:
         """Kinds of `self.<attr>` as the class's methods assign them (joined over all assignments)."""
@@ -744,6 +759,10 @@ class FunctionInference:
         if qualified is not None and isinstance(self.project.lookup(qualified), FunctionInfo):
             # `func = _single_tensor_sgd; func(...)`: remember which function, so the call is followed
             return obj("function", qualified)
+        if qualified is not None:  # an object built at the top of the module it is imported from
+            imported = imported_object_kind(self.project, qualified)
+            if imported is not None:
+                return imported
         # module-level objects (`model = Net()`) have their class; other globals, builtins, imports are static
         return global_kind(self.project, self.module, node.value)
 
@@ -846,7 +865,7 @@ class FunctionInference:
                 return TENSOR
             if base.role == "module":
                 return MODULE
-            return UNKNOWN
+            return self.oracle.function_table(base.cls) or UNKNOWN  # `ATTENTION_FUNCTIONS[name]`
         if base.tag is Tag.HOST:
             return HOST
         if base.tag is Tag.STATIC:
@@ -876,7 +895,7 @@ class FunctionInference:
         arg_kinds = [self.ev(arg.value, env) for arg in node.args]
         func = node.func
         qualified = self._is_import(func, env)
-        if qualified is not None:
+        if qualified is not None and not (isinstance(func, cst.Attribute) and self._imported_object(func.value, env)):
             self._record(func, STATIC)
             return self._call_qualified(qualified, node, arg_kinds, env)
         if isinstance(func, cst.Name) and func.value not in env:
@@ -884,6 +903,11 @@ class FunctionInference:
             return self._call_builtin(func.value, node, arg_kinds)
         if isinstance(func, cst.Attribute):
             method = func.attr.value
+            imported = self._imported_object(func.value, env) if qualified is not None else None
+            if imported is not None:  # `REGISTRY.get(...)` on an object imported from another module
+                self._record(func.value, imported)
+                self._record(func, UNKNOWN)
+                return self._call_method(node, imported, method, arg_kinds, env)
             if self._is_super_call(func.value):
                 return self._call_super(node, method, arg_kinds, env)
             receiver = self.ev(func.value, env)
@@ -891,6 +915,10 @@ class FunctionInference:
             return self._call_method(node, receiver, method, arg_kinds, env)
         callee = self.ev(func, env)
         return self._call_value(node, callee, arg_kinds, env)
+
+    def _imported_object(self, node: cst.BaseExpression, env: Env) -> Kind | None:
+        qualified = self._is_import(node, env)
+        return imported_object_kind(self.project, qualified) if qualified is not None else None
 
     def _call_qualified(self, qualified: str, node: cst.Call, arg_kinds: list[Kind], env: Env) -> Kind:
         target = self.project.lookup(qualified)
@@ -924,7 +952,19 @@ class FunctionInference:
                 return self._call_project_function(node, target, arg_kinds, receiver=receiver)
             if method == "forward" and self.project.is_module_class(cls):
                 return TENSOR
+            looked_up = self._function_table_get(cls.qualname, method, arg_kinds)
+            if looked_up is not None:  # `super().get(name, default)` in a registry's own lookup method
+                return looked_up
         return _fallback(arg_kinds)
+
+    def _function_table_get(self, cls_name: str, method: str, arg_kinds: list[Kind]) -> Kind | None:
+        """`registry.get(name, default)` on a mapping class whose entries are a dict of functions."""
+        if method not in ("get", "pop", "setdefault", "__getitem__"):
+            return None
+        table = self.oracle.function_table(cls_name)
+        if table is None:
+            return None
+        return join(table, arg_kinds[1]) if len(arg_kinds) > 1 else table
 
     def _call_method(self, node: cst.Call, receiver: Kind, method: str, arg_kinds: list[Kind],
                      env: Env) -> Kind:
@@ -941,6 +981,9 @@ class FunctionInference:
                 attr = self.oracle.attributes(receiver.cls).get(method)
                 if attr is not None:
                     return self._call_value(node, attr, arg_kinds)
+                looked_up = self._function_table_get(receiver.cls, method, arg_kinds)
+                if looked_up is not None:
+                    return looked_up
             return object_method_kind(receiver, method, arg_kinds)
         if receiver.tag is Tag.SEQUENCE:
             if method in ("items",):

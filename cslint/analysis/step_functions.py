@@ -29,7 +29,7 @@ import libcst as cst
 from cslint.analysis import torch_api as api
 from cslint.analysis.imports import dotted_name
 from cslint.analysis.index import FunctionInfo, ModuleInfo
-from cslint.analysis.kinds import MODULE, STATIC, TENSOR, UNKNOWN, Kind, Tag, obj
+from cslint.analysis.kinds import MODULE, STATIC, TENSOR, UNKNOWN, Kind, Tag, obj, sequence_of
 from cslint.analysis.project import Project
 
 if TYPE_CHECKING:
@@ -105,17 +105,18 @@ def expression_kind(project: Project, module: ModuleInfo, expr: cst.BaseExpressi
     return class_instance_kind(project, qualified)
 
 
-def _toplevel_assignments(module: ModuleInfo) -> list[cst.Assign]:
+def _toplevel_assignments(module: ModuleInfo) -> list[cst.Assign | cst.AnnAssign]:
     """Assignments at module level, including those under `if __name__ == "__main__":`. Read from just
     their lines when the file's index says where they are, so a file is not parsed whole for them."""
-    found: list[cst.Assign] = []
+    found: list[cst.Assign | cst.AnnAssign] = []
     spans = module.object_assignments
     statements = module.parse_pieces(spans) if spans is not None else None
 
     def scan(statements: object) -> None:
         for stmt in statements:  # type: ignore[attr-defined]
             if isinstance(stmt, cst.SimpleStatementLine):
-                found.extend(s for s in stmt.body if isinstance(s, cst.Assign))
+                found.extend(s for s in stmt.body if isinstance(s, cst.Assign)
+                             or isinstance(s, cst.AnnAssign) and s.value is not None)
             elif isinstance(stmt, cst.If) and isinstance(stmt.body, cst.IndentedBlock):
                 scan(stmt.body.body)
 
@@ -131,15 +132,38 @@ def module_objects(project: Project, module: ModuleInfo) -> dict[str, Kind]:
         return cached
     known: dict[str, Kind] = {}
     for assign in _toplevel_assignments(module):
+        assert assign.value is not None
         kind = expression_kind(project, module, assign.value, known)
-        for target in assign.targets:
-            if isinstance(target.target, cst.Name):
+        targets = [t.target for t in assign.targets] if isinstance(assign, cst.Assign) else [assign.target]
+        for target in targets:
+            if isinstance(target, cst.Name):
                 if kind is None:
-                    known.pop(target.target.value, None)
+                    known.pop(target.value, None)
                 else:
-                    known[target.target.value] = kind
+                    known[target.value] = kind
+    for name, values in module.function_tables.items():  # `ATTENTION = {"eager": eager_attention, ...}`
+        table = function_table_kind(project, module, values)
+        if table is not None:
+            known[name] = sequence_of(table)
     per_module[module] = known
     return known
+
+
+def function_table_kind(project: Project, module: ModuleInfo, values: tuple[str, ...]) -> Kind | None:
+    """What a value of a dict of functions is, called: one of the project's functions named (a call through
+    it is followed into each), None when it names none of them."""
+    found = [f.qualname for f in (project.lookup_function(module.imports.qualify(v)) for v in values)
+             if f is not None]
+    return obj("function", "|".join(sorted(set(found)))) if found else None
+
+
+def imported_object_kind(project: Project, qualified: str) -> Kind | None:
+    """`ALL_ATTENTION: AttentionRegistry = AttentionRegistry()` in the module an import names."""
+    module_name, _, name = qualified.rpartition(".")
+    module = project.lookup(module_name) if module_name else None
+    if not isinstance(module, ModuleInfo):
+        return None
+    return module_objects(project, module).get(name)
 
 
 def global_kind(project: Project, module: ModuleInfo, name: str) -> Kind:
