@@ -50,13 +50,15 @@ from cslint.runtime import OptimizerStep, Step
 
 def _lm_step(model, vocab, device):
     model = model.to(device).train()
-    ids = torch.randint(0, vocab, (2, 8), device=device)
+    ids = torch.randint(2, vocab, (2, 8), device=device)
+    mask = torch.ones(2, 8, dtype=torch.long, device=device)
+    mask[1, -2:] = 0  # one padded sequence, as in a real batch: the mask helpers cannot skip the mask
 
-    def step(input_ids):
-        out = model(input_ids=input_ids, labels=input_ids)
+    def step(input_ids, attention_mask):
+        out = model(input_ids=input_ids, attention_mask=attention_mask, labels=input_ids)
         out.loss.backward()
         return out.loss.detach()
-    return Step(step, [(ids,)])
+    return Step(step, [(ids, mask), (ids, mask)])
 
 
 def llama(device):
@@ -64,6 +66,15 @@ def llama(device):
     cfg = LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
                       num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64)
     return _lm_step(LlamaForCausalLM(cfg), 64, device)
+
+
+def mixtral(device):
+    from transformers import MixtralConfig, MixtralForCausalLM
+    # the default grouped-matmul experts kernel has no lazy-tensor implementation: the eager loop
+    cfg = MixtralConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+                        num_local_experts=4, num_experts_per_tok=2, experts_implementation="eager")
+    return _lm_step(MixtralForCausalLM(cfg), 64, device)
 
 
 def gpt2(device):
@@ -77,6 +88,32 @@ def bert(device):
     cfg = BertConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
                      num_attention_heads=4, max_position_embeddings=64)
     return _lm_step(BertForMaskedLM(cfg), 64, device)
+
+
+def t5(device):
+    from transformers import T5Config, T5ForConditionalGeneration
+    cfg = T5Config(vocab_size=64, d_model=32, d_kv=16, d_ff=64, num_layers=1, num_decoder_layers=1, num_heads=2,
+                   decoder_start_token_id=0, pad_token_id=0, eos_token_id=1)
+    return _lm_step(T5ForConditionalGeneration(cfg), 64, device)
+
+
+def whisper(device):
+    from transformers import WhisperConfig, WhisperForConditionalGeneration
+    cfg = WhisperConfig(vocab_size=64, num_mel_bins=8, d_model=32, encoder_layers=1, decoder_layers=1,
+                        encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=64,
+                        decoder_ffn_dim=64, max_source_positions=16, max_target_positions=16,
+                        decoder_start_token_id=0, pad_token_id=0, eos_token_id=1, bos_token_id=0,
+                        apply_spec_augment=True, mask_time_prob=0.2, mask_time_length=2, mask_feature_prob=0.2,
+                        mask_feature_length=2)
+    model = WhisperForConditionalGeneration(cfg).to(device).train()
+    features = torch.randn(2, 8, 32, device=device)
+    labels = torch.randint(2, 64, (2, 6), device=device)
+
+    def step(input_features, labels):
+        out = model(input_features=input_features, labels=labels)
+        out.loss.backward()
+        return out.loss.detach()
+    return Step(step, [(features, labels), (features, labels)])
 
 
 def _image_step(model, device, size=32):
@@ -117,6 +154,22 @@ def unet(device):
         loss.backward()
         return loss.detach()
     return Step(step, [(clean, noise, timesteps)])
+
+
+def ddpm(device):
+    """Sampling: the denoiser and the scheduler's step, over two timesteps."""
+    from diffusers import DDPMScheduler, UNet2DModel
+    model = UNet2DModel(sample_size=16, in_channels=3, out_channels=3, layers_per_block=1,
+                        block_out_channels=(16, 32), down_block_types=("DownBlock2D", "DownBlock2D"),
+                        up_block_types=("UpBlock2D", "UpBlock2D"), norm_num_groups=8).to(device).eval()
+    scheduler = DDPMScheduler(num_train_timesteps=100)
+    scheduler.set_timesteps(10)
+    sample = torch.randn(1, 3, 16, 16, device=device)
+
+    def step(x, t):
+        with torch.no_grad():
+            return scheduler.step(model(x, t).sample, t, x).prev_sample
+    return Step(step, [(sample, t.to(device)) for t in scheduler.timesteps[-3:]])
 
 
 def _tiny_params():
@@ -189,7 +242,8 @@ finally:
 print(json.dumps({path: sorted(lines) for path, lines in ran.items()}))
 '''
 
-TARGETS = ["llama", "gpt2", "bert", "resnet", "vit", "unet", "lion", "adan", "adabelief", "lamb", "radam"]
+TARGETS = ["llama", "mixtral", "gpt2", "bert", "t5", "whisper", "resnet", "vit", "unet", "ddpm", "lion", "adan",
+           "adabelief", "lamb", "radam"]
 
 
 def ensure_venv(venv: Path) -> Path:
@@ -204,8 +258,23 @@ def ensure_venv(venv: Path) -> Path:
     subprocess.run([*pip, TORCH], check=True)  # first, alone: the CPU build, not a CUDA one
     subprocess.run([*pip, *PACKAGES, TORCH], check=True)
     subprocess.run([*pip, "-e", str(REPO)], check=True)
+    _load_torchvision_without_its_ops(python)
     marker.write_text(wanted)
     return python
+
+
+def _load_torchvision_without_its_ops(python: Path) -> None:
+    """timm needs torchvision, and the registry's torchvision for torch 2.13 is a CUDA build: with the CPU
+    torch its C++ ops (nms, roi_align) do not load, and registering their fake kernels fails the import
+    (`operator torchvision::nms does not exist`). None of the steps measured calls those ops, so the
+    registrations are dropped in the scratch venv."""
+    if subprocess.run([str(python), "-c", "import torchvision"], capture_output=True).returncode == 0:
+        return
+    where = subprocess.run([str(python), "-c", "import importlib.util; print(importlib.util.find_spec("
+                            "'torchvision').submodule_search_locations[0])"], capture_output=True, text=True,
+                           check=True).stdout.strip()
+    Path(where, "_meta_registrations.py").write_text('"""Emptied by cslint\'s bench/realcode.py."""\n')
+    subprocess.run([str(python), "-c", "import torchvision"], check=True)
 
 
 def run_json(argv: list[str], timeout: float) -> object:
@@ -213,7 +282,8 @@ def run_json(argv: list[str], timeout: float) -> object:
     try:
         return json.loads(done.stdout)
     except json.JSONDecodeError:
-        raise RuntimeError(f"{' '.join(argv[:4])}...: exit {done.returncode}: {done.stderr[-1500:]}") from None
+        command = " ".join(a if "\n" not in a else "<script>" for a in argv[:6])
+        raise RuntimeError(f"{command}...: exit {done.returncode}: {done.stderr[-1500:]}") from None
 
 
 def package_files(python: Path) -> dict[str, Path]:
@@ -237,23 +307,39 @@ def measure_target(python: Path, factories: Path, name: str, target: str, timeou
     for f in static:
         static_sites.setdefault((str(Path(f["filename"]).resolve()), f["line"]), set()).add(f["code"][:4])
     in_scope = set(files)
-    sites = {(str(Path(f["path"]).resolve()), f["line"], f["code"][:4]) for f in report.get("findings", [])
+    sites = {(str(Path(f["path"]).resolve()), f["line"], f["code"][:4]): f["code"] for f in report.get("findings", [])
              if str(Path(f["path"]).resolve()) in in_scope}
     counts: Counter[str] = Counter()
+    listed: dict[str, list[str]] = {}
     seen: set[tuple[str, int]] = set()
-    for path, line, family in sites:
+    for (path, line, family), code in sorted(sites.items()):
         families = static_sites.get((path, line), set())
         # the static pass may name the statement that leads to the site: `if len(state) == 0:` for the
         # state created on the next line
         near = [(path, n) for n in range(line - NEAR_LINES, line + 1) if family in static_sites.get((path, n), ())]
         seen.update(near or [(path, line)])
-        counts["recalled" if near else "same line" if families else "missed"] += 1
+        verdict = "recalled" if near else "same line" if families else "missed"
+        counts[verdict] += 1
+        if verdict != "recalled":
+            listed.setdefault(verdict, []).append(f"{_short(path)}:{line} {code}")
     executed = {(str(Path(p).resolve()), line) for p, lines in ran.items() for line in lines}
-    for site in static_sites:
+    for site, families in sorted(static_sites.items()):
         if site not in seen:
-            counts["static: path not executed" if site not in executed else "static: wrong"] += 1
+            verdict = "static: path not executed" if site not in executed else "static: wrong"
+            counts[verdict] += 1
+            if verdict == "static: wrong":
+                listed.setdefault(verdict, []).append(f"{_short(site[0])}:{site[1]} {','.join(sorted(families))}")
     return {"target": target, "factory": name, "runtime_sites": len(sites), "error": report.get("error", "")[:300],
-            **counts}
+            **counts, "sites": listed}
+
+
+def _short(path: str) -> str:
+    """The path from the package's directory on (`transformers/models/llama/modeling_llama.py`)."""
+    parts = Path(path).parts
+    for i, part in enumerate(parts):
+        if part in SCOPES:
+            return "/".join(parts[i:])
+    return path
 
 
 def main() -> None:
@@ -275,7 +361,7 @@ def main() -> None:
             try:
                 row = measure_target(python, factories, name, target, args.timeout)
             except (RuntimeError, subprocess.TimeoutExpired) as exc:
-                row = {"target": target, "factory": name, "error": str(exc)[:300]}
+                row = {"target": target, "factory": name, "error": str(exc)[-800:]}
             rows.append(row)
             print(json.dumps(row), flush=True)
     for target in args.targets.split(","):
