@@ -7,6 +7,7 @@ import libcst as cst
 from cslint.analysis.kinds import Tag
 from cslint.fixers.checks import remove_raising_check
 from cslint.fixers.masked_block import masked_block
+from cslint.fixers.first_match import first_match
 from cslint.fixers.masked_tail import early_return
 from cslint.fixers.where import if_to_where, ifexp_to_where, inplace_if_to_where
 from cslint.rules.base import Fix, Rule, RuleContext
@@ -61,6 +62,11 @@ def forward(self, x):
         "No fix when the function does not end by returning the same value, or the rest calls unknown code, "
         "updates state in place through a name, or loops on a tensor; an `if` on a tensor in the rest gets "
         "its own fix first."
+        " A return from inside a loop over a static sequence on a tensor test (AdamP's projection: the first "
+        "view whose similarity is small) becomes a masked update per iteration: `found` is the test and no "
+        "earlier match, the block's results are kept where `found` holds, and the function's final `return` "
+        "of the same value stays (unsafe: every iteration runs, including the statements before the test "
+        "after a match, which may call the class's own helpers the loop iterates over)."
         " Conditions joined with `and`/`or` whose sides are both boolean tensors become "
         "`torch.logical_and`/`torch.logical_or` (both sides are evaluated, as the tensors have no side "
         "effects)."
@@ -116,7 +122,7 @@ class Clamp(nn.Module):
         keyword = "elif" if id(node) in elifs else "if"
         fix: Fix | None = None if keyword == "elif" else \
             if_to_where(node, ctx) or inplace_if_to_where(node, ctx) or masked_block(node, ctx) or \
-            early_return(node, ctx) or remove_raising_check(node, ctx)
+            early_return(node, ctx) or first_match(node, ctx) or remove_raising_check(node, ctx)
         what = ctx.kind(node.test).describe() if ctx.is_data_dependent(node.test) else "computed from a tensor"
         ctx.report(node.test, f"`{keyword} {ctx.code(node.test)}` branches on {what}: {FROZEN}; "
                               "compute both sides and select with torch.where", fix)
