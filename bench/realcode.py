@@ -15,17 +15,19 @@ backend, `compile`: dynamo) runs:
 
 Recall is the share of runtime sites (file, line) where the static pass reports a finding of the same
 family (WSC1, WSC2, ...) on that line or up to three lines above it (the static pass names the `if` that
-creates optimizer state, the runtime the assignment under it); a finding of another family on the line
-counts as "same line". Static
-findings the runtime did not see are "path not executed" when their line never ran in the step (a code
-path this configuration does not take: another attention implementation, a flag left off), else "wrong"
-(the line ran and nothing broke: a false alarm, or a runtime backend that does not see that kind).
+creates optimizer state, the runtime the assignment under it; a WSC3 site anywhere in the block of an
+`if` with a static WSC3 finding counts too); a finding of another family on the line counts as "same
+line". Static findings the runtime did not see are "path not executed" when their line never ran in the
+step (a code path this configuration does not take: another attention implementation, a flag left off),
+else "wrong" (the line ran and nothing broke: a false alarm, or a runtime backend that does not see that
+kind).
 Not part of the test suite: it needs the network for the install and minutes per target.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import subprocess
 import sys
@@ -317,6 +319,8 @@ def measure_target(python: Path, factories: Path, name: str, target: str, timeou
         # the static pass may name the statement that leads to the site: `if len(state) == 0:` for the
         # state created on the next line
         near = [(path, n) for n in range(line - NEAR_LINES, line + 1) if family in static_sites.get((path, n), ())]
+        if not near and family == "WSC3":  # state created anywhere in the block of the `if` the static pass names
+            near = [(path, n) for n in _enclosing_ifs(path, line) if family in static_sites.get((path, n), ())]
         seen.update(near or [(path, line)])
         verdict = "recalled" if near else "same line" if families else "missed"
         counts[verdict] += 1
@@ -331,6 +335,16 @@ def measure_target(python: Path, factories: Path, name: str, target: str, timeou
                 listed.setdefault(verdict, []).append(f"{_short(site[0])}:{site[1]} {','.join(sorted(families))}")
     return {"target": target, "factory": name, "runtime_sites": len(sites), "error": report.get("error", "")[:300],
             **counts, "sites": listed}
+
+
+def _enclosing_ifs(path: str, line: int) -> list[int]:
+    """The lines of the `if` statements whose body holds `line` (`if len(state) == 0:` above the keys it creates)."""
+    try:
+        tree = ast.parse(Path(path).read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, ValueError):
+        return []
+    return [node.lineno for node in ast.walk(tree) if isinstance(node, ast.If) and node.body
+            and node.body[0].lineno <= line <= (node.body[-1].end_lineno or node.lineno)]
 
 
 def _short(path: str) -> str:
