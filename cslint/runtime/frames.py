@@ -61,6 +61,7 @@ def is_plumbing(filename: str) -> bool:
 
 
 _LIBRARY_CODE: dict[CodeType, bool] = {}  # a stack walk per traced op: decide once per code object
+_PLUMBING_CODE: dict[CodeType, bool] = {}
 
 
 def _is_library_code(code: CodeType, torch_dir: str) -> bool:
@@ -70,14 +71,21 @@ def _is_library_code(code: CodeType, torch_dir: str) -> bool:
     return known
 
 
+def _is_plumbing_code(code: CodeType) -> bool:
+    known = _PLUMBING_CODE.get(code)
+    if known is None:
+        known = _PLUMBING_CODE[code] = is_plumbing(code.co_filename)
+    return known
+
+
 def call_chain(frame: FrameType | None) -> tuple[str, ...]:
     """Every frame of the step from its function down to `frame`, without this checker's and dispatch frames."""
     frames: list[str] = []
     while frame is not None:
         code = frame.f_code
-        if is_plumbing(code.co_filename) and code.co_name in _STEP_CALLERS:
+        if _is_plumbing_code(code) and code.co_name in _STEP_CALLERS:
             break
-        if not code.co_filename.startswith("<") and not is_plumbing(code.co_filename):
+        if not code.co_filename.startswith("<") and not _is_plumbing_code(code):
             frames.append(f"{os.path.abspath(code.co_filename)}:{frame.f_lineno} in {code.co_name}")
         frame = frame.f_back
     return tuple(reversed(frames))
@@ -93,13 +101,13 @@ def user_frame(start: FrameType | None = None, also_skip: tuple[str, ...] = (),
     found = outermost = None
     while frame is not None:
         code = frame.f_code
-        if is_plumbing(code.co_filename) and code.co_name in _STEP_CALLERS:
+        if _is_plumbing_code(code) and code.co_name in _STEP_CALLERS:
             break
         if found is None:
             if not _is_library_code(code, torch_dir) and \
                     not (also_skip and os.path.abspath(code.co_filename) in also_skip):
                 found = frame
-            elif not is_plumbing(code.co_filename) and not code.co_filename.startswith("<"):
+            elif not _is_plumbing_code(code) and not code.co_filename.startswith("<"):
                 outermost = frame
         elif code.co_filename.startswith(_LOGGING_DIR):
             found = None

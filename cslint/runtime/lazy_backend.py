@@ -20,6 +20,7 @@ from torch.utils._pytree import tree_leaves, tree_map
 
 from cslint.runtime.classify import KIND_DEFAULTS, classify, state_created_in_step
 from cslint.runtime.findings import RuntimeFinding, RuntimeReport
+from cslint.runtime.on_device import REPLACEMENTS
 from cslint.runtime.frames import UserFrame, call_chain, instruction_span, is_plumbing, user_frame
 from cslint.runtime.targets import Step
 
@@ -77,27 +78,6 @@ _BOOKKEEPING = {aten.detach_copy.default, aten.detach.default, aten.alias_copy.d
 _HOST_READS = {aten._local_scalar_dense.default, aten._to_copy.default, aten.copy_.default}
 
 
-def _split_with_sizes(tensor: torch.Tensor, sizes: list[int], dim: int = 0) -> list[torch.Tensor]:
-    starts = [sum(sizes[:i]) for i in range(len(sizes))]
-    return [aten.slice_copy.Tensor(tensor, dim, start, start + size) for start, size in zip(starts, sizes)]
-
-
-def _split(tensor: torch.Tensor, size: int, dim: int = 0) -> list[torch.Tensor]:
-    length = tensor.shape[dim]
-    return _split_with_sizes(tensor, [min(size, length - start) for start in range(0, length, size)] or [0], dim)
-
-
-def _unbind(tensor: torch.Tensor, dim: int = 0) -> list[torch.Tensor]:
-    return [aten.select_copy.int(tensor, dim, index) for index in range(tensor.shape[dim])]
-
-
-# The lazy backend has no kernels for these: they fall back to the CPU and return CPU tensors. Built from
-# slices they stay on the device.
-_ON_DEVICE = {aten.split_copy.Tensor: _split, aten.split_with_sizes_copy.default: _split_with_sizes,
-              aten.unbind_copy.int: _unbind, aten.unsafe_split.Tensor: _split,
-              aten.unsafe_split_with_sizes.default: _split_with_sizes}
-
-
 def _functional(value: Any) -> Any:
     if isinstance(value, torch.Tensor) and value.device.type == "lazy" and not torch._is_functional_tensor(value):
         return torch._to_functional_tensor(value)
@@ -122,7 +102,7 @@ class Watcher(TorchDispatchMode):
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple[Any, ...] = (),
                            kwargs: dict[str, Any] | None = None) -> Any:
         kwargs = kwargs or {}
-        out = _ON_DEVICE[func](*args, **kwargs) if func in _ON_DEVICE else func(*args, **kwargs)
+        out = REPLACEMENTS.get(func, func)(*args, **kwargs)
         inputs = [t for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
         if not inputs:
             # Under a dispatch mode, a factory op's lazy result skips functionalization, and a view of it

@@ -1,0 +1,63 @@
+"""Ops the TorchScript lazy backend lacks run on the device under the checker, with the op's own values."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+
+import torch  # noqa: E402
+import torch._lazy.metrics  # noqa: E402
+
+from cslint.runtime.findings import RuntimeReport  # noqa: E402
+from cslint.runtime.lazy_backend import Watcher, init, run_lazy  # noqa: E402
+from cslint.runtime.targets import build, load_factory  # noqa: E402
+
+STEPS = Path(__file__).parent / "targets" / "traced_steps.py"
+
+
+def on_lazy(fn, *tensors):
+    """`fn` under the checker's dispatch mode on lazy copies of `tensors`, brought back to the CPU."""
+    init()
+    with Watcher(RuntimeReport("t")):
+        out = fn(*(t.to("lazy") for t in tensors))
+    return out.to("cpu")
+
+
+CASES = {
+    "lerp scalar": (lambda a, b: torch.lerp(a, b, 0.1), (torch.randn(3, 4), torch.randn(3, 4))),
+    "lerp tensor": (lambda a, b: torch.lerp(a, b, torch.full((4,), 0.7, device=a.device)),
+                    (torch.randn(3, 4), torch.randn(3, 4))),
+    "where broadcast, promoted, inf and nan on the side not chosen": (
+        lambda c, a, b: torch.where(c > 0, a, b.double()),
+        (torch.tensor([[1.0], [-1.0]]), torch.tensor([1.0, -math.inf, 3.0]), torch.tensor([math.nan, 2.0, math.inf]))),
+    "where with -inf chosen": (lambda c, a: torch.where(c > 0, a, torch.zeros_like(a)),
+                               (torch.tensor([1.0, -1.0]), torch.tensor([-math.inf, math.nan]))),
+    "isneginf": (torch.isneginf, (torch.tensor([-math.inf, math.inf, 0.0, math.nan]),)),
+    "all over a dim": (lambda m: m.all(dim=1), (torch.tensor([[True, True], [True, False]]),)),
+    "all keepdim on ints": (lambda m: torch.all(m, dim=0, keepdim=True), (torch.tensor([[1, 0], [2, 3]]),)),
+    "sin": (torch.sin, (torch.linspace(-10, 10, 50),)),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_replacement_gives_the_ops_values(name: str) -> None:
+    fn, tensors = CASES[name]
+    expected = fn(*tensors)
+    got = on_lazy(fn, *tensors)
+    assert got.dtype == expected.dtype and got.shape == expected.shape
+    assert torch.allclose(got, expected, atol=1e-5, equal_nan=True), (got, expected)
+
+
+def test_adamw_step_runs_on_the_device_without_executing_the_graph_per_parameter() -> None:
+    """The backend's CPU fallback for `lerp` executed the whole pending graph once per parameter and step."""
+    init()
+    step = build(load_factory(f"{STEPS}:adamw_step"), "lazy")
+    torch._lazy.metrics.reset()
+    run_lazy(step, RuntimeReport("adamw"))
+    fallbacks = {name: torch._lazy.metrics.counter_value(name) for name in torch._lazy.metrics.counter_names()
+                 if name.startswith("aten::")}
+    assert set(fallbacks) <= {"aten::_local_scalar_dense"}, fallbacks  # AdamW's `.item()`: a finding of its own
