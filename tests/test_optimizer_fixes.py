@@ -164,12 +164,21 @@ class Averaged(torch.optim.Optimizer):
 
 @pytest.mark.parametrize("flag", ["pass", "first = len(state) == 0"])
 def test_no_preinitialize_fix_when_state_starts_from_gradient_values_or_a_flag_has_no_counter(tmp_path, flag):
-    # `copy.deepcopy(grad)` is not a clone preinitialize can rebuild (it used to become deepcopy(p), the
-    # parameter's values); a first-step flag needs a counter created at 0 to be kept
+    # state computed from the gradient's values has no gradient-free equivalent; a first-step flag needs a
+    # counter created at 0 to be kept
     code = GRAD_VALUES_OPTIMIZER.replace("{flag}", flag)
-    if flag != "pass":
-        code = code.replace("copy.deepcopy(grad)", "torch.zeros_like(p)")
+    code = code.replace("copy.deepcopy(grad)", "grad.abs()" if flag == "pass" else "torch.zeros_like(p)")
     result, texts = run_linter(tmp_path, {"opt.py": code}, fix=True, unsafe=True)
     lazy = [d for d in result.diagnostics if d.code == "WSC301"]
     assert lazy and all(d.fix is None for d in lazy)
     assert "preinitialize" not in texts["opt.py"]
+
+
+def test_a_deepcopy_of_the_gradient_is_a_clone(tmp_path):
+    # like `grad.clone()`: a zero buffer (unsafe), never `copy.deepcopy(p)` (the parameter's values)
+    code = GRAD_VALUES_OPTIMIZER.replace("{flag}", "pass")
+    result, texts = run_linter(tmp_path, {"opt.py": code}, fix=True, unsafe=True)
+    assert 'state["avg_grad"] = torch.zeros_like(p)' in texts["opt.py"]
+    assert "deepcopy" not in texts["opt.py"].split("def step")[0]
+    _, safe = run_linter(tmp_path / "safe", {"opt.py": code}, fix=True)
+    assert "preinitialize" not in safe["opt.py"]  # only with --unsafe-fixes

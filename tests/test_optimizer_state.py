@@ -309,9 +309,20 @@ def test_a_zero_dim_entry_stored_every_step_is_created_in_preinitialize(lint) ->
     assert finding.fix is not None and finding.fix.applicability == "unsafe"
 
 
+def test_a_gradient_copied_on_the_first_step_only_is_created_in_preinitialize(fix) -> None:
+    code = STORED.format(store='grad = p.grad.data\n                if group["lr"] > 0:\n'
+                               '                    state["prev"] = grad.clone()')
+    fixed = fix(code, unsafe=True)
+    assert 'self.state[p]["prev"] = torch.zeros_like(p)' in fixed
+    assert 'state["prev"].copy_(torch.where(torch.as_tensor(group["lr"] > 0), grad, state["prev"]))' in fixed
+
+
 @pytest.mark.parametrize("store", [
     'state["last"] = p.grad * 2',  # not zero-dimensional: its shape is not known to preinitialize()
     'if group["lr"] > 0:\n                    state["norm"] = p.grad.norm()',  # not stored on every step
+    'if group["lr"] > 0:\n                    state["prev"] = p.grad * 2',  # under a condition, not a copy
+    'if group["lr"] > 0:\n                    state["prev"] = p.grad.clone()\n'
+    '                else:\n                    state["prev"] = p.clone()',  # an else branch
 ])
 def test_entries_preinitialize_cannot_create_keep_no_fix(lint, store) -> None:
     found = [d for d in lint(STORED.format(store=store)) if d.code == "WSC302"]

@@ -274,9 +274,12 @@ class _FromParameter(cst.CSTTransformer):
                                                     and node.value.value == self.param)
 
     def _is_grad_copy(self, node: cst.BaseExpression) -> bool:
-        """`grad.clone()`, `torch.clone(grad).detach()`, `grad.detach().clone()` ..."""
+        """`grad.clone()`, `torch.clone(grad).detach()`, `grad.detach().clone()`, `copy.deepcopy(grad)` ..."""
         if self._is_grad(node):
             return True
+        if isinstance(node, cst.Call) and len(node.args) == 1 and dotted_name(node.func) in ("copy.deepcopy",
+                                                                                             "deepcopy"):
+            return self._is_grad_copy(node.args[0].value)
         if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in CLONES:
             head = node.func.value
             if dotted_name(head) == self.torch_name and node.args:

@@ -75,14 +75,17 @@ def preinitialized_entry(node: cst.Assign, target: cst.Subscript, ctx: RuleConte
     if cls is None or key is None or "preinitialize" not in cls.methods or len(node.targets) != 1:
         return None
     found = _param_loop(cls.methods["preinitialize"].node)
-    if found is None or not zero_dim_value(node.value, ctx):
+    if found is None:
         return None
     loop, param = found
     step = ctx.traced.func.node
     chain = next((c for s, c in _walk(_body(step.body), (step,))
                   if isinstance(s, cst.SimpleStatementLine) and node in s.body), None)
-    if chain is None or not isinstance(chain[-1], cst.For) or not isinstance(chain[-1].iter, cst.Subscript) or \
-            string_key(chain[-1].iter) != "params":
+    if chain is not None and isinstance(chain[-1], cst.If):
+        return _first_step_copy(node, target, chain, loop, param, ctx)
+    if not zero_dim_value(node.value, ctx):
+        return None
+    if chain is None or not _in_param_loop(chain[-1]):
         return None  # stored conditionally or outside the loop over the parameters
     torch, imports = ctx.torch_name()
     create = cst.parse_statement(f'self.state[{param}]["{key}"] = {torch}.zeros((), device={param}.device)\n')
@@ -91,3 +94,57 @@ def preinitialized_entry(node: cst.Assign, target: cst.Subscript, ctx: RuleConte
     return Fix("unsafe", f"Create `{ctx.code(target)}` in preinitialize() as a zero-dimensional tensor and copy "
                          "each step's value into it; unsafe: the entry exists (as zero) before the first step",
                [(node, copy), (loop, new_loop)], imports)
+
+
+def _in_param_loop(node: cst.CSTNode) -> bool:
+    return isinstance(node, cst.For) and isinstance(node.iter, cst.Subscript) and string_key(node.iter) == "params"
+
+
+def _gradient(expr: cst.BaseExpression, ctx: RuleContext) -> cst.BaseExpression | None:
+    """`grad.clone()` / `p.grad.detach().clone()` / `torch.clone(grad)`, with `grad = p.grad(.data)`: the
+    gradient expression without the copy, else None."""
+    if isinstance(expr, cst.Call) and not expr.args and isinstance(expr.func, cst.Attribute) and \
+            expr.func.attr.value == "clone":
+        inner = expr.func.value
+    elif isinstance(expr, cst.Call) and len(expr.args) == 1 and ctx.resolve(expr.func) == "torch.clone":
+        inner = expr.args[0].value
+    else:
+        return None
+    base = inner
+    while isinstance(base, cst.Call) and isinstance(base.func, cst.Attribute) and not base.args and \
+            base.func.attr.value == "detach":
+        base = base.func.value
+    values = (assignments(ctx).get(base.value) or [None]) if isinstance(base, cst.Name) else [base]
+    return inner if all(v is not None and _is_grad(v) for v in values) else None  # every `grad = p.grad.data`
+
+
+def _is_grad(expr: cst.BaseExpression) -> bool:
+    while isinstance(expr, cst.Attribute) and expr.attr.value == "data":
+        expr = expr.value
+    return isinstance(expr, cst.Attribute) and expr.attr.value == "grad"
+
+
+def _first_step_copy(node: cst.Assign, target: cst.Subscript, chain: tuple[cst.CSTNode, ...], loop: cst.For,
+                     param: str, ctx: RuleContext) -> Fix | None:
+    """`if state["step"] == 0: state["pre_grad"] = grad.clone()` (Adan: the previous gradient starts as the
+    first one) -> `state["pre_grad"].copy_(torch.where(state["step"] == 0, grad, state["pre_grad"]))`, the
+    entry created as `torch.zeros_like(p)` in preinitialize()."""
+    from cslint.fixers.where import _condition
+
+    guard = chain[-1]
+    assert isinstance(guard, cst.If)
+    gradient = _gradient(node.value, ctx)
+    if gradient is None or guard.orelse is not None or len(chain) < 2 or not _in_param_loop(chain[-2]) or \
+            len(_body(guard.body)) != 1:
+        return None
+    torch, imports = ctx.torch_name()
+    key = string_key(target)
+    create = cst.parse_statement(f'self.state[{param}]["{key}"] = {torch}.zeros_like({param})\n')
+    new_loop = loop.with_changes(body=loop.body.with_changes(body=[*_body(loop.body), create]))
+    where = cst.Call(cst.Attribute(cst.Name(torch), cst.Name("where")),
+                     [cst.Arg(_condition(guard.test, ctx, torch)), cst.Arg(gradient), cst.Arg(target)])
+    copy = cst.SimpleStatementLine([cst.Expr(cst.Call(cst.Attribute(target, cst.Name("copy_")), [cst.Arg(where)]))],
+                                   leading_lines=guard.leading_lines)
+    return Fix("unsafe", f"Create `{ctx.code(target)}` in preinitialize() as zeros shaped like the parameter and "
+                         f"copy the gradient into it where `{ctx.code(guard.test)}` holds; unsafe: the entry "
+                         "exists (as zeros) before the first step", [(guard, copy), (loop, new_loop)], imports)
