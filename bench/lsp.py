@@ -16,7 +16,8 @@ says the cache is up to date (the workspace is warm). The file is by default the
 `modeling_*.py` with a `forward`. Each edit inserts (then changes) one line at the top of that
 `forward`'s body and waits for the diagnostics of that document version; the debounce is the
 server's default unless `--debounce` is given. Prints one table, with the load average before and
-after (the figures depend on it); nothing is asserted.
+after (the figures depend on it) and the server's CPU time per edit (which depends on it less);
+nothing is asserted.
 """
 
 from __future__ import annotations
@@ -54,6 +55,13 @@ def forward_body_line(text: str) -> tuple[int, str]:
             first = node.body[0]
             return first.lineno - 1, " " * first.col_offset
     raise SystemExit("no forward with a body")
+
+
+def cpu_seconds(pid: int) -> float:
+    """The process's CPU time so far (user + system): on a shared machine, steadier than wall time."""
+    with open(f"/proc/{pid}/stat", encoding="ascii") as handle:
+        fields = handle.read().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def peak_mb(pid: int) -> tuple[float, float]:
@@ -109,6 +117,8 @@ async def measure(root: Path, file: Path, edits: int, debounce: str | None) -> d
     warmed = time.perf_counter() - opened
     line, indent = forward_body_line(text)
     latencies = []
+    server = client._server
+    cpu_before = cpu_seconds(server.pid) if server is not None else 0.0
     for i in range(edits):
         version = i + 2
         start = types.Position(line=line, character=0)
@@ -123,7 +133,7 @@ async def measure(root: Path, file: Path, edits: int, debounce: str | None) -> d
         client.text_document_did_change(types.DidChangeTextDocumentParams(
             text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version), content_changes=[change]))
         latencies.append(await wait_for(version) - sent)
-    server = client._server
+    cpu = (cpu_seconds(server.pid) - cpu_before) / edits if server is not None else 0.0
     rss, hwm = peak_mb(server.pid) if server is not None else (0.0, 0.0)
     await client.shutdown_async(None)
     client.exit(None)
@@ -131,7 +141,8 @@ async def measure(root: Path, file: Path, edits: int, debounce: str | None) -> d
     latencies.sort()
     p95 = latencies[max(0, math.ceil(len(latencies) * 0.95) - 1)]
     return {"start": opened - started, "first": first, "warm": warmed, "findings": findings,
-            "p50": statistics.median(latencies), "p95": p95, "max": latencies[-1], "rss": rss, "hwm": hwm}
+            "p50": statistics.median(latencies), "p95": p95, "max": latencies[-1], "cpu": cpu, "rss": rss,
+            "hwm": hwm}
 
 
 def main() -> None:
@@ -181,6 +192,7 @@ def report(found: dict[str, object], file: Path, name: Path, project: str, cache
     print(f"{'didChange -> diagnostics p50':<36} {found['p50']:8.3f} s")
     print(f"{'didChange -> diagnostics p95':<36} {found['p95']:8.3f} s")
     print(f"{'didChange -> diagnostics max':<36} {found['max']:8.3f} s")
+    print(f"{'server CPU time per edit (mean)':<36} {found['cpu']:8.3f} s")
     print(f"{'server memory (now / peak)':<36} {found['rss']:8.0f} / {found['hwm']:.0f} MB")
     print(f"{'load average (1 min) before / after':<36} {before:8.1f} / {after:.1f}  ({os.cpu_count()} cores)")
 
