@@ -400,3 +400,63 @@ def test_registry_functions_stay_quiet_when_no_traced_code_looks_them_up(lint):
     """
     found = lint({"attn/__init__.py": "", "attn/registry.py": REGISTRY, "attn/masks.py": MASKS, "data.py": loader})
     assert found == []
+
+
+PROPERTY_LOSS = """
+import logging
+
+import torch
+from torch import nn
+
+logger = logging.getLogger(__name__)
+
+
+def masked_loss(logits, labels):
+    valid = labels >= 0
+    return nn.functional.cross_entropy(logits[valid], labels[valid])
+
+
+def plain_loss(logits, labels):
+    return nn.functional.cross_entropy(logits, labels)
+
+
+LOSSES = {"masked": masked_loss, "plain": plain_loss}
+
+
+class Classifier(nn.Module):
+    def __init__(self, loss_type):
+        super().__init__()
+        self.loss_type = loss_type
+        self.proj = nn.Linear(4, 4)
+
+    @property
+    def loss_function(self):
+        if hasattr(self, "_loss_function"):
+            return self._loss_function
+        loss_type = self.loss_type
+        if loss_type not in LOSSES:
+            logger.warning(f"unknown loss {loss_type}, using the plain one")
+            loss_type = "plain"
+        return LOSSES[loss_type]
+
+    @loss_function.setter
+    def loss_function(self, value):
+        self._loss_function = value
+
+    def forward(self, x, labels):
+        loss = self.loss_function(self.proj(x), labels)
+        if loss > 10:
+            loss = loss.clamp(max=10)
+        return loss
+"""
+
+
+@pytest.mark.parametrize("target", ("wsc", "compile"))
+def test_a_property_getter_is_followed_and_its_result_called(lint, target):
+    """`self.loss_function(logits, labels)` on a property whose setter is defined after it: the getter (not the
+    setter) is traced, and the function it returns is called with the arguments, so the loss is a tensor."""
+    found = codes(lint(PROPERTY_LOSS, target=target))
+    expected = [("WSC502", 11), ("WSC502", 11), ("WSC101", 43)]
+    if target == "compile":  # any log in the compiled step is a graph break
+        expected.insert(2, ("WSC701", 33))
+    assert found == expected

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ast
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -79,6 +79,10 @@ class FunctionInfo:
     @property
     def is_static_method(self) -> bool:
         return any(d.split(".")[-1] == "staticmethod" for d in self.decorators)
+
+    @property
+    def is_property(self) -> bool:
+        return any(d.split(".")[-1] in ("property", "cached_property") for d in self.decorators)
 
 
 @dataclass(eq=False)
@@ -168,7 +172,8 @@ class ModuleInfo:
                 cls._node = stmt
                 body = stmt.body.body if isinstance(stmt.body, cst.IndentedBlock) else ()
                 for inner in body:
-                    if isinstance(inner, cst.FunctionDef) and inner.name.value in cls.methods:
+                    if isinstance(inner, cst.FunctionDef) and inner.name.value in cls.methods and not _is_accessor(
+                            inner.name.value, (dotted_name(d.decorator) for d in inner.decorators)):
                         _give_node(cls.methods[inner.name.value], inner)
             elif isinstance(stmt, cst.FunctionDef) and stmt.name.value in self.functions:
                 _give_node(self.functions[stmt.name.value], stmt)
@@ -353,6 +358,11 @@ def index_module(path: Path, source: str, tree: cst.Module, name: str, is_packag
     return info
 
 
+def _is_accessor(name: str, decorators: Iterable[str | None]) -> bool:
+    """`@loss_function.setter` / `.deleter`: the property's other accessors; `loss_function` stays the getter."""
+    return any(d in (f"{name}.setter", f"{name}.deleter") for d in decorators)
+
+
 def _note_function_tables(statements: Sequence[cst.CSTNode], tables: dict[str, tuple[str, ...]]) -> None:
     """`NAME = {"a": f, "b": mod.g}` (or annotated): NAME -> ("f", "mod.g"); any other binding of NAME
     forgets it (the last binding wins, as at run time)."""
@@ -396,6 +406,9 @@ def _index_class(node: cst.ClassDef, module: ModuleInfo) -> ClassInfo:
     body = node.body.body if isinstance(node.body, cst.IndentedBlock) else ()
     for stmt in body:
         if isinstance(stmt, cst.FunctionDef):
+            if stmt.name.value in info.methods and _is_accessor(stmt.name.value, (
+                    dotted_name(d.decorator) for d in stmt.decorators)):
+                continue
             info.methods[stmt.name.value] = _index_function(stmt, module, info, f"{qualname}.{stmt.name.value}")
         elif isinstance(stmt, cst.SimpleStatementLine):
             _note_function_tables(stmt.body, info.function_tables)
@@ -424,6 +437,8 @@ def index_module_from_ast(path: Path, source: str, tree: ast.Module, name: str, 
                             bases=[imports.qualify(d) for d in map(_ast_base, stmt.bases) if d is not None])
             for inner in stmt.body:
                 if isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    if inner.name in cls.methods and _is_accessor(inner.name, map(_ast_dotted, inner.decorator_list)):
+                        continue
                     cls.methods[inner.name] = _ast_function(inner, info, cls, f"{cls.qualname}.{inner.name}", spans)
                 else:
                     _note_ast_function_table(inner, cls.function_tables)

@@ -976,6 +976,9 @@ class FunctionInference:
                 cls = self.project.lookup_class(receiver.cls)
                 if cls is not None:
                     target = self.project.find_method(cls, method)
+                    if target is not None and target.is_property:  # `self.loss_function(logits, labels)`
+                        getter = self._call_project_function(node, target, [], receiver=receiver)
+                        return self._call_value(node, getter, arg_kinds)
                     if target is not None:
                         return self._call_project_function(node, target, arg_kinds, receiver=receiver)
                 attr = self.oracle.attributes(receiver.cls).get(method)
