@@ -637,3 +637,99 @@ def test_a_pulling_client_is_asked_to_pull_again_when_a_helper_edit_changes_anot
             assert s.published == {}
 
     run(scenario())
+
+
+NOTEBOOK_CELLS = [
+    (False, "# A model\n"),
+    (True, "import torch\nfrom torch import nn\n"),
+    (True, "class Net(nn.Module):\n    def forward(self, x):\n        if x.max() > 0:\n            x = x * 2\n"
+           "        print(x.item())\n        return x\n"),
+]
+
+
+def test_a_notebook_gets_each_cells_diagnostics_as_check_places_them(tmp_path: Path) -> None:
+    """An LSP notebook document is linted as `cslint check` lints the .ipynb (its code cells as one
+    module); each cell gets the findings in it, lines counted within the cell, and an edit of a cell
+    updates them."""
+    notebook = {"cells": [{"cell_type": "code" if code else "markdown", "metadata": {}, "source": text,
+                           **({"outputs": [], "execution_count": None} if code else {})}
+                          for code, text in NOTEBOOK_CELLS],
+                "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    root = _project(tmp_path, {"nb.ipynb": json.dumps(notebook)})
+    found = json.loads(_check(root, "nb.ipynb", "--output-format", "json").stdout)
+    expected = sorted((d["code"], d["line"] - 1, d["column"] - 1, d["end_line"] - 1, d["end_column"] - 1)
+                      for d in found)
+    assert {d["cell"] for d in found} == {3} and len(expected) == 3
+    path = root / "nb.ipynb"
+    cells = [f"vscode-notebook-cell:{path}#cell{number}" for number in range(1, 4)]
+
+    async def published(uri: str, after: int) -> list[types.Diagnostic]:
+        while len(s.published.get(uri, [])) <= after:
+            s.changed.clear()
+            await asyncio.wait_for(s.changed.wait(), 90)
+        return list(s.published[uri][-1].diagnostics)
+
+    async def scenario() -> None:
+        s.client.notebook_document_did_open(types.DidOpenNotebookDocumentParams(
+            notebook_document=types.NotebookDocument(uri=path.as_uri(), notebook_type="jupyter-notebook", version=1,
+                                                     cells=[types.NotebookCell(
+                                                         kind=types.NotebookCellKind.Code if code else
+                                                         types.NotebookCellKind.Markup, document=uri)
+                                                         for uri, (code, _) in zip(cells, NOTEBOOK_CELLS)]),
+            cell_text_documents=[types.TextDocumentItem(uri=uri, language_id="python" if code else "markdown",
+                                                        version=1, text=text)
+                                 for uri, (code, text) in zip(cells, NOTEBOOK_CELLS)]))
+        assert _ranges(await published(cells[2], 0)) == expected
+        assert await published(cells[1], 0) == [] and await published(cells[0], 0) == []
+        fixed = "class Net(nn.Module):\n    def forward(self, x):\n        return x * 2\n"
+        s.client.notebook_document_did_change(types.DidChangeNotebookDocumentParams(
+            notebook_document=types.VersionedNotebookDocumentIdentifier(version=2, uri=path.as_uri()),
+            change=types.NotebookDocumentChangeEvent(cells=types.NotebookDocumentCellChanges(text_content=[
+                types.NotebookDocumentCellContentChanges(
+                    document=types.VersionedTextDocumentIdentifier(uri=cells[2], version=2),
+                    changes=[types.TextDocumentContentChangeWholeDocument(text=fixed)])]))))
+        assert await published(cells[2], 1) == []
+        assert s.published.get(path.as_uri()) is None  # nothing for the notebook's own URI
+
+    async def session() -> None:
+        nonlocal s
+        async with Session(root) as s:
+            await scenario()
+
+    s: Session
+    run(session())
+
+
+def test_a_pulled_notebook_cell_traces_a_helper_the_notebook_imports(tmp_path: Path) -> None:
+    """The notebook's imports (read from its code cells, not its JSON) bring in the project's helper
+    (it returns a Python number: no tensor branch), and a client that pulls gets each cell's
+    diagnostics by the cell's URI."""
+    model = MODEL.split("\n\n\n", 1)[1].replace("            return x * 2\n", "            print(x.item())\n"
+                                                    "            return x * 2\n")
+    cells_text = [(True, "from torch import nn\n\nfrom pkg.scales import get_scale\n"), (True, model)]
+    notebook = {"cells": [{"cell_type": "code", "metadata": {}, "source": text, "outputs": [], "execution_count": None}
+                          for _, text in cells_text], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    root = _project(tmp_path, {"pkg/__init__.py": "", "pkg/scales.py": SCALES_HOST, "nb.ipynb": json.dumps(notebook)})
+    found = json.loads(_check(root, "nb.ipynb", "--output-format", "json").stdout)
+    assert {d["cell"] for d in found} == {2} and "WSC101" not in [d["code"] for d in found]
+    path = root / "nb.ipynb"
+    cells = [f"vscode-notebook-cell:{path}#cell{number}" for number in (1, 2)]
+
+    async def scenario() -> None:
+        async with Session(root, pull=True) as s:
+            s.client.notebook_document_did_open(types.DidOpenNotebookDocumentParams(
+                notebook_document=types.NotebookDocument(
+                    uri=path.as_uri(), notebook_type="jupyter-notebook", version=1,
+                    cells=[types.NotebookCell(kind=types.NotebookCellKind.Code, document=uri) for uri in cells]),
+                cell_text_documents=[types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text)
+                                     for uri, (_, text) in zip(cells, cells_text)]))
+            second = await s.client.text_document_diagnostic_async(types.DocumentDiagnosticParams(
+                text_document=types.TextDocumentIdentifier(uri=cells[1])))
+            assert sorted((d.code, d.range.start.line) for d in second.items) == \
+                sorted((d["code"], d["line"] - 1) for d in found)
+            first = await s.client.text_document_diagnostic_async(types.DocumentDiagnosticParams(
+                text_document=types.TextDocumentIdentifier(uri=cells[0])))
+            assert list(first.items) == []
+            assert s.published == {}
+
+    run(scenario())

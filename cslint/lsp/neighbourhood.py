@@ -19,6 +19,8 @@ from pathlib import Path
 from cslint.analysis.graph import reachable
 from cslint.analysis.import_scan import scan_imports
 from cslint.analysis.module_names import assign_module_names, defining_module, import_aliases
+from cslint.lsp.notebooks import python_of
+from cslint.notebook import SUFFIX as NOTEBOOK
 from cslint.untraced import may_hold_roots
 
 
@@ -57,6 +59,8 @@ class Neighbourhood:
                 source = ""
         else:
             source = text
+        if key.lower().endswith(NOTEBOOK):  # its code cells are the module
+            source = python_of(source)
         name, is_package = self.names[self.keys[key]]
         found = {defining_module(target, self.by_module) for target in scan_imports(source, name, is_package)}
         scanned = (text, {f for f in found if f is not None and f != key},

@@ -28,8 +28,10 @@ from pygls.lsp.server import LanguageServer
 from cslint import __version__
 from cslint.deep_stack import RECURSION_LIMIT
 from cslint.lsp.collector import Collector
+from cslint.lsp.notebooks import by_cell, cells_of, notebook_text
 from cslint.lsp.convert import SOURCE, hover_text, lsp_range, minimal_edits, related_information, to_lsp
 from cslint.lsp.workspace import Document, Workspace
+from cslint.notebook import is_notebook
 from cslint.report import INTERNAL_ERROR, Diagnostic
 
 DEBOUNCE_SECONDS = float(os.environ.get("CSLINT_LSP_DEBOUNCE", "0"))
@@ -41,7 +43,10 @@ Report = types.RelatedFullDocumentDiagnosticReport | types.RelatedUnchangedDocum
 
 class CslintServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__("cslint", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+        super().__init__("cslint", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+                         notebook_document_sync=types.NotebookDocumentSyncOptions(notebook_selector=[
+                             types.NotebookDocumentFilterWithCells(cells=[types.NotebookCellLanguage("python")],
+                                                                   notebook="jupyter-notebook")], save=True))
         self.state = Workspace(on_warm=self.warmed)
         self.loop: asyncio.AbstractEventLoop | None = None  # the protocol's, once initialized
         self.analyses = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cslint-analysis")
@@ -111,12 +116,19 @@ class CslintServer(LanguageServer):
                 self.result_ids[document_path] = self.result_ids.get(document_path, 0) + 1
                 others_changed |= document_path != path
             if not self.pull and (changed or document_path == path):
-                self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
-                    uri=document_path.as_uri(), diagnostics=diagnostics, version=document.version))
+                self._publish(document_path, document, diagnostics)
         if self.pull and self.refresh and others_changed:
             self.workspace_diagnostic_refresh(None)
         if self.collector.analysed():  # after publishing: an edit's answer does not wait for it
             self.analyses.submit(self.collector.tidy)
+
+    def _publish(self, path: Path, document: Document, diagnostics: list[Any]) -> None:
+        if not is_notebook(path):
+            self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
+                uri=path.as_uri(), diagnostics=diagnostics, version=document.version))
+            return
+        for uri, items in diagnostics:  # a notebook's: each cell's, cells without findings cleared
+            self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=items))
 
     def _analysed(self) -> None:
         if self.analysed_event is not None:
@@ -138,19 +150,27 @@ class CslintServer(LanguageServer):
             await self.analysed_event.wait()
 
     def _analyse_and_convert(self, path: Path) -> dict[Path, tuple[Document, list[types.Diagnostic]]]:
-        out = {}
+        out: dict[Path, tuple[Document, list[Any]]] = {}
         for document_path, (document, found) in self.state.analyse(path).items():
-            lines = document.text.splitlines(keepends=True)
-            codec = self.workspace.position_codec
-            converted = []
-            for d in found:
-                try:
-                    related = related_information(d, lambda q, near=document_path: self.state.locate(q, near))
-                except Exception:  # the chain is a nicety: never lose the finding over it
-                    related = []
-                converted.append(to_lsp(d, lines, codec, related))
-            out[document_path] = (document, converted)
+            if is_notebook(document_path):  # (cell URI, its diagnostics) for each cell
+                placed = by_cell(found, document.text)
+                out[document_path] = (document, [(uri, self._convert(document_path, text, placed.get(number, [])))
+                                                 for number, (uri, text) in enumerate(cells_of(document.text), 1)])
+            else:
+                out[document_path] = (document, self._convert(document_path, document.text, found))
         return out
+
+    def _convert(self, path: Path, text: str, found: list[Diagnostic]) -> list[types.Diagnostic]:
+        lines = text.splitlines(keepends=True)
+        codec = self.workspace.position_codec
+        converted = []
+        for d in found:
+            try:
+                related = related_information(d, lambda q, near=path: self.state.locate(q, near))
+            except Exception:  # the chain is a nicety: never lose the finding over it
+                related = []
+            converted.append(to_lsp(d, lines, codec, related))
+        return converted
 
     def reanalyse_all(self) -> None:
         for path in list(self.state.documents):
@@ -238,13 +258,63 @@ def did_close(ls: CslintServer, params: types.DidCloseTextDocumentParams) -> Non
 @server.feature(types.TEXT_DOCUMENT_DIAGNOSTIC, types.DiagnosticOptions(
     identifier="cslint", inter_file_dependencies=True, workspace_diagnostics=False))
 async def document_diagnostic(ls: CslintServer, params: types.DocumentDiagnosticParams) -> Report:
-    found = await ls.diagnostics_of(_path(params.text_document.uri))
+    path = _path(params.text_document.uri)
+    found = await ls.diagnostics_of(path)
     if found is None:  # not open (or not Python): nothing to say about it
         return types.RelatedFullDocumentDiagnosticReport(items=[])
     result_id = str(found[0])
     if params.previous_result_id == result_id:
         return types.RelatedUnchangedDocumentDiagnosticReport(result_id=result_id)
-    return types.RelatedFullDocumentDiagnosticReport(items=found[1], result_id=result_id)
+    items = dict(found[1]).get(params.text_document.uri, []) if is_notebook(path) else found[1]  # a cell's
+    return types.RelatedFullDocumentDiagnosticReport(items=items, result_id=result_id)
+
+
+def _sync_notebook(ls: CslintServer, uri: str, delay: float) -> None:
+    """The notebook's cells as the client has them now, analysed after `delay`."""
+    notebook = ls.workspace.get_notebook_document(notebook_uri=uri)
+    path = _path(uri)
+    if notebook is None or not is_notebook(path):
+        return
+    cells = [(cell.document, cell.kind == types.NotebookCellKind.Code,
+              ls.workspace.get_text_document(cell.document).source) for cell in notebook.cells]
+    known = ls.state.documents.get(path)
+    ls.state.change(path, notebook_text(cells), notebook.version)
+    if known is not None and ls.published.get(path) and not ls.pull:  # cells removed: clear theirs
+        kept = {cell[0] for cell in cells}
+        for cell_uri, _ in ls.published[path]:
+            if cell_uri not in kept:
+                ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=cell_uri, diagnostics=[]))
+    ls.schedule(path, delay)
+
+
+@server.feature(types.NOTEBOOK_DOCUMENT_DID_OPEN)
+def notebook_did_open(ls: CslintServer, params: types.DidOpenNotebookDocumentParams) -> None:
+    _sync_notebook(ls, params.notebook_document.uri, 0)
+
+
+@server.feature(types.NOTEBOOK_DOCUMENT_DID_CHANGE)
+def notebook_did_change(ls: CslintServer, params: types.DidChangeNotebookDocumentParams) -> None:
+    _sync_notebook(ls, params.notebook_document.uri, DEBOUNCE_SECONDS)
+
+
+@server.feature(types.NOTEBOOK_DOCUMENT_DID_SAVE)
+def notebook_did_save(ls: CslintServer, params: types.DidSaveNotebookDocumentParams) -> None:
+    ls.state.files_changed()
+    ls.schedule(_path(params.notebook_document.uri), 0)
+
+
+@server.feature(types.NOTEBOOK_DOCUMENT_DID_CLOSE)
+def notebook_did_close(ls: CslintServer, params: types.DidCloseNotebookDocumentParams) -> None:
+    path = _path(params.notebook_document.uri)
+    published = ls.published.pop(path, None) or []
+    ls.state.close(path)
+    ls.current.pop(path, None)
+    timer = ls.timers.pop(path, None)
+    if timer is not None:
+        timer.cancel()
+    if not ls.pull:
+        for cell_uri, _ in published:
+            ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=cell_uri, diagnostics=[]))
 
 
 @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
@@ -304,7 +374,7 @@ async def code_action(ls: CslintServer, params: types.CodeActionParams) -> list[
     uri = params.text_document.uri
     path = _path(uri)
     document = ls.state.documents.get(path)
-    if document is None:
+    if document is None or is_notebook(path):  # a notebook's cells get diagnostics only
         return []
     only = params.context.only
     actions: list[types.CodeAction] = []
@@ -367,6 +437,8 @@ async def _resolve(ls: CslintServer, action: types.CodeAction) -> types.CodeActi
 @server.feature(types.TEXT_DOCUMENT_HOVER)
 def hover(ls: CslintServer, params: types.HoverParams) -> types.Hover | None:
     path = _path(params.text_document.uri)
+    if is_notebook(path):  # a notebook's cells get diagnostics only
+        return None
     point = types.Range(start=params.position, end=params.position)
     found = _findings_at(ls, path, point)
     if found:

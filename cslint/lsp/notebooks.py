@@ -1,0 +1,54 @@
+"""Notebooks in the editor: an LSP notebook document (each cell a text document of its own) is linted
+as `cslint check` lints the `.ipynb` file: its code cells as one module (cslint/notebook.py), in its
+project. The server keeps the notebook as the JSON a file would hold (`notebook_text`), so it is an
+unsaved buffer like any other document, and gives each cell the diagnostics placed in it
+(`by_cell`), with lines counted within the cell.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+from cslint.notebook import Notebook, NotebookError, place_in_cells
+from cslint.report import Diagnostic
+
+URI = "cslint-lsp-uri"
+
+
+def notebook_text(cells: list[tuple[str, bool, str]]) -> str:
+    """The notebook's JSON from its cells (each one's URI, whether it is code, and its text). Each cell
+    keeps its URI in its metadata, so an analysis's findings go to the cells it saw."""
+    return json.dumps({"cells": [{"cell_type": "code", "metadata": {URI: uri}, "source": text, "outputs": [],
+                                  "execution_count": None} if code else
+                                 {"cell_type": "markdown", "metadata": {URI: uri}, "source": text}
+                                 for uri, code, text in cells],
+                       "metadata": {"language_info": {"name": "python"}}, "nbformat": 4, "nbformat_minor": 5})
+
+
+def cells_of(text: str) -> list[tuple[str, str]]:
+    """The (URI, text) of each cell of a notebook made by `notebook_text`."""
+    return [(cell["metadata"][URI], cell["source"]) for cell in json.loads(text)["cells"]]
+
+
+def python_of(text: str) -> str:
+    """A notebook's code cells as one Python text ("" for one that cannot be read)."""
+    try:
+        return Notebook.parse(text).python
+    except NotebookError:
+        return ""
+
+
+def by_cell(found: list[Diagnostic], text: str) -> dict[int, list[Diagnostic]]:
+    """The notebook's diagnostics by cell number (from 1, over all cells), each with its lines counted
+    within its cell; one about the whole file (an unreadable notebook) goes to the first cell."""
+    try:
+        notebook: Notebook | None = Notebook.parse(text)
+    except NotebookError:
+        notebook = None
+    placed = [replace(d) for d in found]
+    place_in_cells(placed, lambda path: notebook)
+    out: dict[int, list[Diagnostic]] = {}
+    for d in placed:
+        out.setdefault(d.cell if d.cell is not None else 1, []).append(d)
+    return out
