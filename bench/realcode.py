@@ -41,6 +41,9 @@ PACKAGES = ["transformers==5.23.0", "timm==1.0.31", "diffusers==0.42.1", "pytorc
             "torch-optimizer==0.3.0", "lion-pytorch==0.2.5"]
 SCOPES = ("transformers", "timm", "diffusers", "pytorch_optimizer", "torch_optimizer", "lion_pytorch")
 BACKEND_OF = {"wsc": "lazy", "compile": "dynamo"}
+# The runtime checks whose findings are a target's problems: the optimizer-state check runs on the CPU with
+# either backend, and state created by step() is a problem for lazy tensors, not for torch.compile.
+SEEN_BY = {"wsc": {"lazy", "stability", "optimizer"}, "compile": {"dynamo"}}
 NEAR_LINES = 3  # a static finding this many lines above a runtime site of its family names the same problem
 
 # Factories `cslint runtime` calls (one argument: the device). Small configs: a forward and backward, or
@@ -310,7 +313,7 @@ def measure_target(python: Path, factories: Path, name: str, target: str, timeou
         static_sites.setdefault((str(Path(f["filename"]).resolve()), f["line"]), set()).add(f["code"][:4])
     in_scope = set(files)
     sites = {(str(Path(f["path"]).resolve()), f["line"], f["code"][:4]): f["code"] for f in report.get("findings", [])
-             if str(Path(f["path"]).resolve()) in in_scope}
+             if str(Path(f["path"]).resolve()) in in_scope and SEEN_BY[target] & set(f.get("backend", "").split("+"))}
     counts: Counter[str] = Counter()
     listed: dict[str, list[str]] = {}
     seen: set[tuple[str, int]] = set()

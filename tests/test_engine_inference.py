@@ -460,3 +460,48 @@ def test_a_property_getter_is_followed_and_its_result_called(lint, target):
     if target == "compile":  # any log in the compiled step is a graph break
         expected.insert(2, ("WSC701", 33))
     assert found == expected
+
+
+NUMPY_DRAWS = """
+import numpy as np
+import torch
+from torch import nn
+
+
+class SpecAugment(nn.Module):
+    def __init__(self, mask_prob, mask_length):
+        super().__init__()
+        self.mask_prob = mask_prob
+        self.mask_length = mask_length
+
+    def forward(self, features):
+        batch, length = features.shape[0], features.shape[-1]
+        epsilon = np.random.rand(1).item()
+        spans = int(self.mask_prob * length / self.mask_length + epsilon)
+        starts = np.random.randint(0, length - self.mask_length, size=(batch, 4))
+        np.random.seed(0)
+        return features * (spans > 0), starts
+"""
+
+
+@pytest.mark.parametrize("target", ("wsc", "compile"))
+def test_numpy_draws_are_traced_values_under_compile(lint, target):
+    """Dynamo traces NumPy as tensors: `np.random.rand(1).item()` in a compiled step is a graph break at the
+    `.item()` (#24 item 8). On lazy tensors the draw is a host constant (WSC704) and nothing more; seeding
+    is never a traced value."""
+    expected = [("WSC704", 14), ("WSC704", 16), ("WSC704", 17)]
+    if target == "compile":
+        expected.insert(0, ("WSC201", 14))
+    assert codes(lint(NUMPY_DRAWS, target=target)) == expected
+
+
+def test_numpy_draws_stay_quiet_outside_traced_code(lint):
+    code = """
+    import numpy as np
+
+
+    def make_masks(batch, length):
+        epsilon = np.random.rand(1).item()
+        return np.random.randint(0, length, size=(batch, int(4 + epsilon)))
+    """
+    assert lint(code, target="compile") == []

@@ -25,7 +25,7 @@ from cslint.analysis.kinds import (
 from cslint.analysis.project import Project
 from cslint.analysis.step_functions import function_table_kind, global_kind, imported_object_kind
 from cslint.analysis.walk import iter_nodes
-from cslint.analysis.tracing_guards import Guards, guard_text
+from cslint.analysis.tracing_guards import DYNAMO, Guards, guard_text
 
 Env = dict[str, Kind]
 
@@ -33,6 +33,9 @@ Env = dict[str, Kind]
 # class costs more than the rest of the analysis; attributes are nearly always set in these).
 ATTRIBUTE_SETTING_METHODS = ("__init__", "__post_init__", "__setstate__", "reset", "_reset", "init", "_init",
                              "setup", "build", "_build", "forward", "preinitialize")
+# numpy.random functions that set up or read the generator rather than draw numbers
+NUMPY_RANDOM_STATE = frozenset({"seed", "default_rng", "RandomState", "Generator", "get_state", "set_state",
+                                "PCG64", "SeedSequence", "BitGenerator", "MT19937", "Philox", "SFC64"})
 STATIC_FLAG_PREFIXES = ("use_", "return_", "output_", "is_", "has_", "do_", "enable_", "training")
 
 
@@ -921,6 +924,9 @@ class FunctionInference:
         return imported_object_kind(self.project, qualified) if qualified is not None else None
 
     def _call_qualified(self, qualified: str, node: cst.Call, arg_kinds: list[Kind], env: Env) -> Kind:
+        if self.guards is not None and self.guards.tracer == DYNAMO and qualified.startswith("numpy.random.") \
+                and qualified.rsplit(".", 1)[-1] not in NUMPY_RANDOM_STATE:
+            return TENSOR  # dynamo traces NumPy as tensors: a draw in the compiled step is a traced value
         target = self.project.lookup(qualified)
         if isinstance(target, FunctionInfo):
             return self._call_project_function(node, target, arg_kinds, receiver=None)
