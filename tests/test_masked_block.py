@@ -108,3 +108,18 @@ def test_a_nested_tensor_if_is_fixed_first_then_the_block(lint, fix):
 def test_a_torch_call_that_writes_a_tensor_from_before_the_block_keeps_no_fix(lint):
     code = "import torch.distributed as dist\n" + _block("if p.dim() > 1:", "    dist.all_reduce(buf)", "total += 1")
     assert all(d.fix is None for d in lint(code) if d.code == "WSC101")
+
+
+def test_a_name_the_block_reads_before_rebinding_it_is_selected(fix):
+    # nothing after the block reads `prev`, but the next iteration's block does: it must see the selected value
+    code = _block("scale = buf.sum() * prev", "buf.mul_(scale)", "prev = buf.sum()")
+    code = code.replace("        total = 0.0\n", "        total = 0.0\n        prev = torch.ones(())\n")
+    fixed = fix(code, unsafe=True)
+    assert "prev = torch.where(taken, prev_taken, prev)" in fixed
+
+
+def test_a_name_rebound_to_its_own_tensor_and_read_only_after_needs_no_selection(fix):
+    code = _block("tmp = torch.zeros(2)", "tmp[0] = buf.sum()", "buf.mul_(tmp[0])")
+    code = code.replace("        total = 0.0\n", "        total = 0.0\n        tmp = torch.ones(2)\n")
+    fixed = fix(code, unsafe=True)
+    assert "tmp[0] = buf.sum()" in fixed and "tmp = torch.where" not in fixed

@@ -153,14 +153,20 @@ class _Masker:
         self.created: set[str] = set()  # names the block binds for the first time
         self.aliases: set[str] = set()  # ... to a value that existed before it
         self.nested = False
+        self.read: set[str] = {n.value for n in _all_names(node.test)}  # names the block read so far
 
     def block(self, statements: Sequence[cst.BaseStatement]) -> list[cst.BaseStatement] | None:
         lines: list[cst.BaseStatement] = []
         for stmt in statements:
+            if isinstance(stmt, cst.If):
+                self.read |= {n.value for n in _all_names(stmt.test)}
             new = self._python_if(stmt) if isinstance(stmt, cst.If) else self._statement(stmt)
             if new is None:
                 return None
             lines.extend(new if isinstance(new, list) else [new])
+            if not isinstance(stmt, cst.If):
+                self.read |= {n.value for small in stmt.body for n in _all_names(small)  # type: ignore[attr-defined]
+                              if _reads(small, n.value)}
         return lines
 
     def selections(self) -> list[cst.BaseStatement]:
@@ -259,8 +265,9 @@ class _Masker:
     def _rebound_locally(self, name: str, small: cst.BaseSmallStatement | None) -> bool:
         """`dist_tensor = torch.zeros(2)` where `dist_tensor` was bound before (by another block) but no read
         outside this block can see the new value: the block makes its own tensor, no selection needed."""
-        if not isinstance(small, cst.Assign) or _read_root(small.value) is not None:
-            return False
+        if not isinstance(small, cst.Assign) or _read_root(small.value) is not None or name in self.read or \
+                _reads(small.value, name):
+            return False  # the block read the old value (in a loop, a later iteration would read the new one)
         function = self.ctx.traced.func.node
         return isinstance(function.body, cst.IndentedBlock) and \
             not _read_before_bound(function.body.body, name, self.node)
