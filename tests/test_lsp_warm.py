@@ -223,3 +223,31 @@ def test_the_servers_collector_frees_garbage_and_freezes_the_rest() -> None:
         assert ref() is None  # the next tidy collects it
     finally:
         gc.unfreeze()
+
+
+def test_a_functions_parameter_uses_are_scanned_once_per_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An editor indexes the edited file anew on every edit: its unchanged functions' parameter uses
+    (param_uses.py) are taken from their text's earlier scan, and a changed text is scanned again."""
+    import ast
+
+    import libcst as cst
+
+    from cslint.analysis import param_uses as uses
+    from cslint.analysis.index import index_module_from_ast
+
+    scans: list[str] = []
+    scan = uses._scan
+    monkeypatch.setattr(uses, "_scan", lambda node: scans.append(node.name.value) or scan(node))
+    monkeypatch.setattr(uses, "_BY_TEXT", {})
+    source = "def f(batch, flag):\n    if flag:\n        return batch['x']\n    return batch\n"
+
+    def indexed(text: str):  # type: ignore[no-untyped-def]
+        module = index_module_from_ast(Path("m.py"), text, ast.parse(text), "m", False, loader=lambda: None)
+        module.piece_parser = cst.parse_module
+        return module.functions["f"]
+
+    first = uses.param_uses(indexed(source))
+    assert (first.containers, first.flags) == ({"batch"}, {"flag"})
+    assert uses.param_uses(indexed("# an edit above it\n" + source)) == first and scans == ["f"]
+    changed = uses.param_uses(indexed(source.replace("if flag:", "if flag.any():")))
+    assert scans == ["f", "f"] and changed.flags == frozenset()

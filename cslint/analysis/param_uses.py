@@ -9,6 +9,7 @@ are never taken for flags: `if mask:` on a real mask is the bug the rules are fo
 
 from __future__ import annotations
 
+import threading
 import weakref
 from dataclasses import dataclass
 
@@ -31,13 +32,40 @@ class ParamUses:
 
 
 _CACHE: weakref.WeakKeyDictionary[FunctionInfo, ParamUses] = weakref.WeakKeyDictionary()
+# By the function's text, which is all the scan reads: an editor's analyses index the edited file anew
+# on every keystroke, and its unchanged functions are not scanned again. The latest texts, up to:
+TEXT_BYTES = 2_000_000
+_BY_TEXT: dict[str, ParamUses] = {}
+_by_text_bytes = 0
+_lock = threading.Lock()
 
 
 def param_uses(func: FunctionInfo) -> ParamUses:
     cached = _CACHE.get(func)
     if cached is None:
-        cached = _CACHE[func] = _scan(func.node)
+        span = func.span
+        text = func.module.source[span.start:span.end] if span is not None else None
+        with _lock:
+            cached = _BY_TEXT.get(text) if text is not None else None
+        if cached is None:
+            cached = _scan(func.node)
+            if text is not None:
+                _remember(text, cached)
+        _CACHE[func] = cached
     return cached
+
+
+def _remember(text: str, uses: ParamUses) -> None:
+    global _by_text_bytes
+    with _lock:
+        if text in _BY_TEXT or len(text) > TEXT_BYTES:
+            return
+        _BY_TEXT[text] = uses
+        _by_text_bytes += len(text)
+        while _by_text_bytes > TEXT_BYTES:  # oldest first (dicts keep insertion order)
+            oldest = next(iter(_BY_TEXT))
+            del _BY_TEXT[oldest]
+            _by_text_bytes -= len(oldest)
 
 
 def _is_string(node: cst.CSTNode) -> bool:
