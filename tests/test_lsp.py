@@ -733,3 +733,22 @@ def test_a_pulled_notebook_cell_traces_a_helper_the_notebook_imports(tmp_path: P
             assert s.published == {}
 
     run(scenario())
+
+
+def test_a_pulling_client_is_asked_to_pull_again_after_a_configuration_change(tmp_path: Path) -> None:
+    root = _project(tmp_path, {"net.py": BAD})
+
+    async def scenario() -> None:
+        async with Session(root, pull=True) as s:
+            s.open("net.py")
+            report = await s.pull_diagnostics("net.py")
+            assert "WSC101" in [d.code for d in report.items]
+            before = s.refreshes
+            (root / "pyproject.toml").write_text('[tool.cslint]\nextend-ignore = ["WSC101"]\n', encoding="utf-8")
+            s.client.text_document_did_save(types.DidSaveTextDocumentParams(
+                text_document=types.TextDocumentIdentifier(uri=s.uri("pyproject.toml"))))
+            await s.refreshed(before)
+            again = await s.pull_diagnostics("net.py", previous=report.result_id)
+            assert again.kind == "full" and "WSC101" not in [d.code for d in again.items]
+
+    run(scenario())

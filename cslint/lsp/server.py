@@ -9,7 +9,9 @@ the project whose findings changed gets them published, so an edit to a helper's
 whose `forward` calls it. A client that pulls diagnostics (`textDocument/diagnostic`, as ruff's server
 serves them) gets none pushed: a pull waits for the analysis of the document's current text, answers
 "unchanged" when its findings are those of the client's previous result, and an analysis that changes
-another open document's findings asks the client to pull again (`workspace/diagnostic/refresh`).
+another open document's findings, or any document's when no edit of it prompted the analysis (a
+saved configuration, the cache brought up to date), asks the client to pull again
+(`workspace/diagnostic/refresh`).
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ class CslintServer(LanguageServer):
         self.current: dict[Path, Document] = {}  # the text each document's latest diagnostics are for
         self.result_ids: dict[Path, int] = {}  # bumped when a document's diagnostics change
         self.analysed_event: asyncio.Event | None = None  # set (and replaced) after each analysis
+        self.unprompted: set[Path] = set()  # analyses due to settings, saves or the cache, not to edits
 
     # ---- analysis --------------------------------------------------------------------------------
 
@@ -105,6 +108,8 @@ class CslintServer(LanguageServer):
                                       message=f"cslint: internal error: {type(exc).__name__}: {exc}", source=SOURCE,
                                       code=INTERNAL_ERROR, severity=types.DiagnosticSeverity.Error)
             analysed = {path: (document, [broken])}
+        unprompted = path in self.unprompted  # not an edit of it: the client will not pull it by itself
+        self.unprompted.discard(path)
         others_changed = False
         for document_path, (document, diagnostics) in analysed.items():
             if document_path not in self.state.documents:
@@ -114,7 +119,7 @@ class CslintServer(LanguageServer):
             if changed:
                 self.published[document_path] = diagnostics
                 self.result_ids[document_path] = self.result_ids.get(document_path, 0) + 1
-                others_changed |= document_path != path
+                others_changed |= document_path != path or unprompted
             if not self.pull and (changed or document_path == path):
                 self._publish(document_path, document, diagnostics)
         if self.pull and self.refresh and others_changed:
@@ -174,6 +179,7 @@ class CslintServer(LanguageServer):
 
     def reanalyse_all(self) -> None:
         for path in list(self.state.documents):
+            self.unprompted.add(path)
             self.schedule(path, 0)
 
     def warmed(self, root: Path) -> None:
@@ -187,6 +193,7 @@ class CslintServer(LanguageServer):
                                                        message=f"cslint: the cache of {root} is up to date"))
         for path in list(self.state.documents):
             if path == root or root in path.parents:
+                self.unprompted.add(path)
                 self.schedule(path, 0)
 
 
