@@ -110,3 +110,26 @@ def test_a_tensor_if_in_the_rest_is_fixed_first(lint, fix):
     fixed = fix(code, unsafe=True)
     assert "scale = torch.where(" in fixed and ", total, scale)" in fixed and "if total > 1" not in fixed
     assert "self.state['scale'] = torch.where(proceed, scale, self.state.get('scale', scale))" in fixed
+
+
+GROUP_ENTRY = """
+import torch
+
+class Opt(torch.optim.Optimizer):
+    @torch.no_grad()
+    def step(self):
+        group = self.param_groups[0]
+        d = group["d"]
+        if d > 1.0:
+            d = d * 0.5
+        for p in group["params"]:
+            p.sub_(d * p.grad)
+        group["d"] = {stored}
+"""
+
+
+@pytest.mark.parametrize("stored, tensor", [("torch.where(d > 0, d * 2, d)", True), ("d * 2", False)])
+def test_a_param_group_entry_the_step_stores_a_tensor_into_is_a_tensor_when_read(lint, stored, tensor):
+    # the masked fixes store `group["d"] = torch.where(...)`: later steps read a tensor back
+    found = [d for d in lint(GROUP_ENTRY.format(stored=stored)) if d.code == "WSC101"]
+    assert bool(found) is tensor

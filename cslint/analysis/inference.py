@@ -181,6 +181,7 @@ class ProjectOracle:
         self._state_entries: dict[str, dict[str, Kind]] = {}
         self._own_state_entries: dict[str, dict[str, Kind | None]] = {}
         self._function_tables: dict[str, Kind | None] = {}
+        self._group_entries: dict[str, frozenset[str]] = {}
 
     def return_kind(self, func: FunctionInfo) -> Kind | None:
         return self.returns.get(func.qualname)
@@ -208,6 +209,14 @@ class ProjectOracle:
                     old = merged.get(key, kind)
                     merged[key] = None if kind is None or old is None else join(old, kind)
             found = self._state_entries[cls.qualname] = {k: v for k, v in merged.items() if v is not None}
+        return found
+
+    def group_entries(self, cls: ClassInfo) -> frozenset[str]:
+        """Param-group entries the optimizer (or a base) stores a tensor into: tensors wherever they are read."""
+        found = self._group_entries.get(cls.qualname)
+        if found is None:
+            found = self._group_entries[cls.qualname] = frozenset().union(
+                *(group_tensor_entries([m.node for m in klass.methods.values()]) for klass in self.project.mro(cls)))
         return found
 
     def instance_kind(self, cls: ClassInfo) -> Kind:
@@ -267,6 +276,26 @@ def state_entry_kinds(methods: list[cst.FunctionDef]) -> dict[str, Kind | None]:
                     old = kinds.get(key, kind) if key in kinds else kind
                     kinds[key] = None if kind is None or old is None else join(old, kind)
     return kinds
+
+
+def group_tensor_entries(methods: list[cst.FunctionDef]) -> set[str]:
+    """Keys of `<...group...>['key'] = torch.<function>(...)`: a tensor stored into a param group (the masked
+    fixes' `group["d"] = torch.where(proceed, d, group["d"])`), which later steps read back."""
+    keys: set[str] = set()
+    for method in methods:
+        for node in iter_nodes(method):
+            if type(node) is not cst.Assign or type(node.value) is not cst.Call:  # type: ignore[attr-defined]
+                continue
+            func = dotted_name(node.value.func)  # type: ignore[attr-defined]
+            if func is None or not func.startswith("torch."):
+                continue
+            for target in node.targets:  # type: ignore[attr-defined]
+                t = target.target
+                if type(t) is cst.Subscript and len(t.slice) == 1 and isinstance(t.slice[0].slice, cst.Index):
+                    key = string_value(t.slice[0].slice.value)
+                    if key is not None and "group" in cst.Module([]).code_for_node(t.value):
+                        keys.add(key)
+    return keys
 
 
 def _state_key(target: cst.BaseExpression) -> str | None:
@@ -856,6 +885,9 @@ class FunctionInference:
                     return TENSOR
                 if name == "params":
                     return sequence_of(TENSOR)
+                cls = self.func.cls
+                if name is not None and cls is not None and name in self.oracle.group_entries(cls):
+                    return TENSOR
                 return STATIC
             if base.role == "state_map":
                 return obj("opt_state")
