@@ -505,3 +505,35 @@ def test_numpy_draws_stay_quiet_outside_traced_code(lint):
         return np.random.randint(0, length, size=(batch, int(4 + epsilon)))
     """
     assert lint(code, target="compile") == []
+
+
+CLIPPED_SGD = """
+import torch
+from torch.optim import Optimizer
+
+
+class ClippedSGD(Optimizer):
+    def __init__(self, params, lr=1e-3, max_grad_norm=1.0):
+        super().__init__(params, dict(lr=lr, max_grad_norm=max_grad_norm))
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        for group in self.param_groups:
+            grads = [p.grad for p in group["params"] if p.grad is not None]
+            scale = group["max_grad_norm"]
+            if scale > 0:
+                total = torch.norm(torch.stack([g.norm() for g in grads]))
+                scale = torch.clamp(scale / (total + 1e-6), max=1.0)
+            if isinstance(scale, torch.Tensor) or scale != 1.0:
+                torch._foreach_mul_(grads, scale)
+            if torch.is_tensor(scale) and scale < 0.5:
+                torch._foreach_mul_(grads, 2.0)
+            torch._foreach_add_(group["params"], grads, alpha=-1e-3)
+"""
+
+
+@pytest.mark.parametrize("target", ("wsc", "compile"))
+def test_the_right_side_of_and_or_sees_what_the_left_side_decided(lint, target):
+    """`isinstance(scale, torch.Tensor) or scale != 1.0` compares only a Python number (the right side runs
+    where the left is false); `torch.is_tensor(scale) and scale < 0.5` compares the tensor."""
+    assert codes(lint(CLIPPED_SGD, target=target)) == [("WSC101", 19)]

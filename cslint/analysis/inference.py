@@ -713,7 +713,18 @@ class FunctionInference:
         return operand if operand.tag in (Tag.TENSOR, Tag.HOST) else combine(operand)
 
     def _boolean(self, node: cst.BooleanOperation, env: Env) -> Kind:
-        return join(self.ev(node.left, env), self.ev(node.right, env))
+        left = self.ev(node.left, env)
+        if type(node.left) not in (cst.Call, cst.UnaryOperation, cst.BooleanOperation):
+            return join(left, self.ev(node.right, env))
+        # the right side runs only where the left one is true (`and`) or false (`or`): in
+        # `isinstance(norm, torch.Tensor) or norm != 1.0` the comparison is on a Python number
+        right_env = dict(env)
+        self._narrow(node.left, right_env, holds=type(node.operator) is cst.And)
+        narrowed = {key for key, kind in right_env.items() if env.get(key) is not kind}
+        right = self.ev(node.right, right_env if narrowed else env)
+        if narrowed:  # what the right side binds (`:=`) stays bound
+            env.update({key: kind for key, kind in right_env.items() if key not in narrowed})
+        return join(left, right)
 
     def _ifexp(self, node: cst.IfExp, env: Env) -> Kind:
         self.ev(node.test, env)
