@@ -63,10 +63,46 @@ def _sin(tensor: torch.Tensor) -> torch.Tensor:
     return aten.cos.default(aten.sub.Tensor(tensor, math.pi / 2))
 
 
+def _rows(tensor: torch.Tensor, indices: list[Any]) -> torch.Tensor | None:
+    """Integer indices of one length over the leading dims as row numbers into `tensor` viewed as (rows,
+    rest): the MoE expert loop's `hidden[token]`, `weights[token, slot]`. None for any other indexing."""
+    if not indices or any(not isinstance(i, torch.Tensor) or i.dtype not in (torch.int64, torch.int32)
+                          or i.dim() != 1 or i.shape[0] != indices[0].shape[0] for i in indices):
+        return None
+    rows = None
+    for dim, index in enumerate(indices):
+        size = tensor.shape[dim]
+        index = aten.add.Tensor(index, aten.mul.Tensor(aten.lt.Scalar(index, 0), size))  # -1 is the last
+        rows = index if rows is None else aten.add.Tensor(aten.mul.Tensor(rows, size), index)
+    return rows
+
+
+def _index(tensor: torch.Tensor, indices: list[Any]) -> torch.Tensor:
+    rows = _rows(tensor, indices)
+    if rows is None:
+        return aten.index.Tensor(tensor, indices)
+    flat = aten.view_copy.default(tensor, [-1, *tensor.shape[len(indices):]])
+    return aten.index_select.default(flat, 0, rows)
+
+
+def _index_put(tensor: torch.Tensor, indices: list[Any], values: torch.Tensor,
+               accumulate: bool = False) -> torch.Tensor:
+    """`accumulate=True` (the gradient of an index, `index_put_(..., accumulate=True)`) as a scatter-add."""
+    rows = _rows(tensor, indices) if accumulate else None
+    if rows is None:
+        return aten.index_put.default(tensor, indices, values, accumulate)
+    rest = list(tensor.shape[len(indices):])
+    flat = aten.view_copy.default(tensor, [-1, *rest])
+    shape = [rows.shape[0], *rest]
+    where = aten.expand_copy.default(aten.view_copy.default(rows, [rows.shape[0]] + [1] * len(rest)), shape)
+    values = aten.expand_copy.default(aten._to_copy.default(values, dtype=tensor.dtype), shape)
+    return aten.view_copy.default(aten.scatter_add.default(flat, 0, where, values), list(tensor.shape))
+
+
 REPLACEMENTS = {
     aten.split_copy.Tensor: _split, aten.split_with_sizes_copy.default: _split_with_sizes,
     aten.unbind_copy.int: _unbind, aten.unsafe_split.Tensor: _split,
     aten.unsafe_split_with_sizes.default: _split_with_sizes,
     aten.lerp.Scalar: _lerp, aten.lerp.Tensor: _lerp, aten.where.self: _where, aten.isneginf.default: _isneginf,
-    aten.all.dim: _all_dim, aten.sin.default: _sin,
+    aten.all.dim: _all_dim, aten.sin.default: _sin, aten.index.Tensor: _index, aten.index_put.default: _index_put,
 }

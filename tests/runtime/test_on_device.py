@@ -40,6 +40,19 @@ CASES = {
     "all over a dim": (lambda m: m.all(dim=1), (torch.tensor([[True, True], [True, False]]),)),
     "all keepdim on ints": (lambda m: torch.all(m, dim=0, keepdim=True), (torch.tensor([[1, 0], [2, 3]]),)),
     "sin": (torch.sin, (torch.linspace(-10, 10, 50),)),
+    "index by token, negative counts from the end": (
+        lambda h, t: h[t], (torch.randn(5, 3), torch.tensor([4, 0, -1, 2]))),
+    "index by token and slot": (lambda w, t, s: w[t, s],
+                                (torch.randn(5, 2, 3), torch.tensor([1, 4, 4]), torch.tensor([0, 1, -2]))),
+    "index_put accumulating repeated rows": (
+        lambda x, t, v: torch.index_put(x, (t,), v, accumulate=True),
+        (torch.zeros(4, 3), torch.tensor([1, 3, 1, -1]), torch.randn(4, 3))),
+    "index_put accumulating a broadcast value over two indices": (
+        lambda x, t, s, v: torch.index_put(x, (t, s), v, accumulate=True),
+        (torch.ones(3, 2, 2), torch.tensor([0, 2, 0]), torch.tensor([1, 1, 1]), torch.randn(2))),
+    "index_put replacing": (lambda x, t, v: torch.index_put(x, (t,), v),
+                            (torch.zeros(4), torch.tensor([2, 0]), torch.tensor([5.0, 6.0]))),
+    "a boolean mask index is the op's own": (lambda x, m: x[m > 0], (torch.randn(4, 2), torch.tensor([1, -1, 1, 0]))),
 }
 
 
@@ -61,3 +74,15 @@ def test_adamw_step_runs_on_the_device_without_executing_the_graph_per_parameter
     fallbacks = {name: torch._lazy.metrics.counter_value(name) for name in torch._lazy.metrics.counter_names()
                  if name.startswith("aten::")}
     assert set(fallbacks) <= {"aten::_local_scalar_dense"}, fallbacks  # AdamW's `.item()`: a finding of its own
+
+
+def test_moe_expert_loop_indexes_tokens_on_the_device() -> None:
+    """`hidden[token]` and its gradient ran on the CPU, each after executing the pending graph; the syncs the
+    loop really makes (`nonzero`, the tensor indexes read as ints) are findings and still happen."""
+    init()
+    step = build(load_factory(f"{STEPS}:mixture_of_experts"), "lazy")
+    torch._lazy.metrics.reset()
+    run_lazy(step, RuntimeReport("moe"))
+    fallbacks = set(torch._lazy.metrics.counter_names())
+    assert not fallbacks & {"aten::index.Tensor", "aten::_index_put_impl_", "aten::index_put"}, fallbacks
+    assert {"aten::nonzero", "aten::_local_scalar_dense"} <= fallbacks
