@@ -4,7 +4,7 @@
 The target is part of the cache's key, so it must be known before the cache is read: this memo is the
 one thing in the cache directory that no setting changes. A file's entry is trusted as the cache trusts
 its own: when the file's size and modification time are those recorded, and the modification is not so
-recent that a second edit could hide in the same clock tick (`cache.RECENT_SECONDS`). Anything else is
+recent that a second edit could hide in the same clock tick (`cache.settled`). Anything else is
 read again. A memo that cannot be read is an empty one; one that cannot be written is not kept.
 """
 
@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from cslint import __version__
-from cslint.cache import NO_FOLLOW, RECENT_SECONDS, open_cache_directory, write_new
+from cslint.cache import NO_FOLLOW, open_cache_directory, settled, write_new
 
 FORMAT = 1
 
@@ -73,8 +72,7 @@ class ImportMemo:
         `scan()`ned and remembered."""
         self._seen.add(path)
         known = self._entries.get(path)
-        if known is not None and known[:2] == (stat.st_mtime_ns, stat.st_size) \
-                and time.time() - stat.st_mtime > RECENT_SECONDS:
+        if known is not None and known[:2] == (stat.st_mtime_ns, stat.st_size) and settled(stat):
             return known[2]
         found = scan()
         if found is not None:

@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterable, Iterator
 from cslint.analysis.graph import connected, reachable
 from cslint.analysis.import_scan import scan_imports
 from cslint.analysis.module_names import PackageTree, assign_module_names, defining_module, import_aliases
-from cslint.cache import RECENT_SECONDS, Cache, CachedDiagnostic, Entry
+from cslint.cache import Cache, CachedDiagnostic, Entry, settled
 from cslint.sources import TooLarge, content_hash
 from cslint.collector import fewer_collections
 from cslint.config import Settings
@@ -191,7 +191,7 @@ class Session:
             if stat is None:
                 return
             state.mtime_ns, state.size = stat.st_mtime_ns, stat.st_size
-            trusted = entry is not None and entry.module == state.name and now - stat.st_mtime > RECENT_SECONDS
+            trusted = entry is not None and entry.module == state.name and settled(stat, now)
             if trusted and entry.mtime_ns == stat.st_mtime_ns and entry.size == stat.st_size:  # type: ignore[union-attr]
                 state.hash, state.unchanged, state.imports = entry.hash, True, entry.imports  # type: ignore[union-attr]
                 state.hints = GroupHints.from_json(entry.hints)  # type: ignore[union-attr]

@@ -12,13 +12,12 @@ budget for the session) while the file's text and module name are unchanged, and
 of the files whose text changes (by their text): an edit then re-reads and re-indexes only the
 edited buffer, and parses again only the function it changed. The files on disk are read again only
 when their size, inode or modification time changed (or was too recent to trust, as `cslint check`
-judges it: incremental.RECENT_SECONDS), and their resolved paths are kept until `forget_paths`.
+judges it: cache.settled), and their resolved paths are kept until `forget_paths`.
 """
 
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -50,6 +49,7 @@ class WarmIndexes:
         self.walks: dict[Any, tuple[Any, Any]] = {}  # a kept libcst module -> a body in it, its walk.FlatTree
         self.sources: dict[str, tuple[tuple[int, int, int, int | None], SourceFile]] = {}  # path -> stat, read
         self._resolved: dict[Path, Path] = {}
+        self._kept_trees: set[int] = set()  # ids of the trees in `pieces` (each alive while kept)
         self._piece_bytes = 0
         self._budget: TreeBudget | None = None
 
@@ -58,7 +58,7 @@ class WarmIndexes:
         inode and modification time were the same (read again when they changed)."""
         from dataclasses import replace
 
-        from cslint.incremental import RECENT_SECONDS
+        from cslint.cache import settled
         from cslint.sources import read_source
 
         key = _key(path)
@@ -74,7 +74,7 @@ class WarmIndexes:
         if kept is not None and kept[0] == signature:
             return replace(kept[1], path=path, tree=None)
         source = read_source(path, max_bytes)
-        if time.time() - info.st_mtime > RECENT_SECONDS:  # else a second edit may hide in the same tick
+        if settled(info):
             self.sources[key] = (signature, replace(source, tree=None))
         else:
             self.sources.pop(key, None)
@@ -118,25 +118,28 @@ class WarmIndexes:
         if len(text) > PIECE_BYTES:
             return
         key = (_key(path), text)
-        if self.pieces.pop(key, None) is not None:
-            self._piece_bytes -= len(text)
+        if key in self.pieces:
+            self._drop_piece(key)
         self.pieces[key] = tree
+        self._kept_trees.add(id(tree))
         self._piece_bytes += len(text)
         while self._piece_bytes > PIECE_BYTES:  # oldest first (dicts keep insertion order)
-            oldest = next(iter(self.pieces))
-            tree = self.pieces.pop(oldest)
-            self.layouts.pop(tree, None)
-            self.walks.pop(tree, None)
-            self._piece_bytes -= len(oldest[1])
+            self._drop_piece(next(iter(self.pieces)))
+
+    def _drop_piece(self, key: tuple[str, str]) -> None:
+        tree = self.pieces.pop(key)
+        self._kept_trees.discard(id(tree))
+        self.layouts.pop(tree, None)
+        self.walks.pop(tree, None)
+        self._piece_bytes -= len(key[1])
 
     def layout(self, piece: Any, make: Callable[[], Any]) -> Any:
         """The layout (positions.piece_layout) of a kept parsed function, made once."""
         if piece not in self.layouts:
-            if not any(tree is piece for tree in self.pieces.values()):
+            if id(piece) not in self._kept_trees:
                 return make()
             self.layouts[piece] = make()
         return self.layouts[piece]
-
 
     def body_walk(self, piece: Any, body: Any) -> Any:
         """The flat walk (walk.FlatTree) the rules share of a function's body in a kept parsed function,
@@ -147,7 +150,7 @@ class WarmIndexes:
         if found is not None and found[0] is body:
             return found[1]
         flat = FlatTree(body)
-        if any(tree is piece for tree in self.pieces.values()):
+        if id(piece) in self._kept_trees:
             self.walks[piece] = (body, flat)
         return flat
 
