@@ -117,8 +117,23 @@ def settings_key(settings: Settings, codes: list[str]) -> str:
         "per_file_ignores": {k: list(v) for k, v in sorted(settings.per_file_ignores.items())},
         "unsafe_fixes": settings.unsafe_fixes, "project_root": str(settings.project_root or ""),
         "project_packages": sorted(settings.project_packages) if settings.project_packages is not None else None,
+        "libraries": _libraries_key(settings),
     }
     return hashlib.blake2b(json.dumps(relevant, sort_keys=True).encode(), digest_size=12).hexdigest()
+
+
+def _libraries_key(settings: Settings) -> str:
+    """The installed distributions and versions the report may read functions from (analysis/libraries.py):
+    installing or upgrading one can change what a traced call does."""
+    from cslint.analysis.library_env import LibraryPathError, environment_for
+
+    try:
+        environment = environment_for(settings.python)
+    except LibraryPathError:
+        return "unreadable"
+    if environment is None:
+        return ""
+    return hashlib.blake2b(environment.digest_text().encode(), digest_size=12).hexdigest()
 
 
 # A file modified this recently may hide a second edit within the same clock tick: what is remembered of
@@ -266,7 +281,7 @@ class CacheDirectoryError(OSError):
 
 MARKER_NAME = ".gitignore"
 MARKER = "# created by cslint\n*\n"  # written first into a cache directory cslint creates
-_CACHE_FILE = re.compile(r"v[\w.+!-]+-(?:[0-9a-f]+\.json|imports\.memo)|\.tmp-[\w-]+\.json")
+_CACHE_FILE = re.compile(r"v[\w.+!-]+-(?:[0-9a-f]+\.json|imports\.memo|lib-[\w.+!-]+\.json)|\.tmp-[\w-]+\.json")
 NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 

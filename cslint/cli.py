@@ -95,6 +95,9 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--ignore", type=_codes, help="codes or prefixes to disable")
     check.add_argument("--target", choices=["wsc", "rdu", "xla", "compile"],
                        help="accelerator whose rules, messages and fixes to use (default: wsc; docs/targets.md)")
+    check.add_argument("--python", metavar="PYTHON",
+                       help="the Python interpreter whose installed libraries to read the functions traced code "
+                            "calls from (default: the one cslint runs in; `none`: do not read libraries)")
     check.add_argument("--trace-roots", action="append", metavar="PATTERN",
                        help="glob over qualified names (pkg.mod.Class.method) of extra traced roots")
     check.add_argument("--output-format", choices=["text", "concise", "grouped", "json", "json-lines", "sarif",
@@ -235,6 +238,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         target_reason="set by --target" if getattr(args, "target", None) else None,
         max_file_size=getattr(args, "max_file_size", None),
         analysis_budget=getattr(args, "analysis_budget", None),
+        python=getattr(args, "python", None),
     )
 
 
@@ -298,6 +302,15 @@ def run_check(args: argparse.Namespace) -> int:
     if cache is not None and cache.read_ahead:
         profile.count("cache read ahead by the server")
 
+    from cslint import library_cache
+    from cslint.analysis.library_env import LibraryPathError, environment_for
+
+    try:
+        environment_for(settings.python)
+    except LibraryPathError as exc:
+        raise ConfigError(f"`python`: {exc}") from None
+    library_cache.use(None if args.no_cache else
+                      library_cache.LibraryCache(args.cache_dir or default_cache_dir(settings)))
     progress = _progress(args)
 
     def lint(targets: list[Path], fix: bool, with_context: list[Path] = context) -> RunResult:
@@ -315,6 +328,9 @@ def run_check(args: argparse.Namespace) -> int:
         result = _verified_fix(args, settings, lint, files)
     else:
         result = lint(files, fixing)
+    store = library_cache.active()
+    if store is not None:
+        store.save()
     result.errors[:0] = [str(note) for note in skipped if note.named]
     if args.add_noqa:
         from cslint.noqa_edit import add_noqa

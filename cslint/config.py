@@ -26,7 +26,7 @@ DEFAULT_EXCLUDES = (
 KNOWN_KEYS = {
     "select", "ignore", "extend-select", "extend-ignore", "per-file-ignores", "exclude", "extend-exclude",
     "trace-roots", "unsafe-fixes", "cerebras-version", "target", "runtime-targets", "output-format",
-    "show-chain", "max-file-size", "analysis-budget",
+    "show-chain", "max-file-size", "analysis-budget", "python",
 }
 DEFAULT_MAX_FILE_SIZE = 5_000_000  # bytes: larger than any hand-written module; generated files are not linted
 DEFAULT_ANALYSIS_BUDGET = 200_000  # see cslint/budget.py
@@ -56,6 +56,9 @@ class Settings:
     # and the top-level packages the project imports (a fix never adds an import of any other)
     target_reason: str = ""
     project_packages: tuple[str, ...] | None = None
+    # the Python whose installed libraries traced calls are read from (analysis/libraries.py): None for the
+    # one cslint runs in, "none" for no libraries
+    python: str | None = None
 
     def with_overrides(self, **overrides: Any) -> Settings:
         return replace(self, **{k: v for k, v in overrides.items() if v is not None})
@@ -203,7 +206,7 @@ def settings_from_table(table: dict[str, Any], path: Path | None) -> Settings:
             kwargs["max_file_size"] = parse_size(table["max-file-size"])
         if "analysis-budget" in table:
             kwargs["analysis_budget"] = _positive(table["analysis-budget"], "analysis-budget")
-        for key in ("cerebras-version", "target"):
+        for key in ("cerebras-version", "target", "python"):
             if key in table:
                 if not isinstance(table[key], str):
                     raise ConfigError(f"`{key}` must be a string")

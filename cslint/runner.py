@@ -11,6 +11,8 @@ from pathlib import Path
 import libcst as cst
 from libcst._position import CodePosition, CodeRange
 
+from cslint import library_cache
+from cslint.analysis.libraries import Libraries, LibraryPathError, environment_for
 from cslint.analysis.index import FunctionInfo, ModuleInfo, TreeBudget, index_module, index_module_from_ast
 from cslint.analysis.index_store import IndexStore
 from cslint.analysis.module_names import assign_module_names, import_aliases
@@ -138,7 +140,7 @@ class Linter:
                     parse(source, self.settings.analysis_budget)
         findings: dict[Path, list[Finding]] = {}
         modules, by_module = self._index_all(sources, names, findings)
-        project = Project(modules.values(), self._module_aliases)
+        project = self._project(modules)
         with self.profile.phase("traced code and tensor inference"):
             program = TracedProgram(project, self.settings.trace_roots,
                                     root_modules=_module_names(by_module, roots_in),
@@ -178,7 +180,7 @@ class Linter:
                                                                                          self._check(traced)))
             traced.analysis = None  # its node-keyed maps would keep the tree alive
 
-        project = Project(modules.values(), self._module_aliases)
+        project = self._project(modules)
         with self.profile.phase("traced code and tensor inference"):
             program = TracedProgram(project, self.settings.trace_roots, after_analysis=check_now,
                                     root_modules=_module_names(by_module, roots_in),
@@ -216,6 +218,17 @@ class Linter:
                         continue
         self.modules_by_path = {by_module[name].path: module for name, module in modules.items()}
         return located
+
+    def _project(self, modules: dict[str, ModuleInfo]) -> Project:
+        """The linted modules as one program, with the installed libraries its traced calls may reach."""
+        project = Project(modules.values(), self._module_aliases)
+        try:
+            environment = environment_for(self.settings.python)
+        except LibraryPathError:  # the command line reports it before any analysis
+            environment = None
+        if environment is not None:
+            project.libraries = Libraries(environment, project, library_cache.active())
+        return project
 
     def _index_all(self, sources: list[SourceFile], names: dict[Path, tuple[str, bool]] | None,
                    findings: dict[Path, list[Finding]]) -> tuple[dict[str, ModuleInfo], dict[str, SourceFile]]:

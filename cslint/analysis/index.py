@@ -134,6 +134,9 @@ class ModuleInfo:
     holds: int = 0
     tree_data: dict[str, Any] = field(default_factory=dict)
     loaded: bool = False  # a tree or a function's piece was parsed since the last `release`
+    # a module of an installed library read as context (analysis/libraries.py): its distribution's
+    # (name, version), the version empty when unknown; None for the linted project's modules
+    library: tuple[str, str] | None = None
 
     @property
     def tree(self) -> cst.Module:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import libcst as cst
 
@@ -26,6 +26,9 @@ from cslint.analysis.project import Project
 from cslint.analysis.step_functions import function_table_kind, global_kind, imported_object_kind
 from cslint.analysis.walk import iter_nodes
 from cslint.analysis.tracing_guards import DYNAMO, Guards, guard_text
+
+if TYPE_CHECKING:
+    from cslint.analysis.libraries import Summary
 
 Env = dict[str, Kind]
 
@@ -59,6 +62,8 @@ class FunctionAnalysis:
     # that run traced after a tracing guard that does not hold for this tracer (id -> the guard's text).
     dead: set[int] = field(default_factory=set)
     unguarded: dict[int, str] = field(default_factory=dict)
+    # calls into installed libraries (analysis/libraries.py): id(call) -> (function called, its summary)
+    library_calls: dict[int, tuple[str, Summary]] = field(default_factory=dict)
 
     def kind(self, node: cst.CSTNode) -> Kind:
         return self.kinds.get(id(node), UNKNOWN)
@@ -975,7 +980,16 @@ class FunctionInference:
             return self._call_project_function(node, target, arg_kinds, receiver=None)
         if isinstance(target, ClassInfo):
             return self.oracle.instance_kind(target)
-        return external_call_kind(qualified, node, arg_kinds)
+        known = known_external_kind(qualified, node, arg_kinds)
+        if known is not None:
+            return known
+        libraries = self.project.libraries
+        found = libraries.lookup(qualified) if libraries is not None else None
+        if isinstance(found, FunctionInfo):  # `_get_value(step_t)` from an installed torch.optim.optimizer
+            return self._call_project_function(node, found, arg_kinds, receiver=None)
+        if isinstance(found, ClassInfo) and libraries is not None:
+            return libraries.instance_kind(found)
+        return _fallback(arg_kinds)
 
     def _call_builtin(self, name: str, node: cst.Call, arg_kinds: list[Kind]) -> Kind:
         local = self.module.functions.get(name)
@@ -1022,9 +1036,13 @@ class FunctionInference:
         if receiver.tag is Tag.OBJECT:
             self._note_registration(node, receiver, method, arg_kinds)
             if receiver.cls:
-                cls = self.project.lookup_class(receiver.cls)
+                owner = self.project
+                cls = owner.lookup_class(receiver.cls)
+                if cls is None and receiver.role == "object" and self.project.libraries is not None:
+                    owner = self.project.libraries.project  # an instance of an installed library's class
+                    cls = owner.lookup_class(receiver.cls)
                 if cls is not None:
-                    target = self.project.find_method(cls, method)
+                    target = owner.find_method(cls, method)
                     if target is not None and target.is_property:  # `self.loss_function(logits, labels)`
                         getter = self._call_project_function(node, target, [], receiver=receiver)
                         return self._call_value(node, getter, arg_kinds)
@@ -1093,6 +1111,12 @@ class FunctionInference:
     def _call_project_function(self, node: cst.Call, target: FunctionInfo, arg_kinds: list[Kind],
                                receiver: Kind | None) -> Kind:
         bound = bind_arguments(target, node, arg_kinds, receiver)
+        libraries = self.project.libraries
+        if target.module.library is not None and libraries is not None:
+            # a library function: summarised for these arguments, not traced (see analysis/libraries.py)
+            summary = libraries.summary(target, bound, self.guards.tracer if self.guards is not None else None)
+            self.result.library_calls[id(node)] = (target.qualname, summary)
+            return summary.returns
         if self.keywords and any(a.star == "**" and isinstance(a.value, cst.Name) and a.value.value == self.star_kwarg
                                  for a in node.args):
             explicit = {a.keyword.value for a in node.args if a.keyword is not None}
@@ -1211,6 +1235,13 @@ def _fallback(arg_kinds: list[Kind], default: Kind = UNKNOWN) -> Kind:
 
 
 def external_call_kind(qualified: str, node: cst.Call, arg_kinds: list[Kind]) -> Kind:
+    known = known_external_kind(qualified, node, arg_kinds)
+    return known if known is not None else _fallback(arg_kinds)
+
+
+def known_external_kind(qualified: str, node: cst.Call, arg_kinds: list[Kind]) -> Kind | None:
+    """What a call outside the project returns when torch_api (or the standard library) says; None for a
+    function only its source can tell about."""
     if qualified in api.STATIC_TORCH_FUNCTIONS or qualified.startswith(api.STATIC_PREFIXES):
         return STATIC
     if qualified in api.HOST_TORCH_FUNCTIONS:
@@ -1246,7 +1277,7 @@ def external_call_kind(qualified: str, node: cst.Call, arg_kinds: list[Kind]) ->
         return arg_kinds[0]
     if qualified in ("functools.partial",):
         return obj("function")
-    return _fallback(arg_kinds)
+    return None
 
 
 def _host_constant(node: cst.Call, arg_kinds: list[Kind]) -> bool:

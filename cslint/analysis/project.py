@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING
 
 from cslint.analysis.index import ClassInfo, FunctionInfo, ModuleInfo
+
+if TYPE_CHECKING:
+    from cslint.analysis.libraries import Libraries
 
 # Bases outside the linted tree whose subclasses are nn.Modules / optimizers.
 MODULE_BASE_PREFIXES = ("torch.nn.", "cerebras.pytorch.nn.")
@@ -50,6 +54,8 @@ class Project:
             self._other_names.setdefault(module.name, []).append(alias)
         self._kind_cache: dict[tuple[str, str], bool] = {}
         self._lookup_cache: dict[str, ModuleInfo | ClassInfo | FunctionInfo | None] = {}
+        # installed libraries whose functions traced code calls (analysis/libraries.py); None: not looked in
+        self.libraries: Libraries | None = None
 
     # ---- lookup ----------------------------------------------------------------------------------
 

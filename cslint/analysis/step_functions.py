@@ -28,7 +28,7 @@ import libcst as cst
 
 from cslint.analysis import torch_api as api
 from cslint.analysis.imports import dotted_name
-from cslint.analysis.index import FunctionInfo, ModuleInfo
+from cslint.analysis.index import ClassInfo, FunctionInfo, ModuleInfo
 from cslint.analysis.kinds import MODULE, STATIC, TENSOR, UNKNOWN, Kind, Tag, obj, sequence_of
 from cslint.analysis.project import Project
 
@@ -77,7 +77,12 @@ def class_instance_kind(project: Project, qualified: str) -> Kind | None:
     """The kind of `Cls(...)` for a project class or a tracked external class."""
     cls = project.lookup_class(qualified)
     if cls is None:
-        return external_object_kind(qualified)
+        known = external_object_kind(qualified)
+        if known is None and project.libraries is not None:  # `scheduler = DDPMScheduler(...)`, installed
+            found = project.libraries.lookup(qualified)
+            if isinstance(found, ClassInfo):
+                return project.libraries.instance_kind(found)
+        return known
     if project.is_optimizer_class(cls):
         return obj("optimizer", cls.qualname)
     if project.is_module_class(cls):

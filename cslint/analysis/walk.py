@@ -54,6 +54,9 @@ def _children(node: cst.CSTNode) -> list[cst.CSTNode]:
     return children
 
 
+child_nodes = _children  # a node's children, in source order
+
+
 def iter_nodes(root: cst.CSTNode, prune: tuple[type, ...] = ()) -> Iterator[cst.CSTNode]:
     """`root` and its descendants, parents before children, in source order; below a node whose type is
     in `prune` nothing is yielded (the node itself is)."""

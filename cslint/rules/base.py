@@ -183,6 +183,18 @@ class RuleContext:
         text = " ".join(cst.Module([]).code_for_node(node).split())
         return text if len(text) <= limit else text[: limit - 3] + "..."
 
+    def report_library_effects(self, node: cst.Call, what: str, does: str, why: str) -> bool:
+        """Report, on the call, what an installed library function it calls does that a trace cannot
+        (analysis/libraries.py): `what` is the kind of effect this rule reports, `does` the phrase after
+        the call's code, `why` the rule's reason. One finding per call and rule; True if there was one."""
+        called = self.traced.analysis.library_calls.get(id(node)) if self.traced.analysis is not None else None
+        effects = [e for e in called[1].effects if e.what == what] if called is not None else []
+        if not effects:
+            return False
+        more = f" (and {len(effects) - 1} more like it)" if len(effects) > 1 else ""
+        self.report(node, f"`{self.code(node)}` {does} {effects[0].describe()}{more}: {why}")
+        return True
+
     # ---- reporting -------------------------------------------------------------------------------
 
     def report(self, node: cst.CSTNode, message: str, fix: Fix | None = None) -> None:

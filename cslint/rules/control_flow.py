@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from cslint.analysis.kinds import Tag
+from cslint.analysis.libraries import BRANCH
 from cslint.fixers.checks import remove_raising_check
 from cslint.fixers.masked_block import masked_block
 from cslint.fixers.first_match import first_match
@@ -112,6 +113,9 @@ class Clamp(nn.Module):
         return x
 """,
     ]
+
+    def visit_Call(self, node: cst.Call, ctx: RuleContext) -> None:
+        ctx.report_library_effects(node, BRANCH, "branches on a tensor", FROZEN)
 
     def visit_If(self, node: cst.If, ctx: RuleContext) -> None:
         elifs = ctx.scratch.setdefault("elif_nodes", set())

@@ -8,6 +8,7 @@ from __future__ import annotations
 import libcst as cst
 
 from cslint.analysis import torch_api as api
+from cslint.analysis.libraries import SHAPE
 from cslint.fixers.masked import masked_reduction_fix, masked_store_fix
 from cslint.rules.base import Fix, Rule, RuleContext
 
@@ -139,6 +140,8 @@ class MoE(nn.Module):
     ]
 
     def visit_Call(self, node: cst.Call, ctx: RuleContext) -> None:
+        if ctx.report_library_effects(node, SHAPE, "makes a tensor whose shape depends on its values", FIXED_SHAPE):
+            return
         name = dynamic_op_name(node, ctx)
         if name is None:
             return

@@ -6,6 +6,7 @@ import libcst as cst
 
 from cslint.analysis.inference import string_value
 from cslint.analysis.kinds import Tag
+from cslint.analysis.libraries import CONVERT, READ
 from cslint.fixers.host import (
     builtin_over_iterable, builtin_to_clamp, builtin_to_torch, drop_conversion, feeds_tensor_arithmetic,
     keep_bookkeeping_on_device, keep_tensor_name, math_to_torch,
@@ -109,6 +110,8 @@ class Scale(nn.Module):
         _note_arithmetic(node, ctx)
 
     def visit_Call(self, node: cst.Call, ctx: RuleContext) -> None:
+        if ctx.report_library_effects(node, READ, "reads tensor values into Python", NO_VALUE):
+            return
         func = node.func
         if not isinstance(func, cst.Attribute) or func.attr.value not in ("item", "tolist", "numpy"):
             return
@@ -260,6 +263,8 @@ class Mix(nn.Module):
     def visit_Call(self, node: cst.Call, ctx: RuleContext) -> None:
         if _is_builtin(node.func, {"range"}, ctx):  # range(int(t)) is WSC107's trip-count finding
             ctx.scratch.setdefault("host.range_args", set()).update(id(a.value) for a in node.args)
+            return
+        if ctx.report_library_effects(node, CONVERT, "converts a tensor to a Python number", NO_VALUE):
             return
         name = _is_builtin(node.func, {"float", "int", "bool", "complex"}, ctx)
         if name is None or not node.args or not ctx.is_tensor(node.args[0].value):

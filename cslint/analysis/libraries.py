@@ -1,0 +1,263 @@
+"""Functions of installed libraries that traced code calls, read from their source files.
+
+`step = _get_value(step_t)` with `_get_value` imported from `torch.optim.optimizer`, a model calling its
+framework's mask helper, a sampling step calling `scheduler.step(...)`: the function is not in the linted
+tree, but its source is in the Python environment. It is found there without importing anything (the
+files are read and parsed, never run), analysed on demand with the kinds the call passes, and summarised
+as what its result is (a tensor, a Python value, a tensor of data-dependent shape) and what it does that
+a static trace cannot (host reads, conversions, branches on tensors, data-dependent shapes), with the
+functions it calls in turn. The summary is context: findings are reported on the caller's line
+("via torch.optim.optimizer._get_value: `x.item()`"), never in the library, which is reported only when
+it is linted (then its modules are the project's and are traced as such).
+
+Summaries depend on the library's code, so a store keeps them per distribution name and version.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import libcst as cst
+
+from cslint.analysis import torch_api as api
+from cslint.analysis.index import ClassInfo, FunctionInfo, ModuleInfo
+from cslint.analysis.kinds import STATIC, UNKNOWN, Kind, Tag, obj
+from cslint.analysis.library_env import (
+    BRANCH, CONVERT, MAX_DEPTH, READ, SHAPE, Effect, Environment, LibraryPathError, Summary, SummaryStore,
+    environment_for, readable_library_module,
+)
+from cslint.analysis.project import Project
+from cslint.analysis.walk import child_nodes
+
+__all__ = ["BRANCH", "CONVERT", "READ", "SHAPE", "Effect", "Environment", "Libraries", "LibraryPathError",
+           "Summary", "SummaryStore", "environment_for"]
+
+# ---- the libraries as a project ------------------------------------------------------------------
+
+class _LazyModules(dict):  # type: ignore[type-arg]
+    """Module name -> ModuleInfo, read from the environment the first time a name is asked for; the
+    linted project's own modules first (a library's re-export can name one)."""
+
+    def __init__(self, load: Callable[[str], ModuleInfo | None]) -> None:
+        super().__init__()
+        self._load = load
+
+    def get(self, name: str, default: Any = None) -> Any:  # type: ignore[override]
+        if not dict.__contains__(self, name):
+            dict.__setitem__(self, name, self._load(name))
+        found = dict.__getitem__(self, name)
+        return found if found is not None else default
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and self.get(name) is not None
+
+    def __getitem__(self, name: str) -> ModuleInfo:
+        found = self.get(name)
+        if found is None:
+            raise KeyError(name)
+        return found  # type: ignore[no-any-return]
+
+    def values(self):  # type: ignore[no-untyped-def, override]
+        return [m for m in dict.values(self) if m is not None]
+
+
+class Libraries:
+    """What traced code of `project` calls in installed libraries: found, read and summarised on demand."""
+
+    def __init__(self, environment: Environment, project: Project, store: SummaryStore | None = None) -> None:
+        self.environment = environment
+        self.user = project
+        self.store = store
+        self.project = Project([])
+        self.project.modules = _LazyModules(self._load)  # type: ignore[assignment]
+        self.project.libraries = self  # type: ignore[attr-defined]
+        self._summaries = environment.summaries
+        self._active: list[str] = []
+        self._oracles: dict[str, Any] = {}
+        self._lookups: dict[str, FunctionInfo | ClassInfo | ModuleInfo | None] = {}
+        self._uses: list[set[str]] = []  # per summary being computed: the distributions it was computed from
+
+    def _load(self, name: str) -> ModuleInfo | None:
+        own = self.user.modules.get(name) or self.user.aliased.get(name)
+        return own if own is not None else self.environment.module(name)
+
+    def lookup(self, qualified: str) -> FunctionInfo | ClassInfo | ModuleInfo | None:
+        """What a qualified name the project does not define names in the installed libraries."""
+        if qualified not in self._lookups:
+            found = self.project.lookup(qualified) if readable_library_module(qualified) else None
+            self._lookups[qualified] = found
+        return self._lookups[qualified]
+
+    def instance_kind(self, cls: ClassInfo) -> Kind:
+        """`Cls(...)` for a library class: an object whose methods are looked up in the library."""
+        if self.project.is_optimizer_class(cls):
+            return obj("optimizer", cls.qualname)
+        if self.project.is_module_class(cls):
+            return obj("module", cls.qualname)
+        return obj("object", cls.qualname)
+
+    # ---- summaries ---------------------------------------------------------------------------------
+
+    def summary(self, func: FunctionInfo, given: dict[str, Kind], tracer: str | None) -> Summary:
+        """What calling library function `func` with arguments of these kinds returns and does."""
+        from cslint.analysis.traced import helper_param_kinds  # traced.py builds on inference, as this does
+
+        given = {name: self._as_context(kind) for name, kind in given.items()}
+        key = f"{func.qualname}|{tracer}|{sorted((n, _kind_key(k)) for n, k in given.items())}"
+        known = self._summaries.get(key)
+        if known is not None:
+            return known
+        if key in self._active or len(self._active) >= MAX_DEPTH:
+            return Summary(UNKNOWN)  # recursion, or too deep to follow: nothing known
+        distribution = func.module.library
+        versioned = distribution is not None and bool(distribution[1])
+        stored = self.store.get(distribution, key) if self.store is not None and versioned else None  # type: ignore[arg-type]
+        if stored is not None and all(self._installed(use) for use in stored.uses):
+            self._summaries[key] = stored
+            self._note_use(stored.uses)
+            return stored
+        self._active.append(key)
+        self._uses.append(set())
+        try:
+            found = self._summarise(func, given, tracer, helper_param_kinds)
+        except Exception:  # a library this analysis cannot follow is not the user's error: nothing known
+            found = Summary(UNKNOWN)
+        finally:
+            self._active.pop()
+            uses = self._uses.pop()
+        uses.add(self._use(func.module))
+        found = Summary(found.returns, found.effects, tuple(sorted(uses)))
+        self._note_use(found.uses)
+        self._summaries[key] = found
+        if self.store is not None and versioned:
+            self.store.put(distribution, key, found)  # type: ignore[arg-type]
+        return found
+
+    def _as_context(self, kind: Kind) -> Kind:
+        """An instance of one of the project's classes is passed as a plain object (a model's config): a
+        library function cannot look into it, and one summary then serves every model that calls it."""
+        if kind.tag is Tag.OBJECT and kind.role == "object" and kind.cls and self.user.lookup_class(kind.cls):
+            return obj("object")
+        return kind
+
+    def _use(self, module: ModuleInfo) -> str:
+        """`top=name-version` of the distribution a module comes from (`top=` for one outside any)."""
+        top = module.name.partition(".")[0]
+        name, version = module.library or ("", "")
+        return f"{top}={name}-{version}" if version else f"{top}="
+
+    def _installed(self, use: str) -> bool:
+        top, _, installed = use.partition("=")
+        found = self.environment.distribution(top)
+        return bool(installed) and found is not None and installed == f"{found[0]}-{found[1]}"
+
+    def _note_use(self, uses: tuple[str, ...]) -> None:
+        """What a summary was computed from is a dependency of every summary being computed above it."""
+        for frame in self._uses:
+            frame.update(uses)
+
+    def _summarise(self, func: FunctionInfo, given: dict[str, Kind], tracer: str | None,
+                   helper_param_kinds: Callable[..., dict[str, Kind]]) -> Summary:
+        from cslint.analysis.inference import FunctionInference, ProjectOracle
+        from cslint.analysis.tracing_guards import Guards
+
+        oracle = self._oracles.get("oracle")
+        if oracle is None:
+            oracle = self._oracles["oracle"] = ProjectOracle(self.project)
+        guards = self._oracles.get(f"guards:{tracer}")
+        if guards is None and tracer is not None:
+            guards = self._oracles[f"guards:{tracer}"] = Guards(self.project, tracer)
+        params = helper_param_kinds(oracle, func, given)
+        analysis = FunctionInference(self.project, oracle, func, params, unannotated_param=UNKNOWN,
+                                     guards=guards).run()
+        returns = analysis.return_kind if analysis.returns_value else STATIC
+        return Summary(returns, tuple(_effects(func, analysis)))
+
+
+def _kind_key(kind: Kind) -> str:
+    return repr(kind)
+
+
+# ---- effects ---------------------------------------------------------------------------------------
+
+_TESTS = frozenset({cst.If, cst.While, cst.IfExp, cst.Assert})
+
+
+def _effects(func: FunctionInfo, analysis: Any) -> Iterator[Effect]:
+    """What the analysed library function does that a static trace cannot, in the order of its code, then
+    what the library functions it calls do."""
+    found: list[tuple[cst.CSTNode, str, str]] = []
+    called: list[Summary] = []
+    dead = analysis.dead
+    stack: list[cst.CSTNode] = [func.node.body]
+    while stack:
+        node = stack.pop()
+        kind = type(node)
+        if id(node) in dead or kind in _NOT_FOLLOWED:
+            continue
+        if kind in _TESTS:
+            test = node.test  # type: ignore[attr-defined]
+            if _truth_is_data_dependent(test, analysis):
+                found.append((test, BRANCH, f"{_KEYWORDS[kind]} {_code(test)}"))
+        elif kind is cst.Call:
+            what = _call_effect(node, analysis)  # type: ignore[arg-type]
+            if what is not None:
+                found.append((node, what, _code(node)))
+            library = analysis.library_calls.get(id(node))
+            if library is not None and library[1].effects:
+                called.append(library[1])
+        stack.extend(reversed(child_nodes(node)))
+    path = str(func.module.path)
+    for node, what, text in found:
+        yield Effect(what, text, (func.qualname,), path, _line(func, node))
+    for summary in called:
+        for effect in summary.effects:
+            yield Effect(effect.what, effect.text, (func.qualname, *effect.via), effect.path, effect.line)
+
+
+_NOT_FOLLOWED = frozenset({cst.Raise, cst.ClassDef, cst.FunctionDef, cst.Lambda})  # run elsewhere, or to fail
+_KEYWORDS = {cst.If: "if", cst.While: "while", cst.IfExp: "if", cst.Assert: "assert"}
+
+
+def _truth_is_data_dependent(test: cst.BaseExpression, analysis: Any) -> bool:
+    if type(test) is cst.BooleanOperation:
+        return _truth_is_data_dependent(test.left, analysis) or _truth_is_data_dependent(test.right, analysis)
+    if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
+        return _truth_is_data_dependent(test.expression, analysis)
+    return bool(analysis.kind(test).is_data_dependent)
+
+
+def _call_effect(node: cst.Call, analysis: Any) -> str | None:
+    func = node.func
+    if type(func) is cst.Attribute:
+        receiver = analysis.kind(func.value)
+        if receiver.tag is Tag.TENSOR:
+            method = func.attr.value
+            if method in ("item", "tolist", "numpy"):
+                return READ
+            if method in api.DYNAMIC_SHAPE_METHODS and not receiver.dynamic_shape:
+                return SHAPE
+        return None
+    if type(func) is cst.Name:
+        if func.value in ("int", "float", "bool") and node.args and analysis.kind(node.args[0].value).is_tensor:
+            return CONVERT
+        return None
+    return None
+
+
+def _code(node: cst.CSTNode, limit: int = 48) -> str:
+    text = " ".join(cst.Module([]).code_for_node(node).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _line(func: FunctionInfo, node: cst.CSTNode) -> int:
+    """The line of `node` in the library's file: where its code's first line first occurs in the function's
+    text (0 when the function's place in the file is not known). For the message only: no position pass."""
+    span = func.span
+    if span is None:
+        return 0
+    first = cst.Module([]).code_for_node(node).strip().splitlines()[0]
+    source = func.module.source
+    at = source.find(first, span.start, span.end)
+    return source.count("\n", 0, at) + 1 if at >= 0 else span.line

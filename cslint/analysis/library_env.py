@@ -1,0 +1,238 @@
+"""Where installed libraries are, and what a summary of one of their functions says (analysis/libraries.py).
+
+Kept apart from the analysis itself, without libcst: the cache key and the command line ask for the
+environment on runs that parse nothing.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from cslint.analysis.kinds import Kind
+
+if TYPE_CHECKING:
+    from cslint.analysis.index import ModuleInfo
+
+READ = "read"  # `.item()`, `.tolist()`, `.numpy()` of a tensor
+CONVERT = "convert"  # `int(t)`, `float(t)`, `bool(t)`
+BRANCH = "branch"  # `if`/`while`/ternary/`assert` on a tensor
+SHAPE = "shape"  # an op whose output shape depends on values (`nonzero`, one-argument `torch.where`)
+
+MAX_DEPTH = 4  # library functions called through library functions, from the user's call
+MAX_FILE_BYTES = 3_000_000
+# Parts of torch read as a library: what the API tables do not describe (optimizer helpers, nn.utils).
+# The rest of torch is tensor operations (torch_api) or tracer internals.
+TORCH_LIBRARY_MODULES = ("torch.optim", "torch.nn.utils")
+NEVER_READ = ("numpy", "einops", "torch_xla", "cerebras", "jax", "triton")
+
+
+@dataclass(frozen=True)
+class Effect:
+    what: str  # READ, CONVERT, BRANCH or SHAPE
+    text: str  # the code, one line
+    via: tuple[str, ...]  # the library function called, then each one it calls down to the one with the code
+    path: str
+    line: int
+
+    def describe(self) -> str:
+        return f"via {' -> '.join(self.via)}: `{self.text}` ({os.path.basename(self.path)}:{self.line})"
+
+
+@dataclass(frozen=True)
+class Summary:
+    returns: Kind
+    effects: tuple[Effect, ...] = ()
+    uses: tuple[str, ...] = ()  # `top=name-version` of every distribution whose code it was computed from
+
+
+class SummaryStore(Protocol):
+    """Summaries kept between runs, per distribution and version (cslint/library_cache.py)."""
+
+    def get(self, distribution: tuple[str, str], key: str) -> Summary | None: ...
+
+    def put(self, distribution: tuple[str, str], key: str, summary: Summary) -> None: ...
+
+
+# ---- where libraries are ---------------------------------------------------------------------------
+
+class Environment:
+    """The directories a Python looks for third-party modules in, and the distributions installed there."""
+
+    def __init__(self, paths: list[str]) -> None:
+        self.paths = paths
+        self._found: dict[str, tuple[str, bool] | None] = {}
+        self._distributions: dict[str, tuple[str, str]] | None = None
+        # shared by every analysis of the process: library modules read, and summaries worked out
+        self.modules: dict[str, ModuleInfo | None] = {}
+        self.summaries: dict[str, Summary] = {}
+
+    def module(self, name: str) -> ModuleInfo | None:
+        """The index of an installed module, read the first time it is asked for."""
+        if name not in self.modules:
+            self.modules[name] = self._read(name) if readable_library_module(name) else None
+        return self.modules[name]
+
+    def _read(self, name: str) -> ModuleInfo | None:
+        found = self.find(name)
+        if found is None:
+            return None
+        path, is_package = found
+        try:
+            if os.path.getsize(path) > MAX_FILE_BYTES:
+                return None
+            with open(path, encoding="utf-8") as handle:
+                text = handle.read()
+            tree = ast.parse(text)
+        except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
+        import libcst as cst
+
+        from cslint.analysis.index import index_module_from_ast
+
+        info = index_module_from_ast(Path(path), text, tree, name, is_package, loader=lambda: cst.parse_module(text))
+        info.piece_parser = cst.parse_module
+        info.library = self.distribution(name.partition(".")[0]) or (name.partition(".")[0], "")
+        return info
+
+    @classmethod
+    def of_running_python(cls) -> Environment:
+        """The environment cslint runs in: `sys.path` without the working directory and the standard library."""
+        stdlib = {os.path.realpath(p) for p in _stdlib_paths()}
+        cwd = os.path.realpath(os.getcwd())
+        paths = []
+        for entry in sys.path:
+            real = os.path.realpath(entry) if entry else cwd
+            if real != cwd and real not in stdlib and os.path.isdir(real) and real not in paths:
+                paths.append(real)
+        return cls(paths)
+
+    def find(self, module: str) -> tuple[str, bool] | None:
+        """The file of a module (its `__init__.py` for a package) and whether it is a package; None when no
+        search directory has it. Nothing is imported."""
+        if module in self._found:
+            return self._found[module]
+        found: tuple[str, bool] | None = None
+        parent, _, last = module.rpartition(".")
+        if not all(part.isidentifier() for part in module.split(".")):
+            found = None
+        elif parent:
+            above = self.find(parent)
+            if above is not None and above[1]:
+                found = _in_directory(os.path.dirname(above[0]), last)
+        else:
+            for directory in self.paths:
+                found = _in_directory(directory, module)
+                if found is not None:
+                    break
+        self._found[module] = found
+        return found
+
+    def distribution(self, top: str) -> tuple[str, str] | None:
+        """(name, version) of the installed distribution that provides the top-level package `top`."""
+        if self._distributions is None:
+            self._distributions = {}
+            for directory in self.paths:
+                try:
+                    names = sorted(os.listdir(directory))
+                except OSError:
+                    continue
+                for name in names:
+                    if name.endswith(".dist-info"):
+                        dist, _, version = name[:-len(".dist-info")].partition("-")
+                        for provided in _top_level(os.path.join(directory, name), dist):
+                            self._distributions.setdefault(provided, (dist.lower(), version))
+        return self._distributions.get(top)
+
+    def digest_text(self) -> str:
+        """Every distribution installed, with its version: a change means summaries may have changed."""
+        self.distribution("")
+        assert self._distributions is not None
+        return ";".join(f"{top}={name}-{version}" for top, (name, version) in sorted(self._distributions.items()))
+
+
+class LibraryPathError(Exception):
+    """The Python named for libraries cannot be asked where they are; the message says why."""
+
+
+_ENVIRONMENTS: dict[str, Environment | None] = {}
+_PATH_QUERY = ("import json, sys, sysconfig; p = sysconfig.get_paths(); "
+               "print(json.dumps([sys.path[1:], [p.get('stdlib', ''), p.get('platstdlib', '')]]))")
+
+
+def environment_for(python: str | None) -> Environment | None:
+    """The environment of the `python` setting: None or "" for the Python cslint runs in, "none" for no
+    libraries, else an interpreter asked (once per process) for its search path; nothing of the linted
+    code is run."""
+    key = python or ""
+    if key not in _ENVIRONMENTS:
+        if key.lower() == "none":
+            _ENVIRONMENTS[key] = None
+        elif not key:
+            _ENVIRONMENTS[key] = Environment.of_running_python()
+        else:
+            _ENVIRONMENTS[key] = _asked(key)
+    return _ENVIRONMENTS[key]
+
+
+def _asked(python: str) -> Environment:
+    import json
+    import subprocess
+    import tempfile
+
+    try:
+        done = subprocess.run([python, "-c", _PATH_QUERY], capture_output=True, text=True, timeout=60,
+                              cwd=tempfile.gettempdir())
+        paths, stdlib = json.loads(done.stdout)
+    except (OSError, subprocess.SubprocessError, ValueError, TypeError) as exc:
+        raise LibraryPathError(f"cannot ask {python} for its installed libraries ({exc.__class__.__name__})") from None
+    stdlib_dirs = {os.path.realpath(p) for p in stdlib if p}
+    stdlib_dirs |= {os.path.join(p, "lib-dynload") for p in stdlib_dirs}
+    found = []
+    for entry in paths:
+        real = os.path.realpath(entry) if entry else ""
+        if real and real not in stdlib_dirs and os.path.isdir(real) and real not in found:
+            found.append(real)
+    return Environment(found)
+
+
+def _stdlib_paths() -> list[str]:
+    import sysconfig
+
+    paths = sysconfig.get_paths()
+    found = [paths.get("stdlib", ""), paths.get("platstdlib", "")]
+    return [p for p in found if p] + [os.path.join(p, "lib-dynload") for p in found if p]
+
+
+def _in_directory(directory: str, name: str) -> tuple[str, bool] | None:
+    package = os.path.join(directory, name, "__init__.py")
+    if os.path.isfile(package):
+        return package, True
+    module = os.path.join(directory, name + ".py")
+    if os.path.isfile(module):
+        return module, False
+    return None
+
+
+def _top_level(dist_info: str, dist: str) -> list[str]:
+    try:
+        with open(os.path.join(dist_info, "top_level.txt"), encoding="utf-8") as handle:
+            listed = [line.strip() for line in handle if line.strip()]
+    except OSError:
+        listed = []
+    return listed or [dist.lower().replace("-", "_").replace(".", "_")]
+
+
+def readable_library_module(name: str) -> bool:
+    """Whether a module's source is read as a library: not the standard library, not what the API tables
+    describe (torch's tensor operations, NumPy), not tracer internals."""
+    top = name.partition(".")[0]
+    if top in sys.stdlib_module_names or top in NEVER_READ or top in ("cslint", "__future__"):
+        return False
+    if top == "torch":
+        return any(name == m or name.startswith(m + ".") for m in TORCH_LIBRARY_MODULES)
+    return True

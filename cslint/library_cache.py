@@ -1,0 +1,137 @@
+"""Summaries of installed libraries' functions (analysis/libraries.py), kept in the cache directory.
+
+One file per distribution and version (`v<cslint>-lib-<name>-<version>.json`): upgrading a library starts
+its summaries afresh, and a summary that used another distribution's code records which version it read
+(the analysis checks it is still the one installed). Files are read and written under the cache's rules
+(`cache.open_cache_directory`); one that cannot be read is an empty one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from cslint import __version__
+from cslint.analysis.kinds import DYN_TENSOR, HOST, MODULE, STATIC, TENSOR, UNKNOWN, Kind, Tag
+from cslint.analysis.library_env import Effect, Summary
+from cslint.cache import NO_FOLLOW, open_cache_directory, write_new
+
+FORMAT = 1
+
+
+_active: LibraryCache | None = None
+
+
+def active() -> LibraryCache | None:
+    """The store of the run in progress (set by the command line when the cache is used)."""
+    return _active
+
+
+def use(store: LibraryCache | None) -> None:
+    global _active
+    _active = store
+
+
+class LibraryCache:
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self._files: dict[tuple[str, str], dict[str, Any]] = {}
+        self._changed: set[tuple[str, str]] = set()
+
+    def file_name(self, distribution: tuple[str, str]) -> str:
+        name, version = (re.sub(r"[^\w.+!-]", "_", part) for part in distribution)
+        return f"v{__version__}-lib-{name}-{version}.json"
+
+    def _entries(self, distribution: tuple[str, str]) -> dict[str, Any]:
+        entries = self._files.get(distribution)
+        if entries is None:
+            entries = self._files[distribution] = self._read(distribution)
+        return entries
+
+    def _read(self, distribution: tuple[str, str]) -> dict[str, Any]:
+        try:
+            directory = open_cache_directory(self.directory, create=False)
+        except OSError:
+            return {}
+        if directory is None:
+            return {}
+        try:
+            fd = os.open(self.file_name(distribution), os.O_RDONLY | NO_FOLLOW, dir_fd=directory)
+            with os.fdopen(fd, encoding="utf-8") as handle:
+                data = json.load(handle)
+            if isinstance(data, dict) and data.get("format") == FORMAT and isinstance(data.get("summaries"), dict):
+                return data["summaries"]
+        except (OSError, ValueError):
+            pass
+        finally:
+            os.close(directory)
+        return {}
+
+    def get(self, distribution: tuple[str, str], key: str) -> Summary | None:
+        raw = self._entries(distribution).get(key)
+        if raw is None:
+            return None
+        try:
+            return _summary(raw)
+        except (KeyError, TypeError, ValueError):  # damaged: worked out again, and rewritten
+            return None
+
+    def put(self, distribution: tuple[str, str], key: str, summary: Summary) -> None:
+        self._entries(distribution)[key] = _summary_json(summary)
+        self._changed.add(distribution)
+
+    def save(self) -> None:
+        if not self._changed:
+            return
+        try:
+            directory = open_cache_directory(self.directory, create=True)
+        except OSError:
+            return
+        try:
+            for distribution in sorted(self._changed):
+                payload = {"format": FORMAT, "summaries": self._files[distribution]}
+                write_new(directory, self.file_name(distribution), json.dumps(payload, separators=(",", ":")))
+        except OSError:
+            pass
+        finally:
+            os.close(directory)
+        self._changed.clear()
+
+
+def _kind_json(kind: Kind) -> Any:
+    out: dict[str, Any] = {"t": int(kind.tag)}
+    if kind.dynamic_shape:
+        out["d"] = True
+    if kind.role:
+        out["r"] = kind.role
+    if kind.cls:
+        out["c"] = kind.cls
+    if kind.elem is not None:
+        out["e"] = _kind_json(kind.elem)
+    if kind.items is not None:
+        out["i"] = [_kind_json(k) for k in kind.items]
+    return out
+
+
+_COMMON = {kind: kind for kind in (STATIC, UNKNOWN, HOST, TENSOR, DYN_TENSOR, MODULE)}
+
+
+def _kind(raw: Any) -> Kind:
+    kind = Kind(Tag(raw["t"]), dynamic_shape=bool(raw.get("d", False)), role=str(raw.get("r", "")),
+                cls=str(raw.get("c", "")), elem=_kind(raw["e"]) if "e" in raw else None,
+                items=tuple(_kind(k) for k in raw["i"]) if "i" in raw else None)
+    return _COMMON.get(kind, kind)
+
+
+def _summary_json(summary: Summary) -> Any:
+    return {"returns": _kind_json(summary.returns), "uses": list(summary.uses),
+            "effects": [[e.what, e.text, list(e.via), e.path, e.line] for e in summary.effects]}
+
+
+def _summary(raw: Any) -> Summary:
+    effects = tuple(Effect(str(what), str(text), tuple(map(str, via)), str(path), int(line))
+                    for what, text, via, path, line in raw["effects"])
+    return Summary(_kind(raw["returns"]), effects, tuple(map(str, raw["uses"])))

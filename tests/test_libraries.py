@@ -1,0 +1,233 @@
+"""Functions of installed libraries that traced code calls (#24 item 2): read from a site-packages
+directory (never imported), summarised for the call's arguments, their effects reported on the caller's
+line; the library itself is reported only when it is linted. The libraries here are self-written packages
+installed into a temporary site-packages that a `--python` interpreter has on its path."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from cslint.analysis import library_env
+from cslint.analysis.kinds import HOST, STATIC, TENSOR
+from cslint.analysis.libraries import Environment, Libraries
+from cslint.analysis.project import Project
+from cslint.library_cache import LibraryCache
+from tests.conftest import run_linter
+
+OPTIM_UTILS = '''
+import torch
+
+
+def _get_value(x):
+    # item is faster than a cpu tensor in eager mode
+    if not torch.jit.is_scripting() and torch.compiler.is_compiling():
+        return x
+    else:
+        return x.item() if isinstance(x, torch.Tensor) else x
+
+
+def scaled(x, factor):
+    return x * factor
+
+
+def count_positive(x):
+    return int((x > 0).sum())
+'''
+
+SCHEDULER = '''
+import torch
+
+
+class StepScheduler:
+    def __init__(self, steps):
+        self.timesteps = torch.arange(steps)
+        self.alphas = torch.linspace(0.1, 0.9, steps)
+
+    def previous(self, t):
+        index = (self.timesteps == t).nonzero()[0][0]
+        return self.timesteps[index - 1]
+
+    def step(self, out, t, x):
+        prev_t = self.previous(t)
+        if t > 0:
+            x = x - self.alphas[t] * out
+        return x
+'''
+
+USER_OPTIMIZER = '''
+import torch
+from fakeoptim.utils import _get_value, count_positive, scaled
+
+
+class MyOpt(torch.optim.Optimizer):
+    def step(self):
+        for group in self.param_groups:
+            for p in group["params"]:
+                state = self.state[p]
+                step = _get_value(state["step_t"])
+                p.mul_(scaled(p, 0.5))
+                if step > 10:
+                    p.zero_()
+'''
+
+
+def _install(site: Path, name: str, version: str, files: dict[str, str]) -> None:
+    for path, text in files.items():
+        target = site / name / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
+    for old in site.glob(f"{name}-*.dist-info"):
+        for inner in old.iterdir():
+            inner.unlink()
+        old.rmdir()
+    info = site / f"{name}-{version}.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Name: {name}\nVersion: {version}\n", encoding="utf-8")
+
+
+@pytest.fixture
+def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A site-packages with `fakeoptim` 1.0 whose import would leave a mark (it must never be imported),
+    on the path of the `python` the runs name."""
+    directory = tmp_path / "site-packages"
+    directory.mkdir()
+    mark = tmp_path / "imported"
+    _install(directory, "fakeoptim", "1.0", {
+        "__init__.py": f"open({str(mark)!r}, 'w').write('imported')\n",
+        "utils.py": OPTIM_UTILS,
+        "schedulers.py": SCHEDULER,
+    })
+    monkeypatch.setenv("PYTHONPATH", str(directory))
+    monkeypatch.setattr(library_env, "_ENVIRONMENTS", {})
+    return directory
+
+
+def _lint(root: Path, files: dict[str, str], **settings: object) -> list[tuple[str, str, int, str]]:
+    result, _ = run_linter(root, files, **{"python": sys.executable, **settings})
+    assert not result.errors, result.errors
+    return [(d.code, d.path.name, d.line, d.message) for d in result.diagnostics]
+
+
+def test_a_library_helper_reading_a_value_is_reported_on_the_callers_line(site: Path, tmp_path: Path) -> None:
+    found = _lint(tmp_path / "proj", {"opt.py": USER_OPTIMIZER})
+    reads = [f for f in found if f[0] == "WSC201"]
+    assert [(name, line) for _, name, line, _ in reads] == [("opt.py", 10)]
+    assert "via fakeoptim.utils._get_value: `x.item()` (utils.py:9)" in reads[0][3]
+    # the result is a Python value read from the tensor (not a tensor): the branch on it is one too
+    branches = [m for c, _, line, m in found if (c, line) == ("WSC101", 12)]
+    assert len(branches) == 1 and "branches on a Python value read from tensor data" in branches[0]
+    assert not (tmp_path / "imported").exists()  # read, never imported
+
+
+def test_the_helpers_guard_decides_per_target(site: Path, tmp_path: Path) -> None:
+    """Under torch.compile `torch.compiler.is_compiling()` holds: `_get_value` returns the tensor itself."""
+    found = _lint(tmp_path / "proj", {"opt.py": USER_OPTIMIZER}, target="compile")
+    assert not [f for f in found if "via" in f[3]]
+
+
+def test_tensor_arithmetic_in_a_library_is_not_a_finding(site: Path, tmp_path: Path) -> None:
+    found = _lint(tmp_path / "proj", {"opt.py": USER_OPTIMIZER})
+    assert not [f for f in found if "scaled" in f[3]]
+
+
+def test_a_conversion_and_its_python_result(site: Path, tmp_path: Path) -> None:
+    found = _lint(tmp_path / "proj", {"model.py": '''
+        import torch
+        from torch import nn
+        from fakeoptim.utils import count_positive
+
+
+        class Head(nn.Module):
+            def forward(self, x):
+                n = count_positive(x)
+                return x[:n]
+    '''})
+    assert [(c, line) for c, _, line, m in found if "via" in m] == [("WSC203", 8)]
+
+
+def test_a_method_of_a_library_object_built_at_module_level(site: Path, tmp_path: Path) -> None:
+    found = _lint(tmp_path / "proj", {"sample.py": '''
+        import torch
+        from fakeoptim.schedulers import StepScheduler
+
+        scheduler = StepScheduler(10)
+
+
+        @torch.compile
+        def sample_step(x, out, t):
+            return scheduler.step(out, t, x)
+    '''}, target="compile")
+    vias = {(c, line): m for c, _, line, m in found if "via" in m}
+    assert set(vias) == {("WSC101", 9), ("WSC501", 9)}
+    assert "via fakeoptim.schedulers.StepScheduler.step: `if t > 0`" in vias[("WSC101", 9)]
+    assert "StepScheduler.step -> fakeoptim.schedulers.StepScheduler.previous" in vias[("WSC501", 9)]
+
+
+def test_no_library_installed_is_todays_behaviour(site: Path, tmp_path: Path) -> None:
+    found = _lint(tmp_path / "proj", {"opt.py": USER_OPTIMIZER}, python="none")
+    assert not [f for f in found if "via" in f[3]]
+    # an unknown callable given a tensor is taken to return one, as before
+    assert [m for c, _, line, m in found if (c, line) == ("WSC101", 12)][0].startswith(
+        "`if step > 10` branches on a tensor:")
+
+
+def test_a_linted_library_is_reported_where_it_is(site: Path, tmp_path: Path) -> None:
+    """With the library's own file among the linted ones, its function is traced project code: the finding
+    is in the library's file, and nothing is carried to the caller."""
+    root = tmp_path / "proj"
+    found = _lint(root, {"opt.py": USER_OPTIMIZER, "fakeoptim/__init__.py": "", "fakeoptim/utils.py": OPTIM_UTILS})
+    assert ("WSC201", "utils.py", 9) in [(c, n, line) for c, n, line, _ in found]
+    assert not [f for f in found if "via" in f[3]]
+
+
+def test_python_that_cannot_run_is_a_one_line_error(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text("x = 1\n", encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "cslint", "check", "--python", str(tmp_path / "nope"), "a.py"],
+                          cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 2
+    assert done.stderr.startswith("cslint: error: `python`: cannot ask") and done.stderr.count("\n") == 1
+
+
+def _summary_of(site: Path, store: LibraryCache, qualname: str = "fakeoptim.utils._get_value"):  # type: ignore[no-untyped-def]
+    libs = Libraries(Environment([str(site)]), Project([]), store)
+    func = libs.lookup(qualname)
+    return libs.summary(func, {"x": TENSOR}, "lazy")  # type: ignore[arg-type]
+
+
+def test_summaries_are_kept_per_distribution_version(site: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    store = LibraryCache(cache)
+    first = _summary_of(site, store)
+    assert first.returns == HOST and [e.text for e in first.effects] == ["x.item()"]
+    store.save()
+    assert [p.name for p in cache.glob("*-lib-*.json")] == [store.file_name(("fakeoptim", "1.0"))]
+
+    # the same version with other code: the kept summary is used (it is keyed by name and version) ...
+    (site / "fakeoptim" / "utils.py").write_text("def _get_value(x):\n    return x\n", encoding="utf-8")
+    assert _summary_of(site, LibraryCache(cache)) == first
+    # ... and a new version is summarised afresh, in a file of its own
+    _install(site, "fakeoptim", "1.1", {})
+    second = _summary_of(site, store2 := LibraryCache(cache))
+    assert second.returns == TENSOR and not second.effects
+    store2.save()
+    assert sorted(p.name for p in cache.glob("*-lib-*.json")) == sorted(
+        store.file_name(("fakeoptim", v)) for v in ("1.0", "1.1"))
+
+
+def test_a_summary_using_another_distribution_is_redone_when_that_one_changes(site: Path, tmp_path: Path) -> None:
+    _install(site, "fakebase", "1.0", {"__init__.py": "", "ops.py": "def read(x):\n    return x.item()\n"})
+    (site / "fakeoptim" / "wrap.py").write_text("from fakebase.ops import read\n\n\ndef value(x):\n"
+                                                "    return read(x)\n", encoding="utf-8")
+    cache = tmp_path / "cache"
+    store = LibraryCache(cache)
+    first = _summary_of(site, store, "fakeoptim.wrap.value")
+    assert [e.via for e in first.effects] == [("fakeoptim.wrap.value", "fakebase.ops.read")]
+    store.save()
+    _install(site, "fakebase", "2.0", {"ops.py": "def read(x):\n    return 0\n"})
+    second = _summary_of(site, LibraryCache(cache), "fakeoptim.wrap.value")
+    assert second.returns == STATIC and not second.effects
