@@ -172,7 +172,7 @@ class Libraries:
         analysis = FunctionInference(self.project, oracle, func, params, unannotated_param=UNKNOWN,
                                      guards=guards).run()
         returns = analysis.return_kind if analysis.returns_value else STATIC
-        return Summary(returns, tuple(_effects(func, analysis)))
+        return Summary(returns, tuple(_effects(func, analysis, guards)))
 
 
 def _kind_key(kind: Kind) -> str:
@@ -184,7 +184,7 @@ def _kind_key(kind: Kind) -> str:
 _TESTS = frozenset({cst.If, cst.While, cst.IfExp, cst.Assert})
 
 
-def _effects(func: FunctionInfo, analysis: Any) -> Iterator[Effect]:
+def _effects(func: FunctionInfo, analysis: Any, guards: Any) -> Iterator[Effect]:
     """What the analysed library function does that a static trace cannot, in the order of its code, then
     what the library functions it calls do."""
     found: list[tuple[cst.CSTNode, str, str]] = []
@@ -198,7 +198,7 @@ def _effects(func: FunctionInfo, analysis: Any) -> Iterator[Effect]:
             continue
         if kind in _TESTS:
             test = node.test  # type: ignore[attr-defined]
-            if _truth_is_data_dependent(test, analysis):
+            if _truth_is_data_dependent(test, analysis, guards, func.module):
                 found.append((test, BRANCH, f"{_KEYWORDS[kind]} {_code(test)}"))
         elif kind is cst.Call:
             what = _call_effect(node, analysis)  # type: ignore[arg-type]
@@ -220,11 +220,20 @@ _NOT_FOLLOWED = frozenset({cst.Raise, cst.ClassDef, cst.FunctionDef, cst.Lambda}
 _KEYWORDS = {cst.If: "if", cst.While: "while", cst.IfExp: "if", cst.Assert: "assert"}
 
 
-def _truth_is_data_dependent(test: cst.BaseExpression, analysis: Any) -> bool:
+def _truth_is_data_dependent(test: cst.BaseExpression, analysis: Any, guards: Any, module: ModuleInfo) -> bool:
+    """Whether taking the truth of `test` reads a tensor, where tracing predicates leave it to be evaluated
+    (`not is_tracing(mask) and mask.all()` never reaches `.all()` under torch.compile)."""
+    if guards is not None and guards.value(module, test) is not None:
+        return False  # decided by tracing predicates alone
     if type(test) is cst.BooleanOperation:
-        return _truth_is_data_dependent(test.left, analysis) or _truth_is_data_dependent(test.right, analysis)
+        left = guards.value(module, test.left) if guards is not None else None
+        if left is not None:  # `False and x`, `True or x`: x never runs; else only x decides
+            return left is (type(test.operator) is cst.And) and \
+                _truth_is_data_dependent(test.right, analysis, guards, module)
+        return _truth_is_data_dependent(test.left, analysis, guards, module) or \
+            _truth_is_data_dependent(test.right, analysis, guards, module)
     if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
-        return _truth_is_data_dependent(test.expression, analysis)
+        return _truth_is_data_dependent(test.expression, analysis, guards, module)
     return bool(analysis.kind(test).is_data_dependent)
 
 
