@@ -37,6 +37,12 @@ def scaled(x, factor):
 
 def count_positive(x):
     return int((x > 0).sum())
+
+
+def packed(mask):
+    if not torch.compiler.is_compiling() and (mask == 1).all():
+        return None
+    return mask
 '''
 
 SCHEDULER = '''
@@ -128,6 +134,22 @@ def test_the_helpers_guard_decides_per_target(site: Path, tmp_path: Path) -> Non
     """Under torch.compile `torch.compiler.is_compiling()` holds: `_get_value` returns the tensor itself."""
     found = _lint(tmp_path / "proj", {"opt.py": USER_OPTIMIZER}, target="compile")
     assert not [f for f in found if "via" in f[3]]
+
+
+@pytest.mark.parametrize("target", ["wsc", "compile"])
+def test_a_tensor_test_short_circuited_by_a_tracing_predicate(site: Path, tmp_path: Path, target: str) -> None:
+    """`not is_compiling() and mask.all()`: under torch.compile the tensor side never runs."""
+    found = _lint(tmp_path / "proj", {"model.py": '''
+        from torch import nn
+        from fakeoptim.utils import packed
+
+
+        class Head(nn.Module):
+            def forward(self, x):
+                return packed(x)
+    '''}, target=target)
+    vias = [(c, line) for c, _, line, m in found if "via fakeoptim.utils.packed" in m]
+    assert vias == ([("WSC101", 7)] if target == "wsc" else [])
 
 
 def test_tensor_arithmetic_in_a_library_is_not_a_finding(site: Path, tmp_path: Path) -> None:

@@ -230,6 +230,8 @@ def _truth_is_data_dependent(test: cst.BaseExpression, analysis: Any, guards: An
         if left is not None:  # `False and x`, `True or x`: x never runs; else only x decides
             return left is (type(test.operator) is cst.And) and \
                 _truth_is_data_dependent(test.right, analysis, guards, module)
+        if type(test.left) is cst.Name and not analysis.kind(test.left).is_data_dependent:
+            return False  # `error_if_nonfinite and t.isnan().any()`: a flag of the call decides whether it runs
         return _truth_is_data_dependent(test.left, analysis, guards, module) or \
             _truth_is_data_dependent(test.right, analysis, guards, module)
     if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
