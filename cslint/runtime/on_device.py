@@ -63,40 +63,106 @@ def _sin(tensor: torch.Tensor) -> torch.Tensor:
     return aten.cos.default(aten.sub.Tensor(tensor, math.pi / 2))
 
 
-def _rows(tensor: torch.Tensor, indices: list[Any]) -> torch.Tensor | None:
-    """Integer indices of one length over the leading dims as row numbers into `tensor` viewed as (rows,
-    rest): the MoE expert loop's `hidden[token]`, `weights[token, slot]`. None for any other indexing."""
-    if not indices or any(not isinstance(i, torch.Tensor) or i.dtype not in (torch.int64, torch.int32)
-                          or i.dim() != 1 or i.shape[0] != indices[0].shape[0] for i in indices):
+def _zeros(shape: list[int], dtype: torch.dtype, like: torch.Tensor) -> torch.Tensor:
+    return aten.zero_.default(aten.empty.memory_format(shape, dtype=dtype, device=like.device))
+
+
+def _safe_softmax(tensor: torch.Tensor, dim: int, dtype: torch.dtype | None = None) -> torch.Tensor:
+    """Softmax with the rows that are all `-inf` (a fully masked query in SDPA) set to 0 instead of nan."""
+    source = tensor if dtype is None else aten._to_copy.default(tensor, dtype=dtype)
+    out = aten._softmax.default(source, dim, False)
+    return aten.masked_fill.Scalar(out, _all_dim(_isneginf(tensor), dim, True), 0)
+
+
+def _copy(tensor: torch.Tensor, source: torch.Tensor, non_blocking: bool = False) -> torch.Tensor:
+    """`x[..., 1:] = y` after functionalization: `source` in `tensor`'s dtype and shape, on its device."""
+    if tensor.device.type != "lazy":
+        return aten.copy.default(tensor, source, non_blocking)
+    moved = aten._to_copy.default(source, dtype=tensor.dtype, device=tensor.device)
+    return aten.expand_copy.default(moved, list(tensor.shape))
+
+
+def _index_add(tensor: torch.Tensor, dim: int, index: torch.Tensor, source: torch.Tensor,
+               alpha: Any = 1) -> torch.Tensor:
+    """A scatter-add of `source` along `dim` at the rows `index` names (an MoE layer's `out.index_add_`)."""
+    if source.dim() == 0:
+        return aten.index_add.default(tensor, dim, index, source, alpha=alpha)
+    dim = dim % source.dim()
+    along = [1] * source.dim()
+    along[dim] = -1
+    where = aten.expand_copy.default(aten.view_copy.default(index, along), list(source.shape))
+    if alpha != 1:
+        source = aten.mul.Tensor(source, alpha)
+    return aten.scatter_add.default(tensor, dim, where, source)
+
+
+def _hits(tensor: torch.Tensor, dim: int, index: torch.Tensor) -> torch.Tensor:
+    """How many times `scatter(tensor, dim, index, ...)` writes each position of `tensor`."""
+    ones = aten.fill_.Scalar(aten.empty.memory_format(list(index.shape), dtype=torch.int64, device=index.device), 1)
+    return aten.scatter_add.default(_zeros(list(tensor.shape), torch.int64, tensor), dim, index, ones)
+
+
+def _scatter_value(tensor: torch.Tensor, dim: int, index: torch.Tensor, value: Any) -> torch.Tensor:
+    """`one_hot` and other fills of the positions `index` names."""
+    return aten.masked_fill.Scalar(tensor, aten.gt.Scalar(_hits(tensor, dim, index), 0), value)
+
+
+def _scatter_src(tensor: torch.Tensor, dim: int, index: torch.Tensor, src: torch.Tensor) -> torch.Tensor:
+    """Each position `index` names takes its value from `src` (the gradient of `topk`). Exact when no position
+    is named twice; PyTorch leaves which write wins unspecified otherwise, and this takes their mean."""
+    if tensor.dtype == torch.bool or tensor.is_complex():
+        return aten.scatter.src(tensor, dim, index, src)
+    hits = _hits(tensor, dim, index)
+    sums = aten.scatter_add.default(_zeros(list(tensor.shape), tensor.dtype, tensor), dim, index,
+                                    aten._to_copy.default(src, dtype=tensor.dtype))
+    each = aten.clamp_min.default(hits, 1)
+    values = aten.div.Tensor(sums, each) if tensor.is_floating_point() else \
+        aten.div.Tensor_mode(sums, each, rounding_mode="floor")
+    return _where(aten.gt.Scalar(hits, 0), values, tensor)
+
+
+def _rows(tensor: torch.Tensor, indices: list[Any]) -> tuple[torch.Tensor, list[int]] | None:
+    """Integer indices over the leading dims, broadcast together, as row numbers into `tensor` viewed as (rows,
+    rest), with their broadcast shape: the MoE expert loop's `hidden[token]`, `weights[token, slot]`, the mask
+    helpers' `padding_mask[batch_idx, kv_idx]`. None for any other indexing (slices, boolean masks)."""
+    if not indices or len(indices) > tensor.dim() or any(
+            not isinstance(i, torch.Tensor) or i.dtype not in (torch.int64, torch.int32) for i in indices):
         return None
+    shape = list(torch.broadcast_shapes(*(i.shape for i in indices)))
     rows = None
     for dim, index in enumerate(indices):
         size = tensor.shape[dim]
         index = aten.add.Tensor(index, aten.mul.Tensor(aten.lt.Scalar(index, 0), size))  # -1 is the last
         rows = index if rows is None else aten.add.Tensor(aten.mul.Tensor(rows, size), index)
-    return rows
+    assert rows is not None
+    return aten.view_copy.default(aten.expand_copy.default(rows, shape), [-1]), shape
 
 
 def _index(tensor: torch.Tensor, indices: list[Any]) -> torch.Tensor:
-    rows = _rows(tensor, indices)
-    if rows is None:
+    found = _rows(tensor, indices)
+    if found is None:
         return aten.index.Tensor(tensor, indices)
-    flat = aten.view_copy.default(tensor, [-1, *tensor.shape[len(indices):]])
-    return aten.index_select.default(flat, 0, rows)
+    rows, shape = found
+    rest = list(tensor.shape[len(indices):])
+    flat = aten.view_copy.default(tensor, [-1, *rest])
+    return aten.view_copy.default(aten.index_select.default(flat, 0, rows), shape + rest)
 
 
 def _index_put(tensor: torch.Tensor, indices: list[Any], values: torch.Tensor,
                accumulate: bool = False) -> torch.Tensor:
-    """`accumulate=True` (the gradient of an index, `index_put_(..., accumulate=True)`) as a scatter-add."""
-    rows = _rows(tensor, indices) if accumulate else None
-    if rows is None:
+    """A scatter-add (`accumulate=True`, the gradient of an index) or a scatter into the rows named."""
+    found = _rows(tensor, indices)
+    if found is None:
         return aten.index_put.default(tensor, indices, values, accumulate)
+    rows, shape = found
     rest = list(tensor.shape[len(indices):])
     flat = aten.view_copy.default(tensor, [-1, *rest])
-    shape = [rows.shape[0], *rest]
-    where = aten.expand_copy.default(aten.view_copy.default(rows, [rows.shape[0]] + [1] * len(rest)), shape)
-    values = aten.expand_copy.default(aten._to_copy.default(values, dtype=tensor.dtype), shape)
-    return aten.view_copy.default(aten.scatter_add.default(flat, 0, where, values), list(tensor.shape))
+    every = [rows.shape[0], *rest]
+    where = aten.expand_copy.default(aten.view_copy.default(rows, [rows.shape[0]] + [1] * len(rest)), every)
+    values = aten.expand_copy.default(aten._to_copy.default(values, dtype=tensor.dtype), shape + rest)
+    values = aten.view_copy.default(values, every)
+    put = aten.scatter_add.default(flat, 0, where, values) if accumulate else _scatter_src(flat, 0, where, values)
+    return aten.view_copy.default(put, list(tensor.shape))
 
 
 REPLACEMENTS = {
@@ -105,4 +171,6 @@ REPLACEMENTS = {
     aten.unsafe_split_with_sizes.default: _split_with_sizes,
     aten.lerp.Scalar: _lerp, aten.lerp.Tensor: _lerp, aten.where.self: _where, aten.isneginf.default: _isneginf,
     aten.all.dim: _all_dim, aten.sin.default: _sin, aten.index.Tensor: _index, aten.index_put.default: _index_put,
+    aten._safe_softmax.default: _safe_softmax, aten.copy.default: _copy, aten.index_add.default: _index_add,
+    aten.scatter.value: _scatter_value, aten.scatter.src: _scatter_src,
 }

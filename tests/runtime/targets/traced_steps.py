@@ -189,6 +189,40 @@ def mixture_of_experts(device):
     return step, [(x,), (x,)]
 
 
+class MaskedAttention(nn.Module):
+    """Decoder ids shifted right into a new tensor, a padding mask read per batch and key with broadcast
+    indices, and SDPA over it with one query row fully masked (its softmax is the "safe" one)."""
+
+    def __init__(self, vocab=16, width=8):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, width)
+        self.qkv = nn.Linear(width, 3 * width)
+
+    def forward(self, ids, padding):
+        shifted = ids.new_zeros(ids.shape)
+        shifted[..., 1:] = ids[..., :-1].clone()
+        q, k, v = self.qkv(self.embed(shifted)).chunk(3, dim=-1)
+        batch = torch.arange(ids.shape[0], device=ids.device)[:, None, None]
+        keys = torch.arange(ids.shape[1], device=ids.device)[None, None, :]
+        mask = padding[batch, keys].expand(-1, ids.shape[1], -1)
+        mask = torch.cat([mask[:, :1] & False, mask[:, 1:]], dim=1)  # the first query sees nothing
+        out = nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        return out.square().mean()
+
+
+def masked_attention(device):
+    torch.manual_seed(0)
+    model = MaskedAttention().to(device)
+
+    def step(ids, padding):
+        loss = model(ids, padding)
+        loss.backward()
+        return loss.detach()
+    ids = torch.randint(0, 16, (2, 5), device=device)
+    padding = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]], dtype=torch.bool, device=device)
+    return step, [(ids, padding)]
+
+
 def collects_garbage(device):
     """`gc.collect()` in the step: dynamo cannot trace it (a graph break), a static-graph device never sees it."""
     model = nn.Linear(4, 2).to(device)
