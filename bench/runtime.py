@@ -9,13 +9,19 @@ backward + AdamW, two batches. `tiny` is the test configuration (tests/runtime/t
 width 32, one layer, 2 x 8 tokens); `small` is bench/runtime_steps.py (width 256, two layers, 4 x 128
 tokens). Every measurement is a fresh process with one intra-op thread: on a shared machine PyTorch's
 thread pool spins while it waits, and that spinning, not the step, was most of the CPU time of a tiny
-eager step. Imports and model building are timed apart and left out. Times are CPU seconds of the
-process (wall seconds depend on what else the machine runs; the load average is printed).
+eager step. Imports and model building are timed apart and left out (for dynamo, also the modules it
+imports the first time it traces an optimizer). Times are CPU seconds of the process (wall seconds depend
+on what else the machine runs; the load average is printed).
 
 Columns: "eager x3" runs the step three times on the CPU in plain PyTorch (the issue's goal: each
-backend's check takes at most 3x that); "lazy floor" runs the step once on the lazy device with no
-checker at all (what lazy tensors cost by themselves; "-" when the TorchScript lazy backend cannot run the
-step alone); "lazy" and "dynamo" are the checker's backends. Prints one table; nothing is asserted.
+backend's check takes at most 3x that); "lazy floor" runs the steps on the lazy device with no checker at
+all (what lazy tensors cost by themselves; "-" when the TorchScript lazy backend cannot run the step
+alone); "dynamo floor" runs them under `torch.compile` with the checker's settings and capture-only
+backend but none of its hooks or logs (what dynamo costs by itself); "lazy" and "dynamo" are the checker's
+backends. "counts": for lazy, the graphs compiled and run (each CPU fallback or value read runs the
+pending graph); for dynamo, the frames compiled, the graphs captured and the restarts (dynamo traces a
+frame again from its start after each graph break in it); the floor's in brackets. Prints one table;
+nothing is asserted.
 """
 
 from __future__ import annotations
@@ -41,9 +47,21 @@ torch.set_num_threads(1)
 from cslint.runtime.targets import build, load_factory
 from cslint.runtime.findings import RuntimeReport
 target, backend = sys.argv[1], sys.argv[2]
+if backend.startswith("dynamo"):
+    # modules dynamo imports the first time it traces an optimizer (1.5 s): imports, left out as the goal says
+    import torch._dynamo, torch._inductor.cudagraph_trees, functorch.compile, torch.export._trace
+    from torch._dynamo.utils import compilation_time_metrics, counters
+    restarts, reset = [0], torch._dynamo.reset
+
+    def counting_reset():  # dynamo's reset clears its timings, which count the restarts
+        restarts.append(sum(len(times) for name, times in compilation_time_metrics.items()
+                            if name.startswith("compile_attempt_") and name != "compile_attempt_0"))
+        reset()
+    torch._dynamo.reset = counting_reset
 factory = load_factory(target)
 imported = time.perf_counter()
 report = RuntimeReport(target)
+counts = {}
 if backend == "eager":
     torch.manual_seed(0)
     step = build(factory, "cpu")
@@ -51,32 +69,45 @@ if backend == "eager":
     for _ in range(3):
         for batch in step.batches:
             step.fn(*batch)
-elif backend == "floor":
-    from cslint.runtime.lazy_backend import init
-    init()
-    torch.manual_seed(0)
-    step = build(factory, "lazy")
-    torch._lazy.mark_step()
-    begin, cpu = time.perf_counter(), time.process_time()
-    for batch in step.batches:
-        step.fn(*batch)
-        torch._lazy.mark_step()
-elif backend == "lazy":
+elif backend in ("lazy-floor", "lazy"):
+    import torch._lazy.metrics
     from cslint.runtime.lazy_backend import init, run_lazy
     from cslint.runtime.stability import compare_steps
     init()
     torch.manual_seed(0)
     step = build(factory, "lazy")
+    torch._lazy.mark_step()
+    torch._lazy.metrics.reset()
     begin, cpu = time.perf_counter(), time.process_time()
-    compare_steps(run_lazy(step, report), report)
+    if backend == "lazy":
+        compare_steps(run_lazy(step, report), report)
+    else:
+        for batch in step.batches:
+            step.fn(*batch)
+            torch._lazy.mark_step()
+    counts = {"graphs compiled": torch._lazy.metrics.counter_value("UncachedCompile") or 0,
+              "graphs run": (torch._lazy.metrics.counter_value("UncachedCompile") or 0)
+              + (torch._lazy.metrics.counter_value("CachedCompile") or 0)}
 else:
-    from cslint.runtime.dynamo_backend import run_dynamo
     torch.manual_seed(0)
     step = build(factory, "cpu")
     begin, cpu = time.perf_counter(), time.process_time()
-    run_dynamo(step, report)
+    if backend == "dynamo":
+        from cslint.runtime.dynamo_backend import run_dynamo
+        run_dynamo(step, report)
+    else:  # dynamo alone: the checker's settings and capture-only backend, none of its hooks or logs
+        def capture_only(gm, example_inputs):
+            return gm.forward
+        with torch._dynamo.config.patch(capture_scalar_outputs=False, capture_dynamic_output_shape_ops=False,
+                                        suppress_errors=False):
+            compiled = torch.compile(step.fn, backend=capture_only, fullgraph=False, dynamic=False)
+            for batch in step.batches:
+                compiled(*batch)
+        torch._dynamo.reset()
+    counts = {"frames": counters["frames"]["total"], "graphs": counters["stats"]["unique_graphs"],
+              "restarts": max(restarts)}
 print(json.dumps({"imports": imported - started, "seconds": time.process_time() - cpu,
-                  "wall": time.perf_counter() - begin, "findings": len(report.findings),
+                  "wall": time.perf_counter() - begin, "findings": len(report.findings), "counts": counts,
                   "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
 
@@ -86,7 +117,7 @@ def measure(target: str, backend: str) -> dict[str, float] | None:
     done = subprocess.run([sys.executable, "-c", MEASURE, target, backend], capture_output=True, text=True,
                           cwd=ROOT, env=env, check=False)
     if done.returncode != 0:
-        if backend == "floor":
+        if backend.endswith("-floor"):
             return None  # the lazy backend alone cannot run this step (the checker works around it)
         raise SystemExit(f"{target}/{backend} failed:\n{done.stderr[-2000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -103,23 +134,26 @@ def main() -> int:
     parser.add_argument("--backends", nargs="+", choices=BACKENDS, default=list(BACKENDS))
     args = parser.parse_args()
     print(f"load average at start: {_load()}")
-    header = f"{'family':<8} {'size':<6} {'eager x3':>8} {'floor':>6}"
+    header = f"{'family':<8} {'size':<6} {'eager x3':>8}"
     for backend in args.backends:
-        header += f" {backend:>7} {'ratio':>6} {'MB':>5}"
+        header += f" {backend + ' floor':>12} {backend:>7} {'ratio':>6} {'MB':>5} {'counts':<34}"
     print(header + " (CPU seconds; ratio = backend / eager x3)")
     for size in args.sizes:
         for family in args.families:
             target = f"{TARGETS[size]}:{family}"
             eager = measure(target, "eager")
             assert eager is not None
-            floor = measure(target, "floor")
-            row = f"{family:<8} {size:<6} {eager['seconds']:>8.2f} " + \
-                (f"{floor['seconds']:>6.2f}" if floor else f"{'-':>6}")
+            row = f"{family:<8} {size:<6} {eager['seconds']:>8.2f}"
             for backend in args.backends:
+                floor = measure(target, f"{backend}-floor")
                 result = measure(target, backend)
                 assert result is not None
-                row += f" {result['seconds']:>7.2f} {result['seconds'] / eager['seconds']:>6.1f} " \
-                       f"{result['peak_mb']:>5.0f}"
+                counts = ", ".join(f"{n} {v}" for n, v in result["counts"].items())
+                if floor is not None:
+                    counts += " (floor " + ", ".join(str(v) for v in floor["counts"].values()) + ")"
+                row += (f" {floor['seconds']:>12.2f}" if floor else f" {'-':>12}") + \
+                    f" {result['seconds']:>7.2f} {result['seconds'] / eager['seconds']:>6.1f} " \
+                    f"{result['peak_mb']:>5.0f} {counts:<34}"
             print(row, flush=True)
     print(f"load average at end: {_load()}")
     return 0
