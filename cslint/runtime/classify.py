@@ -37,12 +37,64 @@ class Classified:
 
 
 @dataclass(frozen=True)
-class _Source:
-    """A parsed file, indexed once: the lookups run per traced event, and a walk of a large model file per
-    event was most of the lazy backend's time."""
+class _Index:
+    """One region of a file, indexed for the lookups that run per traced event."""
     parents: dict[int, ast.AST]
     at_span: dict[tuple[int, int, int, int], ast.AST]  # the innermost expression or statement with that span
     on_line: dict[int, list[ast.AST]]  # the nodes starting on a line, in ast.walk order (outermost first)
+
+
+_NOTHING = _Index({}, {}, {})
+
+
+class _Source:
+    """A parsed file, indexed one function (or other top-level statement) at a time: a model file or
+    torch's optimizer.py has hundreds of them and a step's events fall in a few, and indexing every node of
+    every file an event touched was a fifth of the lazy backend's time on a small step."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.tree = tree
+        self.regions: dict[int, _Index] = {}
+
+    def at(self, line: int) -> _Index:
+        region = _region(self.tree, line)
+        if region is None:
+            return _NOTHING
+        index = self.regions.get(id(region))
+        if index is None:
+            index = self.regions[id(region)] = _index(region)
+        return index
+
+
+def _region(tree: ast.Module, line: int) -> ast.stmt | None:
+    """The top-level statement holding `line`, or the method when it is in a class."""
+    body: list[ast.stmt] = tree.body
+    found: ast.stmt | None = None
+    while True:
+        for stmt in body:
+            decorators = getattr(stmt, "decorator_list", ())
+            first = min([stmt.lineno, *(d.lineno for d in decorators)])
+            if first <= line <= (stmt.end_lineno or stmt.lineno):
+                found = stmt
+                break
+        else:
+            return found
+        if not isinstance(found, ast.ClassDef):
+            return found
+        body = found.body
+
+
+def _index(region: ast.stmt) -> _Index:
+    index = _Index({}, {}, {})
+    for node in ast.walk(region):  # breadth-first: a later node with the same span is an inner one
+        for child in ast.iter_child_nodes(node):
+            index.parents[id(child)] = node
+        if isinstance(node, (ast.expr, ast.stmt)):
+            index.at_span[(node.lineno, node.end_lineno or node.lineno, node.col_offset,
+                           node.end_col_offset or 0)] = node
+        if hasattr(node, "lineno"):
+            index.on_line.setdefault(node.lineno, []).append(node)
+    return index
 
 
 def _parsed(path: str) -> _Source | None:
@@ -57,19 +109,9 @@ def _parsed(path: str) -> _Source | None:
 def _parsed_version(path: str, mtime_ns: int, size: int) -> _Source | None:
     try:
         with open(path, encoding="utf-8") as handle:
-            tree = ast.parse(handle.read())
+            return _Source(ast.parse(handle.read()))
     except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
         return None
-    source = _Source({}, {}, {})
-    for node in ast.walk(tree):  # breadth-first: a later node with the same span is an inner one
-        for child in ast.iter_child_nodes(node):
-            source.parents[id(child)] = node
-        if isinstance(node, (ast.expr, ast.stmt)):
-            source.at_span[(node.lineno, node.end_lineno or node.lineno, node.col_offset,
-                            node.end_col_offset or 0)] = node
-        if hasattr(node, "lineno"):
-            source.on_line.setdefault(node.lineno, []).append(node)
-    return source
 
 
 def _call_code(call: ast.Call) -> Classified | None:
@@ -141,8 +183,9 @@ def classify(kind: str, path: str, span: tuple[int, int, int, int] | None) -> Cl
     parsed = _parsed(path)
     if parsed is None or span is None:
         return default
-    parents = parsed.parents
-    node = parsed.at_span.get(span)
+    index = parsed.at(span[0])
+    parents = index.parents
+    node = index.at_span.get(span)
     if node is None:
         return default
     parent = parents.get(id(node))
@@ -162,7 +205,7 @@ def classify_line(path: str, line: int) -> Classified | None:
     parsed = _parsed(path)
     if parsed is None:
         return None
-    statements = [n for n in parsed.on_line.get(line, ()) if isinstance(n, ast.stmt)]
+    statements = [n for n in parsed.at(line).on_line.get(line, ()) if isinstance(n, ast.stmt)]
     if not statements:
         return None
     stmt = statements[-1]
@@ -185,7 +228,7 @@ def called_name(path: str, line: int) -> str | None:
     parsed = _parsed(path)
     if parsed is None:
         return None
-    for node in parsed.on_line.get(line, ()):
+    for node in parsed.at(line).on_line.get(line, ()):
         if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
             func = node.value.func
             return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
@@ -196,7 +239,7 @@ def classify_guard_line(path: str, line: int) -> Classified:
     """A failed dynamo guard: mutation of Python state on that line (WSC702), else a value feeding the graph."""
     parsed = _parsed(path)
     if parsed is not None:
-        for node in parsed.on_line.get(line, ()):
+        for node in parsed.at(line).on_line.get(line, ()):
             if isinstance(node, (ast.Assign, ast.AugAssign)):
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 if any(isinstance(t, (ast.Attribute, ast.Subscript)) for t in targets):

@@ -54,10 +54,15 @@ def is_library_file(filename: str, torch_dir: str) -> bool:
             or (_under(path, _STDLIB) and not _under(path, _PACKAGES)))
 
 
+# The wrapper that keeps dynamo out of a dispatch mode's `__torch_dispatch__`, between every op and the mode.
+_DISABLE_DYNAMO = (os.path.join("torch", "_compile.py"), os.path.join("torch", "_dynamo", "eval_frame.py"))
+
+
 def is_plumbing(filename: str) -> bool:
     """Frames of this checker and of torch's dispatch machinery: never a site, never in a chain."""
     path = os.path.abspath(filename)
-    return path.startswith(_RUNTIME_DIR + os.sep) or os.path.basename(path) in ("_ops.py", "_python_dispatch.py")
+    return path.startswith(_RUNTIME_DIR + os.sep) or os.path.basename(path) in ("_ops.py", "_python_dispatch.py") \
+        or path.endswith(_DISABLE_DYNAMO) and path.startswith(_torch_dir() + os.sep)
 
 
 _LIBRARY_CODE: dict[CodeType, bool] = {}  # a stack walk per traced op: decide once per code object

@@ -1,0 +1,72 @@
+"""The source lookups behind every runtime finding's code, on a file indexed one function at a time."""
+
+from __future__ import annotations
+
+import ast
+import os
+from pathlib import Path
+
+from cslint.runtime.classify import called_name, classify, classify_guard_line, classify_line
+
+SOURCE = '''\
+import functools
+
+LIMIT = 3
+
+
+def retry(fn):
+    return fn
+
+
+class Model:
+    @retry
+    @functools.wraps(print)
+    def forward(self, x):
+        if x.sum() > 0:
+            x = x * 2
+        for _ in range(int(x.max())):
+            pass
+        return x
+
+    def log(self, x):
+        print(x)
+        self.calls = 1
+
+
+def free(x):
+    return x.item() if LIMIT else float(x)
+'''
+
+
+def _span(path: Path, text: str) -> tuple[int, int, int, int]:
+    """The span of the first expression whose source is `text`, as the bytecode positions give it."""
+    tree = ast.parse(path.read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.expr) and ast.unparse(node) == text:
+            return node.lineno, node.end_lineno or node.lineno, node.col_offset, node.end_col_offset or 0
+    raise AssertionError(text)
+
+
+def test_lookups_in_methods_decorated_functions_and_module_code(tmp_path: Path) -> None:
+    path = tmp_path / "model.py"
+    path.write_text(SOURCE)
+    lines = SOURCE.splitlines()
+    line = lambda text: next(i for i, t in enumerate(lines, 1) if text in t)  # noqa: E731
+    assert classify("scalar", str(path), _span(path, "x.sum() > 0")).code == "WSC101"
+    assert classify("scalar", str(path), _span(path, "int(x.max())")).code == "WSC107"
+    assert classify("scalar", str(path), _span(path, "x.item()")).code == "WSC201"
+    assert classify("scalar", str(path), _span(path, "float(x)")).code == "WSC203"
+    assert classify_line(str(path), line("if x.sum()")).code == "WSC101"
+    assert classify_line(str(path), line("@functools.wraps")) is None  # a decorator forces nothing
+    assert called_name(str(path), line("print(x)")) == "print"
+    assert classify_guard_line(str(path), line("self.calls = 1")).code == "WSC702"
+    assert classify_guard_line(str(path), line("LIMIT = 3")).code == "WSC703"
+
+
+def test_an_edited_file_is_read_again(tmp_path: Path) -> None:
+    path = tmp_path / "step.py"
+    path.write_text("def step(x):\n    if x:\n        pass\n")
+    assert classify_line(str(path), 2).code == "WSC101"
+    path.write_text("def step(x):\n    while x:\n        pass\n")
+    os.utime(path, ns=(1, 1))
+    assert classify_line(str(path), 2).code == "WSC102"
