@@ -256,6 +256,8 @@ def run_check(args: argparse.Namespace) -> int:
     from cslint.selection import enabled_codes
     from cslint.sources import safe_resolve
     from cslint.target_inference import with_inferred_target
+    from cslint.tree_memo import TreeMemo
+    from cslint.deferred import defer
 
     started = time.perf_counter()
     profile = Profile(enabled=args.profile)
@@ -272,14 +274,16 @@ def run_check(args: argparse.Namespace) -> int:
         paths = [p for p in paths if not force_excluded(p, settings)]
     skipped: list[Skipped] = []
     with profile.phase("discover files"):
+        memos = None if args.no_cache else args.cache_dir or default_cache_dir(settings)
+        tree = TreeMemo(memos).load() if memos is not None else None
         named = [args.stdin_name] if buffers else paths
-        files = collect_files(named, settings, skipped) if not buffers else []
+        files = collect_files(named, settings, skipped, tree) if not buffers else []
         given = {safe_resolve(path) for path in named}  # a file is checked in its project, unless --isolated
         context = [] if args.isolated else \
-            collect_files([root for root in project_roots(named) if root not in given], settings, [])
+            collect_files([root for root in project_roots(named) if root not in given], settings, [], tree)
         unreadable = {note.path for note in skipped if note.named}  # reported once, as named, not again as context
         context = [path for path in context if str(path) not in unreadable]
-        memo = None if args.no_cache else ImportMemo(args.cache_dir or default_cache_dir(settings)).load()
+        memo = ImportMemo(memos).load() if memos is not None else None
         settings = with_inferred_target(settings, [*files, *context], memo)
     for note in skipped:
         if not note.named:
@@ -315,7 +319,7 @@ def run_check(args: argparse.Namespace) -> int:
 
     def lint(targets: list[Path], fix: bool, with_context: list[Path] = context) -> RunResult:
         session = Session(settings, codes, cache=cache, jobs=args.jobs or available_cores(), profile=profile,
-                          roots=import_roots(named), progress=progress)
+                          roots=import_roots(named), progress=progress, tree=tree)
         return run_with_deep_stack(lambda: session.run(targets, context=with_context, fix=fix,
                                                        unsafe_fixes=settings.unsafe_fixes))
 
@@ -330,7 +334,9 @@ def run_check(args: argparse.Namespace) -> int:
         result = lint(files, fixing)
     store = library_cache.active()
     if store is not None:
-        store.save()
+        defer(store.save)
+    if tree is not None:
+        defer(tree.save)
     result.errors[:0] = [str(note) for note in skipped if note.named]
     if args.add_noqa:
         from cslint.noqa_edit import add_noqa

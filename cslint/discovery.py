@@ -3,15 +3,22 @@
 from __future__ import annotations
 
 import fnmatch
+import json
 import os
 import re
 import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from cslint.cache import settled
 from cslint.config import ConfigError, Settings
 from cslint.sources import TEMP_SUFFIX, file_kind, remove_stale_temp_files, safe_resolve
+
+if TYPE_CHECKING:
+    from cslint.tree_memo import Listings, TreeMemo
 
 PYTHON_SUFFIXES = (".py", ".pyi", ".ipynb")  # notebooks too, as ruff does by default
 
@@ -27,6 +34,7 @@ class Excluder:
     are derived from the walked directory's, so walking a large tree resolves no file one by one."""
 
     def __init__(self, patterns: tuple[str, ...], root: Path | None) -> None:
+        self.patterns = list(patterns)
         self.names = _any_of(patterns)
         self.relatives = _any_of([*patterns, *(p.rstrip("/") + "/*" for p in patterns)])
         self.root = str(safe_resolve(root)) + os.sep if root is not None else None
@@ -96,10 +104,12 @@ class Skipped:
         return f"{self.path}: {self.reason}"
 
 
-def collect_files(paths: list[Path], settings: Settings, skipped: list[Skipped] | None = None) -> list[Path]:
+def collect_files(paths: list[Path], settings: Settings, skipped: list[Skipped] | None = None,
+                  memo: TreeMemo | None = None) -> list[Path]:
     """Python files under `paths`. A missing path is a ConfigError; files named explicitly are kept.
     Paths that cannot be linted (not regular files, directories that cannot be read or searched) are
-    left out and recorded in `skipped`."""
+    left out and recorded in `skipped`. With a `memo`, the walk of a single directory is reused while its
+    directories' listings are unchanged (cslint/tree_memo.py)."""
     excluded = Excluder(settings.exclude + settings.extend_exclude, settings.project_root)
     found: list[Path] = []
     seen: set[str] = set()
@@ -115,7 +125,12 @@ def collect_files(paths: list[Path], settings: Settings, skipped: list[Skipped] 
                 raise ConfigError(f"{path}: no such file or directory") from None
             info = None
         if info is not None and stat.S_ISDIR(info.st_mode):
-            _walk(str(path), str(safe_resolve(path)), excluded, seen, found, notes)
+            real = str(safe_resolve(path))
+            if memo is not None and len(paths) == 1:
+                key = json.dumps([str(path), os.getcwd(), real, excluded.patterns, excluded.root])
+                found.extend(memo.walk(key, partial(_listed_walk, str(path), real, excluded, notes)))
+            else:
+                _walk(str(path), real, excluded, seen, found, notes)
         elif info is not None and not stat.S_ISREG(info.st_mode):
             notes.append(Skipped(str(path), f"{file_kind(info.st_mode)}, not a Python file: not read", True))
         else:
@@ -126,13 +141,33 @@ def collect_files(paths: list[Path], settings: Settings, skipped: list[Skipped] 
     return found
 
 
+def _listed_walk(top: str, top_real: str, excluded: Excluder,
+                 skipped: list[Skipped]) -> tuple[list[Path], Listings | None]:
+    """The files of a walk, and the listings it depended on when it can be reused (see tree_memo)."""
+    found: list[Path] = []
+    listings: Listings = {}
+    noted = len(skipped)
+    reusable = _walk(top, top_real, excluded, set(), found, skipped, listings)
+    return found, listings if reusable and len(skipped) == noted else None
+
+
 def _walk(top: str, top_real: str, excluded: Excluder, seen: set[str], found: list[Path],
-          skipped: list[Skipped]) -> None:
+          skipped: list[Skipped], listings: Listings | None = None) -> bool:
     """Depth first in name order, like sorted `os.walk`; symbolic links to directories are not followed.
-    A stack, not recursion: a tree thousands of directories deep is walked like any other."""
+    A stack, not recursion: a tree thousands of directories deep is walked like any other. `listings`
+    records each directory's modification time before it is listed; the result says whether the walk
+    depended on its listings only (no link met, no temporary file removed, every time settled)."""
+    reusable = True
     pending = [(top, top_real)]
     while pending:
         directory, real = pending.pop()
+        if listings is not None:
+            try:
+                info = os.lstat(directory)
+                listings[directory] = info.st_mtime_ns
+                reusable = reusable and settled(info)
+            except OSError:
+                reusable = False
         try:
             with os.scandir(directory) as listing:
                 entries = sorted(listing, key=lambda e: e.name)
@@ -151,6 +186,8 @@ def _walk(top: str, top_real: str, excluded: Excluder, seen: set[str], found: li
             except OSError:
                 continue
             entry_real = os.path.join(real, name)
+            if listings is not None and entry.is_symlink():
+                reusable = False
             if is_dir:
                 if not excluded(name, entry_real):
                     subdirs.append((entry.path, entry_real))
@@ -172,7 +209,9 @@ def _walk(top: str, top_real: str, excluded: Excluder, seen: set[str], found: li
             found.append(Path(entry.path))
         if temp_names:
             remove_stale_temp_files(directory, temp_names)
+            reusable = False
         pending.extend(reversed(subdirs))
+    return reusable
 
 
 def _not_regular(entry: os.DirEntry[str]) -> str | None:

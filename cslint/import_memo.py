@@ -5,19 +5,19 @@ The target is part of the cache's key, so it must be known before the cache is r
 one thing in the cache directory that no setting changes. A file's entry is trusted as the cache trusts
 its own: when the file's size and modification time are those recorded, and the modification is not so
 recent that a second edit could hide in the same clock tick (`cache.settled`). Anything else is
-read again. A memo that cannot be read is an empty one; one that cannot be written is not kept.
+read again. The memo is kept as cslint/memo_file.py keeps memos beside the cache.
 """
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from cslint import __version__
-from cslint.cache import NO_FOLLOW, open_cache_directory, settled, write_new
+from cslint import memo_file
+from cslint.cache import settled
 
 FORMAT = 1
 
@@ -41,31 +41,9 @@ class ImportMemo:
         self._changed = False
 
     def load(self) -> ImportMemo:
-        """Read under the cache's rules: only from a directory that is cslint's own. A memo the server read
-        ahead (`preload`) is taken from its memory while the file is still the one it read."""
-        try:
-            directory = open_cache_directory(self.directory, create=False)
-        except OSError:  # CacheDirectoryError too: the cache says why, once
-            return self
-        if directory is None:
-            return self
-        try:
-            fd = os.open(self.name, os.O_RDONLY | NO_FOLLOW, dir_fd=directory)
-            with os.fdopen(fd, encoding="utf-8") as handle:
-                signature = _signature(os.fstat(handle.fileno()))
-                preloaded = _preloaded.get(self._key())
-                if preloaded is not None and preloaded[0] == signature:
-                    self._entries = dict(preloaded[1])
-                else:
-                    self._entries = _entries(json.load(handle))
-        except (OSError, ValueError, TypeError, AttributeError, KeyError):
-            self._entries = {}  # none yet, or damaged: read every file, and write a new memo
-        finally:
-            os.close(directory)
+        """Read under the cache's rules (cslint/memo_file.py), or taken from the server's memory."""
+        self._entries = dict(memo_file.read(self.directory, self.name, _entries) or {})
         return self
-
-    def _key(self) -> str:
-        return os.path.join(os.path.abspath(self.directory), self.name)
 
     def imports(self, path: str, stat: os.stat_result, scan: Callable[[], FileImports | None]) -> FileImports | None:
         """What the file at absolute `path` (whose `stat` was just taken) imports: remembered, or
@@ -86,16 +64,7 @@ class ImportMemo:
         kept = {path: entry for path, entry in self._entries.items() if path in self._seen or os.path.exists(path)}
         payload = {"format": FORMAT, "files": {path: [mtime_ns, size, sorted(facts.modules), facts.uses_compile]
                                                for path, (mtime_ns, size, facts) in kept.items()}}
-        try:
-            directory = open_cache_directory(self.directory, create=True)
-        except OSError:
-            return  # the cache itself says why, once
-        try:
-            write_new(directory, self.name, json.dumps(payload, separators=(",", ":")))
-        except OSError:
-            pass
-        finally:
-            os.close(directory)
+        memo_file.write(self.directory, self.name, payload)
 
 
 def memo_file_name() -> str:
@@ -109,22 +78,5 @@ def _entries(raw: dict) -> dict[str, tuple[int, int, FileImports]]:
             for path, (mtime_ns, size, modules, uses_compile) in raw["files"].items()}
 
 
-def _signature(stat: os.stat_result) -> tuple[int, int, int]:
-    return stat.st_ino, stat.st_size, stat.st_mtime_ns
-
-
-# Memos read ahead by the server (cslint/server/), for the children it forks; a write replaces the file,
-# and so its inode.
-_preloaded: dict[str, tuple[tuple[int, int, int], dict[str, tuple[int, int, FileImports]]]] = {}
-
-
 def preload(directory: Path) -> None:
-    memo = ImportMemo(directory)
-    _preloaded.pop(memo._key(), None)
-    try:
-        stat = os.lstat(os.path.join(directory, memo.name))
-    except OSError:
-        return
-    memo.load()
-    if memo._entries:
-        _preloaded[memo._key()] = (_signature(stat), memo._entries)
+    memo_file.preload(directory, memo_file_name(), _entries)

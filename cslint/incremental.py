@@ -33,10 +33,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Set as AbstractSet
 
 from cslint.analysis.graph import connected, reachable
 from cslint.analysis.import_scan import scan_imports
-from cslint.analysis.module_names import PackageTree, assign_module_names, defining_module, import_aliases
+from cslint.analysis.module_names import defining_module
 from cslint.cache import Cache, CachedDiagnostic, Entry, settled
 from cslint.sources import TooLarge, content_hash
 from cslint.collector import fewer_collections
@@ -47,6 +48,7 @@ from cslint.overlay import unsaved_text
 from cslint.profile import Profile
 from cslint.progress import Progress
 from cslint.report import INTERNAL_ERROR, Diagnostic, FixSummary, RunResult
+from cslint.tree_memo import TreeMemo, name_project
 from cslint.untraced import may_hold_roots, nothing_to_report
 
 if TYPE_CHECKING:
@@ -114,8 +116,9 @@ class Session:
 
     def __init__(self, settings: Settings, codes: list[str], cache: Cache | None, jobs: int = 1,
                  profile: Profile | None = None, roots: list[Path] | None = None,
-                 progress: Progress | None = None) -> None:
+                 progress: Progress | None = None, tree: TreeMemo | None = None) -> None:
         self.settings = settings
+        self.tree = tree  # the walks and module names of earlier runs
         self.progress = progress or Progress.off()
         # the project roots, on `sys.path` for namespace packages (default: the configured project root)
         self.roots = roots if roots is not None else [settings.project_root] if settings.project_root else []
@@ -130,6 +133,9 @@ class Session:
         self._direct: dict[str, set[str]] = {}  # a file's import edges, resolved when first needed
         self._closures: dict[str, frozenset[str]] = {}
         self._order: dict[str, int] | None = None  # survey order
+        self._known_edges: dict[str, list[Any]] = {}  # remembered edges by survey position: [hash, positions]
+        self._surveyed: list[str] = []  # the files in survey order
+        self._resolved: list[str] = []  # files whose edges were not remembered
         self._target_files: dict[str, str | None] = {}  # imported name -> the file it resolves in
         self._moved: set[str] = set()  # files whose text changed between the survey and their analysis
         # what this run read and indexed: in this process, or in each worker of the pool (one per analysis)
@@ -159,9 +165,14 @@ class Session:
         # same-named scripts and which root a shared helper's chain starts from
         ordered.sort()
         stats = {key: _stat(key) for key, _, _ in ordered}
-        packages = PackageTree(links={key for key, (_, link) in stats.items() if link})
-        names = assign_module_names([p for _, p, _ in ordered], packages=packages)
-        self.aliases = import_aliases(names, self.roots, packages)
+        links = {key for key, (_, link) in stats.items() if link}
+        paths = [p for _, p, _ in ordered]
+        if self.tree is not None:
+            names, self.aliases = self.tree.names(paths, [key for key, _, _ in ordered], links, self.roots)
+            self._known_edges = self.tree.known_edges()
+            self._surveyed = [key for key, _, _ in ordered]
+        else:
+            names, self.aliases, _ = name_project(paths, links, self.roots)
         now = time.time()
         for key, path, is_target in ordered:
             state = FileState(path=path, key=key, target=is_target)
@@ -180,6 +191,28 @@ class Session:
             state = self.states.get(key)
             edges = self._direct[key] = self._edges(state) if state is not None else set()
         return edges
+
+    def _edges(self, state: FileState) -> set[str]:
+        """A file's import edges: as an earlier run with the same module names resolved them for the same
+        text (cslint/tree_memo.py), or resolved now."""
+        known = self._known_edges.get(str(self.order[state.key])) if self._known_edges else None
+        if known is not None and known[0] == state.hash:
+            keys = self._surveyed
+            return {keys[i] for i in known[1]}
+        self._resolved.append(state.key)
+        return self._resolve_edges(state)
+
+    def _remember_edges(self) -> None:
+        """The edges resolved in this run, for the next (see `_edges`)."""
+        if self.tree is None:
+            return
+        edges = {}
+        for key in self._resolved:
+            state = self.states[key]
+            if state.hash != "unreadable":
+                edges[str(self.order[key])] = [state.hash, sorted(self.order[t] for t in self._direct[key])]
+        if edges:
+            self.tree.remember_edges(edges)
 
     def _hash(self, state: FileState, stat: os.stat_result | None, now: float) -> None:
         entry = state.entry
@@ -214,7 +247,7 @@ class Session:
             with self.profile.phase("import scan"):
                 state.imports = scan_imports(data.decode("utf-8", errors="replace"), state.name, state.is_package)
 
-    def _edges(self, state: FileState) -> set[str]:
+    def _resolve_edges(self, state: FileState) -> set[str]:
         edges: set[str] = set()
         for target in state.imports:
             key = self._target_files.get(target, "")
@@ -224,13 +257,22 @@ class Session:
                 edges.add(key)
         return edges
 
+    @property
+    def order(self) -> dict[str, int]:
+        """Each file's position in the survey."""
+        if self._order is None:
+            self._order = {key: i for i, key in enumerate(self.states)}
+        return self._order
+
     def closure(self, key: str) -> frozenset[str]:
         found = self._closures.get(key)
         if found is None:
-            found = self._closures[key] = frozenset(reachable({key}, self.direct))
+            found = self._closures[key] = frozenset(reachable({key}, self.direct) if self.direct(key) else (key,))
         return found
 
-    def dependencies(self, key: str, reach: list[str] | set[str]) -> set[str]:
+    def dependencies(self, key: str, reach: list[str] | set[str]) -> AbstractSet[str]:
+        if not reach:
+            return self.closure(key)
         deps = set(self.closure(key))
         for root in reach:
             deps.add(root)
@@ -238,7 +280,7 @@ class Session:
                 deps |= self.closure(root)
         return deps
 
-    def digest(self, deps: set[str]) -> str:
+    def digest(self, deps: AbstractSet[str]) -> str:
         parts = [f"{k}={self.states[k].hash if k in self.states else 'absent'}" for k in sorted(deps)]
         return content_hash("\n".join(parts).encode("utf-8", errors="surrogateescape"))
 
@@ -302,6 +344,7 @@ class Session:
                 result.diagnostics.extend(reports.get(state.key, []))
             else:
                 result.diagnostics.extend(_restore(state.path, d) for d in state.entry.diagnostics)  # type: ignore[union-attr]
+        self._remember_edges()
         if self.cache is not None:
             refreshed = self._refresh_file_times(stale)
             if stale or refreshed:
@@ -491,9 +534,7 @@ class Session:
         seen: set[str] = set()
         for key in group:
             seen |= self.closure(key)
-        if self._order is None:
-            self._order = {key: i for i, key in enumerate(self.states)}
-        keys = sorted(seen & analysed, key=self._order.__getitem__)
+        keys = sorted(seen & analysed, key=self.order.__getitem__)
         files = [(self.states[key].path, key in group, key in wanted) for key in keys]
         in_task = {path: names[path] for path, _, _ in files}
         return files, in_task, {alias: path for alias, path in self.aliases.items() if path in in_task}

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cslint.config import DEFAULT_MAX_FILE_SIZE, Settings
+from cslint.deferred import defer
 from cslint.import_memo import FileImports, ImportMemo
 from cslint.targets import DEFAULT_TARGET
 
@@ -112,7 +113,7 @@ def infer_target(paths: Iterable[Path], max_size: int = DEFAULT_MAX_FILE_SIZE,
         if compile_file is None and found.uses_compile:
             compile_file = path
     if memo is not None:
-        memo.save()
+        defer(memo.save)  # in a server's child, after the client has its answer
     for target, names in PLATFORM_MODULES:
         if target in first_with:
             return TargetChoice(target, f"inferred: the project imports {names[0]} ({first_with[target].name})",

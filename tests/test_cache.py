@@ -160,7 +160,7 @@ def test_clean_removes_the_cache(tree, capsys):
     _check(capsys, tree)
     assert (tree / ".cache").is_dir()
     assert main(["clean", "--cache-dir", str(tree / ".cache")]) == 0
-    assert "Removed 3 cache files" in capsys.readouterr().err  # the report, the import memo and .gitignore
+    assert "Removed 4 cache files" in capsys.readouterr().err  # the report, the import and tree memos, .gitignore
     assert not (tree / ".cache").exists()
     assert main(["clean", "--cache-dir", str(tree / ".cache")]) == 0
 

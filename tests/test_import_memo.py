@@ -137,12 +137,12 @@ def test_a_cached_run_infers_what_an_uncached_one_does_after_an_edit(project: Pa
 
 def test_a_memo_read_ahead_by_the_server_is_used_until_the_file_is_replaced(project: Path,
                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    from cslint import import_memo
+    from cslint import import_memo, memo_file
 
     cache = project / CACHE_DIR_NAME
     infer_target(_files(project), memo=ImportMemo(cache).load())
     import_memo.preload(cache)
-    monkeypatch.setattr(import_memo.json, "load", lambda handle: pytest.fail("read from disk"))
+    monkeypatch.setattr(memo_file.json, "load", lambda handle: pytest.fail("read from disk"))
     assert len(ImportMemo(cache).load()._entries) == 3
     monkeypatch.undo()
     (project / "extra.py").write_text(MODEL, encoding="utf-8")

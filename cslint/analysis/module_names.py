@@ -23,12 +23,15 @@ class PackageTree:
         self.real: dict[str, str] = {}  # directories
         self.files: dict[Path, str] = {}
         self.parts: dict[str, list[str]] = {}
+        self.has_init: dict[str, bool] = {}  # the directories asked whether they hold an __init__.py
+        self.followed_links = False  # a file or directory was a link, resolved
 
     def real_path(self, path: Path) -> str:
         found = self.files.get(path)
         if found is None:
             text = os.path.abspath(path)
             if text in self.links if self.links is not None else os.path.islink(text):
+                self.followed_links = True
                 found = str(safe_resolve(path))
             else:
                 directory, name = os.path.split(text)
@@ -43,6 +46,7 @@ class PackageTree:
         if real is None:
             parent = os.path.dirname(directory)
             if parent == directory or os.path.islink(directory):
+                self.followed_links |= parent != directory
                 real = str(safe_resolve(Path(directory)))
             else:
                 real = os.path.join(self.real_directory(parent), os.path.basename(directory))
@@ -54,7 +58,9 @@ class PackageTree:
         found = self.parts.get(directory)
         if found is None:
             parent = os.path.dirname(directory)
-            if parent != directory and os.path.exists(os.path.join(directory, "__init__.py")):
+            has_init = self.has_init[directory] = parent != directory and \
+                os.path.exists(os.path.join(directory, "__init__.py"))
+            if has_init:
                 found = [*self.package_parts(parent), os.path.basename(directory)]
             else:
                 found = []

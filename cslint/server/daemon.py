@@ -76,11 +76,13 @@ def preload() -> None:
 def preload_caches(paths: set[str]) -> None:
     from cslint.cache import preload
     from cslint.import_memo import preload as preload_import_memo
+    from cslint.tree_memo import preload as preload_tree_memo
 
     for path in sorted(paths):
         preload(path)
-    for directory in sorted({os.path.dirname(path) for path in paths}):  # the memo beside each cache
+    for directory in sorted({os.path.dirname(path) for path in paths}):  # the memos beside each cache
         preload_import_memo(Path(directory))
+        preload_tree_memo(Path(directory))
     gc.freeze()
 
 

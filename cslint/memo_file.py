@@ -1,0 +1,76 @@
+"""A memo kept beside the cache: one JSON file in cslint's own cache directory, read and written under the
+cache's rules (cslint/cache.py: only a directory that is cslint's own, no link followed, a write is a new
+file renamed into place), and the copies the server reads ahead for the children it forks. A memo that
+cannot be read is none; one that cannot be written is not kept."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from cslint.cache import NO_FOLLOW, open_cache_directory, write_new
+
+T = TypeVar("T")
+Signature = tuple[int, int, int]
+
+# Memos read ahead by the server (cslint/server/), by path: a write replaces the file, and so its inode.
+_preloaded: dict[str, tuple[Signature, Any]] = {}
+
+
+def read(directory: Path, name: str, parse: Callable[[Any], T]) -> T | None:
+    """The memo `name` parsed from its JSON, or taken from the server's memory while the file is still
+    the one it read; None when there is none or it is damaged. What comes from memory is shared: the
+    caller copies what it changes."""
+    found = _read(directory, name, parse)
+    return found[1] if found is not None else None
+
+
+def _read(directory: Path, name: str, parse: Callable[[Any], T]) -> tuple[Signature, T] | None:
+    try:
+        descriptor = open_cache_directory(directory, create=False)
+    except OSError:  # CacheDirectoryError too: the cache says why, once
+        return None
+    if descriptor is None:
+        return None
+    try:
+        fd = os.open(name, os.O_RDONLY | NO_FOLLOW, dir_fd=descriptor)
+        with os.fdopen(fd, encoding="utf-8") as handle:
+            info = os.fstat(handle.fileno())
+            signature = (info.st_ino, info.st_size, info.st_mtime_ns)
+            preloaded = _preloaded.get(_key(directory, name))
+            if preloaded is not None and preloaded[0] == signature:
+                return preloaded
+            return signature, parse(json.load(handle))
+    except (OSError, ValueError, TypeError, AttributeError, KeyError, IndexError):
+        return None
+    finally:
+        os.close(descriptor)
+
+
+def write(directory: Path, name: str, payload: Any) -> None:
+    try:
+        descriptor = open_cache_directory(directory, create=True)
+    except OSError:
+        return  # the cache itself says why, once
+    try:
+        write_new(descriptor, name, json.dumps(payload, separators=(",", ":")))
+    except OSError:
+        pass
+    finally:
+        os.close(descriptor)
+
+
+def preload(directory: Path, name: str, parse: Callable[[Any], Any]) -> None:
+    """Read the memo ahead, in the server, for the children it forks."""
+    key = _key(directory, name)
+    _preloaded.pop(key, None)
+    found = _read(directory, name, parse)
+    if found is not None:
+        _preloaded[key] = found
+
+
+def _key(directory: Path, name: str) -> str:
+    return os.path.join(os.path.abspath(directory), name)
