@@ -281,7 +281,8 @@ class CacheDirectoryError(OSError):
 
 MARKER_NAME = ".gitignore"
 MARKER = "# created by cslint\n*\n"  # written first into a cache directory cslint creates
-_CACHE_FILE = re.compile(r"v[\w.+!-]+-(?:[0-9a-f]+\.json|(?:imports|tree)\.memo|lib-[\w.+!-]+\.json)|\.tmp-[\w-]+\.json")
+_CACHE_FILE = re.compile(r"v[\w.+!-]+-(?:[0-9a-f]+\.json|(?:imports|tree)\.memo|lib-[\w.+!-]+\.json)"
+                         r"|\.tmp-[\w-]+\.json")
 NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 

@@ -7,7 +7,8 @@ whose `forward` calls them with tensors or with plain numbers, so what a file re
 other files trace into it. One copy is checked with the cache, the other with `--no-cache`; after every
 step their reports, exit codes and files must be equal; a file checked alone (in its project) must get
 the whole project's report for it. Files and directories get distinct old times, so that what is kept by
-size and time (the cache, the import and tree memos) is trusted, and must notice every change. 300 steps in the suite; CSLINT_LONG_TESTS=1 runs 5,000.
+size and time (the cache, the import and tree memos) is trusted, and must notice every change. 300 steps
+in the suite; CSLINT_LONG_TESTS=1 runs 5,000.
 """
 
 from __future__ import annotations
