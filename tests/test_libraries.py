@@ -1,13 +1,15 @@
 """Functions of installed libraries that traced code calls (#24 item 2): read from a site-packages
 directory (never imported), summarised for the call's arguments, their effects reported on the caller's
 line; the library itself is reported only when it is linted. The libraries here are self-written packages
-installed into a temporary site-packages that a `--python` interpreter has on its path."""
+installed into the site-packages of a temporary virtual environment that `python` names (found from its
+files: the interpreter, a script that would leave a mark, is never run)."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -97,24 +99,38 @@ def _install(site: Path, name: str, version: str, files: dict[str, str]) -> None
 
 
 @pytest.fixture
-def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A site-packages with `fakeoptim` 1.0 whose import would leave a mark (it must never be imported),
     on the path of the `python` the runs name."""
-    directory = tmp_path / "site-packages"
-    directory.mkdir()
+    venv = tmp_path / "venv"
+    directory = venv / "lib" / "python3.11" / "site-packages"
+    directory.mkdir(parents=True)
+    (venv / "pyvenv.cfg").write_text("home = /usr/bin\nversion = 3.11.7\n", encoding="utf-8")
     mark = tmp_path / "imported"
+    _script(venv / "bin" / "python", tmp_path / "ran")
     _install(directory, "fakeoptim", "1.0", {
         "__init__.py": f"open({str(mark)!r}, 'w').write('imported')\n",
         "utils.py": OPTIM_UTILS,
         "schedulers.py": SCHEDULER,
     })
-    monkeypatch.setenv("PYTHONPATH", str(directory))
     monkeypatch.setattr(library_env, "_ENVIRONMENTS", {})
-    return directory
+    PYTHON["path"] = str(venv / "bin" / "python")
+    yield directory
+    assert not mark.exists() and not (tmp_path / "ran").exists()  # nothing of the library, nor its python, ran
+
+
+PYTHON = {"path": sys.executable}
+
+
+def _script(path: Path, mark: Path) -> None:
+    """An executable that leaves `mark` when run."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"#!/bin/sh\ntouch {mark}\n", encoding="utf-8")
+    path.chmod(0o755)
 
 
 def _lint(root: Path, files: dict[str, str], **settings: object) -> list[tuple[str, str, int, str]]:
-    result, _ = run_linter(root, files, **{"python": sys.executable, **settings})
+    result, _ = run_linter(root, files, **{"python": PYTHON["path"], **settings})
     assert not result.errors, result.errors
     return [(d.code, d.path.name, d.line, d.message) for d in result.diagnostics]
 
@@ -207,12 +223,24 @@ def test_a_linted_library_is_reported_where_it_is(site: Path, tmp_path: Path) ->
     assert not [f for f in found if "via" in f[3]]
 
 
-def test_python_that_cannot_run_is_a_one_line_error(tmp_path: Path) -> None:
+def test_a_python_that_does_not_exist_is_a_one_line_error(tmp_path: Path) -> None:
     (tmp_path / "a.py").write_text("x = 1\n", encoding="utf-8")
     done = subprocess.run([sys.executable, "-m", "cslint", "check", "--python", str(tmp_path / "nope"), "a.py"],
                           cwd=tmp_path, capture_output=True, text=True)
     assert done.returncode == 2
-    assert done.stderr.startswith("cslint: error: `python`: cannot ask") and done.stderr.count("\n") == 1
+    assert done.stderr.startswith("cslint: error: `python`: ") and done.stderr.count("\n") == 1
+
+
+def test_a_python_named_by_a_repository_is_never_run(tmp_path: Path) -> None:
+    """A hostile repository's configuration names a program of its own as `python`: cslint reads the
+    installation around it and runs nothing; with no site-packages there, one line and exit 2."""
+    (tmp_path / "pyproject.toml").write_text('[tool.cslint]\npython = "tools/python"\n', encoding="utf-8")
+    (tmp_path / "a.py").write_text("x = 1\n", encoding="utf-8")
+    _script(tmp_path / "tools" / "python", tmp_path / "ran")
+    done = subprocess.run([sys.executable, "-m", "cslint", "check", "."], cwd=tmp_path, capture_output=True,
+                          text=True)
+    assert not (tmp_path / "ran").exists()
+    assert done.returncode == 2 and "no site-packages under" in done.stderr and done.stderr.count("\n") == 1
 
 
 def _summary_of(site: Path, store: LibraryCache, qualname: str = "fakeoptim.utils._get_value"):  # type: ignore[no-untyped-def]

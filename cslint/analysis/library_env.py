@@ -160,14 +160,9 @@ class LibraryPathError(Exception):
 
 
 _ENVIRONMENTS: dict[str, Environment | None] = {}
-_PATH_QUERY = ("import json, sys, sysconfig; p = sysconfig.get_paths(); "
-               "print(json.dumps([sys.path[1:], [p.get('stdlib', ''), p.get('platstdlib', '')]]))")
-
-
 def environment_for(python: str | None) -> Environment | None:
     """The environment of the `python` setting: None or "" for the Python cslint runs in, "none" for no
-    libraries, else an interpreter asked (once per process) for its search path; nothing of the linted
-    code is run."""
+    libraries, else the installation of the interpreter it names, found from its files (`_installed`)."""
     key = python or ""
     if key not in _ENVIRONMENTS:
         if key.lower() == "none":
@@ -175,29 +170,53 @@ def environment_for(python: str | None) -> Environment | None:
         elif not key:
             _ENVIRONMENTS[key] = Environment.of_running_python()
         else:
-            _ENVIRONMENTS[key] = _asked(key)
+            _ENVIRONMENTS[key] = _installed(key)
     return _ENVIRONMENTS[key]
 
 
-def _asked(python: str) -> Environment:
-    import json
-    import subprocess
-    import tempfile
-
-    try:
-        done = subprocess.run([python, "-c", _PATH_QUERY], capture_output=True, text=True, timeout=60,
-                              cwd=tempfile.gettempdir())
-        paths, stdlib = json.loads(done.stdout)
-    except (OSError, subprocess.SubprocessError, ValueError, TypeError) as exc:
-        raise LibraryPathError(f"cannot ask {python} for its installed libraries ({exc.__class__.__name__})") from None
-    stdlib_dirs = {os.path.realpath(p) for p in stdlib if p}
-    stdlib_dirs |= {os.path.join(p, "lib-dynload") for p in stdlib_dirs}
-    found = []
-    for entry in paths:
-        real = os.path.realpath(entry) if entry else ""
-        if real and real not in stdlib_dirs and os.path.isdir(real) and real not in found:
-            found.append(real)
+def _installed(python: str) -> Environment:
+    """The libraries of the installation an interpreter belongs to, found from its files and never by
+    running it (a path in a repository's configuration could name any program): the `site-packages` (or
+    Debian's `dist-packages`) of the virtual environment or prefix above `bin/python`, or of the
+    directory named; the Python version its `pyvenv.cfg` names when it has several."""
+    path = Path(python).expanduser()
+    if not path.exists():
+        raise LibraryPathError(f"{python} does not exist")
+    prefix = path if path.is_dir() else path.parent.parent  # not resolved: a venv's python links elsewhere
+    versions = ["python*", "python3"]
+    named = _pyvenv_version(prefix)
+    if named:
+        versions = [f"python{named}", "python3"]
+    found: list[str] = []
+    for lib in ("lib", "lib64"):
+        for version in versions:
+            for kind in ("site-packages", "dist-packages"):
+                for directory in sorted(prefix.glob(f"{lib}/{version}/{kind}")):
+                    real = os.path.realpath(directory)
+                    if os.path.isdir(real) and real not in found:
+                        found.append(real)
+    windows = prefix / "Lib" / "site-packages"
+    if windows.is_dir() and os.path.realpath(windows) not in found:
+        found.append(os.path.realpath(windows))
+    if not found:
+        raise LibraryPathError(f"no site-packages under {prefix} (cslint reads the installation {python} belongs to; "
+                               "it does not run it)")
     return Environment(found)
+
+
+def _pyvenv_version(prefix: Path) -> str | None:
+    """`3.11` from a virtual environment's `pyvenv.cfg` (`version = 3.11.7` or `version_info = 3.11.7...`)."""
+    try:
+        text = (prefix / "pyvenv.cfg").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    for line in text.splitlines():
+        key, _, value = line.partition("=")
+        if key.strip() in ("version", "version_info"):
+            parts = value.strip().split(".")
+            if len(parts) >= 2 and parts[0].isdigit() and parts[1].isdigit():
+                return f"{parts[0]}.{parts[1]}"
+    return None
 
 
 def _stdlib_paths() -> list[str]:
