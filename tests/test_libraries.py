@@ -6,6 +6,7 @@ files: the interpreter, a script that would leave a mark, is never run)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -281,3 +282,21 @@ def test_a_summary_using_another_distribution_is_redone_when_that_one_changes(si
     _install(site, "fakebase", "2.0", {"ops.py": "def read(x):\n    return 0\n"})
     second = _summary_of(site, LibraryCache(cache), "fakeoptim.wrap.value")
     assert second.returns == STATIC and not second.effects
+
+
+def test_an_installation_holding_a_pipe_or_a_device_is_read_without_hanging(tmp_path: Path) -> None:
+    """The installation a repository names may hold a pipe, a device or binary where cslint reads a
+    distribution's metadata: it is passed over, with no hang and no traceback."""
+    site = tmp_path / ".venv" / "lib" / "python3.11" / "site-packages"
+    for name, make in (("piped", lambda p: os.mkfifo(p)), ("zero", lambda p: p.symlink_to("/dev/zero")),
+                       ("binary", lambda p: p.write_bytes(b"\xff\xfe\x00" * 10))):
+        info = site / f"{name}-1.0.dist-info"
+        info.mkdir(parents=True)
+        make(info / "top_level.txt")
+    _script(tmp_path / ".venv" / "bin" / "python", tmp_path / "ran")
+    (tmp_path / "pyproject.toml").write_text('[tool.cslint]\npython = ".venv/bin/python"\n', encoding="utf-8")
+    (tmp_path / "a.py").write_text("import torch\n", encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "cslint", "check", "a.py"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    assert not (tmp_path / "ran").exists()

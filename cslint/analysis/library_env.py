@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import os
+import stat
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -238,12 +239,27 @@ def _in_directory(directory: str, name: str) -> tuple[str, bool] | None:
 
 
 def _top_level(dist_info: str, dist: str) -> list[str]:
-    try:
-        with open(os.path.join(dist_info, "top_level.txt"), encoding="utf-8") as handle:
-            listed = [line.strip() for line in handle if line.strip()]
-    except OSError:
-        listed = []
+    text = _small_file(os.path.join(dist_info, "top_level.txt"))
+    listed = [line.strip() for line in text.splitlines() if line.strip()]
     return listed or [dist.lower().replace("-", "_").replace(".", "_")]
+
+
+def _small_file(path: str, limit: int = 65536) -> str:
+    """The text of a regular file of at most `limit` bytes, else "": an installation named by a repository
+    may hold a pipe (opened without waiting for a writer) or a link to a device there."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return ""
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
+            return ""
+        return os.read(fd, limit).decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+    finally:
+        os.close(fd)
 
 
 def readable_library_module(name: str) -> bool:
