@@ -2,22 +2,19 @@
 
 One file per distribution and version (`v<cslint>-lib-<name>-<version>.json`): upgrading a library starts
 its summaries afresh, and a summary that used another distribution's code records which version it read
-(the analysis checks it is still the one installed). Files are read and written under the cache's rules
-(`cache.open_cache_directory`); one that cannot be read is an empty one.
+(the analysis checks it is still the one installed). Files are kept as cslint/memo_file.py keeps memos
+beside the cache; one that cannot be read is an empty one.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import re
 from pathlib import Path
 from typing import Any
 
-from cslint import __version__
+from cslint import __version__, memo_file
 from cslint.analysis.kinds import DYN_TENSOR, HOST, MODULE, STATIC, TENSOR, UNKNOWN, Kind, Tag
 from cslint.analysis.library_env import Effect, Summary
-from cslint.cache import NO_FOLLOW, open_cache_directory, write_new
 
 FORMAT = 1
 
@@ -52,23 +49,7 @@ class LibraryCache:
         return entries
 
     def _read(self, distribution: tuple[str, str]) -> dict[str, Any]:
-        try:
-            directory = open_cache_directory(self.directory, create=False)
-        except OSError:
-            return {}
-        if directory is None:
-            return {}
-        try:
-            fd = os.open(self.file_name(distribution), os.O_RDONLY | NO_FOLLOW, dir_fd=directory)
-            with os.fdopen(fd, encoding="utf-8") as handle:
-                data = json.load(handle)
-            if isinstance(data, dict) and data.get("format") == FORMAT and isinstance(data.get("summaries"), dict):
-                return data["summaries"]
-        except (OSError, ValueError):
-            pass
-        finally:
-            os.close(directory)
-        return {}
+        return dict(memo_file.read(self.directory, self.file_name(distribution), _summaries) or {})
 
     def get(self, distribution: tuple[str, str], key: str) -> Summary | None:
         raw = self._entries(distribution).get(key)
@@ -84,21 +65,16 @@ class LibraryCache:
         self._changed.add(distribution)
 
     def save(self) -> None:
-        if not self._changed:
-            return
-        try:
-            directory = open_cache_directory(self.directory, create=True)
-        except OSError:
-            return
-        try:
-            for distribution in sorted(self._changed):
-                payload = {"format": FORMAT, "summaries": self._files[distribution]}
-                write_new(directory, self.file_name(distribution), json.dumps(payload, separators=(",", ":")))
-        except OSError:
-            pass
-        finally:
-            os.close(directory)
+        for distribution in sorted(self._changed):
+            memo_file.write(self.directory, self.file_name(distribution),
+                            {"format": FORMAT, "summaries": self._files[distribution]})
         self._changed.clear()
+
+
+def _summaries(data: Any) -> dict[str, Any]:
+    if isinstance(data, dict) and data.get("format") == FORMAT and isinstance(data.get("summaries"), dict):
+        return data["summaries"]
+    return {}
 
 
 def _kind_json(kind: Kind) -> Any:
