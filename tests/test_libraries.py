@@ -42,6 +42,20 @@ def count_positive(x):
     return int((x > 0).sum())
 
 
+def can_skip(mask):
+    if mask is not None and torch.compiler.is_compiling():
+        return False
+    if mask is None or mask.all():
+        return True
+    return False
+
+
+def can_skip_inline(mask):
+    if not (mask is not None and torch.compiler.is_compiling()) and (mask is None or mask.all()):
+        return True
+    return False
+
+
 def packed(mask):
     if not torch.compiler.is_compiling() and (mask == 1).all():
         return None
@@ -167,6 +181,25 @@ def test_a_tensor_test_short_circuited_by_a_tracing_predicate(site: Path, tmp_pa
     '''}, target=target)
     vias = [(c, line) for c, _, line, m in found if "via fakeoptim.utils.packed" in m]
     assert vias == ([("WSC101", 7)] if target == "wsc" else [])
+
+
+@pytest.mark.parametrize("target", ["wsc", "compile"])
+def test_a_mask_left_by_a_tracing_guard_is_none(site: Path, tmp_path: Path, target: str) -> None:
+    """`if mask is not None and is_compiling(): return`: under torch.compile the mask is None after it (and
+    on the right of the same test negated), so `mask.all()` is never read there; under lazy tensors it is."""
+    found = _lint(tmp_path / "proj", {"model.py": '''
+        from torch import nn
+        from fakeoptim.utils import can_skip, can_skip_inline
+
+
+        class Head(nn.Module):
+            def forward(self, x, mask):
+                if can_skip(mask) and can_skip_inline(mask):
+                    return x
+                return x * mask
+    '''}, target=target)
+    vias = sorted(m.split(": `")[0].split("via ")[1] for c, _, _, m in found if "via" in m)
+    assert vias == (["fakeoptim.utils.can_skip", "fakeoptim.utils.can_skip_inline"] if target == "wsc" else [])
 
 
 def test_tensor_arithmetic_in_a_library_is_not_a_finding(site: Path, tmp_path: Path) -> None:

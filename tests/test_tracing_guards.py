@@ -77,6 +77,26 @@ def test_without_a_guard_compile_reports(lint):
     assert ("WSC203", 10) in found and ("WSC201", 18) in found, found
 
 
+@pytest.mark.parametrize("inline", [False, True])
+def test_a_mask_the_guard_returns_on_is_none_after_it_under_compile(lint, inline):
+    """transformers' `if exporting() or (mask is not None and is_tracing(mask)): return False` then
+    `if mask is None or mask.all():` -- under dynamo the guard returns whenever there is a mask."""
+    guard = "if is_torchdynamo_compiling() or is_tracing(mask):\n        return False\n    return bool(mask.all())"
+    if inline:
+        body = ("if not (torch.jit.is_tracing() or (mask is not None and is_tracing(mask))) and "
+                "(mask is None or mask.all()):\n        return True\n    return False")
+    else:
+        body = ("if torch.jit.is_tracing() or (mask is not None and is_tracing(mask)):\n        return False\n"
+                "    if mask is None or mask.all():\n        return True\n    return False")
+    code = MODEL.replace(guard, body)
+    assert body in code
+    def branches(target: str) -> list[str]:
+        return [d.source_line.strip() for d in lint({"utils.py": HELPERS, "model.py": code}, target=target)
+                if d.code == "WSC101"]
+    assert branches("compile") == []
+    assert branches("wsc") == [body.split("\n")[0 if inline else 2].strip()]
+
+
 def test_an_unknown_helper_decides_nothing(lint):
     code = MODEL.replace("if is_torchdynamo_compiling() or is_tracing(mask):", "if fast_path_enabled():")
     code += "\n\ndef fast_path_enabled():\n    return CONFIG.fast_path\n"

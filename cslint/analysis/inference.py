@@ -512,6 +512,32 @@ class FunctionInference:
         for key, (in_body, in_else) in narrowed.items():  # narrowed, not reassigned: what it was before the if
             if body_env.get(key) is in_body and else_env.get(key) is in_else:
                 env[key] = before[key]
+        if stmt.orelse is None and self.guards is not None and _leaves(stmt.body):
+            self._none_after_guard(stmt.test, env)
+
+    def _none_after_guard(self, test: cst.BaseExpression, env: Env) -> None:
+        """After `if is_exporting() or (mask is not None and is_tracing(mask)): return False`, where the
+        tracing predicate holds for this tracer, the test was false: `mask` is None (a Python value) in the
+        rest of the block."""
+        parts = [test]
+        while parts and type(parts[-1]) is cst.BooleanOperation and type(parts[-1].operator) is cst.Or:
+            last = parts.pop()
+            parts += [last.left, last.right]  # type: ignore[attr-defined]
+        for part in parts:
+            conjuncts = [part]
+            while type(conjuncts[0]) is cst.BooleanOperation and type(conjuncts[0].operator) is cst.And:
+                first = conjuncts.pop(0)
+                conjuncts[:0] = [first.left, first.right]  # type: ignore[attr-defined]
+            open_ = [c for c in conjuncts if self.guards.value(self.module, c) is not True]  # type: ignore[union-attr]
+            if len(open_) != 1 or len(conjuncts) < 2 or type(open_[0]) is not cst.Comparison:
+                continue
+            compared = open_[0]
+            if len(compared.comparisons) == 1 and type(compared.comparisons[0].operator) is cst.IsNot and \
+                    type(compared.comparisons[0].comparator) is cst.Name and \
+                    compared.comparisons[0].comparator.value == "None":
+                key = path_key(compared.left)
+                if key is not None and key in env:
+                    env[key] = STATIC
 
     def _decided_if(self, stmt: cst.If, env: Env, holds: bool) -> None:
         """An `if` on tracing predicates: only the branch the tracer takes runs. When that is the `else` (the
@@ -543,6 +569,22 @@ class FunctionInference:
         if type(test) is cst.BooleanOperation and type(test.operator) is (cst.And if holds else cst.Or):
             self._narrow(test.left, env, holds)
             self._narrow(test.right, env, holds)
+            return
+        if type(test) is cst.BooleanOperation and self.guards is not None:
+            # `mask is not None and is_tracing(mask)` false where the tracing predicate holds: mask is None
+            sides = [test.left, test.right]
+            undecided = [side for side in sides if self.guards.value(self.module, side) is not (
+                type(test.operator) is cst.And)]
+            if len(undecided) == 1:
+                self._narrow(undecided[0], env, holds)
+            return
+        if type(test) is cst.Comparison and len(test.comparisons) == 1:
+            compared = test.comparisons[0]
+            if type(compared.comparator) is cst.Name and compared.comparator.value == "None" and \
+                    type(compared.operator) in (cst.Is, cst.IsNot) and holds is (type(compared.operator) is cst.Is):
+                key = path_key(test.left)
+                if key is not None and key in env:
+                    env[key] = STATIC  # None
             return
         if type(test) is not cst.Call or not test.args:
             return

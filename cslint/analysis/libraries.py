@@ -63,24 +63,33 @@ class _LazyModules(dict):  # type: ignore[type-arg]
 
 
 class Libraries:
-    """What traced code of `project` calls in installed libraries: found, read and summarised on demand."""
+    """What traced code of `project` calls in installed libraries: found, read and summarised on demand.
+    What does not depend on the project (the libraries' index, what their classes hold, the summaries)
+    is shared by every analysis of the process that reads the same environment; `project` only decides
+    which arguments are instances of its own classes (see `_as_context`)."""
 
-    def __init__(self, environment: Environment, project: Project, store: SummaryStore | None = None) -> None:
+    def __init__(self, environment: Environment, project: Project | None, store: SummaryStore | None = None) -> None:
         self.environment = environment
         self.user = project
         self.store = store
-        self.project = Project([])
-        self.project.modules = _LazyModules(self._load)  # type: ignore[assignment]
-        self.project.libraries = self  # type: ignore[attr-defined]
+        shared = environment.shared
+        if not shared:
+            libraries = Project([])
+            libraries.modules = _LazyModules(environment.module)  # type: ignore[assignment]
+            shared.update(project=libraries, lookups={}, oracles={}, active=[], uses=[], cut=[])
+        self.project: Project = shared["project"]
+        self._lookups: dict[str, FunctionInfo | ClassInfo | ModuleInfo | None] = shared["lookups"]
+        self._oracles: dict[str, Any] = shared["oracles"]
+        self._active: list[str] = shared["active"]
+        self._uses: list[set[str]] = shared["uses"]  # per summary being computed: the distributions it used
+        self._cut: list[list[bool]] = shared["cut"]  # per summary being computed: whether its analysis stopped short
         self._summaries = environment.summaries
-        self._active: list[str] = []
-        self._oracles: dict[str, Any] = {}
-        self._lookups: dict[str, FunctionInfo | ClassInfo | ModuleInfo | None] = {}
-        self._uses: list[set[str]] = []  # per summary being computed: the distributions it was computed from
-
-    def _load(self, name: str) -> ModuleInfo | None:
-        own = self.user.modules.get(name) or self.user.aliased.get(name)
-        return own if own is not None else self.environment.module(name)
+        if project is None:
+            self.project.libraries = self  # a library's own calls into libraries
+        elif self.project.libraries is None:
+            Libraries(environment, None, store)
+        else:
+            self.project.libraries.store = store
 
     def lookup(self, qualified: str) -> FunctionInfo | ClassInfo | ModuleInfo | None:
         """What a qualified name the project does not define names in the installed libraries."""
@@ -105,10 +114,15 @@ class Libraries:
 
         given = {name: self._as_context(kind) for name, kind in given.items()}
         key = f"{func.qualname}|{tracer}|{sorted((n, _kind_key(k)) for n, k in given.items())}"
-        known = self._summaries.get(key)
+        # a summary whose analysis had to stop (recursion, or the depth limit) depends on the calls that led
+        # to it: it is kept for that chain only, so what a call gets never depends on which came first
+        chained = f"{key}@{'/'.join(self._active)}"
+        known = self._summaries.get(key) or self._summaries.get(chained)
         if known is not None:
             return known
         if key in self._active or len(self._active) >= MAX_DEPTH:
+            for frame in self._cut:
+                frame[0] = True
             return Summary(UNKNOWN)  # recursion, or too deep to follow: nothing known
         distribution = func.module.library
         versioned = distribution is not None and bool(distribution[1])
@@ -119,6 +133,7 @@ class Libraries:
             return stored
         self._active.append(key)
         self._uses.append(set())
+        self._cut.append([False])
         try:
             found = self._summarise(func, given, tracer, helper_param_kinds)
         except Exception:  # a library this analysis cannot follow is not the user's error: nothing known
@@ -126,19 +141,26 @@ class Libraries:
         finally:
             self._active.pop()
             uses = self._uses.pop()
+            cut = self._cut.pop()[0]
         uses.add(self._use(func.module))
         found = Summary(found.returns, found.effects, tuple(sorted(uses)))
         self._note_use(found.uses)
-        self._summaries[key] = found
-        if self.store is not None and versioned:
+        self._summaries[chained if cut else key] = found
+        if self.store is not None and versioned and not cut:
             self.store.put(distribution, key, found)  # type: ignore[arg-type]
         return found
 
     def _as_context(self, kind: Kind) -> Kind:
-        """An instance of one of the project's classes is passed as a plain object (a model's config): a
-        library function cannot look into it, and one summary then serves every model that calls it."""
-        if kind.tag is Tag.OBJECT and kind.role == "object" and kind.cls and self.user.lookup_class(kind.cls):
-            return obj("object")
+        """An argument as the library function is analysed with: a Python value as an unknown one, and an
+        instance of one of the project's classes as an object of its role (a model's config, the model
+        itself): a library function does not look into the project's classes (their attributes are the
+        project analysis's). Fewer distinct arguments, fewer summaries: one serves every model calling it."""
+        if kind.tag is Tag.STATIC:
+            return UNKNOWN  # a Python value or not known: neither is a tensor, nor read from one
+        if self.user is None:
+            return kind
+        if kind.tag is Tag.OBJECT and kind.cls and "|" not in kind.cls and self.user.lookup_class(kind.cls):
+            return obj(kind.role)
         return kind
 
     def _use(self, module: ModuleInfo) -> str:

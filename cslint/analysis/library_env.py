@@ -12,7 +12,7 @@ import stat
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from cslint.analysis.kinds import Kind
 
@@ -24,7 +24,7 @@ CONVERT = "convert"  # `int(t)`, `float(t)`, `bool(t)`
 BRANCH = "branch"  # `if`/`while`/ternary/`assert` on a tensor
 SHAPE = "shape"  # an op whose output shape depends on values (`nonzero`, one-argument `torch.where`)
 
-MAX_DEPTH = 4  # library functions called through library functions, from the user's call
+MAX_DEPTH = 3  # library functions called through library functions, from the user's call (cost: see docs/accuracy.md)
 MAX_FILE_BYTES = 3_000_000
 # Parts of torch read as a library: what the API tables do not describe (optimizer helpers, nn.utils).
 # The rest of torch is tensor operations (torch_api) or tracer internals.
@@ -71,6 +71,7 @@ class Environment:
         # shared by every analysis of the process: library modules read, and summaries worked out
         self.modules: dict[str, ModuleInfo | None] = {}
         self.summaries: dict[str, Summary] = {}
+        self.shared: dict[str, Any] = {}  # what analysis/libraries.py keeps of the libraries as a project
 
     def module(self, name: str) -> ModuleInfo | None:
         """The index of an installed module, read the first time it is asked for."""

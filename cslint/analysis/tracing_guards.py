@@ -64,8 +64,9 @@ class Guards:
         if qualified in PREDICATES:
             return self.tracer in PREDICATES[qualified]
         helper = self.project.lookup_function(qualified)
-        if helper is not None:
-            return self._helper_value(helper)
+        found = self._helper_value(helper) if helper is not None else None
+        if found is not None:
+            return found
         last = qualified.rsplit(".", 1)[-1]
         if last in LIBRARY_HELPERS and qualified.startswith(LIBRARY_ROOTS):
             return self.tracer in LIBRARY_HELPERS[last]
