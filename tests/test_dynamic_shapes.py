@@ -189,3 +189,39 @@ def test_masked_store_fix_keeps_the_in_place_update(fix):
     assert "ids.masked_fill_(ids < 0, 0)" in fixed
     assert "scores.masked_fill_(scores != scores, -1e4)" in fixed
     assert "scores[ids == 0] = torch.zeros(3)" in fixed  # a tensor value: report only
+
+
+BOOL_ANNOTATED = """
+from typing import Optional
+
+import torch
+from torch import nn
+
+
+class Pooler(nn.Module):
+    def forward(self, hidden: torch.Tensor, keep: torch.BoolTensor, ids: torch.LongTensor,
+                pad: Optional[torch.BoolTensor] = None, device="cuda"):
+        kept = hidden[keep]  # expect
+        moved = keep.to(device)
+        on_device = hidden[moved]  # expect
+        also = hidden[keep.to(device=hidden.device, non_blocking=True)]  # expect
+        picked = hidden[ids]
+        weights = hidden[keep.to(torch.float32)]
+        like = hidden[keep.to(hidden)]
+        if pad is not None:
+            hidden = hidden[pad.cuda()]  # expect
+        return kept, on_device, also, picked, weights, like, hidden
+"""
+
+
+def test_bool_tensor_annotations_and_device_moves_keep_the_mask(lint):
+    """`keep: torch.BoolTensor` is a boolean mask, and so is `keep.to(device)` / `.cuda()`; a LongTensor is
+    an index, and `.to(torch.float32)` / `.to(other)` take another dtype (#24 item 8)."""
+    expected = [i + 1 for i, line in enumerate(BOOL_ANNOTATED.lstrip("\n").splitlines()) if "# expect" in line]
+    found = [line for code, line in codes(lint(BOOL_ANNOTATED)) if code == "WSC502"]
+    assert found == expected
+
+
+def test_bool_tensor_annotation_outside_traced_code_is_quiet(lint):
+    code = BOOL_ANNOTATED.replace("class Pooler(nn.Module):", "class Pooler:")
+    assert [c for c, _ in codes(lint(code)) if c == "WSC502"] == []

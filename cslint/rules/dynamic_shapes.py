@@ -36,6 +36,32 @@ BOOL_PRESERVING_METHODS = frozenset({
     "permute", "contiguous", "detach", "t", "view_as", "reshape_as", "tril", "triu", "roll", "flip",
 })
 BOOL_DTYPES = frozenset({"torch.bool"})
+DEVICE_MOVES = frozenset({"to", "cuda", "cpu"})
+
+
+def _moves_only(call: cst.Call, ctx: RuleContext) -> bool:
+    """`x.to(device)`, `x.to(device=d, non_blocking=True)`, `x.cuda()`: a copy on another device, same dtype
+    (not `x.to(torch.float32)`, `x.to(dtype=...)` or `x.to(other)`, which takes the other tensor's dtype)."""
+    for arg in call.args:
+        if arg.keyword is not None:
+            if arg.keyword.value == "dtype":
+                return False
+            continue
+        resolved = ctx.resolve(arg.value)
+        if ctx.is_tensor(arg.value) or resolved is not None and resolved.startswith("torch.") \
+                and resolved != "torch.device":
+            return False
+    return True
+
+
+def annotated_masks(ctx: RuleContext) -> dict[str, bool]:
+    """Parameters annotated `torch.BoolTensor` (also in `Optional[...]` / `| None`): boolean tensors."""
+    found = {}
+    params = ctx.traced.func.node.params
+    for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+        if param.annotation is not None and "BoolTensor" in ctx.code(param.annotation.annotation, limit=200):
+            found[param.name.value] = True
+    return found
 
 
 def _repeats_argument(call: cst.Call, is_method: bool) -> cst.BaseExpression | None:
@@ -186,6 +212,8 @@ def is_boolean_tensor(expr: cst.BaseExpression, ctx: RuleContext, bool_names: di
                 return True
         if name in ("to", "type") and expr.args and _is_bool_dtype(expr.args[0].value, ctx):
             return True
+        if name in DEVICE_MOVES and isinstance(expr.func, cst.Attribute) and _moves_only(expr, ctx):
+            return is_boolean_tensor(expr.func.value, ctx, bool_names)  # `mask.to(device)` is still a mask
         if name in BOOL_PRESERVING_METHODS:
             if isinstance(expr.func, cst.Attribute) and ctx.resolve(expr.func) is None:
                 return is_boolean_tensor(expr.func.value, ctx, bool_names)
@@ -212,7 +240,7 @@ def mask_names(ctx: RuleContext) -> tuple[dict[str, bool], dict[str, cst.BaseExp
     cached = ctx.scratch.get("mask_names")
     if cached is None:
         pairs = _assignments(ctx)
-        bool_names: dict[str, bool] = {}
+        bool_names: dict[str, bool] = annotated_masks(ctx)
         counts: dict[str, int] = {}
         for name, value in pairs:
             boolean = is_boolean_tensor(value, ctx, bool_names)
