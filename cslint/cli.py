@@ -282,7 +282,8 @@ def run_check(args: argparse.Namespace) -> int:
         context = [] if args.isolated else \
             collect_files([root for root in project_roots(named) if root not in given], settings, [], tree)
         unreadable = {note.path for note in skipped if note.named}  # reported once, as named, not again as context
-        context = [path for path in context if str(path) not in unreadable]
+        if unreadable:
+            context = [path for path in context if str(path) not in unreadable]
         memo = ImportMemo(memos).load() if memos is not None else None
         settings = with_inferred_target(settings, [*files, *context], memo)
     for note in skipped:

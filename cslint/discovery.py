@@ -7,9 +7,8 @@ import json
 import os
 import re
 import stat
-from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import partial
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -23,7 +22,9 @@ if TYPE_CHECKING:
 PYTHON_SUFFIXES = (".py", ".pyi", ".ipynb")  # notebooks too, as ruff does by default
 
 
-def _any_of(patterns: Iterable[str]) -> re.Pattern[str] | None:
+@lru_cache(maxsize=16)
+def _any_of(patterns: tuple[str, ...]) -> re.Pattern[str] | None:
+    """One expression for the glob patterns (kept: a hook server compiles the default ones once)."""
     translated = [f"(?:{fnmatch.translate(p)})" for p in patterns]
     return re.compile("|".join(translated)) if translated else None
 
@@ -35,8 +36,8 @@ class Excluder:
 
     def __init__(self, patterns: tuple[str, ...], root: Path | None) -> None:
         self.patterns = list(patterns)
-        self.names = _any_of(patterns)
-        self.relatives = _any_of([*patterns, *(p.rstrip("/") + "/*" for p in patterns)])
+        self.names = _any_of(tuple(patterns))
+        self.relatives = _any_of((*patterns, *(p.rstrip("/") + "/*" for p in patterns)))
         self.root = str(safe_resolve(root)) + os.sep if root is not None else None
 
     def __call__(self, name: str, real: str) -> bool:

@@ -11,6 +11,7 @@ read again. The memo is kept as cslint/memo_file.py keeps memos beside the cache
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +40,7 @@ class ImportMemo:
         self._entries: dict[str, tuple[int, int, FileImports]] = {}
         self._seen: set[str] = set()
         self._changed = False
+        self._now = time.time()  # what "recent" is measured from, for the whole run
 
     def load(self) -> ImportMemo:
         """Read under the cache's rules (cslint/memo_file.py), or taken from the server's memory."""
@@ -50,7 +52,7 @@ class ImportMemo:
         `scan()`ned and remembered."""
         self._seen.add(path)
         known = self._entries.get(path)
-        if known is not None and known[:2] == (stat.st_mtime_ns, stat.st_size) and settled(stat):
+        if known is not None and known[:2] == (stat.st_mtime_ns, stat.st_size) and settled(stat, self._now):
             return known[2]
         found = scan()
         if found is not None:

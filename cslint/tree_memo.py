@@ -154,6 +154,9 @@ def _parse(raw: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     if raw.get("format") != FORMAT:
         return {}, {}
     walks = {key: {**walk, "paths": [Path(p) for p in walk["files"]]} for key, walk in raw["walks"].items()}
+    for walk in walks.values():
+        for path in walk["paths"]:
+            os.fspath(path)  # a path keeps its text once made: in the server, for every child
     return walks, dict(raw["namings"])
 
 

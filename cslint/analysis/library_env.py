@@ -166,14 +166,41 @@ def environment_for(python: str | None) -> Environment | None:
     """The environment of the `python` setting: None or "" for the Python cslint runs in, "none" for no
     libraries, else the installation of the interpreter it names, found from its files (`_installed`)."""
     key = python or ""
-    if key not in _ENVIRONMENTS:
-        if key.lower() == "none":
-            _ENVIRONMENTS[key] = None
-        elif not key:
-            _ENVIRONMENTS[key] = Environment.of_running_python()
-        else:
-            _ENVIRONMENTS[key] = _installed(key)
+    if key in _ENVIRONMENTS:
+        listing = _listing(_ENVIRONMENTS[key])
+        if listing is not None and listing == _LISTED.get(key):
+            return _ENVIRONMENTS[key]
+    if key.lower() == "none":
+        _ENVIRONMENTS[key] = None
+    elif not key:
+        _ENVIRONMENTS[key] = Environment.of_running_python()
+    else:
+        _ENVIRONMENTS[key] = _installed(key)
+    _LISTED[key] = _listing(_ENVIRONMENTS[key])
     return _ENVIRONMENTS[key]
+
+
+# When an environment was made, the modification times of its directories: a process that lives on (the hook
+# server, whose children inherit what it read, or the language server) makes it afresh once a distribution
+# was installed or removed there.
+_LISTED: dict[str, tuple[int, ...] | None] = {}
+
+
+def _listing(environment: Environment | None) -> tuple[int, ...] | None:
+    """The search directories' modification times; None when one is too recent to rest on."""
+    from cslint.cache import settled
+
+    times = []
+    for directory in environment.paths if environment is not None else []:
+        try:
+            info = os.stat(directory)
+        except OSError:
+            times.append(-1)
+            continue
+        if not settled(info):
+            return None
+        times.append(info.st_mtime_ns)
+    return tuple(times)
 
 
 def _installed(python: str) -> Environment:

@@ -62,11 +62,18 @@ def preload() -> None:
     import cslint.fixers.apply
     import cslint.incremental
     import cslint.runner
-    import cslint.server.child  # noqa: F401
+    import cslint.server.child
+    import cslint.target_inference
+    import cslint.tree_memo  # noqa: F401
+    from cslint.analysis.library_env import environment_for
+    from cslint.config import DEFAULT_EXCLUDES
+    from cslint.discovery import Excluder
     from cslint.output import FORMATS, RENDERERS
     from cslint.rules import all_rules
 
     all_rules()
+    Excluder(DEFAULT_EXCLUDES, None)  # its expressions compiled
+    environment_for(None).digest_text()  # the installed libraries (each run checks they are unchanged)
     for name in RENDERERS:
         FORMATS[name]  # imports the format's module
     libcst.parse_module("def forward(self, x):\n    return x\n")
