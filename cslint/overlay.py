@@ -52,6 +52,9 @@ class WarmIndexes:
         self._kept_trees: set[int] = set()  # ids of the trees in `pieces` (each alive while kept)
         self._piece_bytes = 0
         self._budget: TreeBudget | None = None
+        from cslint.analysis.reuse import KeptAnalyses
+
+        self.analyses = KeptAnalyses()  # function analyses, reused where nothing they read changed
 
     def read(self, path: Path, max_bytes: int | None) -> SourceFile:
         """The file's source (a copy): its unsaved buffer, else as read from disk the last time its size,

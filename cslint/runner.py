@@ -184,7 +184,8 @@ class Linter:
         with self.profile.phase("traced code and tensor inference"):
             program = TracedProgram(project, self.settings.trace_roots, after_analysis=check_now,
                                     root_modules=_module_names(by_module, roots_in),
-                                    tracer=get_target(self.settings.target).tracer).run()
+                                    tracer=get_target(self.settings.target).tracer,
+                                    kept=warm.analyses if warm is not None else None).run()
         for traced in program.functions.values():  # rules that read callers see their final state
             seen = per_function.get(traced.func.qualname)
             if seen is not None and seen[0] != _rule_inputs(traced):

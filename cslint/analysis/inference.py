@@ -850,11 +850,20 @@ class FunctionInference:
             # `func = _single_tensor_sgd; func(...)`: remember which function, so the call is followed
             return obj("function", qualified)
         if qualified is not None:  # an object built at the top of the module it is imported from
-            imported = imported_object_kind(self.project, qualified)
+            imported = self._object_in_module(qualified)
             if imported is not None:
                 return imported
         # module-level objects (`model = Net()`) have their class; other globals, builtins, imports are static
-        return global_kind(self.project, self.module, node.value)
+        return self._global(node.value)
+
+    def _object_in_module(self, qualified: str) -> Kind | None:
+        """The kind of `pkg.mod.name` when it is an object built at the top of `pkg.mod` (its own method, so
+        an analysis kept for reuse can record the answer: see reuse.py)."""
+        return imported_object_kind(self.project, qualified)
+
+    def _global(self, name: str) -> Kind:
+        """The kind of a name at the top of this function's module."""
+        return global_kind(self.project, self.module, name)
 
     def _is_import(self, node: cst.BaseExpression, env: Env) -> str | None:
         """Qualified name when `node` is a reference through an import (not shadowed by a local)."""
@@ -1011,7 +1020,7 @@ class FunctionInference:
 
     def _imported_object(self, node: cst.BaseExpression, env: Env) -> Kind | None:
         qualified = self._is_import(node, env)
-        return imported_object_kind(self.project, qualified) if qualified is not None else None
+        return self._object_in_module(qualified) if qualified is not None else None
 
     def _call_qualified(self, qualified: str, node: cst.Call, arg_kinds: list[Kind], env: Env) -> Kind:
         if self.guards is not None and self.guards.tracer == DYNAMO and qualified.startswith("numpy.random.") \
@@ -1040,7 +1049,7 @@ class FunctionInference:
         cls = self.module.classes.get(name)
         if cls is not None:
             return self.oracle.instance_kind(cls)
-        module_object = global_kind(self.project, self.module, name)
+        module_object = self._global(name)
         if module_object.tag is Tag.OBJECT:  # `model(x)` on a module-level `model = Net()`
             return self._call_value(node, module_object, arg_kinds)
         return builtin_call_kind(name, arg_kinds)

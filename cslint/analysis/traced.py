@@ -12,6 +12,7 @@ import fnmatch
 import heapq
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
@@ -31,6 +32,9 @@ from cslint.analysis.project import Project
 from cslint.analysis.step_functions import adopt_into_step, apply_step_params
 from cslint.analysis.tracing_guards import Guards
 from cslint.analysis.xla_loops import mark_step_loop_roots
+
+if TYPE_CHECKING:
+    from cslint.analysis.reuse import KeptAnalyses
 
 # Re-analysing a function more often than this means its kinds oscillate; keep the last result.
 MAX_ANALYSES_PER_FUNCTION = 8
@@ -231,10 +235,12 @@ class TracedProgram:
 
     def __init__(self, project: Project, trace_roots: Iterable[str] = (),
                  after_analysis: Callable[[TracedFunction], None] | None = None,
-                 root_modules: Collection[str] | None = None, tracer: str | None = None) -> None:
+                 root_modules: Collection[str] | None = None, tracer: str | None = None,
+                 kept: KeptAnalyses | None = None) -> None:
         """`root_modules`: look for roots in these modules only (the others are there for what they
         define; their functions are traced only when called). `tracer` (tracing_guards.LAZY or DYNAMO):
-        decide tracing predicates for it; None leaves both branches of such guards traced."""
+        decide tracing predicates for it; None leaves both branches of such guards traced. `kept`: an
+        editor's analyses of earlier runs, reused where nothing they read changed (reuse.py)."""
         self.project = project
         self.guards = Guards(project, tracer) if tracer is not None else None
         self.after_analysis = after_analysis
@@ -248,6 +254,9 @@ class TracedProgram:
         self._roots = find_roots(project, trace_roots, root_modules)
         self._root_names = {func.qualname for func, _ in self._roots}
         self.errors: list[tuple[TracedFunction, Exception]] = []
+        self.kept = kept
+        if kept is not None:
+            kept.start()
 
     def run(self) -> TracedProgram:
         work = _Worklist(self.project)
@@ -304,8 +313,12 @@ class TracedProgram:
             if traced.params_stale:
                 self._update_params(traced)
                 traced.params_stale = False
-            traced.analysis = FunctionInference(self.project, self.oracle, traced.func, dict(traced.params),
-                                                keywords=traced.keywords, guards=self.guards).run()
+            if self.kept is not None:
+                traced.analysis = self.kept.analyse(self.project, self.oracle, traced.func, traced.params,
+                                                    traced.keywords, self.guards)
+            else:
+                traced.analysis = FunctionInference(self.project, self.oracle, traced.func, dict(traced.params),
+                                                    keywords=traced.keywords, guards=self.guards).run()
         except Exception as exc:  # reported for this function; the rest of the program is analysed
             self.errors.append((traced, exc))
             traced.analysis = None

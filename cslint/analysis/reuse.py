@@ -1,0 +1,174 @@
+"""Function analyses kept between an editor's analyses of a project, reused when nothing they read changed.
+
+An edit changes one document; every other function traced from it (a model's `forward` calling into the
+project's losses, attention registries and utilities) is analysed again on every edit, with the same
+parameters, in a project that is the same except for that document. An analysis is a function of the
+function's tree, its parameters and the answers to the questions it asks beyond its own body: callees'
+results and class attributes (the oracle), definitions and class hierarchies (the project), module-level
+objects, tracing predicates. So each kept analysis records those questions with their answers; the
+next analysis of the same function (the same index entry and parsed node: a file not indexed again) with
+the same parameters asks them again of the new run, in the order it asked them, and gets the kept
+analysis back when every answer is the same: what it would have computed. A project object answers "the
+same" only when it is the same object (a file indexed again gives new ones, so whatever reads the edited
+document's definitions is analysed again), any other answer by equality. Only the answers are compared,
+never the run's history, so the result never depends on which analyses came before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import libcst as cst
+
+from cslint.analysis.index import ClassInfo, FunctionInfo, ModuleInfo
+from cslint.analysis.inference import FunctionAnalysis, FunctionInference, ProjectOracle
+from cslint.analysis.kinds import Kind
+from cslint.analysis.project import Project
+from cslint.analysis.tracing_guards import Guards
+
+# (whom it was asked of, the question, its arguments, the answer); the project's, the oracle's and the
+# guards' arguments are (positional, named)
+Read = tuple[str, str, tuple[Any, ...], Any]
+
+_PROJECT_QUESTIONS = frozenset({"lookup", "lookup_class", "lookup_function", "find_method", "mro",
+                                "is_module_class", "is_optimizer_class"})
+_ORACLE_QUESTIONS = frozenset({"return_kind", "self_kind", "state_entries", "group_entries", "instance_kind",
+                               "function_table", "attributes"})
+
+
+def _kept(answer: Any) -> Any:
+    """The answer as it is kept: an iterator is read out, a dict copied (the oracle fills its own)."""
+    if isinstance(answer, dict):
+        return dict(answer)
+    if hasattr(answer, "__next__"):
+        return tuple(answer)
+    return answer
+
+
+def same_answer(old: Any, new: Any) -> bool:
+    if isinstance(old, (FunctionInfo, ClassInfo, ModuleInfo)):
+        return old is new
+    if isinstance(old, tuple) and old and isinstance(old[0], (FunctionInfo, ClassInfo, ModuleInfo)):
+        return isinstance(new, tuple) and len(old) == len(new) and all(a is b for a, b in zip(old, new))
+    return type(old) is type(new) and old == new
+
+
+class _Asking:
+    """Stands for the project, the oracle or the tracing guards inside one analysis: passes the questions
+    on and writes each down with its answer."""
+
+    def __init__(self, target: Any, who: str, questions: frozenset[str], reads: list[Read]) -> None:
+        self._target = target
+        self._who = who
+        self._questions = questions
+        self._reads = reads
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._target, name)
+        if name not in self._questions:
+            return value
+
+        def asked(*args: Any, **named: Any) -> Any:
+            answer = _kept(value(*args, **named))
+            self._reads.append((self._who, name, (_kept_args(args), named), answer))
+            return answer
+
+        return asked
+
+
+def _kept_args(args: tuple[Any, ...]) -> tuple[Any, ...]:
+    return tuple(dict(a) if isinstance(a, dict) else a for a in args)  # a guard's names are filled later
+
+
+class _RecordingInference(FunctionInference):
+    def __init__(self, project: Project, oracle: ProjectOracle, func: FunctionInfo, params: dict[str, Kind],
+                 keywords: dict[str, Kind] | None, guards: Guards | None, reads: list[Read]) -> None:
+        self._reads = reads
+        self._project_itself = project
+        asking_guards = _Asking(guards, "guards", frozenset({"value"}), reads) if guards is not None else None
+        super().__init__(_Asking(project, "project", _PROJECT_QUESTIONS, reads),  # type: ignore[arg-type]
+                         _Asking(oracle, "oracle", _ORACLE_QUESTIONS, reads),  # type: ignore[arg-type]
+                         func, params, keywords=keywords, guards=asking_guards)  # type: ignore[arg-type]
+
+    def _object_in_module(self, qualified: str) -> Kind | None:
+        real, self.project = self.project, self._project_itself  # type: ignore[assignment]
+        try:
+            answer = super()._object_in_module(qualified)
+        finally:
+            self.project = real
+        self._reads.append(("module", "_object_in_module", (qualified,), answer))
+        return answer
+
+    def _global(self, name: str) -> Kind:
+        real, self.project = self.project, self._project_itself  # type: ignore[assignment]
+        try:
+            answer = super()._global(name)
+        finally:
+            self.project = real
+        self._reads.append(("module", "_global", (name,), answer))
+        return answer
+
+
+@dataclass(eq=False)
+class _Kept:
+    func: FunctionInfo
+    node: cst.FunctionDef
+    analysis: FunctionAnalysis
+    reads: list[Read]
+
+
+class KeptAnalyses:
+    """Analyses kept from an editor's last two analyses of a project (older ones are dropped, so what is
+    kept stays the size of an analysis). A function is analysed several times in one run with the same
+    parameters while its callees' results become known: each of those analyses is kept."""
+
+    def __init__(self) -> None:
+        self._older: dict[tuple[Any, ...], list[_Kept]] = {}  # the run before the last one's
+        self._last: dict[tuple[Any, ...], list[_Kept]] = {}  # the last (or current) run's
+        self.reused = 0
+        self.analysed = 0
+
+    def start(self) -> None:
+        """A new analysis of the project begins."""
+        self._older, self._last = self._last, {}
+
+    def analyse(self, project: Project, oracle: ProjectOracle, func: FunctionInfo, params: dict[str, Kind],
+                keywords: dict[str, Kind], guards: Guards | None) -> FunctionAnalysis:
+        node = func.node
+        key = (id(func), id(node), guards.tracer if guards is not None else None,
+               tuple(sorted(params.items())), tuple(sorted(keywords.items())))
+        now = self._last.setdefault(key, [])
+        for kept in (*now, *self._older.get(key, ())):
+            if kept.func is func and kept.node is node and _answers_again(kept.reads, project, oracle, guards, func):
+                if kept not in now:
+                    now.append(kept)
+                self.reused += 1
+                return kept.analysis
+        reads: list[Read] = []
+        analysis = _RecordingInference(project, oracle, func, dict(params), keywords, guards, reads).run()
+        now.append(_Kept(func, node, analysis, reads))
+        self.analysed += 1
+        return analysis
+
+
+def _answers_again(reads: list[Read], project: Project, oracle: ProjectOracle, guards: Guards | None,
+                   func: FunctionInfo) -> bool:
+    inference: FunctionInference | None = None
+    asked: dict[str, Callable[[str], Callable[..., Any]]] = {
+        "project": lambda name: getattr(project, name),
+        "oracle": lambda name: getattr(oracle, name),
+        "guards": lambda name: getattr(guards, name),
+    }
+    for who, name, args, answer in reads:
+        if who == "module":
+            if inference is None:  # its module-level lookups, without its walk
+                inference = FunctionInference(project, oracle, func, {}, guards=guards)
+            again = getattr(FunctionInference, name)(inference, *args)
+        else:
+            positional, named = args
+            again = _kept(asked[who](name)(*positional, **named))
+        if not same_answer(answer, again):
+            return False
+    return True

@@ -1,0 +1,141 @@
+"""An editor's analyses reuse the function analyses of earlier ones where nothing they read changed
+(analysis/reuse.py): every answer must equal that of a fresh analysis of the same texts, and the
+functions an edit cannot affect are not analysed again."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cslint.config import load_settings
+from cslint.overlay import WarmIndexes, lint_texts
+from cslint.selection import enabled_codes
+
+# the helpers live in another file and read what the edited document defines: an attribute of the
+# model it is handed, a module-level registry of the document, a function the document exports
+LOSSES = """\
+import torch
+
+from pkg.model import ACTIVATIONS, scale_of
+
+
+def threshold_of(model):
+    return model.threshold
+
+
+def activate(x, kind):
+    return ACTIVATIONS[kind](x)
+
+
+def scaled(x):
+    return scale_of(x) * 2
+
+
+def cross_entropy(logits, labels):
+    return torch.nn.functional.cross_entropy(logits, labels)
+"""
+
+MODEL = """\
+import torch
+from torch import nn
+
+from pkg.losses import activate, cross_entropy, scaled, threshold_of
+
+
+def relu(x):
+    return torch.relu(x)
+
+
+ACTIVATIONS = {"relu": relu}
+
+
+def scale_of(x):
+    return x.abs()
+
+
+class Base(nn.Module):
+    def shift(self, x):
+        return x - 1
+
+
+class Net(Base):
+    def __init__(self):
+        super().__init__()
+        self.threshold = torch.ones(1)
+
+    def forward(self, x, labels):
+        if threshold_of(self) > 0:
+            x = x * 2
+        if activate(x, "relu").sum() > 0:
+            x = x + 1
+        if scaled(x).max() > 1:
+            x = super().shift(x)
+        return cross_entropy(x, labels)
+"""
+
+
+def _project(root: Path) -> tuple[Path, Path]:
+    (root / "pyproject.toml").write_text("[tool.cslint]\n", encoding="utf-8")
+    (root / "pkg").mkdir()
+    (root / "pkg/__init__.py").write_text("", encoding="utf-8")
+    (root / "pkg/losses.py").write_text(LOSSES, encoding="utf-8")
+    (root / "pkg/model.py").write_text(MODEL, encoding="utf-8")
+    return root / "pkg/model.py", root / "pkg/losses.py"
+
+
+def _found(texts: dict[Path, str], warm: WarmIndexes | None) -> list[tuple[str, str, int, int]]:
+    settings = load_settings(None, next(iter(texts)))
+    result = lint_texts(texts, settings, enabled_codes(settings), warm=warm)
+    assert not result.errors
+    return sorted((d.path.name, d.code, d.line, d.column) for d in result.diagnostics)
+
+
+def _flagged_lines(found: list[tuple[str, str, int, int]]) -> list[int]:
+    return sorted(line for name, code, line, _ in found if name == "model.py" and code == "WSC101")
+
+
+def test_reused_analyses_equal_fresh_ones_when_the_document_changes_what_helpers_read(tmp_path: Path) -> None:
+    model, losses = _project(tmp_path)
+    warm = WarmIndexes()
+    number_threshold = MODEL.replace("self.threshold = torch.ones(1)", "self.threshold = 0.5")
+    host_scale = MODEL.replace("return x.abs()", "return 1.0")
+    host_relu = MODEL.replace("return torch.relu(x)", "return 1.0")
+    edits = [
+        {model: MODEL},
+        {model: "# a comment\n" + MODEL},  # nothing a helper reads changed
+        {model: number_threshold},  # threshold_of(self) reads the attribute: now a Python number
+        {model: MODEL},
+        {model: host_scale},  # scaled() calls the document's scale_of: no tensor any more
+        {model: host_relu},  # activate() calls through the document's registry
+        # scale_of is traced only through scaled(): its new finding must come from its new text, though
+        # what it returns (a tensor) and so scaled()'s analysis are the same
+        {model: MODEL.replace("    return x.abs()", "    if x.min() < 0:\n        x = -x\n    return x.abs()")},
+        {model: MODEL, losses: LOSSES.replace("return model.threshold", "return 1")},  # the helper's own text
+        # the base method forward calls through super() (traced only from there) changes
+        {model: MODEL.replace("return x - 1", "return x - x.sum().item()")},
+        # forward's text is unchanged, but `activate` is now the document's own function, not the helper
+        {model: MODEL.replace("import activate, ", "import ") + "\n\ndef activate(x, kind):\n    return 1.0\n"},
+        {model: MODEL},
+    ]
+    seen = []
+    for texts in edits:
+        fresh = _found(texts, None)
+        assert _found(texts, warm) == fresh
+        seen.append(_flagged_lines(fresh))
+        if "x.sum().item()" in texts[model]:
+            assert ("model.py", "WSC201", 20, 20) in fresh
+    both = [29, 31, 33]
+    moved = [line + 2 for line in both]
+    assert seen == [both, [line + 1 for line in both], [31, 33], both, [29, 31], [29, 33], [15, *moved], [31, 33],
+                    both, [29, 33], both]
+
+
+def test_functions_an_edit_cannot_affect_are_not_analysed_again(tmp_path: Path) -> None:
+    model, _ = _project(tmp_path)
+    warm = WarmIndexes()
+    _found({model: MODEL}, warm)
+    first = warm.analyses.analysed
+    assert first and not warm.analyses.reused
+    _found({model: MODEL.replace("x = x + 1", "x = x + 2")}, warm)
+    # cross_entropy and threshold_of read nothing the edit changed (the others call into the document)
+    assert warm.analyses.reused >= 2
+    assert warm.analyses.analysed - first < first
