@@ -57,6 +57,19 @@ def test_every_form_is_flagged_in_a_helper_called_from_forward(lint):
     assert all(d.chain[-1].endswith("Net._body") and d.chain[0].endswith("Net.forward") for d in found)
 
 
+def test_host_generators_under_compile_are_graph_breaks_not_frozen_values(lint):
+    """dynamo does not trace `random`, NumPy's generator or seeding (torch 2.13, fullgraph: "Attempted to call
+    function marked as skipped"): under torch.compile the message says the graph breaks, not that the value
+    is frozen, and gives no logging advice."""
+    rng = [d for d in lint(SIDE_EFFECTS, select=("WSC704",), target="compile")]
+    assert [d.line for d in rng] == [24, 25, 26]
+    for d in rng:
+        assert "the graph breaks here (an error with `fullgraph=True`)" in d.message, d.message
+        assert "constant of the graph" not in d.message and "runs once" not in d.message and "log" not in d.message
+    lazy = lint(SIDE_EFFECTS, select=("WSC704",), target="wsc")
+    assert all("runs once" in d.message and "graph breaks" not in d.message for d in lazy)
+
+
 def test_not_flagged_outside_traced_code(lint):
     code = """
     import logging

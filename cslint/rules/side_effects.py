@@ -18,6 +18,7 @@ from cslint.targets import get_target
 from cslint.analysis.walk import visit
 
 ONCE = "it runs once, while the step is traced, not on every step"
+BREAKS = "torch.compile cannot trace it, so the graph breaks here (an error with `fullgraph=True`)"
 SEED_FUNCTIONS = frozenset({
     "torch.manual_seed", "torch.seed", "torch.random.manual_seed", "torch.random.seed",
     "torch.cuda.manual_seed", "torch.cuda.manual_seed_all", "torch.cuda.seed", "torch.cuda.seed_all",
@@ -510,12 +511,15 @@ class Noise(nn.Module):
         qualified = ctx.resolve(node.func)
         if qualified is None:
             return
+        dynamo = get_target(ctx.settings.target).tracer == "dynamo"  # it does not trace these: it breaks
         if qualified in SEED_FUNCTIONS:
-            ctx.report(node, f"`{ctx.code(node)}` seeds the generator inside the traced step: {ONCE}; seed once "
+            effect = BREAKS if dynamo else ONCE
+            ctx.report(node, f"`{ctx.code(node)}` seeds the generator inside the traced step: {effect}; seed once "
                              "before training")
         elif qualified.startswith(("random.", "numpy.random.")):
+            effect = BREAKS if dynamo else f"{ONCE}, so its value is a constant of the graph"
             ctx.report(node, f"`{ctx.code(node)}` uses the host's random generator inside the traced step: "
-                             f"{ONCE}, so its value is a constant of the graph; use torch.rand* on the device")
+                             f"{effect}; use torch.rand* on the device")
 
 
 class GradModeToggle(Rule):
