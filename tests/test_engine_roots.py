@@ -223,3 +223,57 @@ def test_untraced_code_is_quiet(lint):
                 print("positive")
     """
     assert lint(code) == []
+
+
+ROPE = """
+from functools import wraps
+
+import torch
+from torch import nn
+
+
+def dynamic_rope_update(rope_forward):
+    def dynamic_frequency_update(self, position_ids, device, layer_type=None):
+        seq_len = torch.max(position_ids) + 1
+        if seq_len > self.max_seq_len_cached:  # expect: WSC101
+            self.inv_freq = self.inv_freq / 2
+            setattr(self, f"{layer_type}_max_seq_len_cached", seq_len)
+
+    @wraps(rope_forward)
+    def wrapper(self, x, position_ids, layer_type=None):
+        if "dynamic" in self.rope_type:
+            dynamic_frequency_update(self, position_ids, device=x.device, layer_type=layer_type)
+        return rope_forward(self, x, position_ids)
+
+    return wrapper
+
+
+class RotaryEmbedding(nn.Module):
+    def __init__(self, dim, rope_type="dynamic"):
+        super().__init__()
+        self.rope_type = rope_type
+        self.max_seq_len_cached = 2048
+        self.register_buffer("inv_freq", torch.ones(dim))
+
+    @torch.no_grad()
+    @dynamic_rope_update
+    def forward(self, x, position_ids):
+        freqs = position_ids[..., None].float() * self.inv_freq
+        return freqs.cos(), freqs.sin()
+"""
+
+
+def test_a_decorator_wrapping_a_traced_method_is_traced(lint):
+    """The wrapper a project decorator returns runs in place of the traced forward, with its arguments: the
+    dynamic-RoPE growth check on a tensor is reported; `self.rope_type`, a string, is not (#24 item 9)."""
+    found = lint(ROPE)
+    expected = [i + 1 for i, line in enumerate(ROPE.lstrip("\n").splitlines()) if "# expect" in line]
+    assert [line for code, line in codes(found) if code.startswith("WSC1")] == expected
+    assert not [d for d in found if d.code == "WSC206"]  # `layer_type=None` of the wrapper is not a tensor
+    finding = next(d for d in found if d.code == "WSC101")
+    assert finding.chain == ["model.RotaryEmbedding.forward", "model.dynamic_rope_update"]
+
+
+def test_a_decorator_of_untraced_code_is_not_traced(lint):
+    assert [c for c, _ in codes(lint(ROPE.replace("class RotaryEmbedding(nn.Module):", "class RotaryEmbedding:")))
+            if c.startswith("WSC1")] == []

@@ -339,7 +339,8 @@ def analysis_attributes(analysis: FunctionAnalysis) -> dict[str, Kind]:
 class FunctionInference:
     def __init__(self, project: Project, oracle: ProjectOracle, func: FunctionInfo, params: dict[str, Kind],
                  unannotated_param: Kind = TENSOR, keywords: dict[str, Kind] | None = None,
-                 guards: Guards | None = None) -> None:
+                 guards: Guards | None = None,
+                 wrapped: tuple[tuple[str, ...], dict[str, Kind]] | None = None) -> None:
         """`keywords`: what callers pass through `**kwargs` by name, handed on where this function calls
         another with `**kwargs` (a `forward(*args, **kwargs)` wrapper passes its callers' kinds)."""
         self.project = project
@@ -352,6 +353,9 @@ class FunctionInference:
         self.unannotated_param = unannotated_param
         self.keywords = keywords or {}
         self.guards = guards
+        # a decorator: the wrapped function's positional parameter names and kinds, which the wrapper it
+        # defines (and returns) is called with
+        self.wrapped = wrapped
         self._left = False  # the statement just analysed always leaves its block (a guard's taken `return`)
         self._guard_note = ""  # ... or is a guard that does not hold here and whose body leaves: its text
         self._nested: dict[str, cst.FunctionDef] = {}  # local functions by name (see _nested_function)
@@ -699,7 +703,17 @@ class FunctionInference:
     def _uncalled_nested_functions(self) -> None:
         while self._nested_pending:
             node, env = self._nested_pending.pop(next(iter(self._nested_pending)))
-            params = {param.name.value: signature_kind(param, self.unannotated_param) for param in _all_params(node)}
+            unannotated = self.unannotated_param if self.wrapped is None else UNKNOWN
+            params = {param.name.value: signature_kind(param, unannotated) for param in _all_params(node)}
+            if self.wrapped is not None:  # `def wrapper(self, x, position_ids):` takes what the wrapped one is given
+                positional, kinds = self.wrapped
+                p = node.params
+                for mine, theirs in zip((q.name.value for q in (*p.posonly_params, *p.params)), positional):
+                    if theirs in kinds:
+                        params[mine] = kinds[theirs]
+                for name in params:
+                    if name in kinds and name not in positional:
+                        params[name] = kinds[name]
             self._run_nested(node, params, env)
 
     # ---- binding ---------------------------------------------------------------------------------

@@ -36,6 +36,12 @@ from cslint.analysis.xla_loops import mark_step_loop_roots
 if TYPE_CHECKING:
     from cslint.analysis.reuse import KeptAnalyses
 
+# Decorators that do not replace a function with a wrapper of their own (by last name).
+NOT_WRAPPERS = frozenset({"property", "cached_property", "staticmethod", "classmethod", "setter", "getter", "deleter",
+                          "wraps", "lru_cache", "cache", "no_grad", "inference_mode", "enable_grad", "overload",
+                          "override", "abstractmethod", "dataclass", "contextmanager", "jit", "script", "unused",
+                          "ignore", "export", "disable", "compile"})
+
 # Re-analysing a function more often than this means its kinds oscillate; keep the last result.
 MAX_ANALYSES_PER_FUNCTION = 8
 
@@ -53,6 +59,10 @@ class TracedFunction:
     # Parameters annotated as Python values that traced callers pass tensors (name -> annotation): the
     # callers win, and findings on them say so.
     annotation_overrides: dict[str, str] = field(default_factory=dict)
+    # A decorator of a traced function (`@dynamic_rope_update` on a rotary embedding's forward): the
+    # parameters of the function it wraps, which the wrapper it returns is called with.
+    wrapped: dict[str, Kind] | None = None
+    wrapped_positional: tuple[str, ...] = ()
 
     @property
     def chain(self) -> list[str]:
@@ -277,6 +287,8 @@ class TracedProgram:
                 assert analysis is not None
                 if self.after_analysis is not None:
                     self.after_analysis(traced)
+            if traced.analyses == 1:
+                self._trace_decorators(traced, work)
             new_return = analysis.return_kind if analysis.returns_value else STATIC
             old_return = self.oracle.returns.get(name)
             if old_return != new_return:
@@ -305,6 +317,27 @@ class TracedProgram:
                     work.add(callee)
         return self
 
+    def _trace_decorators(self, traced: TracedFunction, work: _Worklist) -> None:
+        """A project function decorating a traced one returns the wrapper that runs in its place, traced with
+        the wrapped function's arguments: `if seq_len > self.max_seq_len_cached:` in a dynamic-RoPE
+        decorator's wrapper runs in every traced forward of the rotary embedding."""
+        for name in traced.func.decorators:
+            if not name or name in api.TRACE_DECORATORS or name.rsplit(".", 1)[-1] in NOT_WRAPPERS:
+                continue
+            decorator = self.project.lookup_function(name)
+            if decorator is None or decorator.qualname in self.functions or decorator.cls is not None:
+                continue
+            positional = decorator.signature[0]
+            if not positional:
+                continue
+            wrapper = TracedFunction(func=decorator, reason=f"decorator of {traced.func.display_name}", parent=traced,
+                                     wrapped=dict(traced.params), wrapped_positional=traced.func.signature[0])
+            self.functions[decorator.qualname] = wrapper
+            self._callers.setdefault(decorator.qualname, {})[traced.func.qualname] = None
+            self._merge_given(traced.func.qualname, decorator.qualname,
+                              {positional[0]: obj("function", traced.func.qualname)})
+            work.add(wrapper)
+
     def analyse(self, traced: TracedFunction) -> bool:
         """(Re-)analyse one function with its current parameters; False if the analysis failed. Parameters
         are worked out here, not when callers change them, so a file's tree is needed only when its
@@ -313,7 +346,11 @@ class TracedProgram:
             if traced.params_stale:
                 self._update_params(traced)
                 traced.params_stale = False
-            if self.kept is not None:
+            if traced.wrapped is not None:  # a decorator: analysed with the function it wraps, never kept
+                traced.analysis = FunctionInference(self.project, self.oracle, traced.func, dict(traced.params),
+                                                    keywords=traced.keywords, guards=self.guards,
+                                                    wrapped=(traced.wrapped_positional, traced.wrapped)).run()
+            elif self.kept is not None:
                 traced.analysis = self.kept.analyse(self.project, self.oracle, traced.func, traced.params,
                                                     traced.keywords, self.guards)
             else:
