@@ -766,7 +766,10 @@ def _keyed_hashes(hashes: dict[Path, str]) -> dict[str, str]:
 
 
 def _keyed_reach(reach: dict[Path, set[Path]]) -> dict[str, set[str]]:
-    return {_key(path): {_key(r) for r in roots} for path, roots in reach.items()}
+    """Each path made a key once: where traced code shares a helper, every file reaches every other one."""
+    keys = {path: _key(path) for path in reach}
+    keys.update((r, _key(r)) for roots in reach.values() for r in roots if r not in keys)
+    return {keys[path]: {keys[r] for r in roots} for path, roots in reach.items()}
 
 
 def _key(path: Path) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -16,7 +16,7 @@ from cslint.analysis.libraries import Libraries, LibraryPathError, environment_f
 from cslint.analysis.index import FunctionInfo, ModuleInfo, TreeBudget, index_module, index_module_from_ast
 from cslint.analysis.index_store import IndexStore
 from cslint.analysis.module_names import assign_module_names, import_aliases
-from cslint.analysis.project import Project
+from cslint.analysis.project import LazyModules, Project
 from cslint.analysis.traced import TracedFunction, TracedProgram
 from cslint.checker import Checker, internal_error
 from cslint.config import Settings
@@ -85,6 +85,7 @@ class Linter:
         # an editor's analysis wants findings in its documents only: no rules run on other files' code
         self.only_in: Collection[Path] | None = None
         self.traced: dict[Path, list[tuple[list[str], str]]] = {}  # with `only_in`: their traced chains, why
+        self.read_later: dict[Path, SourceFile] = {}  # the files an analysis read when a lookup needed them
 
     # ---- loading ---------------------------------------------------------------------------------
 
@@ -140,7 +141,7 @@ class Linter:
                     parse(source, self.settings.analysis_budget)
         findings: dict[Path, list[Finding]] = {}
         modules, by_module = self._index_all(sources, names, findings)
-        project = self._project(modules)
+        project = self._project(modules.values())
         with self.profile.phase("traced code and tensor inference"):
             program = TracedProgram(project, self.settings.trace_roots,
                                     root_modules=_module_names(by_module, roots_in),
@@ -163,15 +164,22 @@ class Linter:
     def analyse_bounded(self, sources: list[SourceFile], result: RunResult,
                         names: dict[Path, tuple[str, bool]] | None = None,
                         roots_in: Collection[Path] | None = None,
-                        reported: Collection[Path] | None = None) -> dict[Path, list[Located]]:
+                        reported: Collection[Path] | None = None,
+                        later: list[Path] = ()) -> dict[Path, list[Located]]:  # type: ignore[assignment]
         """`analyse` within `tree_budget`: findings located as they are found, trees given back. Whole-file
-        rules run on the `reported` files (all, if None) and on every file with traced code."""
+        rules run on the `reported` files (all, if None) and on every file with traced code. The files of
+        `later` (all named in `names`) are read and indexed only if a lookup needs them: those that are
+        not hold nothing traced code reaches."""
         assert self.tree_budget is not None
         warm = warm_indexes()
         self._budget = warm.budget(self.tree_budget) if warm is not None else TreeBudget(self.tree_budget)
         early: dict[Path, list[Finding]] = {}
         modules, by_module = self._index_all(sources, names, early)
         located: dict[Path, list[Located]] = {path: self._locate(None, found) for path, found in early.items()}
+        every: Mapping[str, ModuleInfo] = modules
+        if later:
+            assert names is not None
+            every = self._on_demand(modules, by_module, later, names, early)
         per_function: dict[str, tuple[tuple[str, ...], list[Located]]] = {}
 
         def check_now(traced: TracedFunction) -> None:  # the module is held; its analysis is final or not
@@ -180,12 +188,17 @@ class Linter:
                                                                                          self._check(traced)))
             traced.analysis = None  # its node-keyed maps would keep the tree alive
 
-        project = self._project(modules)
+        project = self._project(every if isinstance(every, LazyModules) else modules.values())
         with self.profile.phase("traced code and tensor inference"):
             program = TracedProgram(project, self.settings.trace_roots, after_analysis=check_now,
                                     root_modules=_module_names(by_module, roots_in),
                                     tracer=get_target(self.settings.target).tracer,
                                     kept=warm.analyses if warm is not None else None).run()
+        if isinstance(every, LazyModules):  # the files indexed on demand, in the project's order
+            modules = {name: every.loaded[name] for name in every.order if name in every.loaded}
+            for path, found in early.items():
+                if path not in located:
+                    located[path] = self._locate(None, found)
         for traced in program.functions.values():  # rules that read callers see their final state
             seen = per_function.get(traced.func.qualname)
             if seen is not None and seen[0] != _rule_inputs(traced):
@@ -220,9 +233,9 @@ class Linter:
         self.modules_by_path = {by_module[name].path: module for name, module in modules.items()}
         return located
 
-    def _project(self, modules: dict[str, ModuleInfo]) -> Project:
+    def _project(self, modules: Iterable[ModuleInfo] | LazyModules) -> Project:
         """The linted modules as one program, with the installed libraries its traced calls may reach."""
-        project = Project(modules.values(), self._module_aliases)
+        project = Project(modules, self._module_aliases)
         try:
             environment = environment_for(self.settings.python)
         except LibraryPathError:  # the command line reports it before any analysis
@@ -247,18 +260,45 @@ class Linter:
         for source in parsed:
             self.progress.advance()
             name, is_package = names[source.path]
-            try:
-                with self.profile.phase("index"):
-                    info = self._index(source, name, is_package)
-                if info is None:  # a syntax error, found while indexing
-                    continue
+            info = self._index_one(source, name, is_package, findings)
+            if info is not None:
                 modules[name] = info
-            except Exception as exc:
-                findings.setdefault(source.path, []).append(
-                    internal_error(source.tree or cst.Module([]), None, "indexing", exc))
-                continue
-            by_module[name] = source
+                by_module[name] = source
         return modules, by_module
+
+    def _index_one(self, source: SourceFile, name: str, is_package: bool,
+                   findings: dict[Path, list[Finding]]) -> ModuleInfo | None:
+        """The file's index; None for a syntax error found while indexing, or an error indexing it (a finding)."""
+        try:
+            with self.profile.phase("index"):
+                return self._index(source, name, is_package)
+        except Exception as exc:
+            findings.setdefault(source.path, []).append(
+                internal_error(source.tree or cst.Module([]), None, "indexing", exc))
+            return None
+
+    def _on_demand(self, modules: dict[str, ModuleInfo], by_module: dict[str, SourceFile],
+                   later: list[Path], names: dict[Path, tuple[str, bool]],
+                   findings: dict[Path, list[Finding]]) -> LazyModules:
+        """`modules`, and the files of `later` read and indexed when a lookup first needs them (each
+        added to `by_module` then): what a group's analysis uses of the files its files import."""
+        path_of = {names[path][0]: path for path in later}
+        self.read_later = {}
+
+        def load(name: str) -> ModuleInfo | None:
+            path = path_of.get(name)
+            loaded = self.load([path], RunResult()) if path is not None else []
+            if not loaded:
+                return None
+            self.read_later[loaded[0].path] = loaded[0]
+            if loaded[0].syntax_error is not None:
+                return None
+            info = self._index_one(loaded[0], name, names[path][1], findings)
+            if info is not None:
+                by_module[name] = loaded[0]
+            return info
+
+        return LazyModules(modules, [name for name, _ in names.values()], load)
 
     def _record_reach(self, program: TracedProgram, by_module: dict[str, SourceFile]) -> None:
         self.reach = {by_module[m].path: {by_module[r].path for r in rs if r in by_module}
@@ -510,13 +550,23 @@ class Linter:
         warm = warm_indexes()
         resolve = self.store.resolve if self.store is not None else warm.resolve if warm is not None else Path.resolve
         targets = {resolve(s.path) for s in sources}
-        extra = self.load([p for p in context if resolve(p) not in targets], RunResult())
+        context = [p for p in context if resolve(p) not in targets]
         if self.tree_budget is not None and not fix:
             wanted = {s.path for s in sources} | set(report_if_traced)
-            located = self.analyse_bounded(sources + extra, result, names, roots_in, wanted)
+            # with a store (a group of a whole-tree run), files that hold no roots are read when needed
+            on_demand = self.store is not None and roots_in is not None and names is not None and \
+                all(p in names for p in context) and all(s.path in names for s in sources)
+            own = set(roots_in or ())
+            later = [p for p in context if p not in own] if on_demand else []
+            extra = self.load([p for p in context if p in own] if later else context, RunResult())
+            located = self.analyse_bounded(sources + extra, result, names, roots_in, wanted, later)
+            if later:  # with those read after all, in the order given
+                by_path = {s.path: s for s in extra} | self.read_later
+                extra = [by_path[p] for p in context if p in by_path]
             for source in sources + [s for s in extra if s.path in wanted and s.path in self.reach]:
                 result.diagnostics.extend(self.bounded_diagnostics_for(source, located.get(source.path, [])))
             return result
+        extra = self.load(context, RunResult())
         self.progress.phase("indexing and analysing", len(sources) + len(extra))
         findings = self.analyse(sources + extra, result, names, roots_in)
         if fix:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from cslint import incremental, runner
+from cslint.analysis.index_store import IndexStore
 from cslint.cli import main
 
 CORE = {
@@ -134,3 +135,26 @@ def test_workers_index_each_file_once_and_share_it(tmp_path, capsys, monkeypatch
     assert _count(err, "worker processes") == 2
     assert _count(err, "files indexed") == len(CORE) + 8  # each file once, by one of the two workers
     assert json.loads(out) == serial
+
+
+def test_a_group_loads_only_the_imported_files_its_traced_code_looks_into(tmp_path, capsys, monkeypatch):
+    """Each model's analysis has every file the model imports, directly or not, there to resolve names;
+    loading all of them for every group made a run quadratic in a sparse project whose files import
+    chains of others. A file no traced code looks names up in is loaded by its own group only."""
+    lent: Counter[str] = Counter()
+    index = IndexStore.index
+
+    def counting(self, source, *args, **kwargs):  # type: ignore[no-untyped-def]
+        lent[f"{source.path.parent.name}/{source.path.name}"] += 1
+        return index(self, source, *args, **kwargs)
+
+    monkeypatch.setattr(IndexStore, "index", counting)
+    root = _dense_project(tmp_path, models=12)
+    findings, err = _check(capsys, root)
+    assert _count(err, "groups") >= 12
+    # its own group, each model's (their forward calls rms), and the one analysis of all the models
+    # whose traced code meets there: 14 both before and after
+    assert lent["core/ops.py"] == 14
+    # imported by every model, looked into by none: its own group only (was 14)
+    assert lent["core/registry.py"] == lent["core/broken.py"] == lent["core/__init__.py"] == 1
+    assert ("ops.py", "WSC101") in {(Path(f["filename"]).name, f["code"]) for f in findings}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING
 
 from cslint.analysis.index import ClassInfo, FunctionInfo, ModuleInfo
@@ -39,23 +39,70 @@ def is_external_optimizer_base(name: str) -> bool:
     return bool(last) and last[0].isupper()
 
 
+class LazyModules(Mapping[str, ModuleInfo]):
+    """Modules by name: those given, and the others named in `order` indexed (by `load`) when first asked
+    for. A group's analysis looks up names in a few of the files its files import, directly or not; where
+    imports are dense that closure is most of the tree, and indexing all of it for every group made the
+    run quadratic. A name whose file cannot be indexed is absent, as it would be from a dict of them all.
+    Iterating loads every module."""
+
+    def __init__(self, given: dict[str, ModuleInfo], order: list[str],
+                 load: Callable[[str], ModuleInfo | None]) -> None:
+        self.loaded = dict(given)
+        self.order = order
+        self._pending = set(order) - given.keys()
+        self._load = load
+
+    def __getitem__(self, name: str) -> ModuleInfo:
+        found = self.loaded.get(name)
+        if found is None and name in self._pending:
+            self._pending.discard(name)
+            found = self._load(name)
+            if found is not None:
+                self.loaded[name] = found
+        if found is None:
+            raise KeyError(name)
+        return found
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and self.get(name) is not None
+
+    def __iter__(self) -> Iterator[str]:
+        return (name for name in self.order if name in self)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
 class Project:
     """`aliases`: other names modules are imported by (namespace packages: see module_names.import_aliases),
-    each to the module's own name."""
+    each to the module's own name. `modules` may be a `LazyModules`: what a lookup needs is indexed then."""
 
-    def __init__(self, modules: Iterable[ModuleInfo], aliases: dict[str, str] | None = None) -> None:
-        self.modules: dict[str, ModuleInfo] = {}
-        for module in modules:
-            self.modules[module.name] = module
-        self.aliased = {alias: self.modules[name] for alias, name in (aliases or {}).items()
-                        if name in self.modules and alias not in self.modules}
-        self._other_names: dict[str, list[str]] = {}
-        for alias, module in self.aliased.items():
-            self._other_names.setdefault(module.name, []).append(alias)
+    def __init__(self, modules: Iterable[ModuleInfo] | LazyModules, aliases: dict[str, str] | None = None) -> None:
+        if isinstance(modules, LazyModules):
+            self.modules: Mapping[str, ModuleInfo] = modules
+        else:
+            self.modules = {module.name: module for module in modules}
+        self._aliases = dict(aliases or {})
+        self._aliases_of: dict[str, list[str]] = {}
+        for alias, name in self._aliases.items():
+            self._aliases_of.setdefault(name, []).append(alias)
         self._kind_cache: dict[tuple[str, str], bool] = {}
         self._lookup_cache: dict[str, ModuleInfo | ClassInfo | FunctionInfo | None] = {}
         # installed libraries whose functions traced code calls (analysis/libraries.py); None: not looked in
         self.libraries: Libraries | None = None
+
+    def module_names(self) -> list[str]:
+        """The names of the project's modules in its order (with a `LazyModules`, also those that turn
+        out not to index: nothing is loaded to list them)."""
+        return self.modules.order if isinstance(self.modules, LazyModules) else list(self.modules)
+
+    def _aliased(self, alias: str) -> ModuleInfo | None:
+        """The module imported under another name (an alias that is itself a module's name is that module)."""
+        name = self._aliases.get(alias)
+        if name is None or alias in self.modules:
+            return None
+        return self.modules.get(name)
 
     # ---- lookup ----------------------------------------------------------------------------------
 
@@ -70,12 +117,13 @@ class Project:
     def _lookup(self, qualname: str, _depth: int) -> ModuleInfo | ClassInfo | FunctionInfo | None:
         if _depth > 8 or not qualname:
             return None
-        if qualname in self.modules or qualname in self.aliased:
-            return self.modules.get(qualname) or self.aliased[qualname]
+        found_module = self.modules.get(qualname) or self._aliased(qualname)
+        if found_module is not None:
+            return found_module
         parts = qualname.split(".")
         for split in range(len(parts) - 1, 0, -1):
             prefix = ".".join(parts[:split])
-            module = self.modules.get(prefix) or self.aliased.get(prefix)
+            module = self.modules.get(prefix) or self._aliased(prefix)
             if module is None:
                 continue
             rest = parts[split:]
@@ -159,7 +207,8 @@ class Project:
         """A class's qualified name, and the same under each other name its module is imported by."""
         module = cls.module.name
         rest = cls.qualname[len(module):]
-        return [cls.qualname, *(alias + rest for alias in self._other_names.get(module, ()))]
+        others = (alias for alias in self._aliases_of.get(module, ()) if alias not in self.modules)
+        return [cls.qualname, *(alias + rest for alias in others)]
 
     def is_module_class(self, cls: ClassInfo) -> bool:
         return self._is(cls, "module")

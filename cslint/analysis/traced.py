@@ -88,7 +88,8 @@ def find_roots(project: Project, patterns: Iterable[str] = (),
     training loop, a function matching a `trace-roots` pattern."""
     patterns = list(patterns)
     roots: dict[str, tuple[FunctionInfo, str]] = {}
-    modules = [m for name, m in project.modules.items() if root_modules is None or name in root_modules]
+    modules = [project.modules[name] for name in project.module_names()  # (loads only these)
+               if (root_modules is None or name in root_modules) and name in project.modules]
 
     def add(func: FunctionInfo, reason: str) -> None:
         roots.setdefault(func.qualname, (func, reason))
@@ -218,7 +219,7 @@ class _Worklist:
     trees are given back to bound memory."""
 
     def __init__(self, project: Project) -> None:
-        self.rank = {name: i for i, name in enumerate(project.modules)}
+        self.rank = {name: i for i, name in enumerate(project.module_names())}
         self.heap: list[tuple[int, int, str]] = []
         self.queued: set[str] = set()
         self.count = 0
@@ -389,11 +390,19 @@ class TracedProgram:
     def _merge_given(self, caller: str, callee: str, args: dict[str, Kind]) -> bool:
         """Record what `caller` now passes `callee`; its parameters are the join over callers' latest
         calls (not over all history, so a caller re-analysed with better callee results narrows them)."""
+        before = self._site_args.get((caller, callee))
+        if before == args:
+            return False
         self._site_args[(caller, callee)] = args
-        given: dict[str, Kind] = {}
-        for name in self._callers.get(callee, ()):
-            for pname, kind in self._site_args.get((name, callee), {}).items():
+        if before is None:  # a new caller, the last one: its arguments joined to the others' (same order)
+            given = dict(self._given.get(callee, {}))
+            for pname, kind in args.items():
                 given[pname] = join(given[pname], kind) if pname in given else kind
+        else:  # a caller passing something else (maybe narrower): the join over all callers again
+            given = {}
+            for name in self._callers.get(callee, ()):
+                for pname, kind in self._site_args.get((name, callee), {}).items():
+                    given[pname] = join(given[pname], kind) if pname in given else kind
         changed = self._given.get(callee) != given
         self._given[callee] = given
         return changed
