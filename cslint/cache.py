@@ -133,7 +133,8 @@ def _libraries_key(settings: Settings) -> str:
         return "unreadable"
     if environment is None:
         return ""
-    return hashlib.blake2b(environment.digest_text().encode(), digest_size=12).hexdigest()
+    root = str(settings.project_root) if settings.project_root else None
+    return hashlib.blake2b(environment.digest_text(root).encode("utf-8", "surrogateescape"), digest_size=12).hexdigest()
 
 
 # A file modified this recently may hide a second edit within the same clock tick: what is remembered of

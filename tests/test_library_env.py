@@ -50,3 +50,69 @@ def test_a_listing_changed_just_now_is_not_rested_on(tmp_path: Path, monkeypatch
     _install(site, "extra", time.time())
     first = library_env.environment_for(python)
     assert library_env.environment_for(python) is not first  # a second install may hide in the same tick
+
+
+HELPER = "import torch\n\n\ndef count_positive(x):\n    return int((x > 0).sum())\n"
+MODEL = ("import torch\nfrom torch import nn\n\nfrom mylib.helpers import count_positive\n\n\n"
+         "class Net(nn.Module):\n    def forward(self, x):\n        return x * count_positive(x)\n")
+
+
+def test_an_editable_install_has_no_version(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its code changes while its version does not: nothing read from it may be kept by version."""
+    site = _venv(tmp_path)
+    _install(site, "mylib", OLD)
+    (site / "mylib-1.0.dist-info" / "direct_url.json").write_text(
+        '{"url": "file:///src/mylib", "dir_info": {"editable": true}}', encoding="utf-8")
+    _install(site, "other", OLD + 1)
+    environment = library_env.Environment([str(site)])
+    assert environment.distribution("mylib") == ("mylib", "")
+    assert environment.distribution("other") == ("other", "1.0")
+
+
+def _source(tmp_path: Path) -> Path:
+    """A library's source directory on the path (as an editable install or a .pth file puts it there)."""
+    src = tmp_path / "src"
+    (src / "mylib").mkdir(parents=True)
+    (src / "mylib" / "__init__.py").write_text("", encoding="utf-8")
+    (src / "mylib" / "helpers.py").write_text(HELPER, encoding="utf-8")
+    for path in (src / "mylib" / "__init__.py", src / "mylib" / "helpers.py"):
+        os.utime(path, (OLD, OLD))
+    return src
+
+
+def test_a_source_directory_on_the_path_is_part_of_the_key(tmp_path: Path) -> None:
+    src = _source(tmp_path)
+    before = library_env.Environment([str(src)]).digest_text()
+    (src / "mylib" / "helpers.py").write_text(HELPER.replace("int(", "float("), encoding="utf-8")
+    assert library_env.Environment([str(src)]).digest_text() != before
+    inside = library_env.Environment([str(src)]).digest_text(project_root=str(tmp_path))
+    (src / "mylib" / "helpers.py").write_text(HELPER, encoding="utf-8")
+    assert library_env.Environment([str(src)]).digest_text(project_root=str(tmp_path)) == inside  # the project's own
+
+
+def test_a_cached_report_follows_an_edit_of_a_library_on_the_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    from cslint.cli import main
+
+    src = _source(tmp_path / "elsewhere")
+    monkeypatch.syspath_prepend(str(src))
+    monkeypatch.setattr(library_env, "_ENVIRONMENTS", {})
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "pyproject.toml").write_text("[tool.cslint]\n", encoding="utf-8")
+    (project / "model.py").write_text(MODEL, encoding="utf-8")
+    os.utime(project / "model.py", (OLD, OLD))
+    monkeypatch.chdir(project)
+
+    def report(*args: str) -> str:
+        main(["check", ".", "--output-format", "concise", *args])
+        return capsys.readouterr().out
+
+    first = report()
+    assert "via mylib.helpers.count_positive" in first, first
+    (src / "mylib" / "helpers.py").write_text(HELPER.replace("int((x > 0).sum())", "(x > 0).sum()"),
+                                              encoding="utf-8")
+    os.utime(src / "mylib" / "helpers.py", (OLD + 60, OLD + 60))
+    fresh = report("--no-cache")
+    assert "via mylib" not in fresh
+    assert report() == fresh

@@ -7,6 +7,8 @@ environment on runs that parse nothing.
 from __future__ import annotations
 
 import ast
+import hashlib
+import json
 import os
 import stat
 import sys
@@ -68,6 +70,7 @@ class Environment:
         self.paths = paths
         self._found: dict[str, tuple[str, bool] | None] = {}
         self._distributions: dict[str, tuple[str, str]] | None = None
+        self._sources: list[str] = []  # search directories that hold source, not installed distributions
         # shared by every analysis of the process: library modules read, and summaries worked out
         self.modules: dict[str, ModuleInfo | None] = {}
         self.summaries: dict[str, Summary] = {}
@@ -135,26 +138,37 @@ class Environment:
         return found
 
     def distribution(self, top: str) -> tuple[str, str] | None:
-        """(name, version) of the installed distribution that provides the top-level package `top`."""
+        """(name, version) of the installed distribution that provides the top-level package `top`. An
+        editable install (`pip install -e`) has no version here: its code changes while its version does not,
+        so nothing read from it is kept by version."""
         if self._distributions is None:
             self._distributions = {}
+            self._sources = []
             for directory in self.paths:
                 try:
                     names = sorted(os.listdir(directory))
                 except OSError:
                     continue
+                if not any(name.endswith(".dist-info") for name in names):
+                    self._sources.append(directory)  # a directory of source, not of installations
                 for name in names:
                     if name.endswith(".dist-info"):
                         dist, _, version = name[:-len(".dist-info")].partition("-")
-                        for provided in _top_level(os.path.join(directory, name), dist):
-                            self._distributions.setdefault(provided, (dist.lower(), version))
+                        info = os.path.join(directory, name)
+                        for provided in _top_level(info, dist):
+                            self._distributions.setdefault(provided, (dist.lower(), "" if _editable(info) else version))
         return self._distributions.get(top)
 
-    def digest_text(self) -> str:
-        """Every distribution installed, with its version: a change means summaries may have changed."""
+    def digest_text(self, project_root: str | None = None) -> str:
+        """Every distribution installed, with its version, and the state of every source directory on the
+        path outside the project (an editable install's, or one a `.pth` file adds): a change means what
+        traced calls into libraries do may have changed."""
         self.distribution("")
         assert self._distributions is not None
-        return ";".join(f"{top}={name}-{version}" for top, (name, version) in sorted(self._distributions.items()))
+        installed = ";".join(f"{top}={name}-{version}" for top, (name, version) in sorted(self._distributions.items()))
+        inside = os.path.realpath(project_root) + os.sep if project_root else None
+        sources = [_source_state(d) for d in self._sources if inside is None or not (d + os.sep).startswith(inside)]
+        return ";".join([installed, *sources])
 
 
 class LibraryPathError(Exception):
@@ -270,6 +284,31 @@ def _top_level(dist_info: str, dist: str) -> list[str]:
     text = _small_file(os.path.join(dist_info, "top_level.txt"))
     listed = [line.strip() for line in text.splitlines() if line.strip()]
     return listed or [dist.lower().replace("-", "_").replace(".", "_")]
+
+
+def _editable(dist_info: str) -> bool:
+    """Whether a distribution was installed editable (PEP 610's direct_url.json)."""
+    try:
+        data = json.loads(_small_file(os.path.join(dist_info, "direct_url.json")) or "{}")
+        return isinstance(data, dict) and isinstance(data.get("dir_info"), dict) and \
+            data["dir_info"].get("editable") is True
+    except ValueError:
+        return False
+
+
+def _source_state(directory: str) -> str:
+    """A digest of the Python files under a source directory (names, sizes and modification times)."""
+    digest = hashlib.blake2b(directory.encode("utf-8", "surrogateescape"), digest_size=12)
+    for root, dirs, files in os.walk(directory):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in ("__pycache__", "node_modules"))
+        for name in sorted(files):
+            if name.endswith(".py"):
+                try:
+                    info = os.stat(os.path.join(root, name))
+                except OSError:
+                    continue
+                digest.update(f"{root}/{name}:{info.st_size}:{info.st_mtime_ns}\n".encode("utf-8", "surrogateescape"))
+    return f"{directory}@{digest.hexdigest()}"
 
 
 def _small_file(path: str, limit: int = 65536) -> str:
