@@ -14,9 +14,17 @@ from types import CodeType, FrameType
 _RUNTIME_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
+_TORCH_DIR: list[str] = []  # known once torch is imported; asked for per traced op
+
+
 def _torch_dir() -> str:
+    if _TORCH_DIR:
+        return _TORCH_DIR[0]
     torch = sys.modules.get("torch")
-    return os.path.dirname(os.path.abspath(torch.__file__)) if torch and torch.__file__ else "\0"
+    if not (torch and torch.__file__):
+        return "\0"
+    _TORCH_DIR.append(os.path.dirname(os.path.abspath(torch.__file__)))
+    return _TORCH_DIR[0]
 
 
 def _stdlib_dirs() -> tuple[tuple[str, ...], tuple[str, ...]]:

@@ -16,7 +16,7 @@ import torch._lazy
 import torch._lazy.ts_backend
 from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_leaves, tree_map
+from torch.utils._pytree import tree_map
 
 from cslint.runtime.classify import KIND_DEFAULTS, classify, state_created_in_step
 from cslint.runtime.findings import RuntimeFinding, RuntimeReport
@@ -85,8 +85,8 @@ def _functional(value: Any) -> Any:
 
 
 def _stay_on_device(func: Any, out: Any) -> None:
-    for tensor in tree_leaves(out):
-        if isinstance(tensor, torch.Tensor) and tensor.device.type != "lazy":
+    for tensor in _tensors(out):
+        if tensor.device.type != "lazy":
             raise LeftTheDevice(f"aten.{func.__name__} was given lazy tensors and returned a {tensor.device.type} "
                                 "tensor: the rest of the step would run outside the traced graph")
 
@@ -103,7 +103,7 @@ class Watcher(TorchDispatchMode):
                            kwargs: dict[str, Any] | None = None) -> Any:
         kwargs = kwargs or {}
         out = REPLACEMENTS.get(func, func)(*args, **kwargs)
-        inputs = [t for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
+        inputs = _tensors((args, kwargs))  # an op's arguments: tensors and lists of them, not pytrees
         if not inputs:
             # Under a dispatch mode, a factory op's lazy result skips functionalization, and a view of it
             # then fails ("aten::as_strided ... no implementation for lazy"): wrap it as the lazy device would.
