@@ -24,6 +24,13 @@ FREE_DEPTH = 16
 PYTHON_MAX_NESTING = 200  # CPython's tokenizer: "too many nested parentheses" beyond this
 _BRACKETS = re.compile(r"[][(){}]")
 _STEP = {"(": 1, "[": 1, "{": 1, ")": -1, "]": -1, "}": -1}
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")  # lines as Python's parser numbers them
+
+
+def source_lines(text: str) -> list[str]:
+    """The text's lines, with their ends, numbered as `ast` numbers them (str.splitlines also splits at
+    form feeds and other separators)."""
+    return _LINE.findall(text)
 
 
 def may_nest_too_deep(text: str) -> bool:
@@ -42,14 +49,44 @@ def statement_cost(depth: int) -> float:
     return (max(depth - FREE_DEPTH, 0) / 10) ** 3
 
 
-def over_budget(tree: ast.Module, budget: int) -> tuple[int, int, str] | None:
+def over_budget(tree: ast.Module, budget: int, kept: dict[tuple[str, int, int], float] | None = None,
+                lines: list[str] | None = None) -> tuple[int, int, str] | None:
     """(line, column, message) when the file's statements cost more than `budget`, else None. One walk
     over the tree; a statement's depth counts its expression nodes, not the statements nested in it.
     An expression on one line of L characters is at most L levels deep (each level takes a character),
-    so one that cannot reach FREE_DEPTH is not walked."""
+    so one that cannot reach FREE_DEPTH is not walked. `kept` (with the text's `lines`): each top-level
+    statement's cost by its text, from the file's last measure (an editor's, edit after edit), so only
+    the statements an edit changed are walked; it is replaced by this text's."""
+    if kept is not None and lines is not None:
+        earlier = dict(kept)
+        kept.clear()
+        total = 0.0
+        for stmt in tree.body:
+            first = min([stmt.lineno, *(d.lineno for d in getattr(stmt, "decorator_list", ()))])
+            key = ("".join(lines[first - 1:stmt.end_lineno]), stmt.col_offset, stmt.end_col_offset or 0)
+            cost = kept.get(key, earlier.get(key))
+            if cost is None:
+                cost = sum(map(statement_cost, _depths(stmt)[0].values()))
+            kept[key] = cost
+            total += cost  # a statement repeated word for word counts each time
+        if total <= budget:
+            return None
+    depth_of, statements = _depths(tree)
+    total = sum(map(statement_cost, depth_of.values()))
+    if total <= budget:
+        return None
+    key, deepest = max(depth_of.items(), key=lambda item: item[1])
+    node = statements.get(key)
+    line, column = getattr(node, "lineno", 1), getattr(node, "col_offset", 0) + 1
+    return line, column, (f"file not analysed: an expression {deepest:,} levels deep puts it over the analysis "
+                          f"budget ({total:,.0f} > {budget:,} units, `analysis-budget`)")
+
+
+def _depths(root: ast.AST) -> tuple[dict[int, int], dict[int, ast.AST]]:
+    """Each statement's expression depth (by id) under `root`, and the statements by id."""
     depth_of: dict[int, int] = {}
     statements: dict[int, ast.AST] = {}
-    stack: list[tuple[ast.AST, int, ast.AST]] = [(tree, 0, tree)]
+    stack: list[tuple[ast.AST, int, ast.AST]] = [(root, 0, root)]
     pop, push = stack.pop, stack.append
     expr, stmt, context = ast.expr, ast.stmt, ast.expr_context
     while stack:
@@ -65,11 +102,4 @@ def over_budget(tree: ast.Module, budget: int) -> tuple[int, int, str] | None:
         for child in ast.iter_child_nodes(node):
             if not isinstance(child, context):  # Load/Store: not a level of the source
                 push((child, depth + 1, owner))
-    total = sum(map(statement_cost, depth_of.values()))
-    if total <= budget:
-        return None
-    key, deepest = max(depth_of.items(), key=lambda item: item[1])
-    node = statements.get(key)
-    line, column = getattr(node, "lineno", 1), getattr(node, "col_offset", 0) + 1
-    return line, column, (f"file not analysed: an expression {deepest:,} levels deep puts it over the analysis "
-                          f"budget ({total:,.0f} > {budget:,} units, `analysis-budget`)")
+    return depth_of, statements

@@ -55,6 +55,7 @@ class WarmIndexes:
         from cslint.analysis.reuse import KeptAnalyses
 
         self.analyses = KeptAnalyses()  # function analyses, reused where nothing they read changed
+        self._costs: dict[str, dict[tuple[str, int, int], float]] = {}  # an edited buffer's statements' costs
 
     def read(self, path: Path, max_bytes: int | None) -> SourceFile:
         """The file's source (a copy): its unsaved buffer, else as read from disk the last time its size,
@@ -82,6 +83,13 @@ class WarmIndexes:
         else:
             self.sources.pop(key, None)
         return source
+
+    def statement_costs(self, path: Path) -> dict[tuple[str, int, int], float] | None:
+        """The parsing cost of each top-level statement of the file's text as last measured (budget.py), for
+        an unsaved buffer (edited again and again; files on disk are indexed once): None for others."""
+        if unsaved_text(path) is None:
+            return None
+        return self._costs.setdefault(_key(path), {})
 
     def resolve(self, path: Path) -> Path:
         found = self._resolved.get(path)

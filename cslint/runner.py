@@ -347,7 +347,8 @@ class Linter:
                 tree = ast.parse(for_parser(source.text))
             except (SyntaxError, ValueError, RecursionError, MemoryError):
                 tree = None
-            if tree is not None and python_refuses(source, self.settings.analysis_budget, tree):
+            costs = warm.statement_costs(source.path) if warm is not None else None
+            if tree is not None and python_refuses(source, self.settings.analysis_budget, tree, costs):
                 return None
             if tree is not None:
                 info = index_module_from_ast(source.path, source.text, tree, name, is_package,

@@ -249,11 +249,12 @@ def parse(source: SourceFile, budget: int | None = None) -> None:
         source.syntax_error = (1, 1, "too deeply nested for the parser")
 
 
-def python_refuses(source: SourceFile, budget: int | None, tree: ast.Module | None = None) -> bool:
+def python_refuses(source: SourceFile, budget: int | None, tree: ast.Module | None = None,
+                   kept_costs: dict[tuple[str, int, int], float] | None = None) -> bool:
     """Whether the file is not to be handed to libcst: Python's parser rejects its nesting (libcst would
     take gigabytes), or its expressions are over the analysis `budget` (libcst would take hours). Records
     why in `source.syntax_error`. `tree` is Python's tree of the text, when the caller has it."""
-    from cslint.budget import may_nest_too_deep, over_budget
+    from cslint.budget import may_nest_too_deep, over_budget, source_lines
 
     if tree is None and (budget is not None or may_nest_too_deep(source.text)):
         try:
@@ -270,7 +271,8 @@ def python_refuses(source: SourceFile, budget: int | None, tree: ast.Module | No
             return False
     if tree is None or budget is None:
         return False
-    problem = over_budget(tree, budget)
+    lines = source_lines(source.text) if kept_costs is not None else None
+    problem = over_budget(tree, budget, kept_costs, lines)
     if problem is not None:
         source.tree, source.syntax_error, source.problem_code = None, problem, NOT_ANALYSED
         return True

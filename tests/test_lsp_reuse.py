@@ -4,7 +4,10 @@ functions an edit cannot affect are not analysed again."""
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
+
+import pytest
 
 from cslint.config import load_settings
 from cslint.overlay import WarmIndexes, lint_texts
@@ -139,3 +142,29 @@ def test_functions_an_edit_cannot_affect_are_not_analysed_again(tmp_path: Path) 
     # cross_entropy and threshold_of read nothing the edit changed (the others call into the document)
     assert warm.analyses.reused >= 2
     assert warm.analyses.analysed - first < first
+
+
+def test_an_edited_buffers_unchanged_statements_are_not_measured_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The analysis budget's walk (budget.over_budget) measures only the top-level statements an edit
+    changed, and answers as a walk of the whole file does, over the budget too."""
+    from cslint import budget
+
+    deep = "y = " + "[" * 60 + "]" * 60 + "\n"
+    texts = [MODEL, MODEL.replace("x = x + 1", "x = x + 3"), MODEL + deep * 3, "\f" + MODEL + "a = 1; b = [[[2]]]\n",
+             MODEL]
+    walked: list[object] = []
+    measure = budget._depths
+    monkeypatch.setattr(budget, "_depths", lambda root: walked.append(root) or measure(root))
+    kept: dict[tuple[str, int, int], float] = {}
+    counts = []
+    for text in texts:
+        tree = ast.parse(text)
+        whole = budget.over_budget(tree, 100)
+        walked.clear()
+        assert budget.over_budget(tree, 100, kept, budget.source_lines(text)) == whole
+        counts.append(sum(1 for root in walked if root is not tree))
+    assert budget.over_budget(ast.parse(texts[2]), 100) is not None  # three deep statements are over
+    statements = len(ast.parse(MODEL).body)
+    # the class edited back, then one deep statement (the others are the same text); the first line's form
+    # feed and the two statements of the last line; the first line again
+    assert counts == [statements, 1, 2, 3, 1]
