@@ -304,6 +304,10 @@ class TracedProgram:
                 for pname, kind in site.args.items():
                     args[pname] = join(args[pname], kind) if pname in args else kind
             for callee_name, args in per_callee.items():
+                if traced.wrapped is not None and name in self._callers and callee_name in self._callers[name]:
+                    # a decorator's wrapper calling the function it wraps (`ret = func(*args, **kwargs)`): that
+                    # function is traced with what its own callers pass, not with the wrapper's unknown `*args`
+                    continue
                 self._callers.setdefault(callee_name, {})[name] = None
                 changed = self._merge_given(name, callee_name, args)
                 callee = self.functions.get(callee_name)
