@@ -177,3 +177,43 @@ def test_a_finding_that_cannot_be_placed_in_its_function_is_kept(tmp_path: Path,
     monkeypatch.setattr("cslint.runner.piece_positions", lambda *args: None)
     _, found = _bounded_run(tmp_path)
     assert [(d.code, d.line, d.column) for d in found] == [("WSC101", 9, 5)]  # `def forward` (1-based column)
+
+
+def test_a_module_level_torch_compile_is_found_without_parsing_the_whole_file(tmp_path):
+    """Finding `torch.compile(fn)` at module level parsed a file whole with libcst when its `ast` showed a
+    call that might be one: for torch's 1.4 MB common_methods_invocations.py, 785 MB. Only the statements
+    whose calls name a trace wrapper are parsed now."""
+    table = "\n".join(f"ENTRY_{i} = dict(name='op_{i}', sizes=[{i}, {i + 1}], compile_ok=True)" for i in range(300))
+    text = f"""\
+import torch
+from torch import compile as build
+
+
+def step(x):
+    if x.sum() > 0:
+        return x * 2
+    return x
+
+
+{table}
+fast = torch.compile(step)
+also = build(step)
+trace_me = torch.jit.trace(step, torch.ones(2))
+"""
+    source_path = tmp_path / "table.py"
+    source_path.write_text(text)
+    tree = ast.parse(text)
+    info = index_module_from_ast(source_path, text, tree, "table", False, loader=lambda: pytest.fail("parsed whole"))
+    pieces: list[str] = []
+
+    def parse_piece(piece: str) -> cst.Module:
+        pieces.append(piece)
+        return cst.parse_module(piece)
+
+    info.piece_parser = parse_piece
+    calls = [cst.Module([]).code_for_node(call) for call in info.toplevel_calls]
+    assert pieces == ["fast = torch.compile(step)\nalso = build(step)\n"]
+    assert calls == ["torch.compile(step)", "build(step)"]
+    settings = Settings(project_root=tmp_path)
+    result = Linter(settings, enabled_rules(settings), tree_budget=1).run([source_path])
+    assert [(d.line, d.code) for d in result.diagnostics if d.code == "WSC101"] == [(6, "WSC101")]

@@ -17,6 +17,7 @@ from typing import Any
 import libcst as cst
 
 from cslint.analysis.import_scan import resolve_relative
+from cslint.analysis.torch_api import TRACE_WRAPPERS
 from cslint.analysis.imports import ImportTable, dotted_name
 from cslint.analysis.walk import visit
 
@@ -127,6 +128,9 @@ class ModuleInfo:
     # call expressions at module level (`torch.compile(fn)` marks fn as a root); None: not collected yet
     _toplevel_calls: list[cst.Call] | None = None
     may_have_toplevel_roots: bool = True
+    # the module-level statements with a call naming a trace wrapper (`torch.compile(fn)`): where
+    # `toplevel_calls` looks, so a large file is not parsed whole for them; None: look in the whole tree
+    root_call_statements: list[Span] | None = None
     # Bounded memory: a module with a loader may give its tree back (`release`) unless it is held; the
     # budget hears of every load. Whatever is computed from the tree and holds its nodes goes in
     # `tree_data`, which goes with it.
@@ -156,7 +160,10 @@ class ModuleInfo:
         if self._toplevel_calls is None:
             collector = _ToplevelCallCollector()
             if self.may_have_toplevel_roots and ("compile" in self.source or "trace" in self.source):
-                visit(self.tree, collector)
+                spans = self.root_call_statements
+                statements = self.parse_pieces(spans) if spans else [] if spans is not None else None
+                for node in statements if statements is not None else [self.tree]:
+                    visit(node, collector)
             self._toplevel_calls = collector.calls
         return self._toplevel_calls
 
@@ -453,6 +460,8 @@ def index_module_from_ast(path: Path, source: str, tree: ast.Module, name: str, 
             _note_ast_function_table(stmt, info.function_tables)
     info.top_level_imports = [(a.name, a.asname) for stmt in tree.body if isinstance(stmt, ast.Import)
                               for a in stmt.names]
+    if spans.usable and info.may_have_toplevel_roots:
+        info.root_call_statements = [spans.of(stmt) for stmt in tree.body if _calls_trace_wrapper(stmt, imports)]
     if spans.usable:
         # one span per line: `a = f(); b = g()` is one statement line
         info.object_assignments = list(dict.fromkeys(spans.of(stmt) for stmt in _object_assignments(tree.body)))
@@ -576,6 +585,23 @@ def _collect_ast_imports(body: list[ast.stmt], table: ImportTable) -> None:
                 _collect_ast_imports(handler.body, table)
             for case in getattr(stmt, "cases", ()):
                 _collect_ast_imports(case.body, table)
+
+
+def _calls_trace_wrapper(stmt: ast.stmt, imports: ImportTable) -> bool:
+    """Whether a module-level statement (outside functions and classes) calls what its imports make a
+    trace wrapper (`torch.compile`, as `ImportTable.resolve` reads the call's name)."""
+    stack: list[ast.AST] = [stmt]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        if isinstance(node, ast.Call):
+            dotted = _ast_dotted(node.func)
+            if dotted is not None and dotted.partition(".")[0] in imports.names and \
+                    imports.qualify(dotted) in TRACE_WRAPPERS:
+                return True
+        stack.extend(ast.iter_child_nodes(node))
+    return False
 
 
 def _has_toplevel_root_call(tree: ast.Module) -> bool:
