@@ -587,33 +587,33 @@ def _collect_ast_imports(body: list[ast.stmt], table: ImportTable) -> None:
                 _collect_ast_imports(case.body, table)
 
 
-def _calls_trace_wrapper(stmt: ast.stmt, imports: ImportTable) -> bool:
-    """Whether a module-level statement (outside functions and classes) calls what its imports make a
-    trace wrapper (`torch.compile`, as `ImportTable.resolve` reads the call's name)."""
-    stack: list[ast.AST] = [stmt]
+def _module_level_calls(nodes: list[ast.stmt]) -> Iterator[ast.Call]:
+    """The calls in module-level statements, outside the functions and classes they define."""
+    stack: list[ast.AST] = list(nodes)
     while stack:
         node = stack.pop()
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             continue
         if isinstance(node, ast.Call):
-            dotted = _ast_dotted(node.func)
-            if dotted is not None and dotted.partition(".")[0] in imports.names and \
-                    imports.qualify(dotted) in TRACE_WRAPPERS:
-                return True
+            yield node
         stack.extend(ast.iter_child_nodes(node))
+
+
+def _calls_trace_wrapper(stmt: ast.stmt, imports: ImportTable) -> bool:
+    """Whether a module-level statement calls what its imports make a trace wrapper (`torch.compile`, as
+    `ImportTable.resolve` reads the call's name)."""
+    for call in _module_level_calls([stmt]):
+        dotted = _ast_dotted(call.func)
+        if dotted is not None and dotted.partition(".")[0] in imports.names and \
+                imports.qualify(dotted) in TRACE_WRAPPERS:
+            return True
     return False
 
 
 def _has_toplevel_root_call(tree: ast.Module) -> bool:
     """Whether a call outside functions and classes could be `torch.compile(fn)`-like."""
-    stack: list[ast.AST] = list(tree.body)
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            continue
-        if isinstance(node, ast.Call):
-            dotted = _ast_dotted(node.func)
-            if dotted is None or dotted.rsplit(".", 1)[-1] in _TOPLEVEL_ROOT_CALLS:
-                return True
-        stack.extend(ast.iter_child_nodes(node))
+    for call in _module_level_calls(tree.body):
+        dotted = _ast_dotted(call.func)
+        if dotted is None or dotted.rsplit(".", 1)[-1] in _TOPLEVEL_ROOT_CALLS:
+            return True
     return False
