@@ -93,21 +93,19 @@ class _RecordingInference(FunctionInference):
                          func, params, keywords=keywords, guards=asking_guards)  # type: ignore[arg-type]
 
     def _object_in_module(self, qualified: str) -> Kind | None:
-        real, self.project = self.project, self._project_itself  # type: ignore[assignment]
-        try:
-            answer = super()._object_in_module(qualified)
-        finally:
-            self.project = real
-        self._reads.append(("module", "_object_in_module", (qualified,), answer))
-        return answer
+        return self._asked_of_module("_object_in_module", super()._object_in_module, qualified)
 
     def _global(self, name: str) -> Kind:
+        return self._asked_of_module("_global", super()._global, name)
+
+    def _asked_of_module(self, question: str, ask: Callable[[str], Any], argument: str) -> Any:
+        """A question about module-level code, answered by the project itself and recorded as one read."""
         real, self.project = self.project, self._project_itself  # type: ignore[assignment]
         try:
-            answer = super()._global(name)
+            answer = ask(argument)
         finally:
             self.project = real
-        self._reads.append(("module", "_global", (name,), answer))
+        self._reads.append(("module", question, (argument,), answer))
         return answer
 
 
