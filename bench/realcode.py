@@ -168,7 +168,7 @@ def ddpm(device):
                         block_out_channels=(16, 32), down_block_types=("DownBlock2D", "DownBlock2D"),
                         up_block_types=("UpBlock2D", "UpBlock2D"), norm_num_groups=8).to(device).eval()
     scheduler = DDPMScheduler(num_train_timesteps=100)
-    scheduler.set_timesteps(10)
+    scheduler.set_timesteps(10, device=device)  # the timesteps on the device the step runs on
     sample = torch.randn(1, 3, 16, 16, device=device)
 
     def step(x, t):
@@ -365,7 +365,10 @@ def measure_target(python: Path, factories: Path, name: str, target: str, timeou
             counts[verdict] += 1
             if verdict == "static: wrong":
                 listed.setdefault(verdict, []).append(f"{_short(site[0])}:{site[1]} {','.join(sorted(families))}")
-    return {"target": target, "factory": name, "runtime_sites": len(sites), "error": report.get("error", "")[:300],
+    # a backend run that stopped part-way saw only the lines before it: its silence after them is no verdict
+    stopped = [f"{backend}: {status}" for backend, status in report.get("status", {}).items() if status != "complete"]
+    error = "; ".join(filter(None, [report.get("error", ""), *stopped]))
+    return {"target": target, "factory": name, "runtime_sites": len(sites), "error": error[:300],
             **counts, "sites": listed}
 
 
@@ -418,8 +421,10 @@ def main() -> None:
         unexecuted = sum(int(r.get("static: path not executed", 0)) for r in mine)
         wrong = sum(int(r.get("static: wrong", 0)) for r in mine)
         recall = f"{recalled / sites:.2f}" if sites else "n/a"
+        failed = [r["factory"] for r in mine if r.get("error")]
         print(f"{target}: runtime sites {sites}, recalled {recalled} (recall {recall}), same line other family "
-              f"{line}; static-only: path not executed {unexecuted}, wrong {wrong}")
+              f"{line}; static-only: path not executed {unexecuted}, wrong {wrong}"
+              + (f"; runtime run stopped or failed (no verdict): {', '.join(failed)}" if failed else ""))
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1), encoding="utf-8")
 

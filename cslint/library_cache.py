@@ -16,7 +16,7 @@ from cslint import __version__, memo_file
 from cslint.analysis.kinds import DYN_TENSOR, HOST, MODULE, STATIC, TENSOR, UNKNOWN, Kind, Tag
 from cslint.analysis.library_env import Effect, Summary
 
-FORMAT = 1
+FORMAT = 2
 
 
 _active: LibraryCache | None = None
@@ -89,6 +89,8 @@ def _kind_json(kind: Kind) -> Any:
         out["e"] = _kind_json(kind.elem)
     if kind.items is not None:
         out["i"] = [_kind_json(k) for k in kind.items]
+    if kind.rank is not None:
+        out["n"] = kind.rank
     return out
 
 
@@ -98,7 +100,8 @@ _COMMON = {kind: kind for kind in (STATIC, UNKNOWN, HOST, TENSOR, DYN_TENSOR, MO
 def _kind(raw: Any) -> Kind:
     kind = Kind(Tag(raw["t"]), dynamic_shape=bool(raw.get("d", False)), role=str(raw.get("r", "")),
                 cls=str(raw.get("c", "")), elem=_kind(raw["e"]) if "e" in raw else None,
-                items=tuple(_kind(k) for k in raw["i"]) if "i" in raw else None)
+                items=tuple(_kind(k) for k in raw["i"]) if "i" in raw else None,
+                rank=int(raw["n"]) if "n" in raw else None)
     return _COMMON.get(kind, kind)
 
 

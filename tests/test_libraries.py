@@ -303,6 +303,19 @@ def test_summaries_are_kept_per_distribution_version(site: Path, tmp_path: Path)
         store.file_name(("fakeoptim", v)) for v in ("1.0", "1.1"))
 
 
+def test_a_kept_summary_keeps_the_rank_of_its_result(site: Path, tmp_path: Path) -> None:
+    """`index = t.nonzero(as_tuple=True)[0][0]` returned by a library: read back from the cache, the result is
+    still a zero-dimensional tensor (an index that is read on the host)."""
+    (site / "fakeoptim" / "pick.py").write_text("def first(x):\n    return x.nonzero(as_tuple=True)[0][0]\n",
+                                                encoding="utf-8")
+    cache = tmp_path / "cache"
+    store = LibraryCache(cache)
+    fresh = _summary_of(site, store, "fakeoptim.pick.first")
+    assert fresh.returns.is_tensor and fresh.returns.rank == 0
+    store.save()
+    assert _summary_of(site, LibraryCache(cache), "fakeoptim.pick.first") == fresh
+
+
 def test_a_summary_using_another_distribution_is_redone_when_that_one_changes(site: Path, tmp_path: Path) -> None:
     _install(site, "fakebase", "1.0", {"__init__.py": "", "ops.py": "def read(x):\n    return x.item()\n"})
     (site / "fakeoptim" / "wrap.py").write_text("from fakebase.ops import read\n\n\ndef value(x):\n"

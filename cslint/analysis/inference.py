@@ -20,9 +20,10 @@ from cslint.analysis.imports import dotted_name
 from cslint.analysis.index import ClassInfo, FunctionInfo, ModuleInfo
 from cslint.analysis.kinds import (
     DYN_TENSOR, HOST, MODULE, STATIC, TENSOR, UNKNOWN, Kind, Tag, combine, element_of, join, obj,
-    sequence_of, tuple_of,
+    sequence_of, tensor, tuple_of,
 )
 from cslint.analysis.project import Project
+from cslint.analysis.ranks import elementwise_rank, function_rank, method_rank, subscript_rank
 from cslint.analysis.step_functions import function_table_kind, global_kind, imported_object_kind
 from cslint.analysis.walk import iter_nodes
 from cslint.analysis.tracing_guards import DYNAMO, Guards, guard_text
@@ -765,7 +766,12 @@ class FunctionInference:
         return handler(self, node, env) if handler is not None else STATIC  # literals, strings, ellipsis
 
     def _binary(self, node: cst.BinaryOperation, env: Env) -> Kind:
-        return combine(self.ev(node.left, env), self.ev(node.right, env))
+        left, right = self.ev(node.left, env), self.ev(node.right, env)
+        result = combine(left, right)
+        if result.tag is Tag.TENSOR:
+            rank = elementwise_rank(node.operator, ((node.left, left), (node.right, right)))
+            return result if rank is None else tensor(rank=rank)
+        return result
 
     def _unary(self, node: cst.UnaryOperation, env: Env) -> Kind:
         operand = self.ev(node.expression, env)
@@ -947,7 +953,7 @@ class FunctionInference:
         if key is not None and key in env:
             return env[key]
         if base.tag is Tag.TENSOR:
-            return TENSOR
+            return tensor(rank=subscript_rank(base.rank, node.slice))
         if base.tag is Tag.SEQUENCE:
             if base.items is not None and len(node.slice) == 1:
                 index = node.slice[0].slice
@@ -1097,7 +1103,7 @@ class FunctionInference:
     def _call_method(self, node: cst.Call, receiver: Kind, method: str, arg_kinds: list[Kind],
                      env: Env) -> Kind:
         if receiver.tag is Tag.TENSOR:
-            return tensor_method_kind(method, receiver, arg_kinds)
+            return method_rank(method, receiver, node) or tensor_method_kind(method, receiver, arg_kinds)
         if receiver.tag is Tag.OBJECT:
             self._note_registration(node, receiver, method, arg_kinds)
             if receiver.cls:
@@ -1311,6 +1317,10 @@ def known_external_kind(qualified: str, node: cst.Call, arg_kinds: list[Kind]) -
         return STATIC
     if qualified in api.HOST_TORCH_FUNCTIONS:
         return HOST
+    namespace, _, last = qualified.rpartition(".")
+    ranked = function_rank(last, node) if namespace == "torch" else None
+    if ranked is not None:  # torch.nonzero(x, as_tuple=True), torch.argmax(x)
+        return ranked
     if qualified in api.DYNAMIC_SHAPE_FUNCTIONS:
         return DYN_TENSOR
     if qualified in ("torch.where",) and len(node.args) == 1:
@@ -1325,7 +1335,6 @@ def known_external_kind(qualified: str, node: cst.Call, arg_kinds: list[Kind]) -
         last = qualified.rsplit(".", 1)[-1]
         if last[:1].isupper():
             return MODULE
-    namespace, _, last = qualified.rpartition(".")
     if namespace == "torch" and last.startswith("_") and not last.startswith(api.PRIVATE_TORCH_OPS):
         return _fallback(arg_kinds)  # torch._use_cudnn_rnn_flatten_weight() and other private helpers
     if namespace in api.TENSOR_OP_NAMESPACES or namespace.startswith("torch.ops."):

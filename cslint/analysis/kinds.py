@@ -33,6 +33,9 @@ class Kind:
     cls: str = ""
     # SEQUENCE: a tuple whose positions have these kinds (`enumerate` pairs, `return a, b`)
     items: tuple[Kind, ...] | None = None
+    # TENSOR: its number of dimensions, when known (0 for `t.sum()`, 2 for `t.nonzero()`): indexing by a
+    # zero-dimensional tensor reads its value
+    rank: int | None = None
 
     @property
     def is_tensor(self) -> bool:
@@ -59,6 +62,12 @@ DYN_TENSOR = Kind(Tag.TENSOR, dynamic_shape=True)
 MODULE = Kind(Tag.OBJECT, role="module")
 
 
+def tensor(dynamic_shape: bool = False, rank: int | None = None) -> Kind:
+    if rank is None:
+        return DYN_TENSOR if dynamic_shape else TENSOR
+    return Kind(Tag.TENSOR, dynamic_shape=dynamic_shape, rank=rank)
+
+
 def sequence_of(elem: Kind, dynamic_length: bool = False) -> Kind:
     return Kind(Tag.SEQUENCE, elem=elem, dynamic_shape=dynamic_length)
 
@@ -75,7 +84,7 @@ def element_of(kind: Kind) -> Kind:
     if kind.tag is Tag.SEQUENCE:
         return kind.elem or UNKNOWN
     if kind.tag is Tag.TENSOR:
-        return TENSOR
+        return tensor(rank=kind.rank - 1) if kind.rank else TENSOR
     if kind.tag is Tag.OBJECT and kind.role == "module":
         return MODULE  # ModuleList / Sequential
     if kind.tag in (Tag.HOST, Tag.STATIC):
@@ -93,7 +102,7 @@ def join(a: Kind, b: Kind) -> Kind:
         return a
     if a.tag is b.tag:
         if a.tag is Tag.TENSOR:
-            return DYN_TENSOR if (a.dynamic_shape or b.dynamic_shape) else TENSOR
+            return tensor(a.dynamic_shape or b.dynamic_shape, a.rank if a.rank == b.rank else None)
         if a.tag is Tag.SEQUENCE:
             ea, eb = a.elem or UNKNOWN, b.elem or UNKNOWN
             if a.items is not None and b.items is not None and len(a.items) == len(b.items):
@@ -120,3 +129,4 @@ def combine(*kinds: Kind) -> Kind:
         elif k.tag in (Tag.UNKNOWN, Tag.OBJECT, Tag.SEQUENCE) and result.tag is Tag.STATIC:
             result = UNKNOWN
     return result
+

@@ -26,11 +26,12 @@ from cslint.analysis.inference import (
     signature_kind,
 )
 from cslint.analysis.kinds import STATIC, TENSOR, UNKNOWN, Kind, Tag, join, obj, sequence_of
+from cslint.analysis.ranks import declared_scalar
 from cslint.analysis.param_uses import param_uses
 from cslint.analysis.platforms import platform_roots
 from cslint.analysis.project import Project
 from cslint.analysis.step_functions import adopt_into_step, apply_step_params
-from cslint.analysis.tracing_guards import Guards
+from cslint.analysis.tracing_guards import DYNAMO, Guards
 from cslint.analysis.xla_loops import mark_step_loop_roots
 
 if TYPE_CHECKING:
@@ -254,6 +255,10 @@ class TracedProgram:
         editor's analyses of earlier runs, reused where nothing they read changed (reuse.py)."""
         self.project = project
         self.guards = Guards(project, tracer) if tracer is not None else None
+        # A tensor where a Python number is declared is taken as one number (0-dim) under lazy tracing, where
+        # indexing by it always reads it. Dynamo gathers by a 0-dim tensor that enters its graph as an input
+        # (a parameter, or any value after a graph break) and reads only one computed in the same graph.
+        self._declared_scalars = tracer != DYNAMO
         self.after_analysis = after_analysis
         self.oracle = ProjectOracle(project)
         self.functions: dict[str, TracedFunction] = {}
@@ -291,6 +296,8 @@ class TracedProgram:
             if traced.analyses == 1:
                 self._trace_decorators(traced, work)
             new_return = analysis.return_kind if analysis.returns_value else STATIC
+            if self._declared_scalars:
+                new_return = declared_scalar(new_return, traced.func.node.returns)
             old_return = self.oracle.returns.get(name)
             if old_return != new_return:
                 self.oracle.returns[name] = new_return
@@ -378,6 +385,11 @@ class TracedProgram:
         else:
             self._update_root_params(traced)
         traced.annotation_overrides = annotation_overrides(traced.func, traced.params)
+        if self._declared_scalars:  # `timestep: int` given a tensor: a 0-dim one
+            for param in _all_params(traced.func.node):
+                if param.name.value in traced.params:
+                    traced.params[param.name.value] = declared_scalar(traced.params[param.name.value],
+                                                                      param.annotation)
 
     def _update_root_params(self, traced: TracedFunction) -> None:
         name = traced.func.qualname

@@ -42,11 +42,12 @@ class TensorAsSize(Rule):
     name = "tensor-as-size"
     summary = ("Checks for traced tensors used where Python needs an int: slice bounds, sizes and shapes "
                "(`torch.arange(n)`, `torch.zeros(b, n)`, `x.view(t, -1)`, `x.repeat(k)`), "
-               "`F.interpolate(size=...)` and `range(n)`.")
+               "`F.interpolate(size=...)`, `range(n)`, and a zero-dimensional tensor as an index (`w[t.argmax()]`).")
     why = ("A slice bound, a size or a shape is a Python int when an operator runs: given a 0-dim tensor, "
-           "PyTorch reads its value. Under torch.compile that is a graph break (an error with "
-           "`fullgraph=True`); on lazy tensors (WSC, XLA, RDU) it syncs with the device while tracing, or "
-           "the first step's value is frozen into the graph as a constant and every later step reuses it.")
+           "PyTorch reads its value. So does indexing by a 0-dim integer tensor (`w[i]` selects with `int(i)`; "
+           "a 1-dim index is a gather that stays in the graph). Under torch.compile that is a graph break "
+           "(an error with `fullgraph=True`); on lazy tensors (WSC, XLA, RDU) it syncs with the device while "
+           "tracing, or the first step's value is frozen into the graph as a constant and every later step reuses it.")
     example = """
 def forward(self, hidden, lengths):
     max_len = lengths.max()
@@ -78,7 +79,8 @@ class Upsampler(nn.Module):
         positions = torch.arange(n, device=x.device)
         x = x[:, : self.max_len] + torch.zeros(b, n, 1)
         x = x.view(b, -1).repeat(scale, 1)
-        return F.interpolate(x[None, None], size=self.size) + positions.sum()
+        best = x.sum(-1).argmax(-1, keepdim=True)  # a 1-dim index: a gather
+        return F.interpolate(x[best][None, None], size=self.size) + positions.sum()
 
 
 def make_batches(lengths):
@@ -103,6 +105,15 @@ class Packer(nn.Module):
         tiled = flat.repeat(counts[1], 1)  # expect: WSC207
         steps = list(range(max_len))  # expect: WSC207
         return F.interpolate(tiled[None], size=(max_len, 4)), pad, positions, steps  # expect: WSC207
+
+
+class Experts(nn.Module):
+    def forward(self, hidden, routing):
+        for row in routing.nonzero():
+            expert = row[0]
+            hidden = hidden + self.weight[expert]  # expect: WSC207
+        first = (routing == 1).nonzero(as_tuple=True)[0][0]
+        return hidden[first + 1]  # expect: WSC207
 """,
     ]
 
@@ -138,6 +149,20 @@ class Packer(nn.Module):
         bounds = [part for element in node.slice if isinstance(element.slice, cst.Slice)
                   for part in (element.slice.lower, element.slice.upper, element.slice.step) if part is not None]
         self._check(node, bounds, "a slice", ctx)
+        if not ctx.is_tensor(node.value):
+            return
+        for element in node.slice:
+            if isinstance(element.slice, cst.Index) and ctx.kind(element.slice.value).rank == 0 \
+                    and ctx.is_tensor(element.slice.value):
+                index = element.slice.value
+                operand = ctx.code(index, 24)
+                if not isinstance(index, (cst.Name, cst.Attribute, cst.Subscript, cst.Call)):
+                    operand = f"({operand})"
+                ctx.report(index, f"`{ctx.code(index)}` is a zero-dimensional tensor used as an index: PyTorch "
+                                  "reads its value as a Python int while tracing (a sync, or the first step's "
+                                  "value frozen into the graph); select with a 1-dim index instead "
+                                  f"(`.index_select(0, {operand}.view(1)).squeeze(0)`)")
+                return
 
     def _check(self, node: cst.CSTNode, parts: list[cst.BaseExpression], where: str, ctx: RuleContext) -> None:
         for part in parts:
