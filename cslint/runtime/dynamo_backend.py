@@ -105,6 +105,35 @@ def _recording_breaks() -> Iterator[list[Break]]:
         InstructionTranslatorBase.raise_loop_graph_break = staticmethod(original_loop)  # type: ignore[method-assign]
 
 
+@contextmanager
+def _without_unused_dynamo_work() -> Iterator[None]:
+    """Skip two things dynamo does for what this run never uses; neither changes a graph, a guard or a break.
+
+    - Tracing an optimizer, dynamo asks whether each state tensor is static for CUDA graphs, and the asking
+      imports inductor's CUDA-graph machinery (about 1.2 s of CPU) even for a CPU tensor, whose answer is
+      always yes. The checker's dynamo step runs on the CPU.
+    - For each op it records, dynamo builds the header of its `trace_call` debug log, naming the function
+      at the line, which tokenizes every file it traces (5% of a tiny model's check), even when that log
+      is off, as it is here.
+    """
+    from torch._dynamo import symbolic_convert
+    from torch._dynamo.variables import optimizer
+
+    static_for_cudagraphs, funcname = optimizer._is_static_for_cudagraphs, symbolic_convert.get_funcname
+
+    def cpu_is_static(tensor: torch.Tensor) -> bool:
+        return static_for_cudagraphs(tensor) if tensor.is_cuda else True
+
+    optimizer._is_static_for_cudagraphs = cpu_is_static
+    if not symbolic_convert.trace_call_log.isEnabledFor(logging.DEBUG):
+        symbolic_convert.get_funcname = lambda filename, lineno: None
+    try:
+        yield
+    finally:
+        optimizer._is_static_for_cudagraphs = static_for_cudagraphs
+        symbolic_convert.get_funcname = funcname
+
+
 # Graph-break types that are findings of a known family, by dynamo's registered `gb_type` (a prefix of it).
 _VALUE_READS = ("Data-dependent branching", "Data-dependent assertion", "Unsupported Tensor.item()",
                 "Tensor.tolist()", "Tensor.numpy()", "Dynamic slicing with Tensor arguments",
@@ -163,7 +192,8 @@ def run_dynamo(step: Step, report: RuntimeReport, progress: Any = None) -> None:
         return gm.forward
 
     with torch._dynamo.config.patch(capture_scalar_outputs=False, capture_dynamic_output_shape_ops=False,
-                                    suppress_errors=False), _dynamo_logs() as logs, _recording_breaks() as found:
+                                    suppress_errors=False), _dynamo_logs() as logs, _recording_breaks() as found, \
+            _without_unused_dynamo_work():
         compiled = torch.compile(step.fn, backend=capture_only, fullgraph=False, dynamic=False)
         for index, batch in enumerate(step.batches):
             logs.step = index

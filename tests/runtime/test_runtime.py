@@ -179,3 +179,35 @@ def test_importing_the_cli_does_not_import_torch() -> None:
            "print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+def test_dynamo_check_of_a_cpu_optimizer_step_skips_dynamos_gpu_and_debug_log_work() -> None:
+    """Tracing `opt.step()`, dynamo imports inductor's CUDA-graph machinery to ask about each state tensor, and
+    tokenizes every traced file for a debug log that is off: neither is needed for a CPU step's findings."""
+    code = """if True:
+        import sys, torch, torch._dynamo.symbolic_convert as sc, torch._dynamo.variables.optimizer as ov
+        from torch._dynamo.funcname_cache import cache as tokenized
+        from cslint.runtime.dynamo_backend import run_dynamo
+        from cslint.runtime.findings import RuntimeReport
+        from cslint.runtime.targets import Step
+        originals = (ov._is_static_for_cudagraphs, sc.get_funcname)
+        model = torch.nn.Linear(4, 2)
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+        def step(x):
+            if x.sum() > 0:
+                x = x * 2
+            loss = model(x).pow(2).mean()
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+            return loss.detach()
+        report = RuntimeReport("step")
+        run_dynamo(Step(step, [(torch.ones(3, 4),), (torch.ones(3, 4),)]), report)
+        print(sorted(f.code for f in report.findings))
+        print("torch._inductor.cudagraph_trees" in sys.modules, len(tokenized))
+        print((ov._is_static_for_cudagraphs, sc.get_funcname) == originals)
+    """
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.splitlines()
+    assert out[0] == "['WSC101']", out  # the tensor `if`: still found
+    assert out[1] == "False 0", out  # nothing imported for CUDA graphs, no file tokenized
+    assert out[2] == "True", out  # dynamo's own functions are back
