@@ -114,11 +114,36 @@ class Sched(Optimizer):
         for group in self.param_groups:
             group["step"] += 1
             for p in group["params"]:
-                p.sub_(group["lr"] * 0.9 ** group["step"] * p.grad)
+                p.sub_(group["lr"] * 0.9 ** group["step"] * p.grad / self.t)
 """
     found = lint(code, select=("WSC303",))
     assert codes(found) == [("WSC303", 11), ("WSC303", 13)]
     assert all(d.fix is None for d in found)
+
+
+def test_counters_nothing_reads_are_not_step_counter_findings(lint) -> None:
+    """#24 item 12: a count that no computation reads puts no Python value in the graph (the side-effect
+    rule still says the attribute is updated once while tracing)."""
+    code = """
+import torch
+from torch.optim import Optimizer
+
+class Sched(Optimizer):
+    def __init__(self, params, lr=0.1):
+        super().__init__(params, dict(lr=lr, calls=0))
+        self.t = 0
+
+    @torch.no_grad()
+    def step(self):
+        self.t += 1
+        for group in self.param_groups:
+            group["calls"] += 1
+            for p in group["params"]:
+                p.sub_(group["lr"] * p.grad)
+"""
+    assert codes(lint(code, select=("WSC303",))) == []
+    assert codes(lint(code.replace('p.sub_(group["lr"] * p.grad)', 'p.sub_(group["lr"] * p.grad * self.t)'),
+                      select=("WSC303",))) == [("WSC303", 11)]
 
 
 def test_optimizer_reached_from_a_step_function_keeps_its_findings(lint):

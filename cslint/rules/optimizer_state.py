@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import ast
+from functools import lru_cache
+
 import libcst as cst
 
 from cslint.analysis.inference import _first_param
@@ -357,7 +360,8 @@ class SGD(Optimizer):
 class PythonStepCounter(Rule):
     code = "WSC303"
     name = "python-step-counter"
-    summary = "Checks for optimizer step counters kept as Python numbers (`state[\"step\"] += 1` on an int)."
+    summary = ("Checks for optimizer step counters kept as Python numbers (`state[\"step\"] += 1` on an int) "
+               "whose value the file reads (a count nothing reads is left to WSC702).")
     why = (
         "A Python number is a constant of the traced graph: the value of the first step (`beta ** 1`) is "
         "frozen into every replay, or each new value changes the graph and forces a recompile. Counters "
@@ -416,6 +420,22 @@ class Adam(Optimizer):
         for _ in batches:
             self.steps_taken += 1
 """,
+        """
+import torch
+from torch.optim import Optimizer
+
+class SGD(Optimizer):
+    def __init__(self, params, lr=1e-3):
+        super().__init__(params, dict(lr=lr))
+        self.calls = 0
+
+    @torch.no_grad()
+    def step(self):
+        self.calls += 1  # a count nothing reads: no value of it reaches the graph
+        for group in self.param_groups:
+            for p in group["params"]:
+                p.sub_(p.grad * group["lr"])
+""",
     ]
     INVALID = [
         """
@@ -442,7 +462,8 @@ class Adam(Optimizer):
                     state["exp_avg"] = torch.zeros_like(p)
                 state["step"] += 1  # expect: WSC303
                 state["exp_avg"].lerp_(p.grad, 1 - beta1)
-                p.sub_(group["lr"] * math.sqrt(1 - beta2 ** state["step"]) * state["exp_avg"])
+                decay = 1 / (1 + 1e-4 * self.updates * group["step"])
+                p.sub_(decay * group["lr"] * math.sqrt(1 - beta2 ** state["step"]) * state["exp_avg"])
 """,
     ]
 
@@ -463,6 +484,37 @@ class Adam(Optimizer):
             where = "an optimizer attribute"
         else:
             return
+        name = target.attr.value if isinstance(target, cst.Attribute) else string_key(target)
+        if name is not None and name not in _read_names(ctx.module.source):
+            return  # a count nothing in the file reads (`self.steps_taken += 1`) puts no value in the graph
         ctx.report(target, f"`{ctx.code(target)}` is a Python-number step counter in {where}: its value is "
                            "frozen into the traced graph (or changes it every step); keep it as a float32 tensor",
                    fix)
+
+
+@lru_cache(maxsize=64)
+def _read_names(source: str) -> frozenset[str]:
+    """Attribute names and string keys the file reads (`x.name`, `x["name"]`, `x.get("name")` as values),
+    where a counter's value could reach a computation."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return _EVERYTHING
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
+            names.add(node.attr)
+        elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and \
+                isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
+            names.add(node.slice.value)
+        elif isinstance(node, ast.Call):  # `group.get("step", 0)`, `getattr(self, "updates")`
+            names.update(a.value for a in node.args[:2] if isinstance(a, ast.Constant) and isinstance(a.value, str))
+    return frozenset(names)
+
+
+class _Everything(frozenset):  # type: ignore[type-arg]
+    def __contains__(self, item: object) -> bool:
+        return True
+
+
+_EVERYTHING = _Everything()
