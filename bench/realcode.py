@@ -211,6 +211,46 @@ def lamb(device):
 def radam(device):
     import torch_optimizer
     return _optimizer_step(torch_optimizer.RAdam(_tiny_params(), lr=1e-3))
+
+
+# The same optimizers' step() traced on the device inside a training step (an OptimizerStep runs only the
+# CPU optimizer-state check: its step() is never traced by the lazy backend or dynamo).
+def _traced_optimizer_step(make, device):
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.Tanh(), torch.nn.Linear(8, 1)).to(device)
+    opt = make(model.parameters())
+    x = torch.randn(4, 8, device=device)
+
+    def step(x):
+        model(x).pow(2).mean().backward()
+        opt.step()
+        opt.zero_grad()
+    return Step(step, [(x,), (x,), (x,)])
+
+
+def lion_traced(device):
+    from lion_pytorch import Lion
+    return _traced_optimizer_step(lambda p: Lion(p, lr=1e-4, weight_decay=1e-2), device)
+
+
+def adan_traced(device):
+    from pytorch_optimizer import Adan
+    return _traced_optimizer_step(lambda p: Adan(p, lr=1e-3), device)
+
+
+def adabelief_traced(device):
+    from pytorch_optimizer import AdaBelief
+    return _traced_optimizer_step(lambda p: AdaBelief(p, lr=1e-3), device)
+
+
+def lamb_traced(device):
+    import torch_optimizer
+    return _traced_optimizer_step(lambda p: torch_optimizer.Lamb(p, lr=1e-3), device)
+
+
+def radam_traced(device):
+    import torch_optimizer
+    return _traced_optimizer_step(lambda p: torch_optimizer.RAdam(p, lr=1e-3), device)
 '''
 
 # The user's code of a step whose traced entry is not in the packages (the DDPM sampling step is a closure of
@@ -323,9 +363,12 @@ def package_files(python: Path) -> dict[str, Path]:
 
 
 def measure_target(python: Path, factories: Path, name: str, target: str, timeout: float) -> dict[str, object]:
-    runtime = run_json([str(python), "-m", "cslint", "runtime", f"{factories}:{name}", "--backend", BACKEND_OF[target],
-                        "--no-progress", "--timeout", str(timeout), "--output-format", "json"], timeout + 60)
-    report = runtime[0] if isinstance(runtime, list) else runtime
+    report = _runtime(python, factories, name, target, timeout)
+    if f"def {name}_traced(" in FACTORIES:  # an optimizer: its state check, and its step() traced in a step
+        traced = _runtime(python, factories, f"{name}_traced", target, timeout)
+        report = {"findings": [*report.get("findings", []), *traced.get("findings", [])],
+                  "error": "; ".join(filter(None, [report.get("error", ""), traced.get("error", "")])),
+                  "status": {**report.get("status", {}), **traced.get("status", {})}}
     ran = run_json([str(python), "-c", COVERAGE, str(factories), name, ",".join(SCOPES)], timeout)
     assert isinstance(ran, dict)
     files = sorted(path for path in ran if path.endswith(".py"))
@@ -370,6 +413,14 @@ def measure_target(python: Path, factories: Path, name: str, target: str, timeou
     error = "; ".join(filter(None, [report.get("error", ""), *stopped]))
     return {"target": target, "factory": name, "runtime_sites": len(sites), "error": error[:300],
             **counts, "sites": listed}
+
+
+def _runtime(python: Path, factories: Path, name: str, target: str, timeout: float) -> dict:
+    runtime = run_json([str(python), "-m", "cslint", "runtime", f"{factories}:{name}", "--backend", BACKEND_OF[target],
+                        "--no-progress", "--timeout", str(timeout), "--output-format", "json"], timeout + 60)
+    report = runtime[0] if isinstance(runtime, list) else runtime
+    assert isinstance(report, dict)
+    return report
 
 
 def _enclosing_ifs(path: str, line: int) -> list[int]:
