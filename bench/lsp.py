@@ -2,12 +2,14 @@
 function of a real model file, time to first diagnostics, and the server's memory.
 
     pip install -e '.[lsp]'
-    python bench/lsp.py                                   # the installed transformers package
-    python bench/lsp.py --package path/to/transformers --file models/bert/modeling_bert.py
+    python bench/lsp.py                                   # the installed transformers' models/
+    python bench/lsp.py --corpus path/to/transformers/models --file bert/modeling_bert.py
     python bench/lsp.py --project DIR --file DIR/transformers/models/x/modeling_x.py   # in place
 
-The package is copied to a temporary directory with a pyproject.toml at its top, so the server sees the
-whole package as the file's project (cross-file chains resolve as in a checkout). `--warm` first runs
+The corpus (by default the installed transformers' `models/`) is copied to a temporary directory as
+bench/speed.py copies it (the same package path, `transformers/models/...`, so module names and relative
+imports resolve as where it is installed; the packages above it get their `__init__.py` only), with a
+pyproject.toml at the top; the editor's workspace folder is the corpus (`models/`). `--warm` first runs
 `cslint check` on the copy so the server reads a filled cache, as after a CI or pre-commit run;
 without it the server fills the cache in the background. `--project` uses a project directory as it
 is (no copy, so a cache filled there before is used; the edits are only sent to the server, never
@@ -17,7 +19,9 @@ says the cache is up to date (the workspace is warm). The file is by default the
 `forward`'s body and waits for the diagnostics of that document version; the debounce is the
 server's default unless `--debounce` is given. Prints one table, with the load average before and
 after (the figures depend on it) and the server's CPU time per edit (which depends on it less);
-nothing is asserted.
+nothing is asserted. `--profile OUT` runs the server under cProfile during the timed edits only (the
+protocol's thread, the analysis worker and the analysis's deep-stack thread, merged) and writes the
+stats to OUT (`python -m pstats OUT`).
 """
 
 from __future__ import annotations
@@ -28,7 +32,6 @@ import asyncio
 import importlib.util
 import math
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -38,6 +41,54 @@ from pathlib import Path
 
 from lsprotocol import types
 from pygls.lsp.client import LanguageClient
+from speed import copy_corpus  # bench/, on the path when this script runs
+
+
+# The server as `cslint lsp` runs it, profiled between two notifications of the bench (its threads' profiles
+# merged into sys.argv[1] when it exits).
+PROFILED_SERVER = r"""
+import atexit, cProfile, pstats, sys
+import cslint.deep_stack as deep
+from cslint.lsp import server as lsp
+
+profiles = []
+state = {"on": False}
+plain_stack, plain_analyse = deep.run_with_deep_stack, lsp.CslintServer._analyse_and_convert
+
+def profiled(function):
+    def run(*args):
+        if not state["on"]:
+            return function(*args)
+        profile = cProfile.Profile()
+        profiles.append(profile)
+        profile.enable()
+        try:
+            return function(*args)
+        finally:
+            profile.disable()
+    return run
+
+deep.run_with_deep_stack = lambda function: plain_stack(profiled(function))
+lsp.CslintServer._analyse_and_convert = profiled(plain_analyse)
+protocol_thread = cProfile.Profile()
+profiles.append(protocol_thread)
+
+@lsp.server.feature("cslintBench/profile")
+def toggle(ls, params):
+    state["on"] = bool(params.on)
+    (protocol_thread.enable if state["on"] else protocol_thread.disable)()
+
+def dump():
+    found = [p for p in profiles if p.getstats()]
+    if found:
+        stats = pstats.Stats(found[0])
+        for p in found[1:]:
+            stats.add(p)
+        stats.dump_stats(sys.argv[1])
+
+atexit.register(dump)
+lsp.main()
+"""
 
 
 def median_model_file(package: Path) -> Path:
@@ -73,7 +124,8 @@ def peak_mb(pid: int) -> tuple[float, float]:
     return int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024
 
 
-async def measure(root: Path, file: Path, edits: int, debounce: str | None) -> dict[str, object]:
+async def measure(root: Path, folder: Path, file: Path, edits: int, debounce: str | None,
+                  profile: Path | None = None) -> dict[str, object]:
     client = LanguageClient("cslint-bench", "1")
     arrived: dict[int, float] = {}
     event = asyncio.Event()
@@ -103,9 +155,11 @@ async def measure(root: Path, file: Path, edits: int, debounce: str | None) -> d
     if debounce is not None:
         env["CSLINT_LSP_DEBOUNCE"] = debounce
     started = time.perf_counter()
-    await client.start_io(sys.executable, "-m", "cslint", "lsp", cwd=str(root), env=env)
+    command = ["-c", PROFILED_SERVER, str(profile.resolve())] if profile else ["-m", "cslint", "lsp"]
+    await client.start_io(sys.executable, *command, cwd=str(root), env=env)
     await client.initialize_async(types.InitializeParams(capabilities=types.ClientCapabilities(),
-                                                         root_uri=root.as_uri()))
+                                                         root_uri=folder.as_uri(), workspace_folders=[
+        types.WorkspaceFolder(uri=folder.as_uri(), name=folder.name)]))
     client.initialized(types.InitializedParams())
     text = file.read_text(encoding="utf-8")
     opened = time.perf_counter()
@@ -118,6 +172,8 @@ async def measure(root: Path, file: Path, edits: int, debounce: str | None) -> d
     line, indent = forward_body_line(text)
     latencies = []
     server = client._server
+    if profile:
+        client.protocol.notify("cslintBench/profile", {"on": True})
     cpu_before = cpu_seconds(server.pid) if server is not None else 0.0
     for i in range(edits):
         version = i + 2
@@ -135,6 +191,8 @@ async def measure(root: Path, file: Path, edits: int, debounce: str | None) -> d
         latencies.append(await wait_for(version) - sent)
     cpu = (cpu_seconds(server.pid) - cpu_before) / edits if server is not None else 0.0
     rss, hwm = peak_mb(server.pid) if server is not None else (0.0, 0.0)
+    if profile:
+        client.protocol.notify("cslintBench/profile", {"on": False})
     await client.shutdown_async(None)
     client.exit(None)
     await client.stop()
@@ -147,38 +205,40 @@ async def measure(root: Path, file: Path, edits: int, debounce: str | None) -> d
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--package", type=Path, help="a package directory (default: the installed transformers)")
+    parser.add_argument("--corpus", type=Path, help="a directory in a package (default: the installed transformers' "
+                        "models/)")
     parser.add_argument("--project", type=Path, help="a project directory, used in place (no copy)")
-    parser.add_argument("--file", type=Path, help="the file edited, relative to the package (or --project)")
+    parser.add_argument("--file", type=Path, help="the file edited, relative to the corpus (or --project)")
     parser.add_argument("--edits", type=int, default=50)
     parser.add_argument("--debounce", help="seconds (default: the server's)")
     parser.add_argument("--warm", action="store_true", help="fill the cache with `cslint check` first")
+    parser.add_argument("--profile", type=Path, help="write the server's cProfile stats of the timed edits here")
     args = parser.parse_args()
     if args.project is not None:
         root = args.project.resolve()
         file = root / args.file if args.file else median_model_file(root)
         before = os.getloadavg()[0]
-        found = asyncio.run(measure(root, file, args.edits, args.debounce))
+        found = asyncio.run(measure(root, root, file, args.edits, args.debounce, args.profile))
         report(found, file, file.relative_to(root), root.name, "as found", args.edits, before, os.getloadavg()[0])
         return
-    package = args.package
-    if package is None:
+    source = args.corpus
+    if source is None:
         spec = importlib.util.find_spec("transformers")
         if spec is None or spec.origin is None:
-            raise SystemExit("transformers is not installed here: pass --package")
-        package = Path(spec.origin).parent
+            raise SystemExit("transformers is not installed here: pass --corpus")
+        source = Path(spec.origin).parent / "models"
+    source = source.resolve()
     with tempfile.TemporaryDirectory(prefix="cslint-lsp-bench-") as temporary:
         root = Path(temporary)
-        copy = root / package.name
-        shutil.copytree(package, copy, ignore=shutil.ignore_patterns("__pycache__"))
+        corpus, _ = copy_corpus(source, None, root)
         (root / "pyproject.toml").write_text("[tool.cslint]\n", encoding="utf-8")
-        file = copy / args.file if args.file else median_model_file(copy)
+        file = corpus / args.file if args.file else median_model_file(corpus)
         if args.warm:
             subprocess.run([sys.executable, "-m", "cslint", "check", "--exit-zero", "-q", "."], cwd=root,
                            stdout=subprocess.DEVNULL, check=False)
         before = os.getloadavg()[0]
-        found = asyncio.run(measure(root, file, args.edits, args.debounce))
-        report(found, file, file.relative_to(root), package.name, "filled" if args.warm else "empty", args.edits,
+        found = asyncio.run(measure(root, corpus, file, args.edits, args.debounce, args.profile))
+        report(found, file, file.relative_to(root), str(source), "filled" if args.warm else "empty", args.edits,
                before, os.getloadavg()[0])
 
 
