@@ -251,3 +251,67 @@ def test_a_functions_parameter_uses_are_scanned_once_per_text(monkeypatch: pytes
     assert uses.param_uses(indexed("# an edit above it\n" + source)) == first and scans == ["f"]
     changed = uses.param_uses(indexed(source.replace("if flag:", "if flag.any():")))
     assert scans == ["f", "f"] and changed.flags == frozenset()
+
+
+HOST_HELPER = "def get_scale(x):\n    return x.sum().item()\n"
+CALLER = """\
+from torch import nn
+
+from pkg.scales import get_scale
+
+
+class Net(nn.Module):
+    def forward(self, x):
+        return x * get_scale(x)
+"""
+
+
+def test_with_a_filled_cache_the_first_analysis_scans_only_what_the_document_needs(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the project's cache filled, a document's callers are its recorded reach that still imports it:
+    the first analysis does not scan the imports of every file of the project (a large project's first
+    diagnostics waited for that), and finds what `cslint check` finds, as without the cache."""
+    import os
+    import subprocess
+    import sys
+
+    from cslint import incremental
+    from cslint.lsp.neighbourhood import Neighbourhood
+    from cslint.lsp.workspace import Workspace
+
+    (tmp_path / "pyproject.toml").write_text("[tool.cslint]\n", encoding="utf-8")
+    (tmp_path / "pkg").mkdir()
+    files = {"pkg/__init__.py": "", "pkg/scales.py": HOST_HELPER, "pkg/model.py": CALLER,
+             "pkg/other.py": "import os\n\n\ndef tidy(x):\n    return os.sep\n"}
+    for name, text in files.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+        os.utime(tmp_path / name, (time.time() - 60, time.time() - 60))
+    helper = tmp_path / "pkg/scales.py"
+    expected = [(d.code, d.line, d.column) for d in _lint(helper, HOST_HELPER) if d.path == helper]
+    assert [code for code, _, _ in expected] == ["WSC201"]  # `.item()`, traced through Net.forward in model.py
+    monkeypatch.setenv("CSLINT_CACHE_DIR", str(tmp_path / ".cslint_cache"))
+    monkeypatch.delenv("CSLINT_NO_CACHE", raising=False)
+    subprocess.run([sys.executable, "-m", "cslint", "check", "--exit-zero", "-q", "pkg"], cwd=tmp_path, check=True,
+                   env={**os.environ, "CSLINT_NO_SERVER": "1"}, stdout=subprocess.DEVNULL, timeout=120)
+    monkeypatch.setattr(incremental.Session, "run", lambda self, *args, **kwargs: None)  # no background check
+    scanned: list[str] = []
+    scan = Neighbourhood._scan
+
+    def counted(self: Neighbourhood, key: str, buffers: dict[str, str]) -> object:
+        scanned.append(Path(key).name)
+        return scan(self, key, buffers)
+
+    monkeypatch.setattr(Neighbourhood, "_scan", counted)
+    for text in (HOST_HELPER, "# edited\n" + HOST_HELPER):
+        state = Workspace()
+        state.open(helper, text)
+        (_, found), = state.analyse(helper).values()
+        shift = text.count("\n") - HOST_HELPER.count("\n")
+        assert [(d.code, d.line, d.column) for d in found] == [(c, line + shift, col) for c, line, col in expected]
+        assert "model.py" in scanned and "other.py" not in scanned
+        scanned.clear()
+    monkeypatch.setenv("CSLINT_NO_CACHE", "1")  # without the cache: every file's imports are scanned once
+    state = Workspace()
+    state.open(helper, HOST_HELPER)
+    (_, found), = state.analyse(helper).values()
+    assert [(d.code, d.line, d.column) for d in found] == expected and "other.py" in scanned

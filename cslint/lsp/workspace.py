@@ -174,11 +174,12 @@ class Workspace:
 
         roots = set(wanted)
         for key in wanted:
-            callers = {k for k in hood.importers({key}, texts) if settings.trace_roots or hood.may_hold_roots(k, texts)}
             entry = cache.entries.get(key) if cache is not None else None
-            if entry is not None and entry.diagnostics is not None:
-                callers &= set(entry.reach)
-            roots |= callers
+            if entry is not None and entry.diagnostics is not None:  # its recorded reach that still imports it
+                importing = {k for k in entry.reach if k != key and key in hood.closure({k}, texts)}
+            else:  # every file importing it (the first time, a scan of the project's imports)
+                importing = hood.importers({key}, texts)
+            roots |= {k for k in importing if settings.trace_roots or hood.may_hold_roots(k, texts)}
         files = hood.ordered(hood.closure(roots, texts))
         names = {path: hood.names[path] for path in files}
         linter = Linter(settings, enabled_rules(settings), tree_budget=None if fix else TREE_BUDGET_BYTES)
