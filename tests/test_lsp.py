@@ -93,8 +93,10 @@ class Session:
     """One server process and the diagnostics it published, by URI."""
 
     def __init__(self, root: Path, options: dict[str, Any] | None = None, resolve: bool = True,
-                 cache: bool = False, pull: bool = False) -> None:
+                 cache: bool = False, pull: bool = False, progress: bool = False) -> None:
         self.root, self.options, self.resolve, self.cache, self.pull = root, options, resolve, cache, pull
+        self.progress = progress
+        self.progressed: list[tuple[str, Any]] = []  # `$/progress` notifications: (token, value)
         self.client = LanguageClient("cslint-tests", "1")
         self.published: dict[str, list[types.PublishDiagnosticsParams]] = {}
         self.changed = asyncio.Event()
@@ -103,6 +105,15 @@ class Session:
         @self.client.feature(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
         def _published(params: types.PublishDiagnosticsParams) -> None:
             self.published.setdefault(params.uri, []).append(params)
+            self.changed.set()
+
+        @self.client.feature(types.WINDOW_WORK_DONE_PROGRESS_CREATE)
+        def _create(params: types.WorkDoneProgressCreateParams) -> None:
+            self.progressed.append((str(params.token), "created"))
+
+        @self.client.feature(types.PROGRESS)
+        def _progress(params: types.ProgressParams) -> None:
+            self.progressed.append((str(params.token), params.value))
             self.changed.set()
 
         @self.client.feature(types.WORKSPACE_DIAGNOSTIC_REFRESH)
@@ -120,7 +131,8 @@ class Session:
             refresh_support=True)) if self.pull else None
         await self.client.initialize_async(types.InitializeParams(
             capabilities=types.ClientCapabilities(text_document=types.TextDocumentClientCapabilities(
-                code_action=resolve, diagnostic=pull), workspace=workspace),
+                code_action=resolve, diagnostic=pull), workspace=workspace,
+                window=types.WindowClientCapabilities(work_done_progress=True) if self.progress else None),
             root_uri=self.root.as_uri(), initialization_options=self.options))
         self.client.initialized(types.InitializedParams())
         return self
@@ -752,3 +764,50 @@ def test_a_pulling_client_is_asked_to_pull_again_after_a_configuration_change(tm
             assert again.kind == "full" and "WSC101" not in [d.code for d in again.items]
 
     run(scenario())
+
+
+def test_the_background_check_shows_work_done_progress(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """While the project's cache is brought up to date in the background, a client that shows work done
+    progress gets `$/progress` begin, reports and end on a token it was asked to create; the first
+    diagnostics do not wait for it."""
+    root = _project(tmp_path, {"pkg/__init__.py": "", "pkg/scales.py": SCALES, "pkg/model.py": MODEL})
+    monkeypatch.setenv("CSLINT_CACHE_DIR", str(root / ".cslint_cache"))
+
+    def kind(value: Any) -> str:
+        return value if isinstance(value, str) else value["kind"] if isinstance(value, dict) else value.kind
+
+    async def scenario() -> list[tuple[str, Any]]:
+        async with Session(root, cache=True, progress=True) as s:
+            s.open("pkg/model.py")
+            found = await s.diagnostics("pkg/model.py")
+            assert [d.code for d in found] == ["WSC101"]
+            deadline = asyncio.get_running_loop().time() + 120
+            while not any(kind(value) == "end" for _, value in s.progressed):
+                assert asyncio.get_running_loop().time() < deadline, s.progressed
+                s.changed.clear()
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(s.changed.wait(), 5)
+            return s.progressed
+
+    progressed = run(scenario())
+    kinds = [kind(value) for _, value in progressed]
+    assert kinds[0] == "created" and kinds[1] == "begin" and kinds[-1] == "end", progressed
+    assert set(kinds[2:-1]) <= {"report"}
+    assert len({token for token, _ in progressed}) == 1
+    begin = progressed[1][1]
+    title = begin["title"] if isinstance(begin, dict) else begin.title
+    assert title == f"cslint: checking {root.name}"
+
+
+def test_no_progress_for_a_client_that_does_not_show_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = _project(tmp_path, {"pkg/__init__.py": "", "pkg/scales.py": SCALES, "pkg/model.py": MODEL})
+    monkeypatch.setenv("CSLINT_CACHE_DIR", str(root / ".cslint_cache"))
+
+    async def scenario() -> list[tuple[str, Any]]:
+        async with Session(root, cache=True) as s:
+            s.open("pkg/model.py")
+            assert [d.code for d in await s.diagnostics("pkg/model.py")] == ["WSC101"]
+            await s.diagnostics("pkg/model.py", after=1)  # published again once the cache is up to date
+            return s.progressed
+
+    assert run(scenario()) == []

@@ -49,7 +49,7 @@ class CslintServer(LanguageServer):
                          notebook_document_sync=types.NotebookDocumentSyncOptions(notebook_selector=[
                              types.NotebookDocumentFilterWithCells(cells=[types.NotebookCellLanguage("python")],
                                                                    notebook="jupyter-notebook")], save=True))
-        self.state = Workspace(on_warm=self.warmed)
+        self.state = Workspace(on_warm=self.warmed, on_progress=self.checking)
         self.loop: asyncio.AbstractEventLoop | None = None  # the protocol's, once initialized
         self.analyses = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cslint-analysis")
         self.timers: dict[Path, asyncio.TimerHandle] = {}
@@ -63,6 +63,9 @@ class CslintServer(LanguageServer):
         self.result_ids: dict[Path, int] = {}  # bumped when a document's diagnostics change
         self.analysed_event: asyncio.Event | None = None  # set (and replaced) after each analysis
         self.unprompted: set[Path] = set()  # analyses due to settings, saves or the cache, not to edits
+        self.progress = False  # the client shows work done progress (`$/progress`)
+        self.checks: dict[Path, str | None] = {}  # projects checked in the background: their progress token
+        self.progress_tokens = 0  # tokens made so far
 
     # ---- analysis --------------------------------------------------------------------------------
 
@@ -188,7 +191,37 @@ class CslintServer(LanguageServer):
         if self.loop is not None:
             self.loop.call_soon_threadsafe(self._reanalyse_project, root)
 
+    def checking(self, root: Path, message: str, percentage: int | None) -> None:
+        """From the thread bringing `root`'s cache up to date: how it goes, shown as work done progress
+        (as ruff's server shows its own work) when the client can show it."""
+        if self.loop is not None and self.progress:
+            self.loop.call_soon_threadsafe(self._show_progress, root, message, percentage)
+
+    def _show_progress(self, root: Path, message: str, percentage: int | None) -> None:
+        if root not in self.checks:  # the client makes the token first; reports before it is made are dropped
+            self.checks[root] = None
+            self.loop.create_task(self._begin_progress(root, message, percentage))  # type: ignore[union-attr]
+        elif self.checks[root] is not None:
+            self.work_done_progress.report(self.checks[root], types.WorkDoneProgressReport(  # type: ignore[arg-type]
+                message=message, percentage=percentage))
+
+    async def _begin_progress(self, root: Path, message: str, percentage: int | None) -> None:
+        self.progress_tokens += 1
+        token = f"cslint-check-{self.progress_tokens}"
+        try:
+            await self.work_done_progress.create_async(token)
+        except Exception:  # the client refused: no progress shown
+            return
+        if root not in self.checks:  # up to date already
+            return
+        self.checks[root] = token
+        self.work_done_progress.begin(token, types.WorkDoneProgressBegin(
+            title=f"cslint: checking {root.name}", message=message, percentage=percentage))
+
     def _reanalyse_project(self, root: Path) -> None:
+        token = self.checks.pop(root, None)
+        if token is not None:
+            self.work_done_progress.end(token, types.WorkDoneProgressEnd(message="up to date"))
         self.window_log_message(types.LogMessageParams(type=types.MessageType.Info,
                                                        message=f"cslint: the cache of {root} is up to date"))
         for path in list(self.state.documents):
@@ -214,6 +247,8 @@ def initialize(ls: CslintServer, params: types.InitializeParams) -> None:
     ls.loop = asyncio.get_running_loop()
     text_document, workspace = params.capabilities.text_document, params.capabilities.workspace
     ls.pull = text_document is not None and text_document.diagnostic is not None
+    window = params.capabilities.window
+    ls.progress = window is not None and bool(window.work_done_progress)
     ls.refresh = workspace is not None and workspace.diagnostics is not None and \
         bool(workspace.diagnostics.refresh_support)
     options = params.initialization_options

@@ -30,10 +30,12 @@ from typing import Any
 from cslint.config import ConfigError, Settings, load_settings, settings_from_table
 from cslint.lsp.neighbourhood import Neighbourhood
 from cslint.overlay import WarmIndexes, unsaved_buffers, warm_analyses
+from cslint.progress import Progress
 from cslint.report import BUG_HINT, INTERNAL_ERROR, Diagnostic, RunResult
 from cslint.runner import FixChoice
 
 _FIELDS = {f.name for f in fields(Settings)}
+TOLD_EVERY = 0.5  # seconds between reports of a background check's progress
 
 
 @dataclass
@@ -45,9 +47,11 @@ class Document:
 
 class Workspace:
     def __init__(self, options: dict[str, Any] | None = None,
-                 on_warm: Callable[[Path], None] | None = None) -> None:
+                 on_warm: Callable[[Path], None] | None = None,
+                 on_progress: Callable[[Path, str, int | None], None] | None = None) -> None:
         self.options = dict(options or {})  # [tool.cslint] keys, from initializationOptions
         self.on_warm = on_warm  # told (from another thread) when a project's cache is up to date
+        self.on_progress = on_progress  # told (from that thread) how bringing it up to date goes
         self.documents: dict[Path, Document] = {}
         self.findings: dict[Path, tuple[Document, list[Diagnostic]]] = {}  # each open document's last analysis
         self.traced: dict[Path, list[tuple[list[str], str]]] = {}  # its traced functions' chains and reasons
@@ -293,7 +297,9 @@ class Workspace:
         root = key[0]
         try:
             files = self._project_files(root, settings)
-            session = Session(settings, _codes(settings), cache=cache, jobs=_cores())
+            progress = _Told(lambda message, percentage: self.on_progress(root, message, percentage)) \
+                if self.on_progress is not None else None
+            session = Session(settings, _codes(settings), cache=cache, jobs=_cores(), progress=progress)
             run_with_deep_stack(lambda: session.run(files))
         except Exception:  # the cache is a help: analyses go on without it being up to date
             logging.getLogger(__name__).exception("cslint: bringing the cache of %s up to date failed", root)
@@ -301,6 +307,23 @@ class Workspace:
             self._updating.pop(key, None)
         if self.on_warm is not None:
             self.on_warm(root)
+
+
+class _Told(Progress):
+    """A background check's progress, told to `tell(message, percentage)` at most every `TOLD_EVERY` seconds
+    and at each new phase."""
+
+    def __init__(self, tell: Callable[[str, int | None], None]) -> None:
+        super().__init__()
+        self.tell = tell
+        self._told = (float("-inf"), "")  # when, and in which phase, it was last told
+
+    def _show(self, force: bool = False) -> None:  # called with the lock held, after each change
+        if self.name == self._told[1] and self.clock() - self._told[0] < TOLD_EVERY:
+            return
+        self._told = (self.clock(), self.name)
+        counted = f" ({self.done:,}/{self.total:,} files)" if self.total else ""
+        self.tell(f"{self.name}{counted}", min(100, 100 * self.done // self.total) if self.total else None)
 
 
 def _cores() -> int:
