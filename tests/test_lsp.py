@@ -811,3 +811,60 @@ def test_no_progress_for_a_client_that_does_not_show_it(tmp_path: Path, monkeypa
             return s.progressed
 
     assert run(scenario()) == []
+
+
+def test_a_notebook_cells_code_actions_and_hover_are_its_findings(tmp_path: Path) -> None:
+    """In a notebook cell, as in a file (and as ruff's server does): a finding's fix, whose edit is what
+    `cslint check --fix` makes of that cell, the noqa action on the cell's line, fix-all, and the hover."""
+    notebook = {"cells": [{"cell_type": "code" if code else "markdown", "metadata": {}, "source": text,
+                           **({"outputs": [], "execution_count": None} if code else {})}
+                          for code, text in NOTEBOOK_CELLS],
+                "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    root = _project(tmp_path, {"nb.ipynb": json.dumps(notebook), "fixed.ipynb": json.dumps(notebook)})
+    _check(root, "fixed.ipynb", "--fix")
+    fixed = [cell["source"] for cell in json.loads((root / "fixed.ipynb").read_text(encoding="utf-8"))["cells"]]
+    fixed = ["".join(text) if isinstance(text, list) else text for text in fixed]
+    assert fixed[:2] == [text for _, text in NOTEBOOK_CELLS[:2]] and "torch.where" in fixed[2]
+    path = root / "nb.ipynb"
+    cells = [f"vscode-notebook-cell:{path}#cell{number}" for number in range(1, 4)]
+    texts = [text for _, text in NOTEBOOK_CELLS]
+
+    def applied(action: types.CodeAction) -> list[str]:
+        assert action.edit is not None and action.edit.changes is not None
+        return [apply_edits(text, action.edit.changes.get(uri, [])) for uri, text in zip(cells, texts)]
+
+    async def scenario() -> None:
+        async with Session(root) as s:
+            s.client.notebook_document_did_open(types.DidOpenNotebookDocumentParams(
+                notebook_document=types.NotebookDocument(
+                    uri=path.as_uri(), notebook_type="jupyter-notebook", version=1,
+                    cells=[types.NotebookCell(kind=types.NotebookCellKind.Code if code else
+                                              types.NotebookCellKind.Markup, document=uri)
+                           for uri, (code, _) in zip(cells, NOTEBOOK_CELLS)]),
+                cell_text_documents=[types.TextDocumentItem(uri=uri, language_id="python" if code else "markdown",
+                                                            version=1, text=text)
+                                     for uri, (code, text) in zip(cells, NOTEBOOK_CELLS)]))
+            while not s.published.get(cells[2]):
+                s.changed.clear()
+                await asyncio.wait_for(s.changed.wait(), 90)
+            found = list(s.published[cells[2]][-1].diagnostics)
+            branch = next(d for d in found if d.code == "WSC101")
+            actions = await s.client.text_document_code_action_async(types.CodeActionParams(
+                text_document=types.TextDocumentIdentifier(uri=cells[2]), range=branch.range,
+                context=types.CodeActionContext(diagnostics=[branch])))
+            by_title = {a.title: a for a in actions or [] if isinstance(a, types.CodeAction)}
+            fix = next(a for title, a in by_title.items() if title.startswith("Fix: "))
+            assert applied(await s.client.code_action_resolve_async(fix)) == fixed
+            noqa = by_title["Ignore WSC101 for this line"]
+            assert applied(noqa)[2].splitlines()[2] == "        if x.max() > 0:  # noqa: WSC101"
+            fix_all = await s.client.code_action_resolve_async(by_title["cslint: fix all safe fixes"])
+            assert applied(fix_all) == fixed
+            hover = await s.client.text_document_hover_async(types.HoverParams(
+                text_document=types.TextDocumentIdentifier(uri=cells[2]), position=branch.range.start))
+            assert hover is not None and "WSC101" in hover.contents.value  # type: ignore[union-attr]
+            nothing = await s.client.text_document_code_action_async(types.CodeActionParams(
+                text_document=types.TextDocumentIdentifier(uri=cells[1]), range=branch.range,
+                context=types.CodeActionContext(diagnostics=[])))
+            assert not nothing
+
+    run(scenario())

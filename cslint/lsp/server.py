@@ -20,6 +20,7 @@ import asyncio
 import os
 import sys
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
@@ -30,7 +31,7 @@ from pygls.lsp.server import LanguageServer
 from cslint import __version__
 from cslint.deep_stack import RECURSION_LIMIT
 from cslint.lsp.collector import Collector
-from cslint.lsp.notebooks import by_cell, cells_of, notebook_text
+from cslint.lsp.notebooks import by_cell, cell_edits, cells_of, notebook_text, placed_in_cells
 from cslint.lsp.convert import SOURCE, hover_text, lsp_range, minimal_edits, related_information, to_lsp
 from cslint.lsp.workspace import Document, Workspace
 from cslint.notebook import is_notebook
@@ -376,20 +377,45 @@ def did_change_configuration(ls: CslintServer, params: types.DidChangeConfigurat
 # ---- code actions ------------------------------------------------------------------------------
 
 
-def _findings_at(ls: CslintServer, path: Path, rng: types.Range) -> list[Diagnostic]:
-    """The current findings of a document whose ranges meet `rng` (client units)."""
-    found = ls.state.findings.get(path)
-    if found is None:
+@dataclass
+class Located:
+    """What a URI the client names shows: a document's text, or one cell of a notebook."""
+
+    path: Path  # the document analysed (the notebook, for a cell)
+    text: str  # the text at the URI now (the cell's own)
+    findings: list[tuple[Diagnostic, Diagnostic]]  # its last analysis's: (lines counted in `text`, as found)
+
+
+def _located(ls: CslintServer, uri: str) -> Located | None:
+    """The open document at `uri`, or the open notebook whose cell it is, with its last findings."""
+    path = _path(uri)
+    document = ls.state.documents.get(path)
+    if document is not None and not is_notebook(path):
+        _, found = ls.state.findings.get(path, (document, []))
+        return Located(path, document.text, [(d, d) for d in found])
+    notebook = ls.workspace.get_notebook_document(cell_uri=uri)
+    path = _path(notebook.uri) if notebook is not None else path
+    if notebook is None or path not in ls.state.documents:
+        return None
+    analysed, found = ls.state.findings.get(path, (ls.state.documents[path], []))
+    numbers = [number for number, (cell, _) in enumerate(cells_of(analysed.text), 1) if cell == uri]
+    findings = [(placed, d) for number, placed, d in placed_in_cells(found, analysed.text) if number in numbers]
+    return Located(path, ls.workspace.get_text_document(uri).source, findings)
+
+
+def _findings_at(ls: CslintServer, uri: str, rng: types.Range) -> list[tuple[Diagnostic, Diagnostic]]:
+    """The findings shown at `uri` whose ranges meet `rng` (client units)."""
+    located = _located(ls, uri)
+    if located is None:
         return []
-    document, diagnostics = found
-    lines = document.text.splitlines(keepends=True)
+    lines = located.text.splitlines(keepends=True)
     codec = ls.workspace.position_codec
     out = []
-    for d in diagnostics:
-        span = lsp_range(d, lines, codec)
+    for shown, d in located.findings:
+        span = lsp_range(shown, lines, codec)
         if (span.start.line, span.start.character) <= (rng.end.line, rng.end.character) and \
                 (rng.start.line, rng.start.character) <= (span.end.line, span.end.character):
-            out.append(d)
+            out.append((shown, d))
     return out
 
 
@@ -414,13 +440,12 @@ async def code_action(ls: CslintServer, params: types.CodeActionParams) -> list[
     from cslint.noqa_edit import add_noqa_to_text
 
     uri = params.text_document.uri
-    path = _path(uri)
-    document = ls.state.documents.get(path)
-    if document is None or is_notebook(path):  # a notebook's cells get diagnostics only
+    located = _located(ls, uri)
+    if located is None:
         return []
     only = params.context.only
     actions: list[types.CodeAction] = []
-    for d in _findings_at(ls, path, params.range):
+    for shown, d in _findings_at(ls, uri, params.range):
         related = [x for x in params.context.diagnostics if x.source == SOURCE and x.code == d.code]
         if d.fix is not None and _wants(only, types.CodeActionKind.QuickFix):
             unsafe = d.fix.applicability != "safe"
@@ -429,12 +454,12 @@ async def code_action(ls: CslintServer, params: types.CodeActionParams) -> list[
                 diagnostics=related or None, is_preferred=not unsafe,
                 data={"uri": uri, "fix": [d.code, d.line, d.column], "unsafe": unsafe}))
         if _wants(only, types.CodeActionKind.QuickFix):
-            quieted, added = add_noqa_to_text(document.text, {d.line: {d.code}})
+            quieted, added = add_noqa_to_text(located.text, {shown.line: {d.code}})
             if added:
                 actions.append(types.CodeAction(
                     title=f"Ignore {d.code} for this line", kind=types.CodeActionKind.QuickFix,
-                    diagnostics=related or None, edit=_edit(uri, document.text, quieted)))
-    fixable = [d for d in ls.state.findings.get(path, (None, []))[1] if d.fix is not None]
+                    diagnostics=related or None, edit=_edit(uri, located.text, quieted)))
+    fixable = [d for _, d in located.findings if d.fix is not None]
     if any(d.fix.applicability == "safe" for d in fixable) and _wants(only, FIX_ALL):  # type: ignore[union-attr]
         actions.append(types.CodeAction(title="cslint: fix all safe fixes", kind=FIX_ALL,
                                         data={"uri": uri, "unsafe": False}))
@@ -456,11 +481,10 @@ async def _resolve(ls: CslintServer, action: types.CodeAction) -> types.CodeActi
     uri = data.get("uri")
     if action.edit is not None or not isinstance(uri, str):
         return action
-    path = _path(uri)
-    document = ls.state.documents.get(path)
-    if document is None:
+    located = _located(ls, uri)
+    if located is None:
         return action
-    text = document.text
+    document = ls.state.documents[located.path]
     chosen = data.get("fix")
 
     def choice(d: Diagnostic) -> bool:
@@ -468,8 +492,12 @@ async def _resolve(ls: CslintServer, action: types.CodeAction) -> types.CodeActi
 
     loop = asyncio.get_running_loop()
     fixed = await loop.run_in_executor(ls.analyses, lambda: ls.state.fixed_text(
-        path, bool(data.get("unsafe")), choice if chosen else None))
-    action.edit = _edit(uri, text, fixed if fixed is not None else text)
+        located.path, bool(data.get("unsafe")), choice if chosen else None))
+    if is_notebook(located.path):  # the cells it changed, each edited as a document of its own
+        changed = cell_edits(document.text, fixed) if fixed is not None else {}
+        action.edit = types.WorkspaceEdit(changes={cell: minimal_edits(a, b) for cell, (a, b) in changed.items()})
+    else:
+        action.edit = _edit(uri, document.text, fixed if fixed is not None else document.text)
     return action
 
 
@@ -478,14 +506,14 @@ async def _resolve(ls: CslintServer, action: types.CodeAction) -> types.CodeActi
 
 @server.feature(types.TEXT_DOCUMENT_HOVER)
 def hover(ls: CslintServer, params: types.HoverParams) -> types.Hover | None:
-    path = _path(params.text_document.uri)
-    if is_notebook(path):  # a notebook's cells get diagnostics only
-        return None
     point = types.Range(start=params.position, end=params.position)
-    found = _findings_at(ls, path, point)
+    found = _findings_at(ls, params.text_document.uri, point)
     if found:
-        text = "\n\n---\n\n".join(hover_text(d) for d in found)
+        text = "\n\n---\n\n".join(hover_text(shown) for shown, _ in found)
         return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=text))
+    path = _path(params.text_document.uri)
+    if path not in ls.state.documents or is_notebook(path):  # a notebook's cell: its findings only
+        return None
     roots = _roots_reaching(ls, path, params.position.line + 1)
     if roots:
         lines = [f"**cslint**: traced from {len(roots)} root{'s' if len(roots) != 1 else ''}:", ""] + \

@@ -29,6 +29,7 @@ from typing import Any
 
 from cslint.config import ConfigError, Settings, load_settings, settings_from_table
 from cslint.lsp.neighbourhood import Neighbourhood
+from cslint.notebook import NotebookError
 from cslint.overlay import WarmIndexes, unsaved_buffers, warm_analyses
 from cslint.progress import Progress
 from cslint.report import BUG_HINT, INTERNAL_ERROR, Diagnostic, RunResult
@@ -231,7 +232,8 @@ class Workspace:
         return None
 
     def fixed_text(self, path: Path, unsafe: bool, choice: FixChoice | None = None) -> str | None:
-        """The document's text with its fixes (or the one `choice` picks) applied; None if none applies."""
+        """The document's text (a notebook's JSON) with its fixes (or the one `choice` picks) applied; None
+        if none applies."""
         key = _key(path)
         document = self.documents.get(key)
         if document is None:
@@ -243,7 +245,14 @@ class Workspace:
                            {str(p): d.text for p, d in snapshot.items()}, {str(key)}, self._cache(settings, root),
                            fix=choice or True, unsafe=unsafe)
         changed = [s for s in result.changed_files if _key(s.path) == key]
-        return changed[0].text if changed else None
+        if not changed:
+            return None
+        if changed[0].notebook is None:
+            return changed[0].text
+        try:  # a notebook's fixed code cells, back in its JSON (as `cslint check --fix` writes it)
+            return changed[0].notebook.with_python(changed[0].text)
+        except NotebookError:  # a fix that would move a cell boundary is not applied
+            return None
 
     def _warm_indexes(self, settings: Settings, root: Path) -> WarmIndexes:
         """The project's indexes kept between analyses under these settings (one set: a settings change
