@@ -312,20 +312,23 @@ class Session:
         stale |= self._disputed() & linked
         self.profile.count("files", len(target_states))
         reports: dict[str, list[Diagnostic]] = {}
-        reach: dict[str, set[str]] = {}
+        reach: dict[str, frozenset[str]] = {}
         result = RunResult(files_checked=sum(1 for s in target_states if s.hash != "unreadable"))
         for _ in range(len(self.states) + 1):  # grows only when a reused report turns out to be stale
             if not stale:
                 break
-            analysed = set(stale)
+            # each stale file's dependencies (see `dependencies`), found in one walk: one walk per file
+            # went over most of the tree each where imports are dense
+            starts = set(stale)
             for key in stale:
                 entry = self.states[key].entry
-                analysed |= {k for k in self.dependencies(key, entry.reach if entry else []) if k in self.states}
+                starts.update(r for r in (entry.reach if entry else ()) if r in self.states)
+            analysed = {k for k in reachable(starts, self.direct) if k in self.states}
             result = RunResult(files_checked=result.files_checked)
             self.profile.count("files analysed", len(analysed))
             reports, reach = self._analyse(analysed, stale, fix, unsafe_fixes, result)
             newly = {key for key in analysed - stale if self.states[key].entry is not None and
-                     not reach.get(key, set()) <= set(self.states[key].entry.reach)}  # type: ignore[union-attr]
+                     not reach.get(key, frozenset()) <= {key, *self.states[key].entry.reach}}  # type: ignore[union-attr]
             if not newly:
                 break
             stale |= newly
@@ -335,7 +338,7 @@ class Session:
         if self.cache is not None:
             for key in stale:
                 state = self.states[key]
-                found = sorted(reach.get(key, set()))
+                found = sorted(reach.get(key, frozenset()) - {key})
                 if key not in changed and state.hash != "unreadable" and (state.target or not fix) and \
                         self._storable(state, found):
                     self._store(state, reports.get(key, []), found)
@@ -418,7 +421,7 @@ class Session:
             diagnostics=[_freeze(d) for d in diagnostics], hints=state.hints.as_json())
 
     def _analyse(self, analysed: set[str], wanted: set[str], fix: bool | FixChoice, unsafe: bool,
-                 result: RunResult) -> tuple[dict[str, list[Diagnostic]], dict[str, set[str]]]:
+                 result: RunResult) -> tuple[dict[str, list[Diagnostic]], dict[str, frozenset[str]]]:
         names = {self.states[k].path: (self.states[k].name, self.states[k].is_package) for k in analysed}
         if fix:  # fixes rewrite parsed trees in this process
             from cslint.runner import Linter
@@ -531,16 +534,13 @@ class Session:
                                                             dict[str, Path]]:
         """A group, with every file its files import (directly or not) there to resolve names: (path,
         whether it is the group's, whether it is wanted), in survey order."""
-        seen: set[str] = set()
-        for key in group:
-            seen |= self.closure(key)
-        keys = sorted(seen & analysed, key=self.order.__getitem__)
+        keys = sorted(reachable(group, self.direct) & analysed, key=self.order.__getitem__)
         files = [(self.states[key].path, key in group, key in wanted) for key in keys]
         in_task = {path: names[path] for path, _, _ in files}
         return files, in_task, {alias: path for alias, path in self.aliases.items() if path in in_task}
 
     def _collect(self, done: list[tuple[set[str], Any]],
-                 result: RunResult) -> tuple[dict[str, list[Diagnostic]], dict[str, set[str]]]:
+                 result: RunResult) -> tuple[dict[str, list[Diagnostic]], dict[str, frozenset[str]]]:
         """Each file's report and reach from the one analysis its traced code was in, else from its group's."""
         owner: dict[str, int] = {}
         for i, (group, _) in enumerate(done):
@@ -548,7 +548,7 @@ class Session:
         for i, (_, output) in enumerate(done):
             owner.update(dict.fromkeys(output[2], i))
         diagnostics: list[Diagnostic] = []
-        reach: dict[str, set[str]] = {}
+        reach: dict[str, frozenset[str]] = {}
         errors: dict[str, None] = {}
         for i, (_, (found, task_errors, task_reach, _, read)) in enumerate(done):
             self._note_read(read)
@@ -765,11 +765,16 @@ def _keyed_hashes(hashes: dict[Path, str]) -> dict[str, str]:
     return {_key(path): digest for path, digest in hashes.items()}
 
 
-def _keyed_reach(reach: dict[Path, set[Path]]) -> dict[str, set[str]]:
-    """Each path made a key once: where traced code shares a helper, every file reaches every other one."""
-    keys = {path: _key(path) for path in reach}
-    keys.update((r, _key(r)) for roots in reach.values() for r in roots if r not in keys)
-    return {keys[path]: {keys[r] for r in roots} for path, roots in reach.items()}
+def _keyed_reach(reach: dict[Path, frozenset[Path]]) -> dict[str, frozenset[str]]:
+    """The same with keys, sets shared as they were: where traced code shares a helper, every file reaches
+    every other one, and one set of N files stands for N sets (itself included: see Linter.analyse)."""
+    keyed: dict[int, frozenset[str]] = {}
+    out = {}
+    for path, roots in reach.items():
+        if id(roots) not in keyed:
+            keyed[id(roots)] = frozenset(map(_key, roots))
+        out[_key(path)] = keyed[id(roots)]
+    return out
 
 
 def _key(path: Path) -> str:

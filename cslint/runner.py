@@ -70,7 +70,7 @@ class Linter:
         self.profile = profile or Profile(enabled=False)
         self.checker = Checker(rules, settings, self.profile)
         self.enabled_codes = frozenset(r.code for r in rules)
-        self.reach: dict[Path, set[Path]] = {}
+        self.reach: dict[Path, frozenset[Path]] = {}  # see analyse
         self.read_hashes: dict[Path, str] = {}  # content hash of every file as read, for the cache
         # other names files are imported by (namespace packages), when the caller worked them out over
         # more files than this run sees; else from the project root (module_names.import_aliases)
@@ -132,7 +132,8 @@ class Linter:
                 roots_in: Collection[Path] | None = None) -> dict[Path, list[Finding]]:
         """Findings per file, every tree kept. Also sets `self.reach`: for each file with traced code,
         the files whose traced roots reach code in it (what its findings depend on besides its own
-        imports). Roots are looked for in `roots_in` only, when given."""
+        imports), itself included; files with the same such files share one set. Roots are looked for in
+        `roots_in` only, when given."""
         self._budget = None
         for source in sources:  # an editor's fix needs the trees of its documents only (`only_in`)
             if source.tree is None and source.syntax_error is None and _likely_traced(source.text) and \
@@ -301,8 +302,13 @@ class Linter:
         return LazyModules(modules, [name for name, _ in names.values()], load)
 
     def _record_reach(self, program: TracedProgram, by_module: dict[str, SourceFile]) -> None:
-        self.reach = {by_module[m].path: {by_module[r].path for r in rs if r in by_module}
-                      for m, rs in program.influencing_modules().items() if m in by_module}
+        paths: dict[int, frozenset[Path]] = {}  # one set of paths for each set of modules (most are shared)
+        self.reach = {}
+        for module, reached in program.influencing_modules().items():
+            if module in by_module:
+                if id(reached) not in paths:
+                    paths[id(reached)] = frozenset(by_module[r].path for r in reached if r in by_module)
+                self.reach[by_module[module].path] = paths[id(reached)]
         if self.only_in is not None:  # an editor's hover on a traced `def` says which root reaches it
             self.traced = {}
             for traced in program.functions.values():

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import fnmatch
 import heapq
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -423,25 +423,66 @@ class TracedProgram:
         self._given[callee] = given
         return changed
 
-    def influencing_modules(self) -> dict[str, set[str]]:
-        """For each module with traced code, the other modules whose traced code can change what is
-        inferred in it: its callers (up to the roots), and the callers of everything it calls (a helper's
-        parameters, and so its result, are the join of what all its callers pass)."""
+    def influencing_modules(self) -> dict[str, frozenset[str]]:
+        """For each module with traced code, the modules whose traced code can change what is inferred in
+        it, itself included: its callers (up to the roots), and the callers of everything it calls (a
+        helper's parameters, and so its result, are the join of what all its callers pass).
+
+        Where traced code meets in a shared helper, every module's set is most of the program: made one by
+        one (N walks of the whole call graph) and kept one per module, they took time and memory growing
+        as N². A function's callers, directly or not, include those of each function calling it, so the
+        set is that of the callers of the functions it reaches that call nothing further: the sinks of
+        the call graph and the functions on its cycles (`_ends`); an end called only from the module's own
+        functions adds nothing. Modules reaching the same ends share one set (the same object, also
+        across processes: pickle keeps it one)."""
         module_of = {name: t.func.module.name for name, t in self.functions.items()}
         callees: dict[str, set[str]] = {}
         for callee, callers in self._callers.items():
             for caller in callers:
                 callees.setdefault(caller, set()).add(callee)
-
+        ends = _ends(set(module_of) | set(callees) | set(self._callers), callees, self._callers)
         by_module: dict[str, set[str]] = {}
         for name, module in module_of.items():
             by_module.setdefault(module, set()).add(name)
-        out: dict[str, set[str]] = {}
+        callers_of: dict[str, set[str]] = {}  # an end's callers, directly or not, with itself
+        shared: dict[frozenset[str], frozenset[str]] = {}
+        out: dict[str, frozenset[str]] = {}
         for module, names in by_module.items():
-            reached = reachable(names, lambda n: callees.get(n, ()))  # what this module's functions call, transitively
-            influencing = reachable(reached, lambda n: self._callers.get(n, ()))  # and every caller of any of that
-            out[module] = {module_of[n] for n in influencing if n in module_of} - {module}
+            reached = []
+            for end in reachable(names, lambda n: callees.get(n, ())) & ends:
+                if end not in callers_of:
+                    callers_of[end] = reachable({end}, lambda n: self._callers.get(n, ()))
+                if not callers_of[end] <= names:  # else it adds no module but this one
+                    reached.append(end)
+            if not reached:
+                out[module] = frozenset({module})
+                continue
+            key = frozenset(reached)
+            if key not in shared:
+                influencing = set().union(*(callers_of[end] for end in key))
+                shared[key] = frozenset(module_of[n] for n in influencing if n in module_of)
+            out[module] = shared[key]
         return out
 
     def in_module(self, module_name: str) -> list[TracedFunction]:
         return [t for t in self.functions.values() if t.func.module.name == module_name]
+
+
+def _ends(nodes: set[str], callees: dict[str, set[str]], callers: dict[str, dict[str, None]]) -> set[str]:
+    """Functions every function reaches one of by calls: those that call nothing, and those on a cycle
+    (or between two: the functions left after stripping, again and again, those that call nothing left
+    and those called by nothing left)."""
+
+    def stripped(successors: Mapping[str, Collection[str]], predecessors: Mapping[str, Collection[str]]) -> set[str]:
+        left = {n: len(successors.get(n, ())) for n in nodes}
+        queue = [n for n, count in left.items() if count == 0]
+        gone = set(queue)
+        while queue:
+            for before in predecessors.get(queue.pop(), ()):
+                left[before] -= 1
+                if left[before] == 0:
+                    gone.add(before)
+                    queue.append(before)
+        return nodes - gone
+
+    return {n for n in nodes if not callees.get(n)} | (stripped(callees, callers) & stripped(callers, callees))
