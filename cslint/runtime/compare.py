@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import ast
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -67,6 +68,9 @@ def _relative(path: str) -> str:
     return path if rel.startswith("..") else rel
 
 
+Key = tuple[str, int, str]  # (path, line, rule family)
+
+
 def compare_with_static(report: RuntimeReport) -> Comparison:
     """Match by file, line and family: the runtime names the family, the static rule the exact shape."""
     from cslint.config import load_settings
@@ -84,8 +88,37 @@ def compare_with_static(report: RuntimeReport) -> Comparison:
     static = {(str(d.path.resolve()), d.line, d.code[:4]): f"{d.code} {d.message}" for d in result.diagnostics}
     runtime = {(str(Path(f.path).resolve()), f.line, f.code[:4]): f"{f.code} [{f.backend}] {f.message}"
                for f in report.findings}
+    for static_key, runtime_key in _inside_the_static_block(static, runtime):
+        text = runtime.pop(runtime_key)
+        runtime[static_key] = f"{runtime[static_key]}; {text}" if static_key in runtime else text
     rows = []
     for key in sorted(set(static) | set(runtime)):
         verdict = BOTH if key in static and key in runtime else STATIC_ONLY if key in static else RUNTIME_ONLY
         rows.append(Row(_relative(key[0]), key[1], static.get(key, ""), runtime.get(key, ""), verdict))
     return Comparison(rows)
+
+
+def _inside_the_static_block(static: dict[Key, str], runtime: dict[Key, str]) -> list[tuple[Key, Key]]:
+    """One problem reported at several lines: the static rule at an `if`/`for`/`while`/`with` header (the
+    `if "step" not in state:` guard), the runtime at the lines inside that block that did it (each
+    assignment that made state). Pairs each runtime finding with no static one of its family at its own line
+    with the innermost such header of its family in its file that no runtime finding matches."""
+    headers = [key for key in static if key not in runtime]
+    ends: dict[str, dict[int, int]] = {}
+    pairs = []
+    for key in sorted(k for k in runtime if k not in static):
+        around = [h for h in headers if h[0] == key[0] and h[2] == key[2]
+                  and h[1] < key[1] <= ends.setdefault(h[0], _block_ends(h[0])).get(h[1], 0)]
+        if around:
+            pairs.append((max(around, key=lambda h: h[1]), key))
+    return pairs
+
+
+def _block_ends(path: str) -> dict[int, int]:
+    """For each line that starts an `if`/`for`/`while`/`with` block in the file, the block's last line."""
+    try:
+        tree = ast.parse(Path(path).read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, ValueError):
+        return {}
+    blocks = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith)
+    return {node.lineno: node.end_lineno or node.lineno for node in ast.walk(tree) if isinstance(node, blocks)}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections import defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -21,7 +22,8 @@ from torch.utils._pytree import tree_map
 from cslint.runtime.classify import KIND_DEFAULTS, classify, state_created_in_step
 from cslint.runtime.findings import RuntimeFinding, RuntimeReport
 from cslint.runtime.on_device import REPLACEMENTS
-from cslint.runtime.frames import UserFrame, call_chain, instruction_span, is_plumbing, user_frame
+from cslint.runtime.frames import UserFrame, call_chain, instruction_span, is_library_file, is_plumbing, user_frame
+from cslint.runtime.optimizer_check import StateRecorder, class_files, recording_state
 from cslint.runtime.targets import Step
 
 aten = torch.ops.aten
@@ -199,10 +201,18 @@ def _tensors(value: Any) -> list[torch.Tensor]:
     return []
 
 
+def _own_files(optimizer: torch.optim.Optimizer) -> set[str]:
+    """The files of an optimizer's classes outside torch (the user's, a package's such as prodigyopt)."""
+    torch_dir = os.path.dirname(torch.__file__)
+    return {path for path in class_files(optimizer) if not is_library_file(path, torch_dir)}
+
+
 @contextmanager
 def _watching_optimizers(watcher: Watcher) -> Iterator[None]:
-    """Every optimizer's step(): mark its ops, and report state it creates (WSC301, like the static rule)."""
+    """Every optimizer's step(): mark its ops, and report state it creates (WSC301, like the static rule):
+    for an optimizer outside torch at its line that created the state, else at the user's `opt.step()`."""
     before: dict[int, set[tuple[int, str]]] = {}
+    recorders: dict[int, StateRecorder] = {}
 
     def keys(optimizer: torch.optim.Optimizer) -> set[tuple[int, str]]:
         return {(id(p), str(k)) for p, state in optimizer.state.items() for k in state}
@@ -210,16 +220,30 @@ def _watching_optimizers(watcher: Watcher) -> Iterator[None]:
     def pre(optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
         watcher.optimizer_steps += 1
         before[id(optimizer)] = keys(optimizer)
+        own = _own_files(optimizer)
+        if own:
+            recorders[id(optimizer)] = recorder = StateRecorder(own)
+            recorder.phase = "step"
+            optimizer.state = recording_state(recorder, dict(optimizer.state))
 
     def post(optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
         watcher.optimizer_steps -= 1
         new = sorted({k for _, k in keys(optimizer) - before.pop(id(optimizer), set())})
+        recorder = recorders.pop(id(optimizer), None)
+        if recorder is not None:
+            optimizer.state = defaultdict(dict, {p: dict(state) for p, state in optimizer.state.items()})
         frame = user_frame(sys._getframe(1))
         if new and frame is not None:
             watcher.created_state = True
-            watcher.report.add(RuntimeFinding(
-                "WSC301", frame.path, frame.line, state_created_in_step(type(optimizer).__name__, new),
-                "lazy", chain=call_chain(sys._getframe(1))))
+            chain = call_chain(sys._getframe(1))
+            path, line = frame.path, frame.line
+            made = [(site_path, site_line) for key, (_, site_path, site_line) in recorder.created.items()
+                    if key in new and (site_path, site_line) in recorder.functions] if recorder else []
+            if made:  # the first line that made state, in the optimizer's own code
+                path, line = made[0]
+                chain += (f"{path}:{line} in {recorder.functions[made[0]]}",)  # type: ignore[union-attr]
+            watcher.report.add(RuntimeFinding("WSC301", path, line, state_created_in_step(
+                type(optimizer).__name__, new), "lazy", chain=chain))
 
     handles = [register_optimizer_step_pre_hook(pre), register_optimizer_step_post_hook(post)]
     try:

@@ -15,12 +15,13 @@ from cslint.runtime.frames import user_frame
 from cslint.runtime.targets import OptimizerStep
 
 
-class _Recorder:
+class StateRecorder:
     def __init__(self, class_files: set[str]) -> None:
         self.class_files = class_files
         self.phase = "construction"
         self.created: dict[str, tuple[str, str, int]] = {}  # key -> (phase, path, line), first creation
         self.last_set: dict[str, tuple[str, int]] = {}
+        self.functions: dict[tuple[str, int], str] = {}  # (path, line) -> the function there
 
     def location(self) -> tuple[str, int]:
         """The innermost frame in the optimizer's own source (torch/optim/adam.py for Adam)."""
@@ -28,7 +29,9 @@ class _Recorder:
         probe = frame
         while probe is not None:
             if os.path.abspath(probe.f_code.co_filename) in self.class_files:
-                return os.path.abspath(probe.f_code.co_filename), probe.f_lineno or 0
+                site = os.path.abspath(probe.f_code.co_filename), probe.f_lineno or 0
+                self.functions[site] = probe.f_code.co_name
+                return site
             probe = probe.f_back
         found = user_frame(frame)
         return (found.path, found.line) if found else ("<unknown>", 0)
@@ -41,7 +44,7 @@ class _Recorder:
 
 
 class _RecordingState(dict):  # type: ignore[type-arg]
-    recorder: _Recorder
+    recorder: StateRecorder
 
     def __setitem__(self, key: Any, value: Any) -> None:
         self.recorder.on_set(str(key), key not in self)
@@ -53,7 +56,7 @@ class _RecordingState(dict):  # type: ignore[type-arg]
         return self[key]
 
 
-def _recording_state(recorder: _Recorder, existing: dict[Any, Any]) -> defaultdict[Any, Any]:
+def recording_state(recorder: StateRecorder, existing: dict[Any, Any]) -> defaultdict[Any, Any]:
     def fresh() -> _RecordingState:
         state = _RecordingState()
         state.recorder = recorder
@@ -76,7 +79,7 @@ def _recording_state(recorder: _Recorder, existing: dict[Any, Any]) -> defaultdi
     return state_map
 
 
-def _class_files(optimizer: torch.optim.Optimizer) -> set[str]:
+def class_files(optimizer: torch.optim.Optimizer) -> set[str]:
     files = set()
     for cls in type(optimizer).__mro__:
         if cls in (object, torch.optim.Optimizer):
@@ -94,8 +97,8 @@ def _python_numbers(optimizer: torch.optim.Optimizer) -> dict[str, Any]:
 
 def check_optimizer(target: OptimizerStep, report: RuntimeReport) -> None:
     optimizer = target.optimizer
-    recorder = _Recorder(_class_files(optimizer))
-    optimizer.state = _recording_state(recorder, dict(optimizer.state))
+    recorder = StateRecorder(class_files(optimizer))
+    optimizer.state = recording_state(recorder, dict(optimizer.state))
     params = [p for group in optimizer.param_groups for p in group["params"] if p.requires_grad]
     has_preinitialize = callable(getattr(type(optimizer), "preinitialize", None))
     if has_preinitialize and not any(optimizer.state.values()):

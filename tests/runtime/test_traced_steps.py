@@ -122,3 +122,31 @@ def test_a_graph_break_no_rule_covers_is_a_note_not_a_finding() -> None:
     assert report.complete and report.findings == []
     where = f"{STEPS}:{expected_line(STEPS, 'UNCOVERED')}"
     assert any(where in note and "no rule covers" in note for note in report.notes), report.notes
+
+
+def test_state_made_in_the_step_of_an_optimizer_outside_torch_is_at_the_line_that_makes_it() -> None:
+    """Like the static rule and the optimizer check: in the optimizer's own code (prodigyopt's, the user's),
+    with the user's `opt.step()` as the first frame of its chain; torch's own optimizers stay at that call."""
+    report = run("custom_optimizer_step", ("lazy",))
+    assert report.complete, report.status
+    state = [f for f in report.findings if f.code == "WSC301"]
+    assert [(f.path, f.line) for f in state] == [(str(STEPS), expected_line(STEPS, "CUSTOM-STATE"))], state
+    assert "`exp_avg_sq`, `s`, `step` of `SlicedAdam`" in state[0].message, state[0].message
+    assert state[0].chain[0].startswith(f"{STEPS}:{expected_line(STEPS, 'CUSTOM-STEP')} in step"), state[0].chain
+    assert state[0].chain[-1].startswith(f"{STEPS}:{expected_line(STEPS, 'CUSTOM-STATE')} in step"), state[0].chain
+
+
+def test_compare_static_puts_a_state_guard_and_the_state_it_makes_on_one_row() -> None:
+    """The static rule reports the `if "step" not in state` guard, the runtime the line in it that made the
+    state: one problem, one row seen by both."""
+    from cslint.runtime.compare import BOTH, compare_with_static
+
+    rows = [r for r in compare_with_static(run("custom_optimizer_step", ("lazy",))).rows
+            if r.static.startswith("WSC301") or r.runtime.startswith("WSC301")]
+    assert [(r.line, r.verdict) for r in rows] == [(expected_line(STEPS, "CUSTOM-STATE") - 1, BOTH)], rows
+    # the optimizer check reports each key at its own assignment: all three are that guard's row
+    alone = check(f"{STEPS}:sliced_adam_alone", isolate=False)
+    rows = [r for r in compare_with_static(alone).rows
+            if r.static.startswith("WSC301") or r.runtime.startswith("WSC301")]
+    assert [(r.line, r.verdict, r.runtime.count("WSC301 [optimizer]")) for r in rows] == \
+        [(expected_line(STEPS, "CUSTOM-STATE") - 1, BOTH, 3)], rows

@@ -233,3 +233,42 @@ def collects_garbage(device):
         return (loss * 2).detach()
     x = torch.randn(3, 4, device=device)
     return step, [(x,), (x,)]
+
+
+class SlicedAdam(torch.optim.Optimizer):
+    """An optimizer of the user's own (or a package's, as prodigyopt's): its state is made in step()."""
+
+    def __init__(self, params, lr=1e-3, slice_p=2):
+        super().__init__(params, dict(lr=lr, slice_p=slice_p))
+
+    @torch.no_grad()
+    def step(self):
+        for group in self.param_groups:
+            for p in group["params"]:
+                state = self.state[p]
+                if "step" not in state:
+                    state["step"] = torch.zeros(())  # runtime: CUSTOM-STATE
+                    state["s"] = torch.zeros_like(p.flatten()[::group["slice_p"]])
+                    state["exp_avg_sq"] = torch.zeros_like(p)
+                state["step"].add_(1)
+                state["exp_avg_sq"].mul_(0.99).addcmul_(p.grad, p.grad, value=0.01)
+                state["s"].add_(p.grad.flatten()[::group["slice_p"]])
+                p.sub_(group["lr"] * p.grad / (state["exp_avg_sq"].sqrt() + 1e-8))
+
+
+def custom_optimizer_step(device):
+    model = torch.nn.Linear(8, 4).to(device)
+    opt = SlicedAdam(model.parameters())
+
+    def step(x):
+        loss = model(x).pow(2).mean()
+        loss.backward()
+        opt.step()  # runtime: CUSTOM-STEP
+        opt.zero_grad()
+        return loss.detach()
+
+    return step, [(torch.randn(2, 8, device=device),), (torch.randn(2, 8, device=device),)]
+
+
+def sliced_adam_alone():
+    return SlicedAdam(torch.nn.Linear(8, 4).parameters())
