@@ -630,17 +630,20 @@ def _die_with_parent() -> None:
 
 
 def _batches(tasks: list[Any], weights: list[int], jobs: int) -> list[list[Any]]:
-    """Tasks (heaviest first) grouped so each worker call carries a fair share of the source, in enough
-    calls that no worker waits long for the last ones."""
-    limit = max(1, sum(weights) // (jobs * 8))
+    """Tasks (heaviest first) grouped into worker calls, each a share of the source still left: large
+    calls first (few round trips), ever smaller ones after, down to one task each at the end. The source
+    predicts a group's time only roughly: calls of equal source left one worker busy with the last one
+    while the others had nothing to do."""
+    left = sum(weights)
     batches: list[list[Any]] = []
-    filled = limit
+    filled = limit = 0
     for task, weight in zip(tasks, weights):
         if filled >= limit:
             batches.append([])
-            filled = 0
+            filled, limit = 0, max(1, left // (jobs * 4))
         batches[-1].append(task)
         filled += weight
+        left -= weight
     return batches
 
 

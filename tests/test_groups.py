@@ -155,3 +155,15 @@ def test_a_function_compiled_in_another_file_is_traced_from_the_file_that_compil
         ("steps.py", "WSC101", "passed to torch.compile()")]
     one_group()
     assert _check(capsys, root)[0] == grouped
+
+
+def test_worker_calls_shrink_to_single_groups_at_the_end():
+    """Groups are handed to workers heaviest first, in calls holding a share of what is left: the last
+    calls hold one group each, so no worker waits while another finishes a call of many groups."""
+    weights = [5000, 3000] + [100] * 200
+    batches = incremental._batches(list(range(len(weights))), weights, jobs=2)
+    assert [task for batch in batches for task in batch] == list(range(len(weights)))
+    assert all(len(batch) == 1 for batch in batches[-4:])
+    sizes = [sum(weights[t] for t in batch) for batch in batches]
+    assert sizes[2] > sizes[-5]  # shares of what is left: ever smaller
+    assert batches[0] == [0]  # a group heavier than a share is a call of its own
