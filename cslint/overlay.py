@@ -56,6 +56,12 @@ class WarmIndexes:
 
         self.analyses = KeptAnalyses()  # function analyses, reused where nothing they read changed
         self._costs: dict[str, dict[tuple[str, int, int], float]] = {}  # an edited buffer's statements' costs
+        self.buffer_trees: dict[str, tuple[str, Any]] = {}  # path -> an unsaved text indexed, Python's tree of it
+
+    def take_buffer_tree(self, path: Path, text: str) -> Any:
+        """Python's tree of `text`, if the last analysis indexed it as the buffer of `path` (once)."""
+        kept = self.buffer_trees.pop(_key(path), None)
+        return kept[1] if kept is not None and kept[0] == text else None
 
     def read(self, path: Path, max_bytes: int | None) -> SourceFile:
         """The file's source (a copy): its unsaved buffer, else as read from disk the last time its size,
@@ -164,6 +170,14 @@ class WarmIndexes:
         if id(piece) in self._kept_trees:
             self.walks[piece] = (body, flat)
         return flat
+
+
+def keep_buffer_tree(path: Path, text: str, tree: Any) -> None:
+    """Python's tree of an unsaved buffer the analysis just indexed, for the editor to read the buffer's
+    definitions from without parsing it again (taken with `WarmIndexes.take_buffer_tree`)."""
+    warm = _warm.get()
+    if warm is not None and unsaved_text(path) is not None:
+        warm.buffer_trees[_key(path)] = (text, tree)
 
 
 def warm_indexes() -> WarmIndexes | None:

@@ -21,7 +21,7 @@ from cslint.analysis.traced import TracedFunction, TracedProgram
 from cslint.checker import Checker, internal_error
 from cslint.config import Settings
 from cslint.noqa import is_suppressed, noqa_lines
-from cslint.overlay import warm_indexes
+from cslint.overlay import keep_buffer_tree, warm_indexes
 from cslint.positions import locate, piece_layout, piece_positions, whole_module_positions
 from cslint.profile import Profile
 from cslint.progress import Progress
@@ -357,6 +357,7 @@ class Linter:
             if tree is not None and python_refuses(source, self.settings.analysis_budget, tree, costs):
                 return None
             if tree is not None:
+                keep_buffer_tree(source.path, source.text, tree)
                 info = index_module_from_ast(source.path, source.text, tree, name, is_package,
                                              loader=lambda: self._load_tree(source))
                 info.budget = budget if warm is not None else self._budget

@@ -315,3 +315,36 @@ def test_with_a_filled_cache_the_first_analysis_scans_only_what_the_document_nee
     state.open(helper, HOST_HELPER)
     (_, found), = state.analyse(helper).values()
     assert [(d.code, d.line, d.column) for d in found] == expected and "other.py" in scanned
+
+
+def test_a_chains_hops_in_an_edited_buffer_are_located_from_the_analysis_tree(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The definitions a finding's chain passes through in the edited buffer are read from the tree the
+    analysis just made of that text (one parse per edit, not two), at the positions a parse gives."""
+    import ast
+
+    from cslint.lsp.convert import def_positions
+    from cslint.lsp.workspace import Workspace
+
+    monkeypatch.setenv("CSLINT_NO_CACHE", "1")
+    model, _ = _project(tmp_path)
+    parsed: list[str] = []
+    parse = ast.parse
+
+    def counted(source: object, *args: object, **kwargs: object) -> ast.Module:
+        parsed.append(source if isinstance(source, str) else "")
+        return parse(source, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ast, "parse", counted)
+    state = Workspace()
+    for text in (MODEL, "# edited\n" + MODEL, "# edited\n\n" + MODEL):
+        state.change(model, text)
+        parsed.clear()
+        state.analyse(model)
+        assert parsed.count(text) == 1  # the analysis's parse
+        where = state.locate("pkg.model.Second.forward", model)
+        assert parsed.count(text) == 1  # not parsed again
+        assert where == (model, *def_positions(text)["Second.forward"])
+        assert where[1] == text.splitlines().index("    def forward(self, x):", 10) + 1
+    state.close(model)
+    assert all(not warm.buffer_trees for warm in state._warm.values())

@@ -61,13 +61,15 @@ def related_information(d: Diagnostic, locate: Any) -> list[types.DiagnosticRela
     return out
 
 
-def def_positions(text: str) -> dict[str, tuple[int, int]]:
+def def_positions(text: str, tree: ast.Module | None = None) -> dict[str, tuple[int, int]]:
     """Line (1-based) and column of every `def` and `class` in `text`, by dotted name within the module
-    (`Model.forward`); the last of two with one name, as Python binds it."""
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError):
-        return {}
+    (`Model.forward`); the last of two with one name, as Python binds it. `tree`: Python's tree of
+    `text`, when an analysis has just made it."""
+    if tree is None:
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError, RecursionError):
+            return {}
     found: dict[str, tuple[int, int]] = {}
     stack: list[tuple[str, list[ast.stmt]]] = [("", tree.body)]
     while stack:

@@ -173,9 +173,10 @@ class CslintServer(LanguageServer):
         lines = text.splitlines(keepends=True)
         codec = self.workspace.position_codec
         converted = []
+        root = self.state.project_of(path) if found else None  # each chain's hops are in this project
         for d in found:
             try:
-                related = related_information(d, lambda q, near=path: self.state.locate(q, near))
+                related = related_information(d, lambda q, near=path: self.state.locate(q, near, root))
             except Exception:  # the chain is a nicety: never lose the finding over it
                 related = []
             converted.append(to_lsp(d, lines, codec, related))

@@ -75,6 +75,8 @@ class Workspace:
         self.open(path, text, version)
 
     def close(self, path: Path) -> None:
+        for warm in self._warm.values():
+            warm.buffer_trees.pop(str(_key(path)), None)
         self.documents.pop(_key(path), None)
         self.findings.pop(_key(path), None)
         self.traced.pop(_key(path), None)
@@ -204,12 +206,13 @@ class Workspace:
             self.traced.update((_key(p), linter.traced.get(p, [])) for p in own if _key(p) in self.documents)
         return result
 
-    def locate(self, qualname: str, near: Path) -> tuple[Path, int, int] | None:
-        """Where the function (or class) named `qualname` is defined, in the project of `near`."""
+    def locate(self, qualname: str, near: Path, root: Path | None = None) -> tuple[Path, int, int] | None:
+        """Where the function (or class) named `qualname` is defined, in the project of `near` (`root`,
+        when the caller knows it)."""
         from cslint.analysis.module_names import assign_module_names
         from cslint.lsp.convert import def_positions
 
-        root = self.project_of(near)
+        root = root if root is not None else self.project_of(near)
         modules = self._modules.get(root)
         if modules is None:
             files = self._project_files(root, self.settings_for(near))
@@ -226,7 +229,8 @@ class Workspace:
                 return None
             known = self._defs.get(path)
             if known is None or known[0] != text:  # each text is parsed once, however many chains pass
-                known = self._defs[path] = (text, def_positions(text))
+                tree = next((w.take_buffer_tree(path, text) for (r, _), w in self._warm.items() if r == root), None)
+                known = self._defs[path] = (text, def_positions(text, tree))  # the analysis's tree of an edit
             found = known[1].get(".".join(parts[end:]))
             return (path, *found) if found is not None else None
         return None
