@@ -210,7 +210,7 @@ def _own_files(optimizer: torch.optim.Optimizer) -> set[str]:
 @contextmanager
 def _watching_optimizers(watcher: Watcher) -> Iterator[None]:
     """Every optimizer's step(): mark its ops, and report state it creates (WSC301, like the static rule):
-    for an optimizer outside torch at its line that created the state, else at the user's `opt.step()`."""
+    for an optimizer outside torch at each of its lines that created state, else at the user's `opt.step()`."""
     before: dict[int, set[tuple[int, str]]] = {}
     recorders: dict[int, StateRecorder] = {}
 
@@ -233,17 +233,23 @@ def _watching_optimizers(watcher: Watcher) -> Iterator[None]:
         if recorder is not None:
             optimizer.state = defaultdict(dict, {p: dict(state) for p, state in optimizer.state.items()})
         frame = user_frame(sys._getframe(1))
-        if new and frame is not None:
-            watcher.created_state = True
-            chain = call_chain(sys._getframe(1))
-            path, line = frame.path, frame.line
-            made = [(site_path, site_line) for key, (_, site_path, site_line) in recorder.created.items()
-                    if key in new and (site_path, site_line) in recorder.functions] if recorder else []
-            if made:  # the first line that made state, in the optimizer's own code
-                path, line = made[0]
-                chain += (f"{path}:{line} in {recorder.functions[made[0]]}",)  # type: ignore[union-attr]
+        if not new or frame is None:
+            return
+        watcher.created_state = True
+        chain = call_chain(sys._getframe(1))
+        name = type(optimizer).__name__
+        made: dict[tuple[str, int, str], list[str]] = {}  # (path, line, function) in the optimizer's own code
+        for key, (_, path, line) in recorder.created.items() if recorder is not None else ():
+            function = recorder.functions.get((path, line)) if recorder is not None else None
+            if key in new and function is not None:
+                made.setdefault((path, line, function), []).append(key)
+        for (path, line, function), made_here in made.items():  # like the optimizer check: each line that made it
             watcher.report.add(RuntimeFinding("WSC301", path, line, state_created_in_step(
-                type(optimizer).__name__, new), "lazy", chain=chain))
+                name, sorted(made_here)), "lazy", chain=chain + (f"{path}:{line} in {function}",)))
+        elsewhere = [key for key in new if not any(key in keys for keys in made.values())]
+        if elsewhere:  # torch's own optimizers: at the user's `opt.step()`
+            watcher.report.add(RuntimeFinding("WSC301", frame.path, frame.line, state_created_in_step(
+                name, elsewhere), "lazy", chain=chain))
 
     handles = [register_optimizer_step_pre_hook(pre), register_optimizer_step_post_hook(post)]
     try:

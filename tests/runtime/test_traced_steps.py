@@ -129,24 +129,27 @@ def test_state_made_in_the_step_of_an_optimizer_outside_torch_is_at_the_line_tha
     with the user's `opt.step()` as the first frame of its chain; torch's own optimizers stay at that call."""
     report = run("custom_optimizer_step", ("lazy",))
     assert report.complete, report.status
-    state = [f for f in report.findings if f.code == "WSC301"]
-    assert [(f.path, f.line) for f in state] == [(str(STEPS), expected_line(STEPS, "CUSTOM-STATE"))], state
-    assert "`exp_avg_sq`, `s`, `step` of `SlicedAdam`" in state[0].message, state[0].message
-    assert state[0].chain[0].startswith(f"{STEPS}:{expected_line(STEPS, 'CUSTOM-STEP')} in step"), state[0].chain
-    assert state[0].chain[-1].startswith(f"{STEPS}:{expected_line(STEPS, 'CUSTOM-STATE')} in step"), state[0].chain
+    state = {f.line: f for f in report.findings if f.code == "WSC301"}
+    made, every_step = expected_line(STEPS, "CUSTOM-STATE"), expected_line(STEPS, "CUSTOM-EVERY-STEP")
+    assert sorted(state) == [made, made + 1, made + 2, every_step], report.findings  # each line that made state
+    assert all(f.path == str(STEPS) for f in state.values())
+    assert "`step` of `SlicedAdam`" in state[made].message, state[made].message
+    assert "`update_norm` of `SlicedAdam`" in state[every_step].message, state[every_step].message
+    assert state[made].chain[0].startswith(f"{STEPS}:{expected_line(STEPS, 'CUSTOM-STEP')} in step"), state[made].chain
+    assert state[made].chain[-1] == f"{STEPS}:{made} in step", state[made].chain
 
 
 def test_compare_static_puts_a_state_guard_and_the_state_it_makes_on_one_row() -> None:
-    """The static rule reports the `if "step" not in state` guard, the runtime the line in it that made the
-    state: one problem, one row seen by both."""
+    """The static rule reports the `if "step" not in state` guard, the runtime each line in it that made
+    state: one problem, one row seen by both; a key written every step is its own row, seen by both."""
     from cslint.runtime.compare import BOTH, compare_with_static
 
     rows = [r for r in compare_with_static(run("custom_optimizer_step", ("lazy",))).rows
-            if r.static.startswith("WSC301") or r.runtime.startswith("WSC301")]
-    assert [(r.line, r.verdict) for r in rows] == [(expected_line(STEPS, "CUSTOM-STATE") - 1, BOTH)], rows
+            if r.static.startswith("WSC30") or r.runtime.startswith("WSC30")]
+    assert [(r.line, r.verdict, r.runtime.count("WSC301 [lazy]")) for r in rows] == [
+        (expected_line(STEPS, "CUSTOM-STATE") - 1, BOTH, 3), (expected_line(STEPS, "CUSTOM-EVERY-STEP"), BOTH, 1)]
     # the optimizer check reports each key at its own assignment: all three are that guard's row
     alone = check(f"{STEPS}:sliced_adam_alone", isolate=False)
-    rows = [r for r in compare_with_static(alone).rows
-            if r.static.startswith("WSC301") or r.runtime.startswith("WSC301")]
+    rows = [r for r in compare_with_static(alone).rows if r.static.startswith("WSC301")]
     assert [(r.line, r.verdict, r.runtime.count("WSC301 [optimizer]")) for r in rows] == \
         [(expected_line(STEPS, "CUSTOM-STATE") - 1, BOTH, 3)], rows

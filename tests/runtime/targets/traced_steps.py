@@ -253,7 +253,9 @@ class SlicedAdam(torch.optim.Optimizer):
                 state["step"].add_(1)
                 state["exp_avg_sq"].mul_(0.99).addcmul_(p.grad, p.grad, value=0.01)
                 state["s"].add_(p.grad.flatten()[::group["slice_p"]])
-                p.sub_(group["lr"] * p.grad / (state["exp_avg_sq"].sqrt() + 1e-8))
+                update = p.grad / (state["exp_avg_sq"].sqrt() + 1e-8)
+                state["update_norm"] = update.norm()  # runtime: CUSTOM-EVERY-STEP
+                p.sub_(group["lr"] * update)
 
 
 def custom_optimizer_step(device):
