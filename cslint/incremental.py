@@ -583,7 +583,7 @@ class Session:
                     break
                 number, batch = nxt
                 running[self._pool.submit(_check_groups, self.settings, codes, [task(groups[i]) for i in batch],
-                                          self.profile.enabled, self._shared)] = number
+                                          self.profile.enabled, self._shared, _library_cache_directory())] = number
             if not running:
                 break
             finished, _ = wait(running, return_when=FIRST_COMPLETED)
@@ -665,8 +665,10 @@ def _clashes(traced: list[set[str]]) -> list[set[int]]:
 
 
 def _check_groups(settings: Settings, codes: list[str], batch: list[Any], profiled: bool,
-                  shared: dict[Path, str]) -> list[Any]:
-    """In a worker process: rules travel by code (rule classes outside cslint.rules do not exist here)."""
+                  shared: dict[Path, str], library_directory: Path | None = None) -> list[Any]:
+    """In a worker process: rules travel by code (rule classes outside cslint.rules do not exist here).
+    The library summaries it works out are kept in the run's cache directory, as the parent's are."""
+    from cslint import library_cache
     from cslint.deep_stack import run_with_deep_stack
     from cslint.rules import all_rules
 
@@ -674,7 +676,24 @@ def _check_groups(settings: Settings, codes: list[str], batch: list[Any], profil
     store = _worker_store()
     for path, saved in shared.items():
         store.shared.setdefault(path, saved)
-    return run_with_deep_stack(lambda: check_groups(settings, rules, batch, profiled, store))
+    summaries = library_cache.active()
+    if library_directory is None:
+        library_cache.use(None)
+    elif summaries is None or summaries.directory != library_directory:
+        library_cache.use(library_cache.LibraryCache(library_directory))
+    try:
+        return run_with_deep_stack(lambda: check_groups(settings, rules, batch, profiled, store))
+    finally:
+        kept = library_cache.active()
+        if kept is not None:
+            kept.save()
+
+
+def _library_cache_directory() -> Path | None:
+    from cslint import library_cache
+
+    summaries = library_cache.active()
+    return summaries.directory if summaries is not None else None
 
 
 def _index_part(settings: Settings, paths: list[Path], names: dict[Path, tuple[str, bool]],

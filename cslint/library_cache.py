@@ -65,9 +65,11 @@ class LibraryCache:
         self._changed.add(distribution)
 
     def save(self) -> None:
+        """Writes the distributions with new summaries, with what other processes (the workers of a
+        `-j` run) wrote there since this one read it."""
         for distribution in sorted(self._changed):
-            memo_file.write(self.directory, self.file_name(distribution),
-                            {"format": FORMAT, "summaries": self._files[distribution]})
+            merged = {**self._read(distribution), **self._files[distribution]}
+            memo_file.write(self.directory, self.file_name(distribution), {"format": FORMAT, "summaries": merged})
         self._changed.clear()
 
 

@@ -316,6 +316,54 @@ def test_a_kept_summary_keeps_the_rank_of_its_result(site: Path, tmp_path: Path)
     assert _summary_of(site, LibraryCache(cache), "fakeoptim.pick.first") == fresh
 
 
+USER_SAMPLER = '''
+import torch
+from fakeoptim.schedulers import StepScheduler
+
+scheduler = StepScheduler(10)
+
+
+@torch.compile
+def sample(x, t):
+    return scheduler.step(x * 2, t, x)
+'''
+
+
+def test_summaries_worked_out_in_worker_processes_are_kept(site: Path, tmp_path: Path, monkeypatch, capsys) -> None:
+    """`-j 2`: the workers analyse the groups, and the library summaries they work out are written to the
+    run's cache directory like the parent's; a second run reads them and reports the same."""
+    import json
+
+    from cslint import incremental
+    from cslint.cli import main
+
+    monkeypatch.setattr(incremental, "MIN_PARALLEL_BYTES", 0)  # workers even for two small files
+    root = tmp_path / "proj"
+    root.mkdir()
+    (root / "pyproject.toml").write_text("[project]\nname = 'demo'\n", encoding="utf-8")
+    (root / "opt.py").write_text(USER_OPTIMIZER, encoding="utf-8")
+    (root / "sampler.py").write_text(USER_SAMPLER, encoding="utf-8")
+    cache = tmp_path / "cache"
+
+    def run() -> list[tuple[str, int, str]]:
+        code = main(["check", str(root), "-j", "2", "--target", "wsc", "--cache-dir", str(cache),
+                     "--python", PYTHON["path"], "--output-format", "json", "--profile"])
+        out, err = capsys.readouterr()
+        assert code == 1, err
+        assert "worker processes: 2" in err
+        return sorted((Path(f["filename"]).name, f["line"], f["code"]) for f in json.loads(out))
+
+    first = run()
+    assert ("opt.py", "WSC201") in {(name, code) for name, _, code in first}
+    assert any(name == "sampler.py" for name, _, _ in first)
+    kept = json.loads(next(cache.glob("*-lib-fakeoptim-1.0.json")).read_text(encoding="utf-8"))["summaries"]
+    assert any("_get_value" in key for key in kept) and any("StepScheduler.step" in key for key in kept), kept
+    for entry in cache.glob("v*-*.json"):  # the findings' cache gone: the second run analyses again ...
+        if "-lib-" not in entry.name:
+            entry.unlink()
+    assert run() == first  # ... reading the kept summaries
+
+
 def test_a_summary_using_another_distribution_is_redone_when_that_one_changes(site: Path, tmp_path: Path) -> None:
     _install(site, "fakebase", "1.0", {"__init__.py": "", "ops.py": "def read(x):\n    return x.item()\n"})
     (site / "fakeoptim" / "wrap.py").write_text("from fakebase.ops import read\n\n\ndef value(x):\n"
