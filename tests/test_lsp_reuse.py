@@ -137,10 +137,13 @@ def test_functions_an_edit_cannot_affect_are_not_analysed_again(tmp_path: Path) 
     warm = WarmIndexes()
     _found({model: MODEL}, warm)
     first = warm.analyses.analysed
-    assert first and not warm.analyses.reused
+    # within the first run, only a function analysed again after a callee's result became known, whose
+    # every answer turned out the same (a small helper's per-call answer), is reused
+    reused_first = warm.analyses.reused
+    assert first and reused_first < first
     _found({model: MODEL.replace("x = x + 1", "x = x + 2")}, warm)
     # cross_entropy and threshold_of read nothing the edit changed (the others call into the document)
-    assert warm.analyses.reused >= 2
+    assert warm.analyses.reused - reused_first >= 2
     assert warm.analyses.analysed - first < first
 
 

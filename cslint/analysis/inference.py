@@ -192,6 +192,11 @@ class ProjectOracle:
     def return_kind(self, func: FunctionInfo) -> Kind | None:
         return self.returns.get(func.qualname)
 
+    def call_return(self, qualname: str, given: dict[str, Kind]) -> Kind | None:
+        """What the project function returns for one call's arguments, when that can be told apart from
+        what it returns for all its callers together (`return_kind`); None when it cannot."""
+        return None
+
     def self_kind(self, cls: ClassInfo) -> Kind:
         if self.project.is_optimizer_class(cls):
             return obj("optimizer", cls.qualname)
@@ -1200,6 +1205,12 @@ class FunctionInference:
                 site.args[name] = join(site.args[name], kind) if name in site.args else kind
         else:
             self.result.calls[(id(node), target.qualname)] = CallSite(node=node, callee=target, args=bound)
+        return self._project_result(target, bound)
+
+    def _project_result(self, target: FunctionInfo, bound: dict[str, Kind]) -> Kind:
+        specific = self.oracle.call_return(target.qualname, bound)
+        if specific is not None:
+            return specific
         known = self.oracle.return_kind(target)
         # Not analysed yet: assume nothing; the caller is analysed again once the callee's result is known.
         return known if known is not None else UNKNOWN

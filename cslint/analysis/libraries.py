@@ -22,12 +22,15 @@ import libcst as cst
 
 from cslint.analysis import torch_api as api
 from cslint.analysis.index import ClassInfo, FunctionInfo, ModuleInfo
+from cslint.analysis.inference import FunctionInference, ProjectOracle
 from cslint.analysis.kinds import STATIC, UNKNOWN, Kind, Tag, obj
 from cslint.analysis.library_env import (
     BRANCH, CONVERT, MAX_DEPTH, READ, SHAPE, Effect, Environment, LibraryPathError, Summary, SummaryStore,
     environment_for, readable_library_module,
 )
+from cslint.analysis.param_kinds import helper_param_kinds
 from cslint.analysis.project import Project
+from cslint.analysis.tracing_guards import Guards
 from cslint.analysis.walk import child_nodes
 
 __all__ = ["BRANCH", "CONVERT", "READ", "SHAPE", "Effect", "Environment", "Libraries", "LibraryPathError",
@@ -110,8 +113,6 @@ class Libraries:
 
     def summary(self, func: FunctionInfo, given: dict[str, Kind], tracer: str | None) -> Summary:
         """What calling library function `func` with arguments of these kinds returns and does."""
-        from cslint.analysis.traced import helper_param_kinds  # traced.py builds on inference, as this does
-
         given = {name: self._as_context(kind) for name, kind in given.items()}
         key = f"{func.qualname}|{tracer}|{sorted((n, _kind_key(k)) for n, k in given.items())}"
         # a summary whose analysis had to stop (recursion, or the depth limit) depends on the calls that led
@@ -135,7 +136,7 @@ class Libraries:
         self._uses.append(set())
         self._cut.append([False])
         try:
-            found = self._summarise(func, given, tracer, helper_param_kinds)
+            found = self._summarise(func, given, tracer)
         except Exception:  # a library this analysis cannot follow is not the user's error: nothing known
             found = Summary(UNKNOWN)
         finally:
@@ -179,11 +180,7 @@ class Libraries:
         for frame in self._uses:
             frame.update(uses)
 
-    def _summarise(self, func: FunctionInfo, given: dict[str, Kind], tracer: str | None,
-                   helper_param_kinds: Callable[..., dict[str, Kind]]) -> Summary:
-        from cslint.analysis.inference import FunctionInference, ProjectOracle
-        from cslint.analysis.tracing_guards import Guards
-
+    def _summarise(self, func: FunctionInfo, given: dict[str, Kind], tracer: str | None) -> Summary:
         oracle = self._oracles.get("oracle")
         if oracle is None:
             oracle = self._oracles["oracle"] = ProjectOracle(self.project)

@@ -9,8 +9,10 @@ are never taken for flags: `if mask:` on a real mask is the bug the rules are fo
 
 from __future__ import annotations
 
+import builtins
 import threading
 import weakref
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import libcst as cst
@@ -29,6 +31,14 @@ _CONTAINER_LITERALS = (cst.Dict, cst.List, cst.Tuple, cst.Set, cst.DictComp, cst
 class ParamUses:
     containers: frozenset[str]
     flags: frozenset[str]
+    # `x = default(x, self.attr)`, `x = x if x is not None else 0.5`, `if x is None: x = self.attr`: a
+    # parameter whose None is replaced by a Python literal ("") or an attribute of `self` (its name) -- as
+    # good as a default in the signature, once the attribute is known to be a Python value
+    fallbacks: frozenset[tuple[str, str]] = frozenset()
+    # used where Python needs an int (`arange(j - i, j)`, `range(steps)`, `x[:, :n]`, `x.new_ones(i, j)`):
+    # the author passes a number; a tensor there comes from the data flow (`n = lengths.max()`), not from
+    # a parameter nothing else describes
+    numbers: frozenset[str] = frozenset()
 
 
 _CACHE: weakref.WeakKeyDictionary[FunctionInfo, ParamUses] = weakref.WeakKeyDictionary()
@@ -104,6 +114,8 @@ def _use(name: cst.Name, parent: cst.CSTNode | None, grand: cst.CSTNode | None) 
         if all(isinstance(t.operator, (cst.Is, cst.IsNot)) for t in targets):
             return "neutral"
         return "flag" if all(_is_string(t.comparator) for t in targets) else "value"
+    if isinstance(parent, cst.Arg) and parent.keyword is not None and parent.keyword.value == name.value:
+        return "neutral"  # `self.attend(q, k, v, causal=causal)`: handed on under its own name
     if isinstance(parent, (cst.If, cst.While, cst.IfExp)) and parent.test is name:
         return "flag"
     if isinstance(parent, cst.IfExp):  # `use_cache if use_cache is not None else default`: passed through
@@ -116,6 +128,44 @@ def _use(name: cst.Name, parent: cst.CSTNode | None, grand: cst.CSTNode | None) 
     return "value"
 
 
+# Calls whose arguments are sizes, bounds or counts (by the called name's last part).
+_INT_SLOT_CALLS = frozenset({"range", "arange", "zeros", "ones", "empty", "full", "randn", "rand", "eye",
+                             "new_zeros", "new_ones", "new_empty", "new_full", "view", "reshape", "expand",
+                             "repeat", "narrow", "topk"})
+_INT_ARITHMETIC = (cst.Add, cst.Subtract, cst.Multiply, cst.FloorDivide)
+
+
+def _in_int_slot(name: cst.Name, parent: cst.CSTNode | None, parents: dict[int, cst.CSTNode | None]) -> bool:
+    """The parameter, alone or in integer arithmetic, is a call's size argument or a slice bound."""
+    node: cst.CSTNode = name
+    while isinstance(parent, (cst.BinaryOperation, cst.UnaryOperation)) and (
+            isinstance(parent, cst.UnaryOperation) and isinstance(parent.operator, cst.Minus)
+            or isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, _INT_ARITHMETIC)):
+        node, parent = parent, parents.get(id(parent))
+    if isinstance(parent, cst.Slice):
+        return node is parent.lower or node is parent.upper
+    if isinstance(parent, cst.Arg) and parent.keyword is None and not parent.star:
+        call = parents.get(id(parent))
+        if isinstance(call, cst.Call):
+            func = call.func
+            called = func.value if isinstance(func, cst.Name) else func.attr.value if isinstance(func, cst.Attribute) \
+                else None
+            return called in _INT_SLOT_CALLS
+    return False
+
+
+def _passed_back(name: cst.Name, parent: cst.CSTNode | None, grand: cst.CSTNode | None,
+                 above: cst.CSTNode | None) -> bool:
+    """`causal = default(causal, self.causal)`: the parameter goes through a call into its own name again;
+    what the name is then used for says what it is (a builtin such as `max(x, 1)` computes something else)."""
+    if not (isinstance(parent, cst.Arg) and isinstance(grand, cst.Call) and isinstance(above, cst.Assign)
+            and above.value is grand and len(above.targets) == 1):
+        return False
+    target = above.targets[0].target
+    builtin = isinstance(grand.func, cst.Name) and grand.func.value in _BUILTINS
+    return not builtin and isinstance(target, cst.Name) and target.value == name.value
+
+
 def _scan(node: cst.FunctionDef) -> ParamUses:
     p = node.params
     names = {param.name.value for param in (*p.posonly_params, *p.params, *p.kwonly_params)}
@@ -123,19 +173,94 @@ def _scan(node: cst.FunctionDef) -> ParamUses:
         names.add(p.star_kwarg.name.value)
     uses: dict[str, set[str]] = {name: set() for name in names}
     parents: dict[int, cst.CSTNode | None] = {}
+    numbers: set[str] = set()
     for child, parent in iter_with_parents(node.body, prune=(cst.FunctionDef, cst.Lambda, cst.ClassDef)):
         parents[id(child)] = parent
         if type(child) is cst.Name and child.value in uses and parent is not None:
             if isinstance(parent, (cst.Param, cst.AssignTarget)) or (
                     isinstance(parent, cst.Attribute) and parent.attr is child):
                 continue
-            uses[child.value].add(_use(child, parent, parents.get(id(parent))))
+            grand = parents.get(id(parent))
+            if _passed_back(child, parent, grand, parents.get(id(grand))):
+                continue
+            if _in_int_slot(child, parent, parents):
+                numbers.add(child.value)
+            uses[child.value].add(_use(child, parent, grand))
+    fallbacks = frozenset(_fallbacks(node, names))
     containers = frozenset(n for n, u in uses.items() if "container" in u)
     flags = frozenset(n for n, u in uses.items() if "flag" in u and u <= {"flag", "neutral"}
                       and not _tensor_like(n))
-    return ParamUses(containers, flags)
+    return ParamUses(containers, flags, fallbacks, frozenset(n for n in numbers if not _tensor_like(n)))
 
 
 def _tensor_like(name: str) -> bool:
     return any(word.startswith(TENSOR_LIKE_WORDS) or word in ("x", "y", "z", "t")
                for word in name.lower().split("_"))
+
+
+_BUILTINS = frozenset(dir(builtins))
+_LITERALS = (cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString)
+
+
+def _fallbacks(node: cst.FunctionDef, names: set[str]) -> Iterator[tuple[str, str]]:
+    """(parameter, source of the value its None is replaced by) for the function's top-level statements."""
+    params = node.params.params
+    self_name = params[0].name.value if params else None
+    body = node.body.body if isinstance(node.body, cst.IndentedBlock) else ()
+    for stmt in body:
+        if isinstance(stmt, cst.If) and stmt.orelse is None and _is_none_test(stmt.test, names, cst.Is):
+            name = stmt.test.left.value  # type: ignore[attr-defined]
+            inner = stmt.body.body if isinstance(stmt.body, cst.IndentedBlock) else ()
+            if len(inner) == 1 and isinstance(inner[0], cst.SimpleStatementLine):
+                assigned = _assigned(inner[0], name)
+                if assigned is not None:
+                    yield from _source(name, assigned, self_name)
+            continue
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            continue
+        for small in stmt.body:
+            value = small.value if isinstance(small, cst.Assign) else None
+            if _fallback_call(value, names):
+                # `x = default(x, fallback)`, `depth = default(loop_depth, self.loop_depth)`
+                yield from _source(value.args[0].value.value, value.args[1].value, self_name)  # type: ignore
+            elif isinstance(value, cst.IfExp) and isinstance(value.body, cst.Name) and value.body.value in names \
+                    and _is_none_test(value.test, {value.body.value}, cst.IsNot):
+                yield from _source(value.body.value, value.orelse, self_name)  # `x if x is not None else fallback`
+            elif isinstance(value, cst.IfExp) and isinstance(value.orelse, cst.Name) and value.orelse.value in names \
+                    and _is_none_test(value.test, {value.orelse.value}, cst.Is):
+                yield from _source(value.orelse.value, value.body, self_name)  # `fallback if x is None else x`
+
+
+def _fallback_call(value: cst.BaseExpression | None, names: set[str]) -> bool:
+    """`default(x, fallback)`: a two-argument call of a project helper on a parameter (a builtin such as
+    `max(x, 1)` computes something else)."""
+    if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value not in _BUILTINS
+            and len(value.args) == 2 and all(a.keyword is None and not a.star for a in value.args)):
+        return False
+    first = value.args[0].value
+    return isinstance(first, cst.Name) and first.value in names
+
+
+def _is_none_test(test: cst.BaseExpression, names: set[str], operator: type) -> bool:
+    return isinstance(test, cst.Comparison) and isinstance(test.left, cst.Name) and test.left.value in names \
+        and len(test.comparisons) == 1 and isinstance(test.comparisons[0].operator, operator) \
+        and isinstance(test.comparisons[0].comparator, cst.Name) and test.comparisons[0].comparator.value == "None"
+
+
+def _assigned(line: cst.SimpleStatementLine, name: str) -> cst.BaseExpression | None:
+    small = line.body[0] if len(line.body) == 1 else None
+    if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name) \
+            and small.targets[0].target.value == name:
+        return small.value
+    return None
+
+
+def _source(name: str, value: cst.BaseExpression, self_name: str | None) -> Iterator[tuple[str, str]]:
+    if isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus):
+        value = value.expression
+    if isinstance(value, _LITERALS) or (isinstance(value, cst.Name) and value.value in ("True", "False")):
+        yield name, ""
+    elif isinstance(value, cst.Attribute) and isinstance(value.value, cst.Name) and self_name is not None \
+            and value.value.value == self_name:
+        yield name, value.attr.value
+

@@ -34,8 +34,8 @@ Read = tuple[str, str, tuple[Any, ...], Any]
 
 _PROJECT_QUESTIONS = frozenset({"lookup", "lookup_class", "lookup_function", "find_method", "mro",
                                 "is_module_class", "is_optimizer_class"})
-_ORACLE_QUESTIONS = frozenset({"return_kind", "self_kind", "state_entries", "group_entries", "instance_kind",
-                               "function_table", "attributes"})
+_ORACLE_QUESTIONS = frozenset({"return_kind", "call_return", "self_kind", "state_entries", "group_entries",
+                               "instance_kind", "function_table", "attributes"})
 
 
 def _kept(answer: Any) -> Any:

@@ -14,23 +14,22 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-import libcst as cst
 
 from cslint.analysis import torch_api as api
+from cslint.analysis.call_returns import CallSiteOracle
 from cslint.analysis.generated_code import generated_twin
 from cslint.analysis.graph import reachable
 from cslint.analysis.imports import dotted_name
 from cslint.analysis.index import FunctionInfo
-from cslint.analysis.inference import (
-    FunctionAnalysis, FunctionInference, ProjectOracle, _all_params, _first_param, annotation_kind, default_kind,
-    signature_kind,
+from cslint.analysis.inference import FunctionAnalysis, FunctionInference, _all_params
+from cslint.analysis.kinds import STATIC, Kind, join, obj
+from cslint.analysis.param_kinds import (
+    annotation_overrides, assumed_parameters, helper_param_kinds, root_param_kinds,
 )
-from cslint.analysis.kinds import STATIC, TENSOR, UNKNOWN, Kind, Tag, join, obj, sequence_of
-from cslint.analysis.ranks import declared_scalar
-from cslint.analysis.param_uses import param_uses
 from cslint.analysis.platforms import platform_roots
 from cslint.analysis.project import Project
-from cslint.analysis.step_functions import adopt_into_step, apply_step_params
+from cslint.analysis.ranks import declared_scalar
+from cslint.analysis.step_functions import adopt_into_step
 from cslint.analysis.tracing_guards import DYNAMO, Guards
 from cslint.analysis.xla_loops import mark_step_loop_roots
 
@@ -149,71 +148,6 @@ def _module_functions(module):  # type: ignore[no-untyped-def]
         yield from cls.methods.values()
 
 
-def root_param_kinds(project: Project, oracle: ProjectOracle, func: FunctionInfo) -> dict[str, Kind]:
-    params = {p.name.value: signature_kind(p, TENSOR) for p in _all_params(func.node)}
-    _apply_uses(func, params, assumed_parameters(func))
-    _apply_self_and_roles(oracle, func, params)
-    apply_step_params(project, func, params)
-    return params
-
-
-def assumed_parameters(func: FunctionInfo) -> set[str]:
-    """Parameters whose kind nothing in the signature says (no annotation; no default, or `None`)."""
-    return {p.name.value for p in _all_params(func.node)
-            if p.annotation is None and p.star not in ("*", "**") and default_kind(p) is None}
-
-
-def _apply_uses(func: FunctionInfo, params: dict[str, Kind], assumed: Collection[str]) -> None:
-    """What the body says of parameters the signature leaves open: containers and flags (param_uses)."""
-    uses = param_uses(func)
-    for name in uses.containers:
-        if name in assumed:
-            params[name] = sequence_of(params[name] if params[name].tag is not Tag.SEQUENCE else UNKNOWN)
-    for name in uses.flags:
-        if name in assumed:
-            params[name] = STATIC
-
-
-def _apply_self_and_roles(oracle: ProjectOracle, func: FunctionInfo, params: dict[str, Kind]) -> None:
-    if func.cls is not None and not func.is_static_method:
-        first = _first_param(func.node)
-        if first is not None:
-            params[first] = oracle.self_kind(func.cls)
-        if oracle.project.is_optimizer_class(func.cls):
-            for name in params:
-                if name in ("group", "param_group"):
-                    params[name] = obj("group")
-                elif name == "closure":
-                    params[name] = STATIC
-
-
-def helper_param_kinds(oracle: ProjectOracle, func: FunctionInfo, given: dict[str, Kind]) -> dict[str, Kind]:
-    """A helper's parameters: what callers pass, else what its signature says, else unknown."""
-    params: dict[str, Kind] = {}
-    for param in _all_params(func.node):
-        name = param.name.value
-        params[name] = given[name] if name in given else signature_kind(param, UNKNOWN)
-    assumed = assumed_parameters(func)
-    _apply_uses(func, params, {n for n in assumed if n not in given or n in param_uses(func).containers})
-    _apply_self_and_roles(oracle, func, params)
-    for name, kind in given.items():  # the receiver, bound by the caller
-        if name in params:
-            params[name] = kind
-    return params
-
-
-def annotation_overrides(func: FunctionInfo, params: dict[str, Kind]) -> dict[str, str]:
-    """`timestep: int` given a tensor by the traced callers: {"timestep": "int"}."""
-    overrides = {}
-    for param in _all_params(func.node):
-        name = param.name.value
-        if param.annotation is not None and name in params and params[name].is_tensor:
-            declared = annotation_kind(param.annotation)
-            if declared is not None and declared.tag is Tag.STATIC:
-                overrides[name] = cst.Module([]).code_for_node(param.annotation.annotation)
-    return overrides
-
-
 class _Worklist:
     """Functions waiting to be analysed, taken file by file in the project's order (then first come,
     first served): a file's functions are analysed together, so its tree is parsed once even when
@@ -260,7 +194,7 @@ class TracedProgram:
         # (a parameter, or any value after a graph break) and reads only one computed in the same graph.
         self._declared_scalars = tracer != DYNAMO
         self.after_analysis = after_analysis
-        self.oracle = ProjectOracle(project)
+        self.oracle = CallSiteOracle(project, self.guards)
         self.functions: dict[str, TracedFunction] = {}
         # callers in the order first seen (not a set: iterating a set of strings follows the hash seed, and
         # the order callers are queued in decides what a function oscillating between kinds ends up with)

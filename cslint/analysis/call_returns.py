@@ -1,0 +1,105 @@
+"""What a small helper returns for the arguments of one call, not for all its callers together.
+
+A traced helper is analysed once, with the join of what its callers pass, and that one result served
+every caller: `default(causal, self.causal)` returned a tensor to every caller as soon as one of them
+passed a tensor, so a flag the next caller passed came back "a tensor" and its `if causal:` was
+reported. Small helpers of this kind (`default`, `exists`, `cast_tuple`, `divisible_by`) are everywhere
+in model code; each call of one is answered by analysing its body with that call's arguments.
+
+The answer depends only on the helper's code and the call's arguments (class attributes, module-level
+objects and installed libraries' summaries are fixed for a run), never on how far the program's fixed
+point has got: a helper that calls a project function which is not itself small enough gets no answer
+of its own, and the caller takes the joined result as before.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from cslint.analysis.index import FunctionInfo
+from cslint.analysis.inference import FunctionInference, ProjectOracle
+from cslint.analysis.kinds import STATIC, UNKNOWN, Kind
+from cslint.analysis.param_kinds import helper_param_kinds
+from cslint.analysis.project import Project
+from cslint.analysis.ranks import declared_scalar
+from cslint.analysis.tracing_guards import DYNAMO, Guards
+
+# Statements (at any depth) a helper may have to be analysed per call: a one-screen utility, not a layer.
+MAX_STATEMENTS = 8
+# Small helpers calling small helpers: how deep one call's answer may go.
+MAX_DEPTH = 3
+_ALLOWED_DECORATORS = frozenset({"staticmethod", "classmethod"})
+
+
+class CallSiteOracle(ProjectOracle):
+    """The oracle of one traced program: adds per-call answers for small helpers (`call_return`)."""
+
+    def __init__(self, project: Project, guards: Guards | None) -> None:
+        super().__init__(project)
+        self.guards = guards
+        self._answers: dict[tuple[str, tuple[tuple[str, Kind], ...]], Kind | None] = {}
+        self._active: list[tuple[str, tuple[tuple[str, Kind], ...]]] = []
+        self._refused = 0  # calls not answered because of the chain that led to them (recursion, depth)
+
+    def call_return(self, qualname: str, given: dict[str, Kind]) -> Kind | None:
+        key = (qualname, tuple(sorted(given.items())))
+        if key in self._answers:
+            return self._answers[key]
+        if key in self._active or len(self._active) >= MAX_DEPTH:
+            self._refused += 1
+            return None
+        func = self.project.lookup_function(qualname)
+        if func is None or not is_small_helper(func):
+            self._answers[key] = None
+            return None
+        refused = self._refused
+        self._active.append(key)
+        try:
+            inference = _OneCall(self.project, self, func, helper_param_kinds(self, func, given), guards=self.guards)
+            analysis = inference.run()
+        finally:
+            self._active.pop()
+        answer = None if inference.open else (analysis.return_kind if analysis.returns_value else STATIC)
+        if answer is not None and (self.guards is None or self.guards.tracer != DYNAMO):
+            answer = declared_scalar(answer, func.node.returns)  # as the program takes a result (traced.py)
+        if self._refused == refused:  # else the answer depends on the chain of calls that led here
+            self._answers[key] = answer
+        return answer
+
+
+class _OneCall(FunctionInference):
+    """A helper's body analysed for one call: a project function it calls must be answered the same way,
+    or the helper is left open (its answer would depend on the program's progress)."""
+
+    open = False
+
+    def _project_result(self, target: FunctionInfo, bound: dict[str, Kind]) -> Kind:
+        specific = self.oracle.call_return(target.qualname, bound)
+        if specific is None:
+            self.open = True
+            return UNKNOWN
+        return specific
+
+
+def is_small_helper(func: FunctionInfo) -> bool:
+    """A library-free, undecorated, non-generator function of at most MAX_STATEMENTS statements with no
+    `**kwargs` (what callers pass by name there is the program's) and no functions or classes inside."""
+    if func.module.library is not None:
+        return False
+    node = func.node
+    if node.params.star_kwarg is not None or any(
+            not (isinstance(d.decorator, cst.Name) and d.decorator.value in _ALLOWED_DECORATORS)
+            for d in node.decorators):
+        return False
+    count = 0
+    stack: list[cst.CSTNode] = [node.body]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, (cst.FunctionDef, cst.ClassDef, cst.Yield)):
+            return False
+        if isinstance(current, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
+            count += 1
+            if count > MAX_STATEMENTS:
+                return False
+        stack.extend(current.children)
+    return True

@@ -1,0 +1,100 @@
+"""The kinds of a traced function's parameters: what its signature says, what its body says of the
+parameters the signature leaves open, and what its callers pass (a helper) or what a root is assumed to
+be given (a tensor for an unannotated input)."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from cslint.analysis.index import FunctionInfo
+from cslint.analysis.inference import _all_params, _first_param, annotation_kind, default_kind, signature_kind
+from cslint.analysis.kinds import STATIC, TENSOR, UNKNOWN, Kind, Tag, obj, sequence_of
+from cslint.analysis.param_uses import param_uses
+from cslint.analysis.project import Project
+from cslint.analysis.step_functions import apply_step_params
+
+if TYPE_CHECKING:
+    from cslint.analysis.inference import ProjectOracle
+
+
+def root_param_kinds(project: Project, oracle: ProjectOracle, func: FunctionInfo) -> dict[str, Kind]:
+    params = {p.name.value: signature_kind(p, TENSOR) for p in _all_params(func.node)}
+    _apply_uses(oracle, func, params, assumed_parameters(func))
+    _apply_self_and_roles(oracle, func, params)
+    apply_step_params(project, func, params)
+    return params
+
+
+def assumed_parameters(func: FunctionInfo) -> set[str]:
+    """Parameters whose kind nothing in the signature says (no annotation; no default, or `None`)."""
+    return {p.name.value for p in _all_params(func.node)
+            if p.annotation is None and p.star not in ("*", "**") and default_kind(p) is None}
+
+
+def _apply_uses(oracle: ProjectOracle, func: FunctionInfo, params: dict[str, Kind], assumed: Collection[str]) -> None:
+    """What the body says of parameters the signature leaves open: containers, flags, and parameters whose
+    None the body replaces by a Python value (param_uses)."""
+    uses = param_uses(func)
+    for name in uses.containers:
+        if name in assumed:
+            params[name] = sequence_of(params[name] if params[name].tag is not Tag.SEQUENCE else UNKNOWN)
+    for name in uses.flags:
+        if name in assumed:
+            params[name] = STATIC
+    for name in uses.numbers:
+        if name in assumed:
+            params[name] = STATIC
+    for name, attribute in uses.fallbacks:
+        if name in assumed and (not attribute or _static_attribute(oracle, func, attribute)):
+            params[name] = STATIC
+
+
+def _static_attribute(oracle: ProjectOracle, func: FunctionInfo, attribute: str) -> bool:
+    """`self.<attribute>` of the function's class is a Python value (set from constructor arguments)."""
+    if func.cls is None or func.is_static_method:
+        return False
+    kind = oracle.attributes(func.cls.qualname).get(attribute)
+    return kind is not None and kind.tag is Tag.STATIC
+
+
+def _apply_self_and_roles(oracle: ProjectOracle, func: FunctionInfo, params: dict[str, Kind]) -> None:
+    if func.cls is not None and not func.is_static_method:
+        first = _first_param(func.node)
+        if first is not None:
+            params[first] = oracle.self_kind(func.cls)
+        if oracle.project.is_optimizer_class(func.cls):
+            for name in params:
+                if name in ("group", "param_group"):
+                    params[name] = obj("group")
+                elif name == "closure":
+                    params[name] = STATIC
+
+
+def helper_param_kinds(oracle: ProjectOracle, func: FunctionInfo, given: dict[str, Kind]) -> dict[str, Kind]:
+    """A helper's parameters: what callers pass, else what its signature says, else unknown."""
+    params: dict[str, Kind] = {}
+    for param in _all_params(func.node):
+        name = param.name.value
+        params[name] = given[name] if name in given else signature_kind(param, UNKNOWN)
+    assumed = assumed_parameters(func)
+    _apply_uses(oracle, func, params, {n for n in assumed if n not in given or n in param_uses(func).containers})
+    _apply_self_and_roles(oracle, func, params)
+    for name, kind in given.items():  # the receiver, bound by the caller
+        if name in params:
+            params[name] = kind
+    return params
+
+
+def annotation_overrides(func: FunctionInfo, params: dict[str, Kind]) -> dict[str, str]:
+    """`timestep: int` given a tensor by the traced callers: {"timestep": "int"}."""
+    overrides = {}
+    for param in _all_params(func.node):
+        name = param.name.value
+        if param.annotation is not None and name in params and params[name].is_tensor:
+            declared = annotation_kind(param.annotation)
+            if declared is not None and declared.tag is Tag.STATIC:
+                overrides[name] = cst.Module([]).code_for_node(param.annotation.annotation)
+    return overrides
