@@ -198,3 +198,33 @@ class Sampler(nn.Module):
         return logits / temperature
 """
     assert codes(lint(code)) == [("WSC205", 17)]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_container_annotation_beats_a_callers_tensor(lint, target):
+    code = """
+from typing import Optional
+
+import torch
+from torch import nn
+
+
+class Inner(nn.Module):
+    def forward(self, x: torch.Tensor, cache: Optional[dict[str, torch.Tensor]] = None, scale: Optional[torch.Tensor] = None):
+        cache = cache or {}
+        if "conv" in cache:
+            x = x + cache["conv"]
+        return x * (scale or x)
+
+
+class Outer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.inner = Inner()
+
+    def forward(self, x: torch.Tensor, cache: Optional[dict[str, torch.Tensor]] = None):
+        cache = cache or {}
+        return self.inner(x, cache=cache.get("inner"), scale=cache.get("scale"))
+"""
+    # the nested cache stays a container; `scale`, annotated a tensor, is one
+    assert codes(lint(code, target=target)) == [("WSC105", 12)]

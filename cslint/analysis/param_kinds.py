@@ -73,8 +73,24 @@ def _apply_self_and_roles(oracle: ProjectOracle, func: FunctionInfo, params: dic
                     params[name] = STATIC
 
 
+def callers_kinds(func: FunctionInfo, given: dict[str, Kind]) -> dict[str, Kind]:
+    """What callers pass, as the function takes it: a parameter annotated as a container stays one when a
+    caller's value is a tensor -- the annotation is the author's word on structure, and a caller's tensor
+    there comes from a nested container whose own annotation said less (`cache.get("inner")` of a
+    `dict[str, Tensor]` holding dicts)."""
+    taken = dict(given)
+    for param in _all_params(func.node):
+        name = param.name.value
+        if name in taken and taken[name].tag is Tag.TENSOR:
+            declared = annotation_kind(param.annotation)
+            if declared is not None and declared.tag is Tag.SEQUENCE:
+                taken[name] = declared
+    return taken
+
+
 def helper_param_kinds(oracle: ProjectOracle, func: FunctionInfo, given: dict[str, Kind]) -> dict[str, Kind]:
     """A helper's parameters: what callers pass, else what its signature says, else unknown."""
+    given = callers_kinds(func, given)
     params: dict[str, Kind] = {}
     for param in _all_params(func.node):
         name = param.name.value

@@ -24,7 +24,7 @@ from cslint.analysis.index import FunctionInfo
 from cslint.analysis.inference import FunctionAnalysis, FunctionInference, _all_params
 from cslint.analysis.kinds import STATIC, Kind, join, obj
 from cslint.analysis.param_kinds import (
-    annotation_overrides, assumed_parameters, helper_param_kinds, root_param_kinds,
+    annotation_overrides, assumed_parameters, callers_kinds, helper_param_kinds, root_param_kinds,
 )
 from cslint.analysis.platforms import platform_roots
 from cslint.analysis.project import Project
@@ -331,7 +331,7 @@ class TracedProgram:
         # A root that is also called: what its callers pass replaces what was only assumed (a tensor for an
         # unannotated parameter); it widens what the signature says.
         assumed = assumed_parameters(traced.func)
-        for pname, kind in self._given.get(name, {}).items():
+        for pname, kind in callers_kinds(traced.func, self._given.get(name, {})).items():
             if pname in assumed:
                 traced.params[pname] = kind
             elif pname in traced.params:

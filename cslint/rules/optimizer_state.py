@@ -9,6 +9,7 @@ import libcst as cst
 
 from cslint.analysis.inference import _first_param
 from cslint.analysis.kinds import Tag
+from cslint.analysis.walk import iter_nodes
 from cslint.fixers.preinitialize import (
     SKIPPED_METHODS, ClassFix, _walk, is_emptiness_test, is_lazy_guard, is_state, lazy_guards,
     none_test_name, preinitialize_fix, state_aliases, state_writes, string_key,
@@ -60,7 +61,26 @@ def is_guard(ctx: RuleContext, node: cst.If) -> bool:
     if is_emptiness_test(node.test, lambda e: _is_state_expr(ctx, e)):
         return True
     name = none_test_name(node.test)
-    return name is not None and _binds_tensor(ctx, node.body, name)
+    if name is None or not _binds_tensor(ctx, node.body, name):
+        return False
+    # `norm_sq = None` before the loop, then `if norm_sq is None: norm_sq = p.new_zeros(())`: an accumulator
+    # the step makes afresh every time, not state -- unless the guard also stores it into the state
+    return not _starts_as_none(ctx, name) or _stores_state(ctx, node.body)
+
+
+def _starts_as_none(ctx: RuleContext, name: str) -> bool:
+    key = f"wsc3_none_locals:{id(ctx.traced.func.node)}"
+    if key not in ctx.scratch:
+        ctx.scratch[key] = {t.target.value for n in iter_nodes(ctx.traced.func.node) if isinstance(n, cst.Assign)
+                            and isinstance(n.value, cst.Name) and n.value.value == "None"
+                            for t in n.targets if isinstance(t.target, cst.Name)}
+    return name in ctx.scratch[key]  # type: ignore[operator]
+
+
+def _stores_state(ctx: RuleContext, body: cst.BaseSuite) -> bool:
+    return any(isinstance(n, cst.Assign) and any(
+        isinstance(t.target, cst.Subscript) and _is_state_expr(ctx, t.target.value) for t in n.targets)
+        for n in iter_nodes(body))
 
 
 def _guarded_nodes(ctx: RuleContext) -> set[int]:
