@@ -14,6 +14,8 @@ of its own, and the caller takes the joined result as before.
 
 from __future__ import annotations
 
+import weakref
+
 import libcst as cst
 
 from cslint.analysis.index import FunctionInfo
@@ -26,6 +28,7 @@ from cslint.analysis.tracing_guards import DYNAMO, Guards
 
 # Statements (at any depth) a helper may have to be analysed per call: a one-screen utility, not a layer.
 MAX_STATEMENTS = 8
+MAX_LINES = 3 * MAX_STATEMENTS  # decorators, signature, docstring and comments included
 # Small helpers calling small helpers: how deep one call's answer may go.
 MAX_DEPTH = 3
 _ALLOWED_DECORATORS = frozenset({"staticmethod", "classmethod"})
@@ -81,12 +84,25 @@ class _OneCall(FunctionInference):
         return specific
 
 
+_SMALL: weakref.WeakKeyDictionary[FunctionInfo, bool] = weakref.WeakKeyDictionary()
+
+
 def is_small_helper(func: FunctionInfo) -> bool:
     """A library-free, undecorated, non-generator function of at most MAX_STATEMENTS statements with no
     `**kwargs` (what callers pass by name there is the program's) and no functions or classes inside."""
-    if func.module.library is not None:
-        return False
-    node = func.node
+    small = _SMALL.get(func)
+    if small is None:
+        small = _SMALL[func] = func.module.library is None and _short_text(func) and _small_node(func.node)
+    return small
+
+
+def _short_text(func: FunctionInfo) -> bool:
+    """Judged from the source span, so that a long function is never parsed for the question."""
+    span = func.span
+    return span is None or func.module.source.count("\n", span.start, span.end) <= MAX_LINES
+
+
+def _small_node(node: cst.FunctionDef) -> bool:
     if node.params.star_kwarg is not None or any(
             not (isinstance(d.decorator, cst.Name) and d.decorator.value in _ALLOWED_DECORATORS)
             for d in node.decorators):

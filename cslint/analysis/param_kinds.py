@@ -11,7 +11,7 @@ import libcst as cst
 
 from cslint.analysis.index import FunctionInfo
 from cslint.analysis.inference import _all_params, _first_param, annotation_kind, default_kind, signature_kind
-from cslint.analysis.kinds import STATIC, TENSOR, UNKNOWN, Kind, Tag, obj, sequence_of
+from cslint.analysis.kinds import HOST, STATIC, TENSOR, UNKNOWN, Kind, Tag, obj, sequence_of, tuple_of
 from cslint.analysis.param_uses import param_uses
 from cslint.analysis.project import Project
 from cslint.analysis.step_functions import apply_step_params
@@ -77,15 +77,26 @@ def callers_kinds(func: FunctionInfo, given: dict[str, Kind]) -> dict[str, Kind]
     """What callers pass, as the function takes it: a parameter annotated as a container stays one when a
     caller's value is a tensor -- the annotation is the author's word on structure, and a caller's tensor
     there comes from a nested container whose own annotation said less (`cache.get("inner")` of a
-    `dict[str, Tensor]` holding dicts)."""
+    `dict[str, Tensor]` holding dicts). The caller's word on data stays: Python numbers it declares
+    (`dict[str, float]`) were computed from tensor data."""
     taken = dict(given)
     for param in _all_params(func.node):
         name = param.name.value
         if name in taken and taken[name].tag is Tag.TENSOR:
             declared = annotation_kind(param.annotation)
             if declared is not None and declared.tag is Tag.SEQUENCE:
-                taken[name] = declared
+                taken[name] = _read_from_tensors(declared)
     return taken
+
+
+def _read_from_tensors(kind: Kind) -> Kind:
+    if kind.tag is Tag.STATIC:
+        return HOST
+    if kind.tag is Tag.SEQUENCE:
+        if kind.items is not None:
+            return tuple_of(*map(_read_from_tensors, kind.items))
+        return sequence_of(_read_from_tensors(kind.elem or UNKNOWN), kind.dynamic_shape)
+    return kind
 
 
 def helper_param_kinds(oracle: ProjectOracle, func: FunctionInfo, given: dict[str, Kind]) -> dict[str, Kind]:
