@@ -48,5 +48,6 @@ def test_the_same_guard_storing_into_the_state_is_state(lint):
 
 def test_an_accumulator_outside_traced_code_stays_quiet(lint):
     code = ACCUMULATOR.replace("class ClippedSGD(Optimizer):", "class ClippedSGD:").replace(
-        "        super().__init__(params, dict(lr=lr))", "        self.param_groups = [dict(params=list(params), lr=lr)]")
+        "        super().__init__(params, dict(lr=lr))",
+        "        self.param_groups = [dict(params=list(params), lr=lr)]")
     assert codes(lint(code)) == []

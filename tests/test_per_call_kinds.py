@@ -210,7 +210,8 @@ from torch import nn
 
 
 class Inner(nn.Module):
-    def forward(self, x: torch.Tensor, cache: Optional[dict[str, torch.Tensor]] = None, scale: Optional[torch.Tensor] = None):
+    def forward(self, x: torch.Tensor, cache: Optional[dict[str, torch.Tensor]] = None,
+                scale: Optional[torch.Tensor] = None):
         cache = cache or {}
         if "conv" in cache:
             x = x + cache["conv"]
@@ -227,4 +228,4 @@ class Outer(nn.Module):
         return self.inner(x, cache=cache.get("inner"), scale=cache.get("scale"))
 """
     # the nested cache stays a container; `scale`, annotated a tensor, is one
-    assert codes(lint(code, target=target)) == [("WSC105", 12)]
+    assert codes(lint(code, target=target)) == [("WSC105", 13)]
