@@ -352,3 +352,76 @@ def test_a_gradient_copied_on_the_first_step_only_is_created_in_preinitialize(fi
 def test_entries_preinitialize_cannot_create_keep_no_fix(lint, store) -> None:
     found = [d for d in lint(STORED.format(store=store)) if d.code == "WSC302"]
     assert found and all(d.fix is None for d in found)
+
+
+DEN_SUM_LIKE = """
+import math
+import torch
+from torch.optim import Optimizer
+
+
+class AdEMAMixLike(Optimizer):
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8):
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps))
+
+    def init_group(self, group):
+        for p in group["params"]:
+            state = self.state[p]
+            if len(state) == 0:
+                state["den_sum"] = 0.0
+                state["exp_avg_sq"] = torch.zeros_like(p)
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        for group in self.param_groups:
+            self.init_group(group)
+            beta1, beta2 = group["betas"]
+            for p in group["params"]:
+                state = self.state[p]
+                state["exp_avg_sq"].mul_(beta2).addcmul_(p.grad, p.grad, value=1.0 - beta2)
+                state["den_sum"] = beta2 * state["den_sum"] + (1.0 - beta2)
+                denom = state["exp_avg_sq"].sqrt().add_(math.sqrt(state["den_sum"]) * group["eps"])
+                p.add_(-group["lr"] * p.grad / denom)
+"""
+
+
+@pytest.mark.parametrize("target", ["wsc", "compile"])
+def test_a_state_entry_updated_from_itself_and_hyperparameters_stays_python(lint, target):
+    """Sample C: `den_sum` starts at 0.0 and is only ever `beta2 * den_sum + (1 - beta2)`, Python arithmetic
+    on a Python float and a hyperparameter from `group['betas']`: math.sqrt of it reads no tensor."""
+    assert [c for c in codes(lint(DEN_SUM_LIKE, target=target)) if c[0] == "WSC204"] == []
+    # the hyperparameter taken by index, and an entry computed from another Python entry
+    by_index = DEN_SUM_LIKE.replace('beta1, beta2 = group["betas"]', 'beta2 = group["betas"][1]').replace(
+        'state["den_sum"] = 0.0', 'state["den_sum"] = 0.0\n                state["scale"] = 0.5').replace(
+        'state["den_sum"] = beta2 * state["den_sum"] + (1.0 - beta2)',
+        'state["den_sum"] = beta2 * state["den_sum"] + state["scale"]')
+    assert [c for c in codes(lint(by_index, target=target)) if c[0] == "WSC204"] == []
+
+
+@pytest.mark.parametrize("target", ["wsc", "compile"])
+@pytest.mark.parametrize("change", [
+    # the traced learning rate in the update
+    ('beta2 * state["den_sum"]', 'group["lr"] * state["den_sum"]'),
+    # a tensor to start from
+    ('state["den_sum"] = 0.0', 'state["den_sum"] = torch.zeros((), device=p.device)'),
+    # another entry that is a tensor
+    ('beta2 * state["den_sum"] + (1.0 - beta2)', 'beta2 * state["den_sum"] + state["exp_avg_sq"]'),
+    # a local that is not only a hyperparameter
+    ('beta1, beta2 = group["betas"]', 'beta1, beta2 = group["betas"]\n            beta2 = group["lr"]'),
+])
+def test_a_state_entry_updated_from_a_tensor_is_a_tensor(lint, target, change):
+    code = DEN_SUM_LIKE.replace(*change)
+    line = next(i for i, text in enumerate(code.lstrip("\n").splitlines(), 1) if "math.sqrt(" in text)
+    assert ("WSC204", line) in codes(lint(code, target=target))
+
+
+def test_a_self_updated_python_entry_outside_traced_code_stays_quiet(lint):
+    code = """
+    import math
+
+    def summarize(state, group):
+        beta2 = group["betas"][1]
+        state["den_sum"] = beta2 * state["den_sum"] + (1.0 - beta2)
+        return math.sqrt(state["den_sum"])
+    """
+    assert codes(lint(code)) == []

@@ -185,7 +185,7 @@ class ProjectOracle:
         self._attributes: dict[str, dict[str, Kind]] = {}
         self._computing: set[str] = set()
         self._state_entries: dict[str, dict[str, Kind]] = {}
-        self._own_state_entries: dict[str, dict[str, Kind | None]] = {}
+        self._own_state_entries: dict[tuple[str, frozenset[str]], dict[str, Kind | None]] = {}
         self._function_tables: dict[str, Kind | None] = {}
         self._group_entries: dict[str, frozenset[str]] = {}
 
@@ -211,11 +211,12 @@ class ProjectOracle:
         found = self._state_entries.get(cls.qualname)
         if found is None:
             merged: dict[str, Kind | None] = {}
+            tensor_group_keys = self.group_entries(cls)
             for klass in self.project.mro(cls):  # each class's own assignments are read once per run
-                own = self._own_state_entries.get(klass.qualname)
+                own = self._own_state_entries.get((klass.qualname, tensor_group_keys))
                 if own is None:
-                    own = self._own_state_entries[klass.qualname] = state_entry_kinds(
-                        [m.node for m in klass.methods.values()])
+                    own = self._own_state_entries[klass.qualname, tensor_group_keys] = state_entry_kinds(
+                        [m.node for m in klass.methods.values()], tensor_group_keys)
                 for key, kind in own.items():
                     old = merged.get(key, kind)
                     merged[key] = None if kind is None or old is None else join(old, kind)
@@ -272,21 +273,101 @@ class ProjectOracle:
         return merged
 
 
-def state_entry_kinds(methods: list[cst.FunctionDef]) -> dict[str, Kind | None]:
+def state_entry_kinds(methods: list[cst.FunctionDef],
+                      tensor_group_keys: frozenset[str] = frozenset()) -> dict[str, Kind | None]:
     """Keys of `<...state...>['key'] = value` assignments: the Python number every value is (a literal:
-    STATIC; a read of tensor data, `.item()` or `float(...)`: HOST), or None when some value is not one."""
+    STATIC; a read of tensor data, `.item()` or `float(...)`: HOST), or None when some value is not one.
+    An update computed only from Python numbers, param-group hyperparameters (on WSC `group['lr']` and the
+    entries `tensor_group_keys` a tensor is stored into are traced tensors, the rest are Python) and such
+    entries, itself included (`state['d'] = beta2 * state['d'] + (1.0 - beta2)`), is a Python number too."""
     kinds: dict[str, Kind | None] = {}
+    reads: dict[str, set[str]] = {}  # the entries an update of each entry reads
     for method in methods:
+        hyperparameters = _hyperparameter_names(method, tensor_group_keys)
         for node in iter_nodes(method):
             if type(node) is not cst.Assign:
                 continue
             for target in node.targets:  # type: ignore[attr-defined]
                 key = _state_key(target.target)
-                if key is not None:
-                    kind = _python_number_kind(node.value)  # type: ignore[attr-defined]
-                    old = kinds.get(key, kind) if key in kinds else kind
-                    kinds[key] = None if kind is None or old is None else join(old, kind)
+                if key is None:
+                    continue
+                kind = _python_number_kind(node.value)  # type: ignore[attr-defined]
+                if kind is None:
+                    entries = _python_arithmetic_reads(node.value, hyperparameters,  # type: ignore[attr-defined]
+                                                       tensor_group_keys)
+                    if entries is not None:
+                        reads.setdefault(key, set()).update(entries)
+                        kind = STATIC  # Python arithmetic adds no tensor: the entries it reads decide
+                old = kinds.get(key, kind) if key in kinds else kind
+                kinds[key] = None if kind is None or old is None else join(old, kind)
+    changed = True
+    while changed:  # an entry computed from an entry that is not a Python number is not one either
+        changed = False
+        for key, entries in reads.items():
+            kind = kinds[key]
+            for entry in entries:
+                read = kinds.get(entry)
+                kind = None if kind is None or read is None else join(kind, read)
+            if kind != kinds[key]:
+                kinds[key] = kind
+                changed = True
     return kinds
+
+
+def _python_arithmetic_reads(value: cst.BaseExpression, hyperparameters: frozenset[str],
+                             tensor_group_keys: frozenset[str]) -> set[str] | None:
+    """The state entries arithmetic over Python numbers, hyperparameters and state entries reads, or None
+    when it holds anything else."""
+    kind = type(value)
+    if kind in (cst.Integer, cst.Float) or (kind is cst.Name and value.value in hyperparameters):  # type: ignore[attr-defined]
+        return set()
+    if kind is cst.UnaryOperation:
+        return _python_arithmetic_reads(value.expression, hyperparameters,  # type: ignore[attr-defined]
+                                        tensor_group_keys)
+    if kind is cst.BinaryOperation:
+        left = _python_arithmetic_reads(value.left, hyperparameters, tensor_group_keys)  # type: ignore[attr-defined]
+        right = _python_arithmetic_reads(value.right, hyperparameters,  # type: ignore[attr-defined]
+                                         tensor_group_keys)
+        return None if left is None or right is None else left | right
+    key = _state_key(value)
+    if key is not None:
+        return {key}
+    return set() if _is_group_hyperparameter(value, tensor_group_keys) else None
+
+
+def _hyperparameter_names(method: cst.FunctionDef, tensor_group_keys: frozenset[str]) -> frozenset[str]:
+    """Local names every binding of which in the method is a Python hyperparameter of a param group
+    (`beta1, beta2 = group['betas']`, `eps = group['eps']`), not `lr` nor a tensor entry."""
+    good: set[str] = set()
+    bad: set[str] = set()
+    for node in iter_nodes(method):
+        kind = type(node)
+        if kind is cst.Param:
+            bad.add(node.name.value)  # type: ignore[attr-defined]
+        elif kind is cst.Assign:
+            hyper = _is_group_hyperparameter(node.value, tensor_group_keys)  # type: ignore[attr-defined]
+            for target in node.targets:  # type: ignore[attr-defined]
+                t = target.target
+                names = [t] if type(t) is cst.Name else [e.value for e in t.elements] \
+                    if type(t) in (cst.Tuple, cst.List) else []
+                for name in names:
+                    if type(name) is cst.Name:
+                        (good if hyper else bad).add(name.value)
+        elif kind in (cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor, cst.NamedExpr, cst.AsName):
+            bound = node.target if kind is not cst.AsName else node.name  # type: ignore[attr-defined]
+            bad.update(n.value for n in iter_nodes(bound) if type(n) is cst.Name)
+    return frozenset(good - bad)
+
+
+def _is_group_hyperparameter(value: cst.BaseExpression, tensor_group_keys: frozenset[str]) -> bool:
+    """`group['eps']`, `group['betas'][1]`: a param-group entry that is a Python value on WSC."""
+    while type(value) is cst.Subscript and type(value.value) is cst.Subscript:  # type: ignore[attr-defined]
+        value = value.value  # type: ignore[attr-defined]
+    if type(value) is not cst.Subscript or len(value.slice) != 1 or not isinstance(value.slice[0].slice, cst.Index):
+        return False
+    key = string_value(value.slice[0].slice.value)
+    base = cst.Module([]).code_for_node(value.value)
+    return key is not None and key != "lr" and key not in tensor_group_keys and "group" in base and "state" not in base
 
 
 def group_tensor_entries(methods: list[cst.FunctionDef]) -> set[str]:
