@@ -132,6 +132,8 @@ class Session:
         self.by_module: dict[str, str] = {}
         self._direct: dict[str, set[str]] = {}  # a file's import edges, resolved when first needed
         self._closures: dict[str, frozenset[str]] = {}
+        self._dependencies: dict[frozenset[str], frozenset[str]] = {}  # see `dependencies`
+        self._digests: dict[frozenset[str], str] = {}  # of the sets of dependencies
         self._order: dict[str, int] | None = None  # survey order
         self._known_edges: dict[str, list[Any]] = {}  # remembered edges by survey position: [hash, positions]
         self._surveyed: list[str] = []  # the files in survey order
@@ -270,19 +272,28 @@ class Session:
             found = self._closures[key] = frozenset(reachable({key}, self.direct) if self.direct(key) else (key,))
         return found
 
-    def dependencies(self, key: str, reach: list[str] | set[str]) -> AbstractSet[str]:
-        if not reach:
+    def dependencies(self, key: str, reach: Iterable[str]) -> AbstractSet[str]:
+        """What a file's report depends on: the files it imports, directly or not, and those its traced
+        code reaches (`reach`) with what they import. Where traced code meets in a shared helper, most
+        files reach the same files: they share one set, found in one walk (a walk per file and per file
+        it reaches took time growing as N³)."""
+        roots = frozenset(reach) | {key}
+        if len(roots) == 1:
             return self.closure(key)
-        deps = set(self.closure(key))
-        for root in reach:
-            deps.add(root)
-            if root in self.states:
-                deps |= self.closure(root)
-        return deps
+        found = self._dependencies.get(roots)
+        if found is None:
+            found = self._dependencies[roots] = frozenset(
+                roots | reachable({r for r in roots if r in self.states}, self.direct))
+        return found
 
     def digest(self, deps: AbstractSet[str]) -> str:
-        parts = [f"{k}={self.states[k].hash if k in self.states else 'absent'}" for k in sorted(deps)]
-        return content_hash("\n".join(parts).encode("utf-8", errors="surrogateescape"))
+        found = self._digests.get(deps) if isinstance(deps, frozenset) else None
+        if found is None:
+            parts = [f"{k}={self.states[k].hash if k in self.states else 'absent'}" for k in sorted(deps)]
+            found = content_hash("\n".join(parts).encode("utf-8", errors="surrogateescape"))
+            if isinstance(deps, frozenset):
+                self._digests[deps] = found
+        return found
 
     def _fresh(self, state: FileState, fixing: bool, unsafe: bool) -> bool:
         entry = state.entry

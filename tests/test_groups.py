@@ -167,3 +167,21 @@ def test_worker_calls_shrink_to_single_groups_at_the_end():
     sizes = [sum(weights[t] for t in batch) for batch in batches]
     assert sizes[2] > sizes[-5]  # shares of what is left: ever smaller
     assert batches[0] == [0]  # a group heavier than a share is a call of its own
+
+
+def test_files_reaching_the_same_files_share_one_set_of_dependencies(tmp_path):
+    """Models sharing a helper each depend on every model (and what each imports): one set for all of
+    them, not a union of every model's imports made again for each model."""
+    from cslint.config import Settings
+
+    (tmp_path / "normalize.py").write_text(NORMALIZE)
+    (tmp_path / "config.py").write_text(CONFIG)
+    for i in range(5):
+        (tmp_path / f"net_{i}.py").write_text(NET_A.replace("NetA", f"Net{i}"))
+    session = incremental.Session(Settings(), [], cache=None)
+    session._survey(sorted(tmp_path.glob("*.py")), [])
+    nets = [str(tmp_path / f"net_{i}.py") for i in range(5)]
+    found = [session.dependencies(net, [other for other in nets if other != net]) for net in nets]
+    assert set(found[0]) == {*nets, str(tmp_path / "normalize.py"), str(tmp_path / "config.py")}
+    assert all(deps is found[0] for deps in found)
+    assert session.dependencies(nets[0], []) == {nets[0], str(tmp_path / "normalize.py"), str(tmp_path / "config.py")}
