@@ -425,3 +425,64 @@ def test_a_self_updated_python_entry_outside_traced_code_stays_quiet(lint):
         return math.sqrt(state["den_sum"])
     """
     assert codes(lint(code)) == []
+
+
+GROUP_AND_STATE_STEPS = """
+import torch
+from torch.optim import Optimizer
+
+
+class LoRARiteLike(Optimizer):
+    def __init__(self, params, lr=1e-3):
+        super().__init__(params, dict(lr=lr))
+
+    def init_group(self, group):
+        if "step" not in group:
+            group["step"] = 0
+        for p in group["params"]:
+            state = self.state[p]
+            if len(state) == 0:
+                state["step"] = 0
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        for group in self.param_groups:
+            self.init_group(group)
+            group["step"] += 1
+            for p in group["params"]:
+                state = self.state[p]
+                p.mul_(1.0 - 0.9 ** state["step"])
+                state["step"] += 1
+"""
+
+
+@pytest.mark.parametrize("target", ["wsc", "compile"])
+def test_a_group_counter_is_not_read_by_reading_the_state_counter_of_that_name(lint, target):
+    """Sample C lora_rite:426: `group['step'] += 1` that nothing reads (only `state['step']` is read) puts
+    no value in the graph; the state counter that is read is still reported."""
+    assert codes(lint(GROUP_AND_STATE_STEPS, select=("WSC303",), target=target)) == [("WSC303", 25)]
+
+
+@pytest.mark.parametrize("target", ["wsc", "compile"])
+@pytest.mark.parametrize("read", [
+    'p.mul_(1.0 - 0.9 ** group["step"])',  # in the update
+    'p.mul_(self._decay(group["step"]))',  # passed to a function
+    'print(f"step {group[\'step\']}")',  # formatted
+    'p.mul_(0.5 if group.get("step", 0) > 10 else 1.0)',  # compared
+])
+def test_a_group_counter_that_is_read_is_reported(lint, target, read):
+    code = GROUP_AND_STATE_STEPS.replace('p.mul_(1.0 - 0.9 ** state["step"])', read) + """
+    def _decay(self, step):
+        return 1.0 - 0.9 ** step
+"""
+    assert ("WSC303", 21) in codes(lint(code, select=("WSC303",), target=target))
+
+
+def test_group_and_state_counters_outside_traced_code_stay_quiet(lint):
+    code = """
+    def count(group, state):
+        group["step"] += 1
+        state["step"] += 1
+        return state["step"] + group["step"]
+    """
+    assert codes(lint(code)) == []

@@ -505,36 +505,54 @@ class Adam(Optimizer):
         else:
             return
         name = target.attr.value if isinstance(target, cst.Attribute) else string_key(target)
-        if name is not None and name not in _read_names(ctx.module.source):
+        if name is not None and not _is_read(ctx.module.source, name, where):
             return  # a count nothing in the file reads (`self.steps_taken += 1`) puts no value in the graph
         ctx.report(target, f"`{ctx.code(target)}` is a Python-number step counter in {where}: its value is "
                            "frozen into the traced graph (or changes it every step); keep it as a float32 tensor",
                    fix)
 
 
+# reads of a key under a container that is plainly the other one do not read the counter: the optimizer
+# state's `state['step']` is not the param group's `group['step']`
+_OTHER_CONTAINER = {"optimizer state": "group", "a param group": "state"}
+
+
+def _is_read(source: str, name: str, where: str) -> bool:
+    reads = _read_names(source)
+    if reads is None:  # a file that does not parse: it may read anything
+        return True
+    other = _OTHER_CONTAINER.get(where)
+    return any(container != other for container in reads.get(name, ()))
+
+
 @lru_cache(maxsize=64)
-def _read_names(source: str) -> frozenset[str]:
+def _read_names(source: str) -> dict[str, frozenset[str]] | None:
     """Attribute names and string keys the file reads (`x.name`, `x["name"]`, `x.get("name")` as values),
-    where a counter's value could reach a computation."""
+    where a counter's value could reach a computation, each with the containers read from: "group" or
+    "state" when the container's text names one and not the other, "" otherwise."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
-        return _EVERYTHING
-    names: set[str] = set()
+        return None
+    names: dict[str, set[str]] = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
-            names.add(node.attr)
+            names.setdefault(node.attr, set()).add("")
         elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and \
                 isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
-            names.add(node.slice.value)
+            names.setdefault(node.slice.value, set()).add(_container(node.value))
         elif isinstance(node, ast.Call):  # `group.get("step", 0)`, `getattr(self, "updates")`
-            names.update(a.value for a in node.args[:2] if isinstance(a, ast.Constant) and isinstance(a.value, str))
-    return frozenset(names)
+            container = _container(node.func.value) if isinstance(node.func, ast.Attribute) else ""
+            for a in node.args[:2]:
+                if isinstance(a, ast.Constant) and isinstance(a.value, str):
+                    names.setdefault(a.value, set()).add(container)
+    return {name: frozenset(containers) for name, containers in names.items()}
 
 
-class _Everything(frozenset):  # type: ignore[type-arg]
-    def __contains__(self, item: object) -> bool:
-        return True
+def _container(node: ast.expr) -> str:
+    text = ast.unparse(node)
+    if ("group" in text) != ("state" in text):
+        return "group" if "group" in text else "state"
+    return ""
 
 
-_EVERYTHING = _Everything()
