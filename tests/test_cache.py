@@ -251,7 +251,8 @@ def test_a_helper_called_by_two_files_ties_their_reports(tmp_path, capsys):
     """`ident`'s parameter is the join of what both models pass, so model_a.py's report depends on
     model_b.py although neither imports the other."""
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
-    _touch(tmp_path / "utils.py", "def ident(v):\n    return v\n")
+    # `**options`: not a small helper answered per call (call_returns.py), so its callers' kinds are joined
+    _touch(tmp_path / "utils.py", "def ident(v, **options):\n    return v\n")
     _touch(tmp_path / "model_a.py", "from torch import nn\n\nfrom utils import ident\n\n\nclass A(nn.Module):\n"
                                     "    def forward(self, x):\n        if ident(3) > 0:\n            x = x * 2\n"
                                     "        return x\n")

@@ -128,10 +128,12 @@ def _use(name: cst.Name, parent: cst.CSTNode | None, grand: cst.CSTNode | None) 
     return "value"
 
 
-# Calls whose arguments are sizes, bounds or counts (by the called name's last part).
-_INT_SLOT_CALLS = frozenset({"range", "arange", "zeros", "ones", "empty", "full", "randn", "rand", "eye",
-                             "new_zeros", "new_ones", "new_empty", "new_full", "view", "reshape", "expand",
-                             "repeat", "narrow", "topk"})
+# Calls whose arguments are sizes, bounds or counts (by the called name's last part): factories, in any
+# form, and tensor methods, called on a tensor (`torch.topk(scores, 3)` takes the tensor first).
+_SIZE_FACTORIES = frozenset({"range", "arange", "zeros", "ones", "empty", "full", "randn", "rand", "eye"})
+_SIZE_METHODS = frozenset({"new_zeros", "new_ones", "new_empty", "new_full", "view", "reshape", "expand", "repeat",
+                           "narrow", "topk"})
+_TORCH_MODULES = frozenset({"torch", "T", "F", "nn", "functional"})
 _INT_ARITHMETIC = (cst.Add, cst.Subtract, cst.Multiply, cst.FloorDivide)
 
 
@@ -148,9 +150,11 @@ def _in_int_slot(name: cst.Name, parent: cst.CSTNode | None, parents: dict[int, 
         call = parents.get(id(parent))
         if isinstance(call, cst.Call):
             func = call.func
-            called = func.value if isinstance(func, cst.Name) else func.attr.value if isinstance(func, cst.Attribute) \
-                else None
-            return called in _INT_SLOT_CALLS
+            if isinstance(func, cst.Name):
+                return func.value in _SIZE_FACTORIES
+            if isinstance(func, cst.Attribute):
+                on_module = isinstance(func.value, cst.Name) and func.value.value in _TORCH_MODULES
+                return func.attr.value in _SIZE_FACTORIES or (func.attr.value in _SIZE_METHODS and not on_module)
     return False
 
 
