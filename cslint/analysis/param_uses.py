@@ -166,8 +166,13 @@ def _passed_back(name: cst.Name, parent: cst.CSTNode | None, grand: cst.CSTNode 
             and above.value is grand and len(above.targets) == 1):
         return False
     target = above.targets[0].target
-    builtin = isinstance(grand.func, cst.Name) and grand.func.value in _BUILTINS
-    return not builtin and isinstance(target, cst.Name) and target.value == name.value
+    return not _builtin_call(grand) and isinstance(target, cst.Name) and target.value == name.value
+
+
+def _builtin_call(call: cst.Call) -> bool:
+    """`max(x, 1)`, `int(x)`: computes something else than the value it is given (a project helper such as
+    `default(x, d)` hands one of its arguments back)."""
+    return isinstance(call.func, cst.Name) and call.func.value in _BUILTINS
 
 
 def _scan(node: cst.FunctionDef) -> ParamUses:
@@ -238,7 +243,7 @@ def _fallbacks(node: cst.FunctionDef, names: set[str]) -> Iterator[tuple[str, st
 def _fallback_call(value: cst.BaseExpression | None, names: set[str]) -> bool:
     """`default(x, fallback)`: a two-argument call of a project helper on a parameter (a builtin such as
     `max(x, 1)` computes something else)."""
-    if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value not in _BUILTINS
+    if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and not _builtin_call(value)
             and len(value.args) == 2 and all(a.keyword is None and not a.star for a in value.args)):
         return False
     first = value.args[0].value
