@@ -71,10 +71,17 @@ def is_guard(ctx: RuleContext, node: cst.If) -> bool:
 def _starts_as_none(ctx: RuleContext, name: str) -> bool:
     key = f"wsc3_none_locals:{id(ctx.traced.func.node)}"
     if key not in ctx.scratch:
-        ctx.scratch[key] = {t.target.value for n in iter_nodes(ctx.traced.func.node) if isinstance(n, cst.Assign)
-                            and isinstance(n.value, cst.Name) and n.value.value == "None"
-                            for t in n.targets if isinstance(t.target, cst.Name)}
+        ctx.scratch[key] = {target.value for n in iter_nodes(ctx.traced.func.node)
+                            for target in _targets_bound_to_none(n) if isinstance(target, cst.Name)}
     return name in ctx.scratch[key]  # type: ignore[operator]
+
+
+def _targets_bound_to_none(node: cst.CSTNode) -> list[cst.BaseExpression]:
+    """What `x = None` and `x: Tensor | None = None` bind."""
+    if isinstance(node, (cst.Assign, cst.AnnAssign)) and isinstance(node.value, cst.Name) \
+            and node.value.value == "None":
+        return [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+    return []
 
 
 def _stores_state(ctx: RuleContext, body: cst.BaseSuite) -> bool:
