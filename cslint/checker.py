@@ -65,14 +65,18 @@ class Checker:
                 self.table.setdefault(cls, []).append((rule, handler))
 
     def check(self, traced: TracedFunction) -> list[Finding]:
+        return self.check_noting(traced)[0]
+
+    def check_noting(self, traced: TracedFunction) -> tuple[list[Finding], bool]:
+        """The function's findings, and whether a rule read the whole file's text to find them."""
         if traced.analysis is None or not self.table:
-            return []
+            return [], False
         ctx = RuleContext(traced=traced, settings=self.settings)
         _dispatch(self.table, ctx, self.profile)
         analysis = traced.analysis
         if analysis.dead or analysis.unguarded:
             ctx.findings = _placed_by_guards(ctx, analysis.dead, analysis.unguarded)
-        return adapt_to_target(ctx.findings, self.settings, traced.func.module)
+        return adapt_to_target(ctx.findings, self.settings, traced.func.module), ctx.read_module_text
 
     def check_module(self, module: ModuleInfo, project: Project) -> list[Finding]:
         """Rules with `scope = "module"` look at a whole file once (training scripts, loss classes)."""

@@ -125,6 +125,11 @@ class WarmIndexes:
             return None
         return found[3]
 
+    def indexed(self, path: Path) -> ModuleInfo | None:
+        """The file's last index, whatever its text was."""
+        found = self.modules.get(_key(path))
+        return found[3] if found is not None else None
+
     def keep_module(self, path: Path, text: str, name: str, is_package: bool, info: ModuleInfo) -> None:
         self.modules[_key(path)] = (text, name, is_package, info)
 

@@ -7,11 +7,13 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import libcst as cst
 from libcst._position import CodePosition, CodeRange
 
 from cslint import library_cache
+from cslint.analysis.carry_over import carry_over
 from cslint.analysis.libraries import Libraries, LibraryPathError, environment_for
 from cslint.analysis.index import FunctionInfo, ModuleInfo, TreeBudget, index_module, index_module_from_ast
 from cslint.analysis.index_store import IndexStore
@@ -21,7 +23,7 @@ from cslint.analysis.traced import TracedFunction, TracedProgram
 from cslint.checker import Checker, internal_error
 from cslint.config import Settings
 from cslint.noqa import is_suppressed, noqa_lines
-from cslint.overlay import keep_buffer_tree, warm_indexes
+from cslint.overlay import WarmIndexes, keep_buffer_tree, warm_indexes
 from cslint.positions import locate, piece_layout, piece_positions, whole_module_positions
 from cslint.profile import Profile
 from cslint.progress import Progress
@@ -33,6 +35,9 @@ from cslint.selection import ignored_for_file
 from cslint.sources import (ReadError, SourceFile, TooLarge, UndecodableError, for_parser, keep_final_newline, parse,
                              parse_unvalidated, python_refuses, read_source)
 from cslint.targets import get_target
+
+if TYPE_CHECKING:
+    from cslint.analysis.reuse import KeptAnalyses
 
 __all__ = ["INTERNAL_ERROR", "SYNTAX_ERROR", "Diagnostic", "Linter", "RunResult"]
 
@@ -185,8 +190,8 @@ class Linter:
 
         def check_now(traced: TracedFunction) -> None:  # the module is held; its analysis is final or not
             if self.only_in is None or traced.func.module.path in self.only_in:
-                per_function[traced.func.qualname] = (_rule_inputs(traced), self._locate(traced.func.module,
-                                                                                         self._check(traced)))
+                found = self._check_reusing(traced, warm.analyses) if warm is not None else self._check(traced)
+                per_function[traced.func.qualname] = (_rule_inputs(traced), self._locate(traced.func.module, found))
             traced.analysis = None  # its node-keyed maps would keep the tree alive
 
         project = self._project(every if isinstance(every, LazyModules) else modules.values())
@@ -323,6 +328,40 @@ class Linter:
         except Exception as exc:
             return [internal_error(traced.func.node.name, traced, f"checking {traced.func.display_name}", exc)]
 
+    def _check_reusing(self, traced: TracedFunction, kept: KeptAnalyses) -> list[Finding]:
+        """`_check`, in an editor's analysis: the findings of the last analyses when the rules would read
+        the same (the same kept analysis, callers, parameters and settings; the same file's text if a
+        rule read all of it)."""
+        analysis = traced.analysis
+        if analysis is None:
+            return []
+        chain = []
+        current: TracedFunction | None = traced
+        while current is not None:
+            chain.append(current)
+            current = current.parent
+        values = (_rule_inputs(traced), traced.root.reason, tuple(traced.annotation_overrides.items()),
+                  tuple(traced.keywords.items()), self.settings, self.enabled_codes)
+        # the functions up the chain (their nodes), and their classes' methods (rules read a class's others)
+        objects = (*(t.func for t in chain), *(m for t in chain if t.func.cls is not None
+                                               for m in t.func.cls.methods.values()))
+        found = kept.findings(analysis, (values, objects))
+        if found is None:
+            values += (traced.func.module.source,)  # the key with the text, for rules that read it all
+            found = kept.findings(analysis, (values, objects))
+        if found is not None:
+            self.profile.count("functions whose rule findings were reused")
+            return [Finding(f.code, f.message, f.node, traced, f.fix) for f in found]
+        try:
+            with self.profile.phase("rules"):
+                found, read_text = self.checker.check_noting(traced)
+        except Exception as exc:
+            return [internal_error(traced.func.node.name, traced, f"checking {traced.func.display_name}", exc)]
+        if all(f.traced is traced and f.code != INTERNAL_ERROR for f in found):
+            kept.keep_findings(analysis, (values if read_text else values[:-1], objects),
+                               [Finding(f.code, f.message, f.node, None, f.fix) for f in found])
+        return found
+
     def _index(self, source: SourceFile, name: str, is_package: bool) -> ModuleInfo | None:
         """The index from the libcst tree when the file is already parsed (files likely to hold traced code,
         when every tree is kept); else from Python's `ast` (several times faster), with libcst parsing
@@ -364,6 +403,7 @@ class Linter:
                 if piecemeal:  # fixes edit whole trees
                     info.piece_parser = partial(self._parse_piece, source.path)
                 if warm is not None:
+                    self._carry_over(warm, source.path, info)
                     warm.keep_module(source.path, source.text, name, is_package, info)
                 return info
             with self.profile.phase("parse"):
@@ -371,6 +411,24 @@ class Linter:
             if source.tree is None:
                 return None
         return index_module(source.path, source.text, source.tree, name, is_package)
+
+    def _carry_over(self, warm: WarmIndexes, path: Path, info: ModuleInfo) -> None:
+        """An edited buffer indexed again keeps its unchanged classes and functions (carry_over.py), so
+        their kept analyses and findings are reused."""
+        old = warm.indexed(path)
+        if old is None or old is info:
+            return
+        moved = carry_over(old, info)
+        if not moved:
+            return
+        self.profile.count("functions carried over from the last index of an edited buffer", len(moved))
+        self._pieces_given.update(id(f.piece.module) for f in moved if f.piece is not None)
+        if old.budget is not None:  # the trees they hold are the new module's to give back
+            size = old.budget.resident.pop(old, 0)
+            old.budget.size -= size
+            if size and info.budget is not None:
+                info.loaded = True
+                info.budget.loaded(info, size)
 
     def _parse_piece(self, path: Path, text: str) -> cst.Module:
         warm = warm_indexes()

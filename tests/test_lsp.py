@@ -815,7 +815,8 @@ def test_no_progress_for_a_client_that_does_not_show_it(tmp_path: Path, monkeypa
 
 def test_a_notebook_cells_code_actions_and_hover_are_its_findings(tmp_path: Path) -> None:
     """In a notebook cell, as in a file (and as ruff's server does): a finding's fix, whose edit is what
-    `cslint check --fix` makes of that cell, the noqa action on the cell's line, fix-all, and the hover."""
+    `cslint check --fix` makes of that cell, the noqa action on the cell's line, fix-all, and the hover
+    (on a finding, and on a traced `def`: the roots reaching it)."""
     notebook = {"cells": [{"cell_type": "code" if code else "markdown", "metadata": {}, "source": text,
                            **({"outputs": [], "execution_count": None} if code else {})}
                           for code, text in NOTEBOOK_CELLS],
@@ -862,6 +863,13 @@ def test_a_notebook_cells_code_actions_and_hover_are_its_findings(tmp_path: Path
             hover = await s.client.text_document_hover_async(types.HoverParams(
                 text_document=types.TextDocumentIdentifier(uri=cells[2]), position=branch.range.start))
             assert hover is not None and "WSC101" in hover.contents.value  # type: ignore[union-attr]
+            on_def = await s.client.text_document_hover_async(types.HoverParams(  # the cell's `def forward`
+                text_document=types.TextDocumentIdentifier(uri=cells[2]), position=types.Position(line=1, character=8)))
+            assert on_def is not None and "traced from 1 root" in on_def.contents.value  # type: ignore[union-attr]
+            assert "`nb.Net.forward` (forward of nn.Module subclass Net)" in on_def.contents.value  # type: ignore[union-attr]
+            elsewhere = await s.client.text_document_hover_async(types.HoverParams(  # an import: nothing traced
+                text_document=types.TextDocumentIdentifier(uri=cells[1]), position=types.Position(line=0, character=1)))
+            assert elsewhere is None
             nothing = await s.client.text_document_code_action_async(types.CodeActionParams(
                 text_document=types.TextDocumentIdentifier(uri=cells[1]), range=branch.range,
                 context=types.CodeActionContext(diagnostics=[])))

@@ -97,6 +97,7 @@ class ClassInfo:
     # class attributes bound to a dict of functions (`_global_mapping = {"sdpa": sdpa_attention}`): a
     # registry its instances are subscripted for a function; the values' dotted names, as written
     function_tables: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    span: Span | None = None  # known for `ast`-indexed files
 
     @property
     def node(self) -> cst.ClassDef:
@@ -444,7 +445,8 @@ def index_module_from_ast(path: Path, source: str, tree: ast.Module, name: str, 
         if isinstance(stmt, ast.ClassDef):
             imports.add_definition(stmt.name)
             cls = ClassInfo(qualname=f"{name}.{stmt.name}", name=stmt.name, module=info,
-                            bases=[imports.qualify(d) for d in map(_ast_base, stmt.bases) if d is not None])
+                            bases=[imports.qualify(d) for d in map(_ast_base, stmt.bases) if d is not None],
+                            span=spans.of(stmt) if spans.usable else None)
             for inner in stmt.body:
                 if isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     if inner.name in cls.methods and _is_accessor(inner.name, map(_ast_dotted, inner.decorator_list)):

@@ -188,6 +188,9 @@ class ProjectOracle:
         self._own_state_entries: dict[tuple[str, frozenset[str]], dict[str, Kind | None]] = {}
         self._function_tables: dict[str, Kind | None] = {}
         self._group_entries: dict[str, frozenset[str]] = {}
+        # an editor's analyses kept between runs (reuse.KeptAnalyses): the methods read for `attributes`
+        # are analysed through it too, so a class is not read again on every keystroke
+        self.kept: Any = None
 
     def return_kind(self, func: FunctionInfo) -> Kind | None:
         return self.returns.get(func.qualname)
@@ -265,7 +268,8 @@ class ProjectOracle:
                 unannotated = TENSOR if method.name == "forward" else STATIC
                 params = {p.name.value: signature_kind(p, unannotated) for p in _all_params(method.node)}
                 params[_first_param(method.node) or "self"] = self.self_kind(cls)
-                analysis = FunctionInference(self.project, self, method, params).run()
+                analysis = self.kept.analyse(self.project, self, method, params, {}, None) if self.kept is not None \
+                    else FunctionInference(self.project, self, method, params).run()
                 for key, kind in analysis_attributes(analysis).items():
                     merged[key] = join(merged[key], kind) if key in merged else kind
         self._computing.discard(cls_name)
@@ -1148,13 +1152,16 @@ class FunctionInference:
             return libraries.instance_kind(found)
         return _fallback(arg_kinds)
 
+    def _local_definition(self, name: str) -> FunctionInfo | ClassInfo | None:
+        """The function (else class) the module defines under `name`."""
+        return self.module.functions.get(name) or self.module.classes.get(name)
+
     def _call_builtin(self, name: str, node: cst.Call, arg_kinds: list[Kind]) -> Kind:
-        local = self.module.functions.get(name)
-        if local is not None:
+        local = self._local_definition(name)
+        if isinstance(local, FunctionInfo):
             return self._call_project_function(node, local, arg_kinds, receiver=None)
-        cls = self.module.classes.get(name)
-        if cls is not None:
-            return self.oracle.instance_kind(cls)
+        if local is not None:
+            return self.oracle.instance_kind(local)
         module_object = self._global(name)
         if module_object.tag is Tag.OBJECT:  # `model(x)` on a module-level `model = Net()`
             return self._call_value(node, module_object, arg_kinds)

@@ -98,6 +98,9 @@ class _RecordingInference(FunctionInference):
     def _global(self, name: str) -> Kind:
         return self._asked_of_module("_global", super()._global, name)
 
+    def _local_definition(self, name: str) -> FunctionInfo | ClassInfo | None:
+        return self._asked_of_module("_local_definition", super()._local_definition, name)  # type: ignore[no-any-return]
+
     def _asked_of_module(self, question: str, ask: Callable[[str], Any], argument: str) -> Any:
         """A question about module-level code, answered by the project itself and recorded as one read."""
         real, self.project = self.project, self._project_itself  # type: ignore[assignment]
@@ -115,6 +118,7 @@ class _Kept:
     node: cst.FunctionDef
     analysis: FunctionAnalysis
     reads: list[Read]
+    module: ModuleInfo  # the function's when it was analysed (an edited buffer's index carries it over)
 
 
 class KeptAnalyses:
@@ -125,12 +129,29 @@ class KeptAnalyses:
     def __init__(self) -> None:
         self._older: dict[tuple[Any, ...], list[_Kept]] = {}  # the run before the last one's
         self._last: dict[tuple[Any, ...], list[_Kept]] = {}  # the last (or current) run's
+        # rules' findings by the analysis they read: (analysis, what else they read, findings), as for analyses
+        self._older_findings: dict[int, tuple[FunctionAnalysis, FindingsKey, list[Any]]] = {}
+        self._last_findings: dict[int, tuple[FunctionAnalysis, FindingsKey, list[Any]]] = {}
         self.reused = 0
         self.analysed = 0
 
     def start(self) -> None:
         """A new analysis of the project begins."""
         self._older, self._last = self._last, {}
+        self._older_findings, self._last_findings = self._last_findings, {}
+
+    def findings(self, analysis: FunctionAnalysis, key: FindingsKey) -> list[Any] | None:
+        """The findings the rules made of `analysis` (the same object: a kept analysis reused) when what
+        else they read was `key`."""
+        for kept in (self._last_findings, self._older_findings):
+            found = kept.get(id(analysis))
+            if found is not None and found[0] is analysis and _same_key(found[1], key):
+                self._last_findings[id(analysis)] = found
+                return found[2]
+        return None
+
+    def keep_findings(self, analysis: FunctionAnalysis, key: FindingsKey, findings: list[Any]) -> None:
+        self._last_findings[id(analysis)] = (analysis, key, findings)
 
     def analyse(self, project: Project, oracle: ProjectOracle, func: FunctionInfo, params: dict[str, Kind],
                 keywords: dict[str, Kind], guards: Guards | None) -> FunctionAnalysis:
@@ -139,20 +160,32 @@ class KeptAnalyses:
                tuple(sorted(params.items())), tuple(sorted(keywords.items())))
         now = self._last.setdefault(key, [])
         for kept in (*now, *self._older.get(key, ())):
-            if kept.func is func and kept.node is node and _answers_again(kept.reads, project, oracle, guards, func):
+            if kept.func is func and kept.node is node and \
+                    _answers_again(kept.reads, project, oracle, guards, func, kept.module):
                 if kept not in now:
                     now.append(kept)
                 self.reused += 1
                 return kept.analysis
         reads: list[Read] = []
         analysis = _RecordingInference(project, oracle, func, dict(params), keywords, guards, reads).run()
-        now.append(_Kept(func, node, analysis, reads))
+        now.append(_Kept(func, node, analysis, reads, func.module))
         self.analysed += 1
         return analysis
 
 
+# What rules read besides a function's analysis: values compared by equality, objects by identity
+# (the functions up its chain: their nodes and classes).
+FindingsKey = tuple[tuple[Any, ...], tuple[Any, ...]]
+
+
+def _same_key(old: FindingsKey, new: FindingsKey) -> bool:
+    return old[0] == new[0] and len(old[1]) == len(new[1]) and all(a is b for a, b in zip(old[1], new[1]))
+
+
 def _answers_again(reads: list[Read], project: Project, oracle: ProjectOracle, guards: Guards | None,
-                   func: FunctionInfo) -> bool:
+                   func: FunctionInfo, module: ModuleInfo) -> bool:
+    """Whether the new run answers `reads` as they were answered; questions about the function's own
+    module (`module` then) are asked about its module now."""
     inference: FunctionInference | None = None
     asked: dict[str, Callable[[str], Callable[..., Any]]] = {
         "project": lambda name: getattr(project, name),
@@ -166,6 +199,8 @@ def _answers_again(reads: list[Read], project: Project, oracle: ProjectOracle, g
             again = getattr(FunctionInference, name)(inference, *args)
         else:
             positional, named = args
+            if module is not func.module:
+                positional = tuple(func.module if a is module else a for a in positional)
             again = _kept(asked[who](name)(*positional, **named))
         if not same_answer(answer, again):
             return False

@@ -207,6 +207,7 @@ class TracedProgram:
         self.kept = kept
         if kept is not None:
             kept.start()
+            self.oracle.kept = kept
 
     def run(self) -> TracedProgram:
         work = _Worklist(self.project)

@@ -31,10 +31,10 @@ from pygls.lsp.server import LanguageServer
 from cslint import __version__
 from cslint.deep_stack import RECURSION_LIMIT
 from cslint.lsp.collector import Collector
-from cslint.lsp.notebooks import by_cell, cell_edits, cells_of, notebook_text, placed_in_cells
+from cslint.lsp.notebooks import by_cell, cell_edits, cells_of, notebook_text, placed_in_cells, python_of
 from cslint.lsp.convert import SOURCE, hover_text, lsp_range, minimal_edits, related_information, to_lsp
 from cslint.lsp.workspace import Document, Workspace
-from cslint.notebook import is_notebook
+from cslint.notebook import Notebook, NotebookError, is_notebook
 from cslint.report import INTERNAL_ERROR, Diagnostic
 
 DEBOUNCE_SECONDS = float(os.environ.get("CSLINT_LSP_DEBOUNCE", "0"))
@@ -512,14 +512,37 @@ def hover(ls: CslintServer, params: types.HoverParams) -> types.Hover | None:
     if found:
         text = "\n\n---\n\n".join(hover_text(shown) for shown, _ in found)
         return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=text))
-    path = _path(params.text_document.uri)
-    if path not in ls.state.documents or is_notebook(path):  # a notebook's cell: its findings only
+    found_def = _def_line(ls, params.text_document.uri, params.position.line + 1)
+    if found_def is None:
         return None
-    roots = _roots_reaching(ls, path, params.position.line + 1)
+    path, line = found_def
+    roots = _roots_reaching(ls, path, line)
     if roots:
         lines = [f"**cslint**: traced from {len(roots)} root{'s' if len(roots) != 1 else ''}:", ""] + \
             [f"- `{root}` ({reason})" for root, reason in sorted(roots.items())]
         return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value="\n".join(lines)))
+    return None
+
+
+def _def_line(ls: CslintServer, uri: str, line: int) -> tuple[Path, int] | None:
+    """The open document shown at `uri` and the line of its module that is `line` there: a cell's line is
+    counted in its notebook's code cells as one module."""
+    path = _path(uri)
+    if path in ls.state.documents and not is_notebook(path):
+        return path, line
+    notebook = ls.workspace.get_notebook_document(cell_uri=uri)
+    path = _path(notebook.uri) if notebook is not None else path
+    document = ls.state.documents.get(path)
+    if notebook is None or document is None:
+        return None
+    try:
+        parsed = Notebook.parse(document.text)
+    except NotebookError:
+        return None
+    numbers = [number for number, (cell, _) in enumerate(cells_of(document.text), 1) if cell == uri]
+    for cell, start in zip(parsed.cells, parsed.starts):
+        if cell.number in numbers:
+            return path, start + line - 1
     return None
 
 
@@ -543,7 +566,8 @@ def _roots_reaching(ls: CslintServer, path: Path, line: int) -> dict[str, str]:
 
 def _line_text(ls: CslintServer, path: Path, line: int) -> str:
     document = ls.state.documents.get(path)
-    lines = document.text.splitlines() if document is not None else []
+    text = document.text if document is not None else ""
+    lines = (python_of(text) if is_notebook(path) else text).splitlines()
     return lines[line - 1] if 0 < line <= len(lines) else ""
 
 

@@ -29,7 +29,8 @@ from typing import Any
 
 from cslint.config import ConfigError, Settings, load_settings, settings_from_table
 from cslint.lsp.neighbourhood import Neighbourhood
-from cslint.notebook import NotebookError
+from cslint.lsp.notebooks import python_of
+from cslint.notebook import NotebookError, is_notebook
 from cslint.overlay import WarmIndexes, unsaved_buffers, warm_analyses
 from cslint.progress import Progress
 from cslint.report import BUG_HINT, INTERNAL_ERROR, Diagnostic, RunResult
@@ -227,6 +228,8 @@ class Workspace:
                 text = document.text if document is not None else path.read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError):
                 return None
+            if is_notebook(path):  # its code cells, as one module
+                text = python_of(text)
             known = self._defs.get(path)
             if known is None or known[0] != text:  # each text is parsed once, however many chains pass
                 tree = next((w.take_buffer_tree(path, text) for (r, _), w in self._warm.items() if r == root), None)

@@ -92,6 +92,7 @@ class RuleContext:
     _condition_parts: set[int] | None = None
     _body: FlatTree | None = None
     _resolved: dict[int, str | None] = field(default_factory=dict)  # every rule resolves the same calls
+    read_module_text: bool = False  # a rule read the whole file's text (its findings depend on all of it)
 
     @property
     def analysis(self):  # type: ignore[no-untyped-def]
@@ -102,6 +103,11 @@ class RuleContext:
         return self.traced.func.module
 
     # ---- questions rules ask ---------------------------------------------------------------------
+
+    def module_text(self) -> str:
+        """The whole file's text (an editor reuses a function's findings only while it is the same)."""
+        self.read_module_text = True
+        return self.module.source  # type: ignore[no-any-return]
 
     def walk(self, root: cst.CSTNode | None = None, prune: tuple[type, ...] = ()) -> Iterator[cst.CSTNode]:
         """`iter_nodes` over the traced function's body (or a part of it), read from one walk of the body

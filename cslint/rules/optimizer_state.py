@@ -512,7 +512,7 @@ class Adam(Optimizer):
         else:
             return
         name = target.attr.value if isinstance(target, cst.Attribute) else string_key(target)
-        if name is not None and not _is_read(ctx.module.source, name, where):
+        if name is not None and not _is_read(ctx.module_text(), name, where):
             return  # a count nothing in the file reads (`self.steps_taken += 1`) puts no value in the graph
         ctx.report(target, f"`{ctx.code(target)}` is a Python-number step counter in {where}: its value is "
                            "frozen into the traced graph (or changes it every step); keep it as a float32 tensor",

@@ -1,0 +1,252 @@
+"""An edit costs what it changed: the edited buffer's unchanged classes and functions keep their index
+entries (analysis/carry_over.py), so their kept analyses and rule findings are reused. Whatever the
+edits, the diagnostics of every open document must be those `cslint check` reports for the same texts
+on disk: these tests apply sequences of edits through the editor's `Workspace` and compare after each."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from cslint.cli import main
+from cslint.lsp.workspace import Workspace
+from cslint.profile import Profile
+
+HELPERS = """\
+import torch
+
+
+def scale(x):
+    return x * 2
+
+
+def clip(x, bound):
+    return torch.clamp(x, -bound, bound)
+"""
+
+MODEL = """\
+import torch
+from torch import nn
+
+from pkg.helpers import clip, scale
+
+
+def act(x):
+    return torch.relu(x)
+
+
+class Attention(nn.Module):
+    def forward(self, x):
+        y = scale(x)
+        if act(y).max() > 3:
+            y = y + 1
+        return clip(y, 2.0)
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.attn = Attention()
+
+    def forward(self, x):
+        h = self.attn(x)
+        return x + h
+
+
+class Twin(nn.Module):
+    def forward(self, x):
+        h = self.attn(x)
+        return x + h
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.block = Block()
+
+    def forward(self, x):
+        x = self.block(x)
+        if x.mean() > 0:
+            x = x - 1
+        return x
+"""
+
+OPTIMIZER = """\
+import torch
+
+
+class Counting(torch.optim.Optimizer):
+    def __init__(self, params):
+        super().__init__(params, {"lr": 0.1})
+        self.updates = 0
+
+    @torch.no_grad()
+    def step(self):
+        self.updates += 1
+        for group in self.param_groups:
+            for p in group["params"]:
+                p.sub_(group["lr"] * p.grad)
+
+
+def report(opt):
+    return 0
+"""
+
+
+def _project(root: Path) -> Workspace:
+    (root / "pyproject.toml").write_text("[tool.cslint]\n", encoding="utf-8")
+    (root / "pkg").mkdir()
+    (root / "pkg/__init__.py").write_text("", encoding="utf-8")
+    for name, text in {"helpers.py": HELPERS, "model.py": MODEL, "optim.py": OPTIMIZER}.items():
+        (root / "pkg" / name).write_text(text, encoding="utf-8")
+    return Workspace()
+
+
+def _checked(root: Path, texts: dict[str, str], scratch: Path, monkeypatch: pytest.MonkeyPatch,
+             capsys: pytest.CaptureFixture[str]) -> dict[str, list[tuple[str, int, int, int, int, str]]]:
+    """What `cslint check` reports for the project with `texts` (file name -> text) on disk."""
+    if scratch.exists():
+        shutil.rmtree(scratch)
+    shutil.copytree(root, scratch)
+    for name, text in texts.items():
+        (scratch / "pkg" / name).write_text(text, encoding="utf-8")
+    monkeypatch.chdir(scratch)
+    capsys.readouterr()
+    main(["check", "--no-cache", "--jobs", "1", "--exit-zero", "--output-format", "json", "."])
+    found: dict[str, list[tuple[str, int, int, int, int, str]]] = {name: [] for name in texts}
+    for d in json.loads(capsys.readouterr().out):
+        name = Path(d["filename"]).name
+        if name in found:
+            found[name].append((d["code"], d["line"], d["column"], d["end_line"], d["end_column"], d["message"]))
+    return {name: sorted(items) for name, items in found.items()}
+
+
+def _shown(workspace: Workspace, root: Path) -> dict[str, list[tuple[str, int, int, int, int, str]]]:
+    """The open documents' diagnostics as the server last published them."""
+    return {path.name: sorted((d.code, d.line, d.column, d.end_line, d.end_column, d.message) for d in found)
+            for path, (_, found) in workspace.findings.items()}
+
+
+def _edit_and_compare(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+                      edits: list[tuple[str, str]], opened: dict[str, str]) -> list[dict[str, list[tuple]]]:
+    monkeypatch.setenv("CSLINT_NO_CACHE", "1")
+    root = tmp_path / "project"
+    root.mkdir()
+    workspace = _project(root)
+    texts = dict(opened)
+    for name, text in texts.items():
+        workspace.open(root / "pkg" / name, text, 1)
+    for name in texts:
+        workspace.analyse(root / "pkg" / name)
+    seen = []
+    for version, (name, text) in enumerate(edits, 2):
+        texts[name] = text
+        workspace.change(root / "pkg" / name, text, version)
+        workspace.analyse(root / "pkg" / name)
+        shown = _shown(workspace, root)
+        assert shown == _checked(root, texts, tmp_path / "check", monkeypatch, capsys), (version, name)
+        seen.append(shown)
+    return seen
+
+
+def _codes(found: list[tuple]) -> list[tuple[str, int]]:
+    return [(item[0], item[1]) for item in found]
+
+
+def test_edits_inside_traced_functions_equal_a_fresh_check(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    at_forward = "        x = self.block(x)\n"
+    branch = "        if x.sum() > 0:\n            x = x * 2\n"
+    edits = [
+        ("model.py", MODEL.replace(at_forward, at_forward + "        z = 1\n")),  # a keystroke in Model.forward
+        ("model.py", MODEL.replace(at_forward, at_forward + "        z = 12\n")),
+        ("model.py", MODEL.replace(at_forward, at_forward + branch)),  # a new finding there
+        ("model.py", "# a line above everything\n" + MODEL.replace(at_forward, at_forward + branch)),  # all move
+        ("model.py", MODEL),  # back: the finding goes
+        # a helper the unchanged Attention.forward calls (by its plain name, in the same file) changes
+        ("model.py", MODEL.replace("    return torch.relu(x)", "    return torch.relu(x).sum().item()")),
+        ("model.py", MODEL),
+        # ...and gains a finding but returns what it did: the caller's analysis must not trace the old one
+        ("model.py", MODEL.replace("def act(x):\n", "def act(x):\n    if x.max() > 0:\n        x = x * 2\n")),
+        ("model.py", MODEL),
+        # an unchanged forward's callee in another file returns a host value
+        ("model.py", MODEL.replace("        y = scale(x)\n", "        y = scale(x)\n        y = y.tolist()\n")),
+        ("model.py", MODEL.replace("import torch\n", "import torch\nimport math\n", 1)),  # the imports change
+        ("model.py", MODEL),
+    ]
+    seen = _edit_and_compare(tmp_path, monkeypatch, capsys, edits, {"model.py": MODEL})
+    base = _codes(seen[4]["model.py"])
+    assert base  # `if x.mean() > 0` in Model.forward, `if act(y).max() > 3` in Attention.forward
+    assert seen[0] == seen[1] and len(seen[2]["model.py"]) == len(seen[1]["model.py"]) + 1
+    assert [line - 1 for _, line in _codes(seen[3]["model.py"])] == [line for _, line in _codes(seen[2]["model.py"])]
+    assert _codes(seen[6]["model.py"]) == _codes(seen[8]["model.py"]) == _codes(seen[11]["model.py"]) == base
+    assert _codes(seen[5]["model.py"]) != base  # act() now returns a Python number: no tensor branch on it
+    assert len(seen[7]["model.py"]) == len(base) + 1
+
+
+def test_an_edit_to_an_open_helper_and_defs_added_and_removed_equal_a_fresh_check(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    extra = "\n\ndef extra(x):\n    if x.sum() > 0:\n        return x\n    return -x\n"
+    calls_extra = MODEL.replace("        return x + h\n", "        return extra(x + h)\n", 1) + extra
+    untraced = MODEL.replace("class Block(nn.Module):", "class Block:")
+    edits = [
+        ("helpers.py", HELPERS.replace("    return x * 2", "    if x.max() > 1:\n        x = x / 2\n    return x * 2")),
+        ("helpers.py", HELPERS),
+        ("model.py", MODEL + extra),  # a def no traced code calls: no finding in it
+        ("model.py", calls_extra),  # Block.forward calls it: traced
+        ("model.py", MODEL + extra),  # untraced again
+        ("model.py", MODEL),  # removed
+        ("model.py", MODEL.replace("    def forward(self, x):\n        y = scale(x)", "    def forward_(self, x):\n"
+                                   "        y = scale(x)")),  # Attention.forward is no root any more
+        ("model.py", MODEL),
+        ("model.py", untraced),  # Block is no module: its forward no root, reached from Model only
+        ("model.py", untraced.replace("class Model(nn.Module):", "class Model:")),
+        ("model.py", MODEL),
+        # an unchanged function's text moves into the class just edited (the same text twice)
+        ("model.py", MODEL.replace("class Twin(nn.Module):\n    def forward(self, x):\n        h = self.attn(x)",
+                                   "class Twin(nn.Module):\n    def forward(self, x):\n        h = self.attn(x)\n"
+                                   "        h = h.tolist()")),
+        ("helpers.py", HELPERS.replace("return torch.clamp(x, -bound, bound)", "return x.item()")),
+    ]
+    seen = _edit_and_compare(tmp_path, monkeypatch, capsys, edits, {"model.py": MODEL, "helpers.py": HELPERS})
+    assert _codes(seen[0]["helpers.py"]) and not _codes(seen[1]["helpers.py"])
+    assert seen[2]["model.py"] == seen[1]["model.py"]
+    assert len(seen[3]["model.py"]) == len(seen[2]["model.py"]) + 1
+    assert seen[4]["model.py"] == seen[2]["model.py"]
+
+
+def test_a_finding_that_reads_the_whole_file_follows_an_edit_elsewhere_in_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """WSC303 reports a step counter only if something in the file reads it: an edit of another function
+    (the optimizer's step unchanged, its analysis reused) adds and removes that read."""
+    reads = OPTIMIZER.replace("    return 0\n", "    return opt.updates\n")
+    edits = [("optim.py", reads), ("optim.py", OPTIMIZER), ("optim.py", reads)]
+    seen = _edit_and_compare(tmp_path, monkeypatch, capsys, edits, {"optim.py": OPTIMIZER})
+    assert "WSC303" in [c for c, _ in _codes(seen[0]["optim.py"])]
+    assert "WSC303" not in [c for c, _ in _codes(seen[1]["optim.py"])]
+    assert seen[2]["optim.py"] == seen[0]["optim.py"]
+
+
+def test_an_edit_reuses_the_analyses_and_findings_of_the_documents_unchanged_functions(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CSLINT_NO_CACHE", "1")
+    root = tmp_path / "project"
+    root.mkdir()
+    workspace = _project(root)
+    model = root / "pkg/model.py"
+    workspace.open(model, MODEL, 1)
+    workspace.analyse(model)
+    kept = next(iter(workspace._warm.values())).analyses
+    analysed = kept.analysed
+    profile = Profile(enabled=True)
+    monkeypatch.setattr("cslint.runner.Profile", lambda enabled=False: profile)
+    at_forward = "        x = self.block(x)\n"
+    workspace.change(model, MODEL.replace(at_forward, at_forward + "        z = 1\n"), 2)
+    workspace.analyse(model)
+    # Model's class changed: its two methods are analysed again; Attention, Block, Twin and act are not
+    assert kept.analysed - analysed <= 2
+    assert profile.counts.get("functions carried over from the last index of an edited buffer", 0) >= 6
+    assert profile.counts.get("functions whose rule findings were reused", 0) >= 3
