@@ -486,3 +486,95 @@ def test_group_and_state_counters_outside_traced_code_stay_quiet(lint):
         return state["step"] + group["step"]
     """
     assert codes(lint(code)) == []
+
+
+SOAP_LIKE = """
+import torch
+from torch.optim import Optimizer
+
+
+class SoapLike(Optimizer):
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.95), precondition_frequency=10, shampoo_beta=None):
+        super().__init__(params, dict(lr=lr, betas=betas, precondition_frequency=precondition_frequency,
+                                      shampoo_beta=shampoo_beta))
+
+    def init_group(self, group):
+        _, beta2 = group["betas"]
+        for p in group["params"]:
+            state = self.state[p]
+            if len(state) == 0:
+                state["exp_avg"] = torch.zeros_like(p)
+                self.init_preconditioner(
+                    p, state, precondition_frequency=group["precondition_frequency"],
+                    shampoo_beta=group["shampoo_beta"] if group["shampoo_beta"] is not None else beta2)
+
+    def init_preconditioner(self, p, state, precondition_frequency: int = 10, shampoo_beta: float = 0.95):
+        state["gg"] = torch.zeros(p.shape[0], p.shape[0], device=p.device)
+        state["precondition_frequency"] = precondition_frequency
+        state["shampoo_beta"] = shampoo_beta
+
+    def update_preconditioner(self, p, state, step: int):
+        state["gg"].lerp_(p.grad @ p.grad.T, 1.0 - state["shampoo_beta"])
+        if step > 0 and step % state["precondition_frequency"] == 0:
+            state["gg"].mul_(0.5)
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        for group in self.param_groups:
+            self.init_group(group)
+            if "step" not in group:
+                group["step"] = 0
+            group["step"] += 1
+            step: int = group["step"] - 1
+            for p in group["params"]:
+                state = self.state[p]
+                self.update_preconditioner(p, state, step)
+                p.add_(state["exp_avg"], alpha=-group["lr"])
+"""
+
+
+@pytest.mark.parametrize("target", ["wsc", "compile"])
+def test_a_group_hyperparameter_handed_to_a_method_and_stored_in_state_stays_python(lint, target):
+    """Sample C soap:289: `state['precondition_frequency']` is set by a method from its parameter, which
+    every call gives `group['precondition_frequency']` (a Python hyperparameter): a Python number, so
+    `step % state['precondition_frequency']` on a Python counter does not branch on a tensor."""
+    assert [c for c in codes(lint(SOAP_LIKE, target=target)) if c[0].startswith("WSC1")] == []
+    # the same entry copied straight from the group
+    direct = SOAP_LIKE.replace('state["precondition_frequency"] = precondition_frequency\n', "").replace(
+        '                state["exp_avg"] = torch.zeros_like(p)\n',
+        '                state["exp_avg"] = torch.zeros_like(p)\n'
+        '                state["precondition_frequency"] = group["precondition_frequency"]\n')
+    assert [c for c in codes(lint(direct, target=target)) if c[0].startswith("WSC1")] == []
+
+
+@pytest.mark.parametrize("target", ["wsc", "compile"])
+@pytest.mark.parametrize("change", [
+    # the learning rate is a traced tensor on WSC, and so is what is copied from it
+    ('precondition_frequency=group["precondition_frequency"]', 'precondition_frequency=group["lr"]'),
+    # a value computed from the gradient
+    ('precondition_frequency=group["precondition_frequency"]', 'precondition_frequency=p.grad.norm()'),
+    # one of the calls gives a tensor
+    ('    @torch.no_grad()\n    def step(',
+     '    def reset(self, p):\n        self.init_preconditioner(p, self.state[p], p.grad.abs().max())\n\n'
+     '    @torch.no_grad()\n    def step('),
+    # the parameter is rebound from a tensor inside the method
+    ('        state["precondition_frequency"] = precondition_frequency\n',
+     '        precondition_frequency = state["gg"].sum()\n'
+     '        state["precondition_frequency"] = precondition_frequency\n'),
+])
+def test_a_tensor_handed_to_a_method_and_stored_in_state_is_a_tensor(lint, target, change):
+    code = SOAP_LIKE.replace(*change)
+    assert code != SOAP_LIKE
+    line = next(i for i, text in enumerate(code.lstrip("\n").splitlines(), 1) if "step % state" in text)
+    assert ("WSC101", line) in codes(lint(code, target=target))
+
+
+def test_a_hyperparameter_stored_in_state_outside_traced_code_stays_quiet(lint):
+    code = SOAP_LIKE.replace("class SoapLike(Optimizer):", "class SoapLike:").replace(
+        "        super().__init__(params, dict(lr=lr, betas=betas, precondition_frequency=precondition_frequency,\n"
+        "                                      shampoo_beta=shampoo_beta))",
+        "        self.param_groups = [dict(params=list(params), lr=lr, betas=betas,\n"
+        "                                  precondition_frequency=precondition_frequency, shampoo_beta=shampoo_beta)]"
+    ).replace("        state[\"precondition_frequency\"] = precondition_frequency\n",
+              "        state[\"precondition_frequency\"] = p.grad.norm()\n")
+    assert codes(lint(code)) == []

@@ -286,8 +286,9 @@ def state_entry_kinds(methods: list[cst.FunctionDef],
     entries, itself included (`state['d'] = beta2 * state['d'] + (1.0 - beta2)`), is a Python number too."""
     kinds: dict[str, Kind | None] = {}
     reads: dict[str, set[str]] = {}  # the entries an update of each entry reads
+    passed = _hyperparameters_passed(methods, tensor_group_keys)
     for method in methods:
-        hyperparameters = _hyperparameter_names(method, tensor_group_keys)
+        hyperparameters = _hyperparameter_names(method, tensor_group_keys, passed.get(method.name.value, frozenset()))
         for node in iter_nodes(method):
             if type(node) is not cst.Assign:
                 continue
@@ -325,6 +326,11 @@ def _python_arithmetic_reads(value: cst.BaseExpression, hyperparameters: frozens
     kind = type(value)
     if kind in (cst.Integer, cst.Float) or (kind is cst.Name and value.value in hyperparameters):  # type: ignore[attr-defined]
         return set()
+    if kind is cst.IfExp:  # `group['beta'] if group['beta'] is not None else beta2`: one of two values
+        body = _python_arithmetic_reads(value.body, hyperparameters, tensor_group_keys)  # type: ignore[attr-defined]
+        orelse = _python_arithmetic_reads(value.orelse, hyperparameters,  # type: ignore[attr-defined]
+                                          tensor_group_keys)
+        return None if body is None or orelse is None else body | orelse
     if kind is cst.UnaryOperation:
         return _python_arithmetic_reads(value.expression, hyperparameters,  # type: ignore[attr-defined]
                                         tensor_group_keys)
@@ -339,15 +345,19 @@ def _python_arithmetic_reads(value: cst.BaseExpression, hyperparameters: frozens
     return set() if _is_group_hyperparameter(value, tensor_group_keys) else None
 
 
-def _hyperparameter_names(method: cst.FunctionDef, tensor_group_keys: frozenset[str]) -> frozenset[str]:
+def _hyperparameter_names(method: cst.FunctionDef, tensor_group_keys: frozenset[str],
+                          passed: frozenset[str] = frozenset()) -> frozenset[str]:
     """Local names every binding of which in the method is a Python hyperparameter of a param group
-    (`beta1, beta2 = group['betas']`, `eps = group['eps']`), not `lr` nor a tensor entry."""
-    good: set[str] = set()
+    (`beta1, beta2 = group['betas']`, `eps = group['eps']`), not `lr` nor a tensor entry; `passed`: the
+    method's parameters that every call gives such a value (`_hyperparameters_passed`)."""
+    good: set[str] = set(passed)
     bad: set[str] = set()
+    own = {id(p) for p in _all_params(method)}
     for node in iter_nodes(method):
         kind = type(node)
         if kind is cst.Param:
-            bad.add(node.name.value)  # type: ignore[attr-defined]
+            if id(node) not in own or node.name.value not in passed:  # type: ignore[attr-defined]
+                bad.add(node.name.value)  # type: ignore[attr-defined]
         elif kind is cst.Assign:
             hyper = _is_group_hyperparameter(node.value, tensor_group_keys)  # type: ignore[attr-defined]
             for target in node.targets:  # type: ignore[attr-defined]
@@ -361,6 +371,59 @@ def _hyperparameter_names(method: cst.FunctionDef, tensor_group_keys: frozenset[
             bound = node.target if kind is not cst.AsName else node.name  # type: ignore[attr-defined]
             bad.update(n.value for n in iter_nodes(bound) if type(n) is cst.Name)
     return frozenset(good - bad)
+
+
+def _hyperparameters_passed(methods: list[cst.FunctionDef],
+                            tensor_group_keys: frozenset[str]) -> dict[str, frozenset[str]]:
+    """Per method of the class, the parameters that every call of it from the class's methods
+    (`self.init_preconditioner(state, frequency=group['frequency'])`) gives a Python hyperparameter or a
+    Python number, or leaves at a Python-number default: hyperparameters inside it, as the group entries they
+    come from are (so an entry copied from one into the state is a Python number, the learning rate a tensor).
+    A method no call in the class reaches has none: its callers are not known."""
+    by_name = {m.name.value: m for m in methods}
+    calls = [(caller, call) for caller in methods for call in _self_calls(caller, by_name)]
+    passed: dict[str, frozenset[str]] = {}
+    while True:  # a parameter handed on from a caller's parameter needs the caller's answer first
+        names = {m.name.value: _hyperparameter_names(m, tensor_group_keys, passed.get(m.name.value, frozenset()))
+                 for m in methods}
+        found: dict[str, frozenset[str]] = {}
+        for caller, call in calls:
+            callee = call.func.attr.value  # type: ignore[attr-defined]
+            given = _python_arguments(by_name[callee], call, names[caller.name.value], tensor_group_keys)
+            found[callee] = given & found[callee] if callee in found else given
+        if found == passed:
+            return passed
+        passed = found
+
+
+def _self_calls(caller: cst.FunctionDef, methods: dict[str, cst.FunctionDef]) -> list[cst.Call]:
+    """`self.<method>(...)` calls of the class's own methods in `caller`."""
+    first = _first_param(caller)
+    return [node for node in iter_nodes(caller) if type(node) is cst.Call
+            and type(node.func) is cst.Attribute and type(node.func.value) is cst.Name  # type: ignore[attr-defined]
+            and node.func.value.value == first and node.func.attr.value in methods]  # type: ignore[attr-defined]
+
+
+def _python_arguments(callee: cst.FunctionDef, call: cst.Call, hyperparameters: frozenset[str],
+                      tensor_group_keys: frozenset[str]) -> frozenset[str]:
+    """The parameters of `callee` this call gives a Python hyperparameter or number (or leaves at one)."""
+    if any(arg.star for arg in call.args):
+        return frozenset()  # `*args`, `**kwargs`: which value goes where is not known
+    p = callee.params
+    positional = [*p.posonly_params, *p.params]
+    if not any(type(d.decorator) is cst.Name and d.decorator.value == "staticmethod" for d in callee.decorators):
+        positional = positional[1:]
+    values: dict[str, cst.BaseExpression | None] = {
+        param.name.value: param.default for param in (*positional, *p.kwonly_params)}
+    for i, arg in enumerate(call.args):
+        if arg.keyword is not None:
+            if arg.keyword.value in values:
+                values[arg.keyword.value] = arg.value
+        elif i < len(positional):
+            values[positional[i].name.value] = arg.value
+    return frozenset(name for name, value in values.items() if value is not None and (
+        _python_number_kind(value) is STATIC
+        or _python_arithmetic_reads(value, hyperparameters, tensor_group_keys) == set()))
 
 
 def _is_group_hyperparameter(value: cst.BaseExpression, tensor_group_keys: frozenset[str]) -> bool:
