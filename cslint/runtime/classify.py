@@ -26,6 +26,8 @@ KIND_DEFAULTS = {
     "numpy": ("WSC201", "`.numpy()` reads a tensor's value on the host while tracing"),
     "dynamic_shape": ("WSC501", "output shape depends on tensor values"),
     "boolean_index": ("WSC502", "a tensor indexed with a boolean mask: the output shape depends on tensor values"),
+    "boolean_store": ("WSC502", "a tensor written through a boolean mask (`x[mask] = v`): which positions are "
+                      "written depends on tensor values"),
     "dtype": ("WSC601", "a float64/complex tensor is created; the device supports float32 and one 16-bit type"),
 }
 
@@ -178,7 +180,7 @@ def _context_code(node: ast.AST, parents: dict[int, ast.AST]) -> Classified | No
 
 def classify(kind: str, path: str, span: tuple[int, int, int, int] | None) -> Classified:
     default = Classified(*KIND_DEFAULTS[kind])
-    if kind in ("dynamic_shape", "boolean_index", "dtype"):
+    if kind in ("dynamic_shape", "boolean_index", "boolean_store", "dtype"):
         return default
     parsed = _parsed(path)
     if parsed is None or span is None:

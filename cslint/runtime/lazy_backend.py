@@ -34,6 +34,7 @@ _CONSEQUENCES = {
     "numpy": "the step waits for the device and the graph is cut",
     "dynamic_shape": "a static graph needs fixed shapes",
     "boolean_index": "a static graph needs fixed shapes",
+    "boolean_store": "the device lowers it through a value-dependent index (the backend ran it on the CPU)",
     "dtype": "the device cannot run it",
 }
 
@@ -86,6 +87,10 @@ def _functional(value: Any) -> Any:
     return value
 
 
+def _has_mask(indices: Any) -> bool:
+    return any(isinstance(i, torch.Tensor) and i.dtype in (torch.bool, torch.uint8) for i in indices)
+
+
 def _stay_on_device(func: Any, out: Any) -> None:
     for tensor in _tensors(out):
         if tensor.device.type != "lazy":
@@ -106,11 +111,12 @@ class Watcher(TorchDispatchMode):
         kwargs = kwargs or {}
         out = REPLACEMENTS.get(func, func)(*args, **kwargs)
         inputs = _tensors((args, kwargs))  # an op's arguments: tensors and lists of them, not pytrees
-        if not inputs:
-            # Under a dispatch mode, a factory op's lazy result skips functionalization, and a view of it
-            # then fails ("aten::as_strided ... no implementation for lazy"): wrap it as the lazy device would.
+        if not any(t.device.type == "lazy" for t in inputs):
+            # Under a dispatch mode, a lazy tensor the step creates (a factory op, `torch.arange(n, device=d)`,
+            # or a copy of a CPU value, `torch.tensor(mask, device=d)`) skips functionalization, and a view of
+            # it then fails ("aten::as_strided ... no implementation for lazy"): wrap it as the device would.
             out = tree_map(_functional, out)
-        elif func not in _HOST_READS and any(t.device.type == "lazy" for t in inputs):
+        elif func not in _HOST_READS:
             _stay_on_device(func, out)
         start = sys._getframe(1)
         frame = user_frame(start)
@@ -138,9 +144,10 @@ class Watcher(TorchDispatchMode):
                 return "cpu_copy"
         if torch.Tag.dynamic_output_shape in func.tags:
             if func is aten.index.Tensor:  # integer indices keep a static shape; a boolean mask is WSC502
-                masks = any(isinstance(i, torch.Tensor) and i.dtype in (torch.bool, torch.uint8) for i in args[1])
-                return "boolean_index" if masks else None
+                return "boolean_index" if _has_mask(args[1]) else None
             return "dynamic_shape"
+        if func in (aten.index_put.default, aten.index_put_.default) and _has_mask(args[1]):
+            return "boolean_store"  # `x[mask] = 0`: the positions come from the mask's nonzero()
         outs = out if isinstance(out, (tuple, list)) else (out,)
         if any(isinstance(o, torch.Tensor) and o.dtype in _WIDE_DTYPES for o in outs):
             return "dtype"

@@ -26,6 +26,15 @@ def test_views_of_created_tensors_and_split_heads_stay_on_the_device() -> None:
     assert report.findings == []
 
 
+def test_views_of_tensors_copied_to_the_device_in_the_step_and_stores_through_a_mask() -> None:
+    """Whisper's SpecAugment: `torch.tensor(spans, device=...)[:, None]` stopped the lazy run ("aten::as_strided
+    ... no implementation for lazy"), as did a view of `cpu_tensor.to(device)`; the store through the mask
+    (`x[mask] = 0`) is WSC502, as the static rule says, and ran on the CPU."""
+    report = run("masked_frames", ("lazy",))
+    assert report.status == {"lazy": "complete"}, report.status
+    assert [(f.code, f.line) for f in report.findings] == [("WSC502", expected_line(STEPS, "WSC502-STORE"))]
+
+
 def test_an_op_that_leaves_the_device_stops_the_run_where_it_happened() -> None:
     report = run("leaves_the_device", ("lazy",))
     status = report.status["lazy"]

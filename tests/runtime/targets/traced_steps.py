@@ -4,6 +4,7 @@ import functools
 import gc
 import logging
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -221,6 +222,38 @@ def masked_attention(device):
     ids = torch.randint(0, 16, (2, 5), device=device)
     padding = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]], dtype=torch.bool, device=device)
     return step, [(ids, padding)]
+
+
+class MaskedFrames(nn.Module):
+    """Speech models' SpecAugment: time spans chosen on the host (NumPy), copied to the device inside the step
+    and viewed there, then written through as a boolean mask; a scale made on the CPU and moved in the step."""
+
+    def __init__(self, width=8):
+        super().__init__()
+        self.proj = nn.Linear(width, width)
+
+    def forward(self, features):
+        batch, hidden, length = features.shape
+        spans = np.zeros((batch, length), dtype=bool)
+        spans[:, 1:3] = True
+        mask = torch.tensor(spans, device=features.device, dtype=torch.bool)
+        mask = mask[:, None].expand(-1, hidden, -1)  # the view that stopped the run
+        features[mask] = 0  # runtime: WSC502-STORE
+        scale = torch.linspace(0.5, 1.5, hidden).to(features.device)[None, :, None]
+        return self.proj((features * scale).transpose(1, 2)).square().mean()
+
+
+def masked_frames(device):
+    torch.manual_seed(0)
+    model = MaskedFrames().to(device)
+
+    def step(x):
+        loss = model(x.clone())
+        loss.backward()
+        model.zero_grad()
+        return loss.detach()
+    x = torch.randn(2, 8, 6, device=device)
+    return step, [(x,), (x,)]
 
 
 def collects_garbage(device):
