@@ -16,7 +16,7 @@ from cslint import __version__, memo_file
 from cslint.analysis.kinds import DYN_TENSOR, HOST, MODULE, STATIC, TENSOR, UNKNOWN, Kind, Tag
 from cslint.analysis.library_env import Effect, Summary
 
-FORMAT = 2
+FORMAT = 3  # 3: a return may be a list read from a tensor of static shape (kinds.HOST_LIST)
 
 
 _active: LibraryCache | None = None

@@ -19,7 +19,7 @@ from cslint.analysis import torch_api as api
 from cslint.analysis.imports import dotted_name
 from cslint.analysis.index import ClassInfo, FunctionInfo, ModuleInfo
 from cslint.analysis.kinds import (
-    DYN_TENSOR, HOST, MODULE, STATIC, TENSOR, UNKNOWN, Kind, Tag, combine, element_of, join, obj,
+    DYN_TENSOR, HOST, HOST_LIST, MODULE, STATIC, TENSOR, UNKNOWN, Kind, Tag, combine, element_of, join, obj,
     sequence_of, tensor, tuple_of,
 )
 from cslint.analysis.project import Project
@@ -1529,9 +1529,7 @@ def _host_constant(node: cst.Call, arg_kinds: list[Kind]) -> bool:
 def builtin_call_kind(name: str, arg_kinds: list[Kind]) -> Kind:
     first = arg_kinds[0] if arg_kinds else STATIC
     if name == "len":
-        if first.tag is Tag.HOST or (first.tag in (Tag.TENSOR, Tag.SEQUENCE) and first.dynamic_shape):
-            return HOST
-        return STATIC
+        return HOST if first.length_is_data else STATIC
     if name in api.HOST_CONVERSION_BUILTINS:
         return HOST if any(k.is_data_dependent for k in arg_kinds) else STATIC
     if name in api.STATIC_BUILTINS:
@@ -1559,6 +1557,8 @@ def builtin_call_kind(name: str, arg_kinds: list[Kind]) -> Kind:
 def tensor_method_kind(method: str, receiver: Kind, arg_kinds: list[Kind]) -> Kind:
     if method in api.STATIC_TENSOR_METHODS:
         return HOST if receiver.dynamic_shape and method in api.SHAPE_METHODS else STATIC
+    if method == "tolist" and receiver.tag is Tag.TENSOR and not receiver.dynamic_shape and receiver.rank != 0:
+        return HOST_LIST
     if method in api.HOST_VALUE_METHODS:
         return HOST
     if method in api.DYNAMIC_SHAPE_METHODS:

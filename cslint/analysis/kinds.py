@@ -46,6 +46,15 @@ class Kind:
         """True when using this value in Python control flow needs tensor data."""
         return self.tag in (Tag.TENSOR, Tag.HOST)
 
+    @property
+    def length_is_data(self) -> bool:
+        """True when its length (the trip count of a loop over it) depends on tensor values: a tensor or
+        list of data-dependent shape, or a value read from tensor data, unless it is the list of a tensor
+        whose shape is static (HOST_LIST)."""
+        if self.tag is Tag.HOST:
+            return self.elem is None
+        return self.tag in (Tag.TENSOR, Tag.SEQUENCE) and self.dynamic_shape
+
     def describe(self) -> str:
         if self.tag is Tag.TENSOR:
             return "a tensor with a data-dependent shape" if self.dynamic_shape else "a tensor"
@@ -60,6 +69,9 @@ HOST = Kind(Tag.HOST)
 TENSOR = Kind(Tag.TENSOR)
 DYN_TENSOR = Kind(Tag.TENSOR, dynamic_shape=True)
 MODULE = Kind(Tag.OBJECT, role="module")
+# `t.tolist()` of a tensor whose shape is static: values read from tensor data, as many as the tensor has
+# elements on every step
+HOST_LIST = Kind(Tag.HOST, elem=HOST)
 
 
 def tensor(dynamic_shape: bool = False, rank: int | None = None) -> Kind:
@@ -87,7 +99,9 @@ def element_of(kind: Kind) -> Kind:
         return tensor(rank=kind.rank - 1) if kind.rank else TENSOR
     if kind.tag is Tag.OBJECT and kind.role == "module":
         return MODULE  # ModuleList / Sequential
-    if kind.tag in (Tag.HOST, Tag.STATIC):
+    if kind.tag is Tag.HOST:
+        return kind.elem or kind
+    if kind.tag is Tag.STATIC:
         return kind
     return UNKNOWN
 
@@ -113,6 +127,8 @@ def join(a: Kind, b: Kind) -> Kind:
                 # one of several functions: keep them all, so a call through the variable reaches each
                 return obj(a.role, "|".join(sorted(set(a.cls.split("|")) | set(b.cls.split("|")))))
             return a if a.role == b.role else obj("")
+        if a.tag is Tag.HOST:
+            return HOST  # a list of static length or any value read from tensor data
         return a
     # A value that is sometimes a tensor is treated as a tensor: that branch will be traced.
     return a if a.tag > b.tag else b

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import libcst as cst
 
-from cslint.analysis.kinds import Tag
 from cslint.analysis.libraries import BRANCH
 from cslint.fixers.checks import remove_raising_check
 from cslint.fixers.masked_block import masked_block
@@ -409,8 +408,10 @@ class TensorTripCount(Rule):
     summary = "Checks for `for` loops whose number of iterations comes from tensor values."
     why = (
         "A traced loop is unrolled: its iteration count is fixed when the step is traced. A count read "
-        "from a tensor (`range(int(n))`, `for i in t.nonzero()`, `for v in t.tolist()`) is the first "
-        "step's count, replayed forever, or the trace fails because the value does not exist yet."
+        "from a tensor (`range(int(n))`, `for i in t.nonzero()`, `for v in t.unique().tolist()`) is the "
+        "first step's count, replayed forever, or the trace fails because the value does not exist yet. "
+        "The list of a tensor whose shape is static (`lengths.tolist()`, one entry per batch row) has the "
+        "same length every step: looping over it is not reported here (reading it is, by WSC201)."
     )
     example = """
 def forward(self, x, n):
@@ -476,7 +477,7 @@ class Repeat(nn.Module):
                 ctx.report(iterable, f"`{ctx.code(iterable)}` takes its trip count from a tensor value: the "
                                      "loop is unrolled to the first step's count; use a static bound and a mask")
             return
-        if kind.tag is Tag.HOST or (kind.tag in (Tag.TENSOR, Tag.SEQUENCE) and kind.dynamic_shape):
+        if kind.length_is_data:
             ctx.report(iterable, f"iterating over `{ctx.code(iterable)}`, whose length depends on tensor "
                                  "values: the loop is unrolled to the first step's count; use a fixed-size "
                                  "mask or top-k instead")
