@@ -57,11 +57,20 @@ class WarmIndexes:
         self.analyses = KeptAnalyses()  # function analyses, reused where nothing they read changed
         self._costs: dict[str, dict[tuple[str, int, int], float]] = {}  # an edited buffer's statements' costs
         self.buffer_trees: dict[str, tuple[str, Any]] = {}  # path -> an unsaved text indexed, Python's tree of it
+        self.buffer_parses: dict[str, tuple[str, Any]] = {}  # the same, kept for the next edit (reparse.py)
 
     def take_buffer_tree(self, path: Path, text: str) -> Any:
         """Python's tree of `text`, if the last analysis indexed it as the buffer of `path` (once)."""
         kept = self.buffer_trees.pop(_key(path), None)
         return kept[1] if kept is not None and kept[0] == text else None
+
+    def buffer_parse(self, path: Path) -> tuple[str, Any] | None:
+        """The last text of the unsaved buffer of `path` that was indexed, and Python's tree of it."""
+        return self.buffer_parses.get(_key(path)) if unsaved_text(path) is not None else None
+
+    def forget_buffer(self, path: Path) -> None:
+        self.buffer_trees.pop(_key(path), None)
+        self.buffer_parses.pop(_key(path), None)
 
     def read(self, path: Path, max_bytes: int | None) -> SourceFile:
         """The file's source (a copy): its unsaved buffer, else as read from disk the last time its size,
@@ -182,7 +191,7 @@ def keep_buffer_tree(path: Path, text: str, tree: Any) -> None:
     definitions from without parsing it again (taken with `WarmIndexes.take_buffer_tree`)."""
     warm = _warm.get()
     if warm is not None and unsaved_text(path) is not None:
-        warm.buffer_trees[_key(path)] = (text, tree)
+        warm.buffer_trees[_key(path)] = warm.buffer_parses[_key(path)] = (text, tree)
 
 
 def warm_indexes() -> WarmIndexes | None:

@@ -26,6 +26,7 @@ from cslint.noqa import is_suppressed, noqa_lines
 from cslint.overlay import WarmIndexes, keep_buffer_tree, warm_indexes
 from cslint.positions import locate, piece_layout, piece_positions, whole_module_positions
 from cslint.profile import Profile
+from cslint.reparse import reparse
 from cslint.progress import Progress
 from cslint.report import BUG_HINT, INTERNAL_ERROR, NOT_ANALYSED, SYNTAX_ERROR, Diagnostic, FixSummary, RunResult
 from cslint.rules import Finding, Fix, Rule, all_rules
@@ -388,10 +389,13 @@ class Linter:
             if info is not None:
                 info.budget, info.piece_parser = budget, partial(self._parse_piece, source.path)
                 return info
-            try:
-                tree = ast.parse(for_parser(source.text))
-            except (SyntaxError, ValueError, RecursionError, MemoryError):
-                tree = None
+            before = warm.buffer_parse(source.path) if warm is not None else None  # an edited buffer's last
+            tree = reparse(before[0], before[1], source.text) if before is not None else None
+            if tree is None:
+                try:
+                    tree = ast.parse(for_parser(source.text))
+                except (SyntaxError, ValueError, RecursionError, MemoryError):
+                    tree = None
             costs = warm.statement_costs(source.path) if warm is not None else None
             if tree is not None and python_refuses(source, self.settings.analysis_budget, tree, costs):
                 return None

@@ -250,3 +250,51 @@ def test_an_edit_reuses_the_analyses_and_findings_of_the_documents_unchanged_fun
     assert kept.analysed - analysed <= 2
     assert profile.counts.get("functions carried over from the last index of an edited buffer", 0) >= 6
     assert profile.counts.get("functions whose rule findings were reused", 0) >= 3
+
+
+def test_an_edited_buffers_tree_is_its_parse_with_only_the_changed_statements_parsed_again() -> None:
+    """reparse.py: whenever it answers, its tree is `ast.parse` of the new text, line numbers included;
+    edits that break the syntax, open a string or bracket over the statements after, or move the lines of
+    statements after it get no answer (the caller parses the whole text)."""
+    import ast
+    import random
+    import warnings
+
+    from cslint.reparse import reparse
+
+    warnings.simplefilter("ignore", SyntaxWarning)  # random texts: `1y` is an invalid decimal literal
+    random.seed(21)
+    pieces = ["x = 1\n", "    ", "(", ")", '"""', "\n", "\\\n", "@dec\n", "def g():\n    pass\n", "# note\n", "y",
+              "class C:\n    z = 2\n", "if x:\n", "        return h\n", ":", "\t"]
+    answered = 0
+    for _ in range(600):
+        old = MODEL + OPTIMIZER
+        for _ in range(random.randint(1, 3)):  # a few edits since the last analysis
+            new = old
+            for _ in range(random.randint(1, 2)):
+                at = random.randrange(len(new))
+                cut = random.choice([0, 0, 1, 3])
+                new = new[:at] + random.choice(pieces + [""]) + new[at + cut:]
+            try:
+                old_tree = ast.parse(old)
+            except SyntaxError:
+                break
+            tree = reparse(old, old_tree, new)
+            try:
+                expected = ast.dump(ast.parse(new), include_attributes=True)
+            except SyntaxError:
+                assert tree is None
+            else:
+                if tree is not None:
+                    answered += 1
+                    assert ast.dump(tree, include_attributes=True) == expected
+            old = new
+    assert answered > 30  # the edits that keep the number of lines (or are at the end)
+    line = "        x = self.block(x)\n"
+    typed = MODEL.replace(line, line.replace("x)", "x + 1)"))
+    tree = reparse(MODEL, ast.parse(MODEL), typed)
+    assert tree is not None and ast.dump(tree, include_attributes=True) == ast.dump(ast.parse(typed),
+                                                                                       include_attributes=True)
+    early = "        y = scale(x)\n"  # in Attention, the first class
+    assert reparse(MODEL, ast.parse(MODEL), MODEL.replace(early, early + early)) is None  # the lines after move
+    assert reparse(MODEL, ast.parse(MODEL), MODEL.replace(line, line + line)) is not None  # in the last statement

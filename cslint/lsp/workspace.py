@@ -77,7 +77,7 @@ class Workspace:
 
     def close(self, path: Path) -> None:
         for warm in self._warm.values():
-            warm.buffer_trees.pop(str(_key(path)), None)
+            warm.forget_buffer(path)
         self.documents.pop(_key(path), None)
         self.findings.pop(_key(path), None)
         self.traced.pop(_key(path), None)
