@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable, Collection, Iterable, Mapping
+from contextlib import ExitStack
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -188,19 +189,35 @@ class Linter:
             assert names is not None
             every = self._on_demand(modules, by_module, later, names, early)
         per_function: dict[str, tuple[tuple[str, ...], list[Located]]] = {}
+        # An editor's analysis keeps its documents' trees (a few functions' pieces) for the whole run and
+        # checks their functions once, with their final analyses: not after each of the analyses a
+        # function goes through before its callers' and callees' kinds settle.
+        held = [m for m in modules.values() if m.path in self.only_in] if warm is not None and \
+            self.only_in is not None else None
+        later_checked: dict[str, TracedFunction] = {}
 
         def check_now(traced: TracedFunction) -> None:  # the module is held; its analysis is final or not
             if self.only_in is None or traced.func.module.path in self.only_in:
+                if held is not None:
+                    later_checked[traced.func.qualname] = traced
+                    return
                 found = self._check_reusing(traced, warm.analyses) if warm is not None else self._check(traced)
                 per_function[traced.func.qualname] = (_rule_inputs(traced), self._locate(traced.func.module, found))
             traced.analysis = None  # its node-keyed maps would keep the tree alive
 
         project = self._project(every if isinstance(every, LazyModules) else modules.values())
-        with self.profile.phase("traced code and tensor inference"):
-            program = TracedProgram(project, self.settings.trace_roots, after_analysis=check_now,
-                                    root_modules=_module_names(by_module, roots_in),
-                                    tracer=get_target(self.settings.target).tracer,
-                                    kept=warm.analyses if warm is not None else None).run()
+        with ExitStack() as holding:
+            for module in held or ():
+                holding.enter_context(module.held())
+            with self.profile.phase("traced code and tensor inference"):
+                program = TracedProgram(project, self.settings.trace_roots, after_analysis=check_now,
+                                        root_modules=_module_names(by_module, roots_in),
+                                        tracer=get_target(self.settings.target).tracer,
+                                        kept=warm.analyses if warm is not None else None).run()
+            held = None  # from here on, checked at once
+            for traced in later_checked.values():
+                if traced.analysis is not None:
+                    check_now(traced)
         if isinstance(every, LazyModules):  # the files indexed on demand, in the project's order
             modules = {name: every.loaded[name] for name in every.order if name in every.loaded}
             for path, found in early.items():

@@ -243,13 +243,23 @@ def test_an_edit_reuses_the_analyses_and_findings_of_the_documents_unchanged_fun
     analysed = kept.analysed
     profile = Profile(enabled=True)
     monkeypatch.setattr("cslint.runner.Profile", lambda enabled=False: profile)
-    at_forward = "        x = self.block(x)\n"
+    from cslint.checker import Checker
+
+    checked: list[str] = []
+    plain = Checker.check_noting
+    monkeypatch.setattr(Checker, "check_noting", lambda self, traced: checked.append(traced.func.qualname) or
+                        plain(self, traced))
+    at_forward = "        y = scale(x)\n"  # Attention.forward: analysed before, and after, its callees
     workspace.change(model, MODEL.replace(at_forward, at_forward + "        z = 1\n"), 2)
     workspace.analyse(model)
-    # Model's class changed: its two methods are analysed again; Attention, Block, Twin and act are not
-    assert kept.analysed - analysed <= 2
+    # only Attention.forward is analysed again (until its callees' results are known): not its class's
+    # other methods, nor Block, Twin, Model or act
+    assert kept.analysed - analysed <= 3
     assert profile.counts.get("functions carried over from the last index of an edited buffer", 0) >= 6
-    assert profile.counts.get("functions whose rule findings were reused", 0) >= 3
+    # the rules run once on each function whose analysis or callers changed (the edited one, Block.forward
+    # that asks about it, act that it calls), with its final analysis; Twin's and Model's findings are reused
+    assert sorted(checked) == ["pkg.model.Attention.forward", "pkg.model.Block.forward", "pkg.model.act"]
+    assert profile.counts.get("functions whose rule findings were reused", 0) >= 2
 
 
 def test_an_edited_buffers_tree_is_its_parse_with_only_the_changed_statements_parsed_again() -> None:
