@@ -478,6 +478,51 @@ def test_a_group_counter_that_is_read_is_reported(lint, target, read):
     assert ("WSC303", 21) in codes(lint(code, select=("WSC303",), target=target))
 
 
+COUNTERS_AND_METHODS = """
+import torch
+from torch.optim import Optimizer
+
+
+class Wrapped(Optimizer):
+    def __init__(self, params, base, lr=1e-3):
+        super().__init__(params, dict(lr=lr))
+        self.base_optimizer = base
+        self.updates = 0
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        self.updates += 1
+        for group in self.param_groups:
+            if "step" in group:
+                group["step"] += 1
+            else:
+                group["step"] = 1
+            for p in group["params"]:
+                p.add_(p.grad, alpha=-group["lr"])
+        self.base_optimizer.step()
+        return {"updates": 0}["updates"]
+"""
+
+
+@pytest.mark.parametrize("target", ["wsc", "compile"])
+def test_a_counter_is_not_read_by_an_attribute_or_key_of_its_name(lint, target):
+    """`group['step'] += 1` is not read by `self.base_optimizer.step()` (a method, seen in a DeMo-like
+    optimizer), nor `self.updates += 1` by a dict's `["updates"]`: no value of either reaches the graph."""
+    assert codes(lint(COUNTERS_AND_METHODS, select=("WSC303",), target=target)) == []
+
+
+@pytest.mark.parametrize("target", ["wsc", "compile"])
+@pytest.mark.parametrize("read, line", [
+    ("self.updates", 13),  # the attribute counter read as an attribute
+    ('getattr(self, "updates")', 13),  # or by getattr
+    ('group["step"]', 16),  # the group counter read as a key
+    ('group.get("step", 0)', 16),  # or by get
+])
+def test_a_counter_read_as_its_own_kind_of_access_is_reported(lint, target, read, line):
+    code = COUNTERS_AND_METHODS.replace('return {"updates": 0}["updates"]', f"return {read}")
+    assert ("WSC303", line) in codes(lint(code, select=("WSC303",), target=target))
+
+
 def test_group_and_state_counters_outside_traced_code_stay_quiet(lint):
     code = """
     def count(group, state):

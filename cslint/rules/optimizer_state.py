@@ -519,24 +519,28 @@ class Adam(Optimizer):
                    fix)
 
 
-# reads of a key under a container that is plainly the other one do not read the counter: the optimizer
-# state's `state['step']` is not the param group's `group['step']`
-_OTHER_CONTAINER = {"optimizer state": "group", "a param group": "state"}
+# Reads that cannot be of the counter: the optimizer state's `state['step']` is not the param group's
+# `group['step']` (a key under a container plainly the other one), an attribute read (`super().step()`) is
+# not a dict entry, a subscript (`x['updates']`) not an attribute.
+_NOT_READ_BY = {"optimizer state": frozenset({"group", "attribute"}),
+                "a param group": frozenset({"state", "attribute"}),
+                "an optimizer attribute": frozenset({"group", "state", "key"})}
 
 
 def _is_read(source: str, name: str, where: str) -> bool:
     reads = _read_names(source)
     if reads is None:  # a file that does not parse: it may read anything
         return True
-    other = _OTHER_CONTAINER.get(where)
-    return any(container != other for container in reads.get(name, ()))
+    other = _NOT_READ_BY.get(where, frozenset())
+    return any(how not in other for how in reads.get(name, ()))
 
 
 @lru_cache(maxsize=64)
 def _read_names(source: str) -> dict[str, frozenset[str]] | None:
     """Attribute names and string keys the file reads (`x.name`, `x["name"]`, `x.get("name")` as values),
-    where a counter's value could reach a computation, each with the containers read from: "group" or
-    "state" when the container's text names one and not the other, "" otherwise."""
+    where a counter's value could reach a computation, each with how it is read: "attribute" (`x.name`),
+    "group" or "state" (a key under a container whose text names one and not the other: `group["step"]`,
+    `state.get("step")`), "key" (a key under another container), "" (a call given the name: `getattr`)."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
@@ -544,10 +548,10 @@ def _read_names(source: str) -> dict[str, frozenset[str]] | None:
     names: dict[str, set[str]] = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
-            names.setdefault(node.attr, set()).add("")
+            names.setdefault(node.attr, set()).add("attribute")
         elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and \
                 isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
-            names.setdefault(node.slice.value, set()).add(_container(node.value))
+            names.setdefault(node.slice.value, set()).add(_container(node.value) or "key")
         elif isinstance(node, ast.Call):  # `group.get("step", 0)`, `getattr(self, "updates")`
             container = _container(node.func.value) if isinstance(node.func, ast.Attribute) else ""
             for a in node.args[:2]:
