@@ -536,3 +536,52 @@ def test_a_number_annotation_outside_traced_code_stays_quiet(lint):
         return x
     """
     assert codes(lint(code)) == []
+
+
+ROPE_GRID = """
+import torch
+from torch import nn
+
+
+class RopeGrid(nn.Module):
+    def forward(self, x):
+        b, c, t, h, w = x.shape
+        sizes = (t, h // 2, w // 2)
+        grid = torch.stack(torch.meshgrid(
+            *[torch.linspace(0, s, s + 1, dtype=torch.float32)[:s] for s in sizes], indexing="ij"))
+        longest = int(grid.view(-1).max().item()) + 1
+        steps = torch.arange(longest)
+        return x * steps.sum().item()
+"""
+
+
+def test_a_grid_of_python_sizes_is_a_host_constant_under_lazy_tracing(lint):
+    """Seen in a video transformer's rotary grid (written anew here): linspace/meshgrid/stack of Python sizes
+    with no device is an eager CPU tensor under lazy tracing; reading it back reads no traced value."""
+    assert [c for c in codes(lint(ROPE_GRID, target="wsc")) if c[0] == "WSC201"] == []
+
+
+def test_a_grid_of_python_sizes_read_back_breaks_the_compiled_graph(lint):
+    """Under torch.compile dynamo traces the same factories: `.item()` of their result is a graph break."""
+    found = codes(lint(ROPE_GRID, target="compile"))
+    lines = ROPE_GRID.lstrip("\n").splitlines()
+    assert ("WSC201", next(i for i, s in enumerate(lines, 1) if "grid.view" in s)) in found
+    assert ("WSC201", next(i for i, s in enumerate(lines, 1) if "steps.sum()" in s)) in found
+
+
+@pytest.mark.parametrize("change", [
+    ("dtype=torch.float32)[:s]", "dtype=torch.float32, device=x.device)[:s]"),  # on the device
+    ("sizes = (t, h // 2, w // 2)", "sizes = (t, int(x.sum()), w // 2)"),  # a size read from the data
+    ("torch.linspace(0, s, s + 1, dtype=torch.float32)[:s]", "torch.rand(s)"),  # not a constant
+    ("torch.stack(torch.meshgrid(", "x.flatten(0, 1)[0] + torch.stack(torch.meshgrid("),  # with a traced tensor
+])
+def test_a_grid_that_is_not_made_of_python_values_is_read_from_the_trace(lint, change):
+    code = ROPE_GRID.replace(*change)
+    assert code != ROPE_GRID
+    lines = code.lstrip("\n").splitlines()
+    assert ("WSC201", next(i for i, s in enumerate(lines, 1) if "grid.view" in s)) in codes(lint(code, target="wsc"))
+
+
+def test_a_host_constant_grid_outside_traced_code_stays_quiet(lint):
+    code = ROPE_GRID.replace("class RopeGrid(nn.Module):", "class RopeGrid:")
+    assert codes(lint(code, target="compile")) == []

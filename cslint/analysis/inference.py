@@ -26,7 +26,7 @@ from cslint.analysis.project import Project
 from cslint.analysis.ranks import elementwise_rank, function_rank, method_rank, subscript_rank
 from cslint.analysis.step_functions import function_table_kind, global_kind, imported_object_kind
 from cslint.analysis.walk import iter_nodes
-from cslint.analysis.tracing_guards import DYNAMO, Guards, guard_text
+from cslint.analysis.tracing_guards import DYNAMO, LAZY, Guards, guard_text
 
 if TYPE_CHECKING:
     from cslint.analysis.libraries import Summary
@@ -1204,6 +1204,9 @@ class FunctionInference:
             return self._call_project_function(node, target, arg_kinds, receiver=None)
         if isinstance(target, ClassInfo):
             return self.oracle.instance_kind(target)
+        if qualified in api.LAZY_HOST_CONSTANT_FUNCTIONS and self.guards is not None and self.guards.tracer == LAZY \
+                and _host_constant(node, arg_kinds, of_lists=True):
+            return STATIC
         known = known_external_kind(qualified, node, arg_kinds)
         if known is not None:
             return known
@@ -1516,14 +1519,21 @@ def known_external_kind(qualified: str, node: cst.Call, arg_kinds: list[Kind]) -
     return None
 
 
-def _host_constant(node: cst.Call, arg_kinds: list[Kind]) -> bool:
+def _host_constant(node: cst.Call, arg_kinds: list[Kind], of_lists: bool = False) -> bool:
     """`torch.tensor(0.9)`: a CPU tensor made of Python values, whose value is known while tracing (no
-    device, or the CPU, named)."""
+    device, or the CPU, named); `of_lists`: lists of such values count (`torch.stack([a, b])`)."""
     device = next((a.value for a in node.args if a.keyword is not None and a.keyword.value == "device"), None)
     if device is not None and string_value(device) not in ("cpu",):
         return False
     values = [k for a, k in zip(node.args, arg_kinds) if a.keyword is None]
-    return bool(values) and all(k.tag is Tag.STATIC for k in values)
+    return bool(values) and all(_python_made(k) if of_lists else k.tag is Tag.STATIC for k in values)
+
+
+def _python_made(kind: Kind) -> bool:
+    """A Python value, or a list of them (`torch.stack([a, b])` of host constants)."""
+    if kind.tag is Tag.SEQUENCE:
+        return kind.elem is not None and _python_made(kind.elem) and all(_python_made(k) for k in kind.items or ())
+    return kind.tag is Tag.STATIC
 
 
 def builtin_call_kind(name: str, arg_kinds: list[Kind]) -> Kind:

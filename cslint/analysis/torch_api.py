@@ -100,6 +100,13 @@ TENSOR_CONSTRUCTORS = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Param
 
 # Made on the CPU from Python values when no device is named: constants whose value is known while tracing.
 HOST_CONSTANT_CONSTRUCTORS = frozenset({"torch.tensor", "torch.as_tensor", "torch.scalar_tensor"})
+# Under lazy-tensor tracing a tensor made without a device is an eager CPU tensor: one these make from Python
+# numbers only (ranges, and grids of them) is a value known while tracing, like `torch.tensor(0.9)`.
+# (Under torch.compile dynamo traces them, and reading one back still breaks the graph.)
+LAZY_HOST_CONSTANT_FUNCTIONS = frozenset({
+    "torch.arange", "torch.linspace", "torch.logspace", "torch.stack", "torch.cat", "torch.concat",
+    "torch.concatenate", "torch.meshgrid", "torch.cartesian_prod",
+})
 # `pred(x)` holds exactly when x is a tensor.
 TENSOR_PREDICATES = frozenset({"torch.is_tensor", "torch.overrides.is_tensor_like"})
 
