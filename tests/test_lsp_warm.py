@@ -204,8 +204,19 @@ def test_the_servers_collector_frees_garbage_and_freezes_the_rest() -> None:
 
     from cslint.lsp.collector import Collector
 
-    collector = Collector(every=3)
-    assert [collector.analysed() for _ in range(6)] == [False, False, True, False, False, True]
+    collector = Collector(every=3, idle=1.0)
+    assert [collector.analysed(float(t)) for t in range(3)] == [False, False, True]
+    # due after the third analysis (ended at 2.0), done only once no analysis ran for a second
+    assert not collector.tidy_now(2.5, busy=False)
+    assert not collector.tidy_now(3.5, busy=True)
+    assert collector.analysed(3.6) and not collector.tidy_now(4.0, busy=False)  # an edit came: wait again
+    assert collector.tidy_now(4.7, busy=False) and not collector.due
+    assert not collector.tidy_now(9.0, busy=False)  # done: not due until three more analyses
+    assert [collector.analysed(10.0 + t) for t in range(3)] == [False, True, True]
+    # edits without a pause: after three more analyses it is done anyway, once
+    assert not collector.overdue()
+    assert [collector.analysed(13.0 + t) and collector.overdue() for t in range(3)] == [False, True, False]
+    assert not collector.due and not collector.overdue()
 
     class Node:
         me: object = None

@@ -58,6 +58,7 @@ class CslintServer(LanguageServer):
         self.busy = False  # an analysis is running
         self.waiting: dict[Path, None] = {}  # documents edited while it ran, in order
         self.collector = Collector()
+        self.tidy_timer: asyncio.TimerHandle | None = None  # a due tidy, waiting for edits to pause
         self.pull = False  # the client pulls diagnostics: none are pushed
         self.refresh = False  # and may be asked to pull them again
         self.current: dict[Path, Document] = {}  # the text each document's latest diagnostics are for
@@ -128,8 +129,25 @@ class CslintServer(LanguageServer):
                 self._publish(document_path, document, diagnostics)
         if self.pull and self.refresh and others_changed:
             self.workspace_diagnostic_refresh(None)
-        if self.collector.analysed():  # after publishing: an edit's answer does not wait for it
+        if self.collector.analysed(loop.time()):  # due: done once edits pause (collector.py)
+            if self.collector.overdue():
+                self.analyses.submit(self.collector.tidy)
+            else:
+                self._tidy_later()
+
+    def _tidy_later(self) -> None:
+        if self.tidy_timer is not None:
+            self.tidy_timer.cancel()
+        loop = asyncio.get_running_loop()
+        self.tidy_timer = loop.call_later(self.collector.idle, self._tidy_if_idle)
+
+    def _tidy_if_idle(self) -> None:
+        self.tidy_timer = None
+        loop = asyncio.get_running_loop()
+        if self.collector.tidy_now(loop.time(), self.busy or bool(self.timers) or bool(self.waiting)):
             self.analyses.submit(self.collector.tidy)
+        elif self.collector.due:
+            self._tidy_later()
 
     def _publish(self, path: Path, document: Document, diagnostics: list[Any]) -> None:
         if not is_notebook(path):
