@@ -43,6 +43,7 @@ from cslint.sources import TooLarge, content_hash
 from cslint.collector import fewer_collections
 from cslint.config import Settings
 from cslint.deferred import defer
+from cslint.import_graph import ImportGraph, load_graph
 from cslint.notebook import Notebook, NotebookError, is_notebook
 from cslint.overlay import unsaved_text
 from cslint.profile import Profile
@@ -55,6 +56,7 @@ if TYPE_CHECKING:
     from concurrent.futures import Executor
 
     from cslint.analysis.index_store import IndexStore
+    from cslint.import_graph import GroupScope
 
 # Below this much source, starting worker processes costs more than it saves.
 MIN_PARALLEL_BYTES = 2_000_000
@@ -91,7 +93,6 @@ class GroupHints:
 
 
 FixChoice = Callable[[Diagnostic], bool]  # which diagnostics' fixes to apply (runner.Linter.run)
-GroupFile = tuple[Path, bool, bool]  # a file of a group's analysis: path, whether the group's, whether wanted
 
 
 @dataclass
@@ -143,7 +144,7 @@ class Session:
         # what this run read and indexed: in this process, or in each worker of the pool (one per analysis)
         self._indexes: IndexStore | None = None
         self._pool: Executor | None = None
-        self._shared: dict[Path, str] = {}  # where the workers saved what they read and indexed
+        self._graph_file = ""  # where the run's import graph was saved for the workers (with what they indexed)
 
     @property
     def rules(self) -> list[Any]:
@@ -455,13 +456,16 @@ class Session:
         self.profile.count("groups", len(groups))
         size = sum(self.states[k].size for k in analysed)
         parallel = self.jobs > 1 and len(groups) > 1 and size >= MIN_PARALLEL_BYTES
+        graph = self._import_graph(analysed, wanted)
         with contextlib.ExitStack() as workers:
             if parallel:
                 self._pool = workers.enter_context(self._start_pool())
                 workers.callback(setattr, self, "_pool", None)
-                self._shared = self._index_in_workers(analysed, names, workers.enter_context(
-                    tempfile.TemporaryDirectory(prefix="cslint-indexes-")))
-            done = self._analyse_groups(groups, analysed, wanted, names)
+                directory = workers.enter_context(tempfile.TemporaryDirectory(prefix="cslint-indexes-"))
+                shared = self._index_in_workers(analysed, names, directory)
+                self._graph_file = os.path.join(directory, "graph.pickle")
+                graph.save(self._graph_file, shared)
+            done = self._analyse_groups(groups, graph)
         if parallel:
             self.profile.count("worker processes", self.jobs)
         return self._collect(done, result)
@@ -484,13 +488,21 @@ class Session:
             self.progress.advance(len(part))
         return {self.states[k].path: target for part, target in zip(parts, saved) for k in part}
 
-    def _analyse_groups(self, groups: list[set[str]], analysed: set[str], wanted: set[str],
-                        names: dict[Path, tuple[str, bool]]) -> list[tuple[set[str], Any]]:
+    def _import_graph(self, analysed: set[str], wanted: set[str]) -> ImportGraph:
+        """The analysed files in survey order, with their names and imports, for every group's analysis."""
+        keys = [key for key in self.states if key in analysed]
+        position = {key: i for i, key in enumerate(keys)}
+        states = [self.states[key] for key in keys]
+        return ImportGraph([s.path for s in states], [(s.name, s.is_package) for s in states],
+                           [sorted(position[o] for o in self.direct(key) if o in position) for key in keys],
+                           [key in wanted for key in keys], self.aliases)
+
+    def _analyse_groups(self, groups: list[set[str]], graph: ImportGraph) -> list[tuple[set[str], Any]]:
         done: list[tuple[set[str], Any]] = []
         pending = groups
         self.progress.phase("analysing", sum(map(len, groups)))
         while pending:
-            outputs = self._run_tasks(pending, lambda group: self._task(group, analysed, wanted, names))
+            outputs = self._run_tasks(pending, graph)
             for output in outputs:
                 self.profile.merge(output[3])
             done += zip(pending, outputs)
@@ -540,16 +552,6 @@ class Session:
     def _heaviest_first(self, groups: list[set[str]]) -> list[set[str]]:
         return sorted(groups, key=lambda group: (-self._weight(group), min(group)))
 
-    def _task(self, group: set[str], analysed: set[str], wanted: set[str],
-              names: dict[Path, tuple[str, bool]]) -> tuple[list[GroupFile], dict[Path, tuple[str, bool]],
-                                                            dict[str, Path]]:
-        """A group, with every file its files import (directly or not) there to resolve names: (path,
-        whether it is the group's, whether it is wanted), in survey order."""
-        keys = sorted(reachable(group, self.direct) & analysed, key=self.order.__getitem__)
-        files = [(self.states[key].path, key in group, key in wanted) for key in keys]
-        in_task = {path: names[path] for path, _, _ in files}
-        return files, in_task, {alias: path for alias, path in self.aliases.items() if path in in_task}
-
     def _collect(self, done: list[tuple[set[str], Any]],
                  result: RunResult) -> tuple[dict[str, list[Diagnostic]], dict[str, frozenset[str]]]:
         """Each file's report and reach from the one analysis its traced code was in, else from its group's."""
@@ -569,16 +571,19 @@ class Session:
         result.errors.extend(errors)
         return _by_key(diagnostics), reach
 
-    def _run_tasks(self, groups: list[set[str]], task: Callable[[set[str]], Any]) -> list[Any]:
-        """Each group's output, in order. A group's task (its files and what they import) is made when it
-        is handed out: a dense tree's tasks each list most of the tree. Workers get batches of about equal
-        source, heaviest first, each as soon as one is free, and never more than one ahead of them."""
+    def _run_tasks(self, groups: list[set[str]], graph: ImportGraph) -> list[Any]:
+        """Each group's output, in order. A group's task is its files' positions in `graph` (what they
+        import is found there, as far as the analysis needs). Workers get batches of about equal source,
+        heaviest first, each as soon as one is free, and never more than one ahead of them."""
+        def task(group: set[str]) -> list[int]:
+            return sorted(graph.position[self.states[key].path] for key in group)
+
         if self._pool is None:
             if self._indexes is None:
                 from cslint.analysis.index_store import IndexStore
 
                 self._indexes = IndexStore()
-            return check_groups(self.settings, self.rules, (task(g) for g in groups), self.profile.enabled,
+            return check_groups(self.settings, self.rules, graph, (task(g) for g in groups), self.profile.enabled,
                                 self._indexes, done=lambda i: self.progress.advance(len(groups[i])))
         from concurrent.futures import FIRST_COMPLETED, wait
 
@@ -593,8 +598,9 @@ class Session:
                 if nxt is None:
                     break
                 number, batch = nxt
-                running[self._pool.submit(_check_groups, self.settings, codes, [task(groups[i]) for i in batch],
-                                          self.profile.enabled, self._shared, _library_cache_directory())] = number
+                running[self._pool.submit(_check_groups, self.settings, codes, self._graph_file,
+                                          [task(groups[i]) for i in batch], self.profile.enabled,
+                                          _library_cache_directory())] = number
             if not running:
                 break
             finished, _ = wait(running, return_when=FIRST_COMPLETED)
@@ -675,9 +681,10 @@ def _clashes(traced: list[set[str]]) -> list[set[int]]:
     return [group for group in connected(range(len(traced)), links) if len(group) > 1]
 
 
-def _check_groups(settings: Settings, codes: list[str], batch: list[Any], profiled: bool,
-                  shared: dict[Path, str], library_directory: Path | None = None) -> list[Any]:
+def _check_groups(settings: Settings, codes: list[str], graph_file: str, batch: list[list[int]], profiled: bool,
+                  library_directory: Path | None = None) -> list[Any]:
     """In a worker process: rules travel by code (rule classes outside cslint.rules do not exist here).
+    The run's import graph, and where the workers saved what they indexed, are read once per worker.
     The library summaries it works out are kept in the run's cache directory, as the parent's are."""
     from cslint import library_cache
     from cslint.deep_stack import run_with_deep_stack
@@ -685,15 +692,14 @@ def _check_groups(settings: Settings, codes: list[str], batch: list[Any], profil
 
     rules = [r for r in all_rules() if r.code in set(codes)]
     store = _worker_store()
-    for path, saved in shared.items():
-        store.shared.setdefault(path, saved)
+    graph = _worker_graph(graph_file, store)
     summaries = library_cache.active()
     if library_directory is None:
         library_cache.use(None)
     elif summaries is None or summaries.directory != library_directory:
         library_cache.use(library_cache.LibraryCache(library_directory))
     try:
-        return run_with_deep_stack(lambda: check_groups(settings, rules, batch, profiled, store))
+        return run_with_deep_stack(lambda: check_groups(settings, rules, graph, batch, profiled, store))
     finally:
         kept = library_cache.active()
         if kept is not None:
@@ -722,6 +728,20 @@ def _index_part(settings: Settings, paths: list[Path], names: dict[Path, tuple[s
 
 
 _WORKER_STORE: list[IndexStore] = []  # in a worker process (it serves one analysis): its store
+_WORKER_GRAPH: dict[str, ImportGraph] = {}  # and the import graph of that analysis, by where it was saved
+
+
+def _worker_graph(saved: str, store: IndexStore) -> ImportGraph:
+    """The run's import graph, read once per worker, and where the workers saved what they indexed
+    (given to its store then)."""
+    graph = _WORKER_GRAPH.get(saved)
+    if graph is None:
+        graph, shared = load_graph(saved)
+        for path, where in shared.items():
+            store.shared.setdefault(path, where)
+        _WORKER_GRAPH.clear()
+        _WORKER_GRAPH[saved] = graph
+    return graph
 
 
 def _worker_store() -> IndexStore:
@@ -732,8 +752,8 @@ def _worker_store() -> IndexStore:
     return _WORKER_STORE[0]
 
 
-def check_groups(settings: Settings, rules: list[Any], tasks: Iterable[Any], profiled: bool,
-                 store: IndexStore | None = None, done: Callable[[int], None] | None = None) -> list[Any]:
+def check_groups(settings: Settings, rules: list[Any], graph: ImportGraph, tasks: Iterable[list[int]], profiled: bool,
+                 store: IndexStore, done: Callable[[int], None] | None = None) -> list[Any]:
     """`check_group` for each task, with the collector's thresholds raised once for all of them:
     putting the defaults back after each one started a full collection while that group's objects
     were still alive (a fifth of a cold run on transformers). A file's index is one cycle (module ->
@@ -741,16 +761,14 @@ def check_groups(settings: Settings, rules: list[Any], tasks: Iterable[Any], pro
     is alive, instead of adding to the next group's peak."""
     outputs = []
     with fewer_collections(), _frozen_between_groups(store):
-        for i, (files, names, aliases) in enumerate(tasks):
-            outputs.append(check_group(settings, rules, files, names, aliases, profiled, store))
+        for i, own in enumerate(tasks):
+            outputs.append(check_group(settings, rules, graph.scope(own), profiled, store))
             if done is not None:
                 done(i)
-            if store is not None:
-                store.end_analysis()
-            if len(files) >= COLLECT_AFTER_FILES:
+            store.end_analysis()
+            if len(outputs[-1][4]) >= COLLECT_AFTER_FILES:  # files it read
                 gc.collect()
-                if store is not None:
-                    gc.freeze()
+                gc.freeze()
     return outputs
 
 
@@ -766,21 +784,18 @@ def _frozen_between_groups(store: IndexStore | None) -> Iterator[None]:
             gc.unfreeze()
 
 
-def check_group(settings: Settings, rules: list[Any], files: list[GroupFile], names: dict[Path, tuple[str, bool]],
-                aliases: dict[str, Path], profiled: bool, store: IndexStore | None = None) -> tuple[Any, ...]:
-    """Analyse one group: `files` are (path, in the group, wanted). Roots are the group's; the other files
-    are what they import, and are reported on (when wanted) only if traced code reached them. Returns
-    plain data (it crosses processes): the diagnostics, errors, reach of each file with traced code, and
-    the profile."""
+def check_group(settings: Settings, rules: list[Any], scope: GroupScope, profiled: bool,
+                store: IndexStore) -> tuple[Any, ...]:
+    """Analyse one group: its files are `scope.own`, the files they import are there to resolve names,
+    and are reported on (when wanted) only if traced code reached them. Returns plain data (it crosses
+    processes): the diagnostics, errors, reach of each file with traced code, the profile, and the
+    hashes of the files read."""
     from cslint.runner import Linter
 
     profile = Profile(enabled=profiled)
     linter = Linter(settings, rules, profile, tree_budget=TREE_BUDGET_BYTES, store=store)
-    linter.aliases = aliases
-    run = linter.run([p for p, own, wanted in files if own and wanted],
-                     context=[p for p, own, wanted in files if not (own and wanted)], names=names,
-                     roots_in=[p for p, own, _ in files if own],
-                     report_if_traced=[p for p, own, wanted in files if wanted and not own])
+    graph = scope.graph
+    run = linter.run_group([(graph.paths[i], graph.wanted[i]) for i in scope.own], scope)
     for d in run.diagnostics:
         d.fix = FixSummary(d.fix.applicability, d.fix.message) if d.fix is not None else None
     return run.diagnostics, run.errors, _keyed_reach(linter.reach), profile.as_dict(), \

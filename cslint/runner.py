@@ -23,6 +23,7 @@ from cslint.analysis.project import LazyModules, Project
 from cslint.analysis.traced import TracedFunction, TracedProgram
 from cslint.checker import Checker, internal_error
 from cslint.config import Settings
+from cslint.import_graph import GroupScope
 from cslint.noqa import is_suppressed, noqa_lines
 from cslint.overlay import WarmIndexes, keep_buffer_tree, warm_indexes
 from cslint.positions import locate, piece_layout, piece_positions, whole_module_positions
@@ -93,6 +94,7 @@ class Linter:
         self.only_in: Collection[Path] | None = None
         self.traced: dict[Path, list[tuple[list[str], str]]] = {}  # with `only_in`: their traced chains, why
         self.read_later: dict[Path, SourceFile] = {}  # the files an analysis read when a lookup needed them
+        self._targets: set[Path] = set()  # a group's reported files, resolved (see run_group)
 
     # ---- loading ---------------------------------------------------------------------------------
 
@@ -173,21 +175,21 @@ class Linter:
                         names: dict[Path, tuple[str, bool]] | None = None,
                         roots_in: Collection[Path] | None = None,
                         reported: Collection[Path] | None = None,
-                        later: list[Path] = ()) -> dict[Path, list[Located]]:  # type: ignore[assignment]
+                        scope: GroupScope | None = None) -> dict[Path, list[Located]]:
         """`analyse` within `tree_budget`: findings located as they are found, trees given back. Whole-file
-        rules run on the `reported` files (all, if None) and on every file with traced code. The files of
-        `later` (all named in `names`) are read and indexed only if a lookup needs them: those that are
-        not hold nothing traced code reaches."""
+        rules run on the `reported` files (all, if None) and on every file with traced code. With a
+        `scope` (a group of a whole-tree run: `sources` are its files), the files they import are read
+        and indexed only if a lookup needs them (those that are not hold nothing traced code reaches),
+        and the files reported are the scope's wanted ones."""
         assert self.tree_budget is not None
         warm = warm_indexes()
         self._budget = warm.budget(self.tree_budget) if warm is not None else TreeBudget(self.tree_budget)
         early: dict[Path, list[Finding]] = {}
-        modules, by_module = self._index_all(sources, names, early)
+        modules, by_module = self._index_all(sources, names, early, scope)
         located: dict[Path, list[Located]] = {path: self._locate(None, found) for path, found in early.items()}
         every: Mapping[str, ModuleInfo] = modules
-        if later:
-            assert names is not None
-            every = self._on_demand(modules, by_module, later, names, early)
+        if scope is not None:
+            every = self._on_demand(modules, by_module, scope, early)
         per_function: dict[str, tuple[tuple[str, ...], list[Located]]] = {}
         # An editor's analysis keeps its documents' trees (a few functions' pieces) for the whole run and
         # checks their functions once, with their final analyses: not after each of the analyses a
@@ -219,7 +221,7 @@ class Linter:
                 if traced.analysis is not None:
                     check_now(traced)
         if isinstance(every, LazyModules):  # the files indexed on demand, in the project's order
-            modules = {name: every.loaded[name] for name in every.order if name in every.loaded}
+            modules = {name: every.loaded[name] for name in every.in_order()}
             for path, found in early.items():
                 if path not in located:
                     located[path] = self._locate(None, found)
@@ -244,7 +246,8 @@ class Linter:
         if self.checker.module_rules:
             for name, module in modules.items():
                 path = by_module[name].path
-                if reported is not None and path not in reported and path not in self.reach or \
+                if scope is not None and not scope.wanted(path) and path not in self.reach or \
+                        reported is not None and path not in reported and path not in self.reach or \
                         self.only_in is not None and path not in self.only_in:
                     continue
                 with module.held():
@@ -269,18 +272,24 @@ class Linter:
         return project
 
     def _index_all(self, sources: list[SourceFile], names: dict[Path, tuple[str, bool]] | None,
-                   findings: dict[Path, list[Finding]]) -> tuple[dict[str, ModuleInfo], dict[str, SourceFile]]:
+                   findings: dict[Path, list[Finding]], scope: GroupScope | None = None,
+                   ) -> tuple[dict[str, ModuleInfo], dict[str, SourceFile]]:
         modules: dict[str, ModuleInfo] = {}
         by_module: dict[str, SourceFile] = {}
         parsed = [s for s in sources if s.syntax_error is None]
-        if names is None or any(s.path not in names for s in parsed):
-            names = {**assign_module_names([s.path for s in parsed]), **(names or {})}
-        else:  # the caller's order (the whole tree's), so roots are met in the same order in every subset
-            order = {path: i for i, path in enumerate(names)}
-            parsed.sort(key=lambda s: order[s.path])
-        roots = [self.settings.project_root] if self.settings.project_root is not None else []
-        aliases = self.aliases if self.aliases is not None else import_aliases(names, roots)
-        self._module_aliases = {alias: names[path][0] for alias, path in aliases.items() if path in names}
+        if scope is not None:  # the run's order, names and aliases, worked out once for all its groups
+            parsed.sort(key=lambda s: scope.position(s.path))
+            names = scope.graph.names_by_path
+            self._module_aliases = scope.graph.module_aliases
+        else:
+            if names is None or any(s.path not in names for s in parsed):
+                names = {**assign_module_names([s.path for s in parsed]), **(names or {})}
+            else:  # the caller's order (the whole tree's), so roots are met in the same order in every subset
+                order = {path: i for i, path in enumerate(names)}
+                parsed.sort(key=lambda s: order[s.path])
+            roots = [self.settings.project_root] if self.settings.project_root is not None else []
+            aliases = self.aliases if self.aliases is not None else import_aliases(names, roots)
+            self._module_aliases = {alias: names[path][0] for alias, path in aliases.items() if path in names}
         for source in parsed:
             self.progress.advance()
             name, is_package = names[source.path]
@@ -301,17 +310,18 @@ class Linter:
                 internal_error(source.tree or cst.Module([]), None, "indexing", exc))
             return None
 
-    def _on_demand(self, modules: dict[str, ModuleInfo], by_module: dict[str, SourceFile],
-                   later: list[Path], names: dict[Path, tuple[str, bool]],
+    def _on_demand(self, modules: dict[str, ModuleInfo], by_module: dict[str, SourceFile], scope: GroupScope,
                    findings: dict[Path, list[Finding]]) -> LazyModules:
-        """`modules`, and the files of `later` read and indexed when a lookup first needs them (each
-        added to `by_module` then): what a group's analysis uses of the files its files import."""
-        path_of = {names[path][0]: path for path in later}
+        """`modules`, and the files the group's files import read and indexed when a lookup first needs
+        them (each added to `by_module` then): what a group's analysis uses of its import closure."""
         self.read_later = {}
+        names = scope.graph.names_by_path
 
         def load(name: str) -> ModuleInfo | None:
-            path = path_of.get(name)
-            loaded = self.load([path], RunResult()) if path is not None else []
+            path = scope.find(name)
+            if path is None or self.store is not None and self.store.resolve(path) in self._targets:
+                return None  # (a link to one of the group's reported files is that file)
+            loaded = self.load([path], RunResult())
             if not loaded:
                 return None
             self.read_later[loaded[0].path] = loaded[0]
@@ -322,7 +332,7 @@ class Linter:
                 by_module[name] = loaded[0]
             return info
 
-        return LazyModules(modules, [name for name, _ in names.values()], load)
+        return LazyModules(modules, load, scope.rank, scope.module_names)
 
     def _record_reach(self, program: TracedProgram, by_module: dict[str, SourceFile]) -> None:
         paths: dict[int, frozenset[Path]] = {}  # one set of paths for each set of modules (most are shared)
@@ -626,11 +636,10 @@ class Linter:
 
     def run(self, paths: list[Path], fix: bool | FixChoice = False, unsafe_fixes: bool = False,
             context: tuple[Path, ...] | list[Path] = (), names: dict[Path, tuple[str, bool]] | None = None,
-            roots_in: Collection[Path] | None = None, report_if_traced: Collection[Path] = ()) -> RunResult:
+            roots_in: Collection[Path] | None = None) -> RunResult:
         """Lint (and fix) `paths`. `context` files are analysed too, so call chains through them resolve,
-        but they are not written, and reported on only when in `report_if_traced` and some traced code
-        reaches them. Roots are looked for in `roots_in` only, when given (see incremental.py). `fix` may
-        choose which diagnostics' fixes to apply (an editor's "fix this one"): then one pass only."""
+        but they are neither written nor reported on. Roots are looked for in `roots_in` only, when given.
+        `fix` may choose which diagnostics' fixes to apply (an editor's "fix this one"): then one pass only."""
         result = RunResult()
         sources = self.load(paths, result)
         result.files_checked = len(sources)
@@ -639,18 +648,9 @@ class Linter:
         targets = {resolve(s.path) for s in sources}
         context = [p for p in context if resolve(p) not in targets]
         if self.tree_budget is not None and not fix:
-            wanted = {s.path for s in sources} | set(report_if_traced)
-            # with a store (a group of a whole-tree run), files that hold no roots are read when needed
-            on_demand = self.store is not None and roots_in is not None and names is not None and \
-                all(p in names for p in context) and all(s.path in names for s in sources)
-            own = set(roots_in or ())
-            later = [p for p in context if p not in own] if on_demand else []
-            extra = self.load([p for p in context if p in own] if later else context, RunResult())
-            located = self.analyse_bounded(sources + extra, result, names, roots_in, wanted, later)
-            if later:  # with those read after all, in the order given
-                by_path = {s.path: s for s in extra} | self.read_later
-                extra = [by_path[p] for p in context if p in by_path]
-            for source in sources + [s for s in extra if s.path in wanted and s.path in self.reach]:
+            extra = self.load(context, RunResult())
+            located = self.analyse_bounded(sources + extra, result, names, roots_in, {s.path for s in sources})
+            for source in sources:
                 result.diagnostics.extend(self.bounded_diagnostics_for(source, located.get(source.path, [])))
             return result
         extra = self.load(context, RunResult())
@@ -670,6 +670,25 @@ class Linter:
             result.changed_files = [s for s in sources if s.changed]
         for source in sources:
             result.diagnostics.extend(self.diagnostics_for(source, findings.get(source.path, [])))
+        return result
+
+    def run_group(self, files: list[tuple[Path, bool]], scope: GroupScope) -> RunResult:
+        """Lint a group of a whole-tree run (incremental.py): `files` are its own (path, whether reported
+        on), in the run's order; roots are looked for there. The files they import, directly or not
+        (`scope`), are read and indexed when a lookup needs them, and reported on when wanted and some
+        traced code reaches them."""
+        assert self.tree_budget is not None and self.store is not None
+        result = RunResult()
+        sources = self.load([path for path, wanted in files if wanted], result)
+        result.files_checked = len(sources)
+        resolve = self.store.resolve
+        self._targets = {resolve(s.path) for s in sources}
+        extra = self.load([path for path, wanted in files if not wanted and resolve(path) not in self._targets],
+                          RunResult())
+        located = self.analyse_bounded(sources + extra, result, roots_in=[path for path, _ in files], scope=scope)
+        reached = sorted([*extra, *self.read_later.values()], key=lambda s: scope.position(s.path))
+        for source in sources + [s for s in reached if scope.wanted(s.path) and s.path in self.reach]:
+            result.diagnostics.extend(self.bounded_diagnostics_for(source, located.get(source.path, [])))
         return result
 
     def _fix_pass(self, sources: list[SourceFile], findings: dict[Path, list[Finding]], unsafe: bool,

@@ -200,6 +200,7 @@ def test_internal_error_outside_rules_is_one_line(tmp_path, capsys, monkeypatch)
         raise ValueError("unexpected")
 
     monkeypatch.setattr("cslint.runner.Linter.run", explode)
+    monkeypatch.setattr("cslint.runner.Linter.run_group", explode)  # a tree's groups (incremental.py)
     code, _, err = _check(capsys, str(tmp_path))
     assert code == 2
     assert err.strip() == ("cslint: internal error: ValueError: unexpected; please report it, with the file, "

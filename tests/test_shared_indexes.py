@@ -3,6 +3,7 @@ not once per group whose analysis loads it, and the report is the same as analys
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections import Counter
 from pathlib import Path
@@ -158,3 +159,94 @@ def test_a_group_loads_only_the_imported_files_its_traced_code_looks_into(tmp_pa
     # imported by every model, looked into by none: its own group only (was 14)
     assert lent["core/registry.py"] == lent["core/broken.py"] == lent["core/__init__.py"] == 1
     assert ("ops.py", "WSC101") in {(Path(f["filename"]).name, f["code"]) for f in findings}
+
+
+CHAIN_HELPER = """\
+import torch
+
+from core.ops import rms
+{previous}
+
+
+def scale_{i}(x):
+    if x.mean() > {i}:
+        return rms(x, 1e-5)
+    return x * 0.5
+"""
+
+CHAIN_MODEL = """\
+import torch
+from torch import nn
+
+from core.ops import rms
+from helpers.h{i} import scale_{i}
+
+
+class Chained{i}(nn.Module):
+    def forward(self, x):
+        return scale_{i}(rms(x, 1e-6))
+"""
+
+
+def _chain_project(root: Path, length: int) -> Path:
+    """Each helper imports the one before it (without calling it), each model its own helper: the import
+    closure of the last model is the whole chain, though its analysis looks into two files."""
+    (root / "pyproject.toml").write_text("[project]\nname = 'chain'\n")
+    files = dict(CORE)
+    files["helpers/__init__.py"] = files["models/__init__.py"] = ""
+    for i in range(length):
+        previous = f"import helpers.h{i - 1}" if i else ""
+        files[f"helpers/h{i}.py"] = CHAIN_HELPER.format(i=i, previous=previous)
+        files[f"models/m{i}.py"] = CHAIN_MODEL.format(i=i)
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    return root
+
+
+def test_groups_on_a_chain_of_imports_give_the_report_of_one_analysis(tmp_path, capsys, monkeypatch):
+    root = _chain_project(tmp_path, length=15)
+    grouped, err = _check(capsys, root)
+    assert _count(err, "groups") >= 15
+    monkeypatch.setattr(incremental.Session, "_groups", lambda self, keys: [set(keys)])
+    together, _ = _check(capsys, root)
+    assert grouped == together
+    found = {(Path(f["filename"]).name, f["code"]) for f in grouped}
+    assert {(f"h{i}.py", "WSC101") for i in range(15)} <= found and ("ops.py", "WSC101") in found
+
+
+def test_worker_calls_carry_the_groups_files_not_what_they_import(tmp_path, capsys, monkeypatch):
+    """A group's worker call names its own files; what they import is found in the run's import graph,
+    sent once to each worker. Listing each group's import closure in its call grew as N² on a chain."""
+    root = _chain_project(tmp_path, length=15)
+    serial, _ = _check(capsys, root)
+    sent: list[list[int]] = []
+    start_pool = incremental.Session._start_pool
+
+    @contextlib.contextmanager
+    def recording(self):  # type: ignore[no-untyped-def]
+        with start_pool(self) as pool:
+            submit = pool.submit
+
+            def record(fn, *args):  # type: ignore[no-untyped-def]
+                if fn is incremental._check_groups:
+                    sent.extend(args[3])
+                return submit(fn, *args)
+
+            pool.submit = record  # type: ignore[method-assign]
+            yield pool
+
+    monkeypatch.setattr(incremental.Session, "_start_pool", recording)
+    monkeypatch.setattr(incremental, "MIN_PARALLEL_BYTES", 0)
+    code = main(["check", str(root), "--no-cache", "-j", "2", "--show-chain", "--output-format", "json",
+                 "--profile"])
+    out, err = capsys.readouterr()
+    assert code == 1, err
+    assert _count(err, "worker processes") == 2
+    assert json.loads(out) == serial
+    files = len(CORE) + 2 + 2 * 15
+    first_round = _count(err, "groups")
+    assert all(isinstance(position, int) for task in sent for position in task)
+    # every file in one group's call, then the groups whose traced code meets in `rms`, analysed again together
+    assert sum(map(len, sent[:first_round])) == files
+    assert sum(map(len, sent)) <= 2 * files

@@ -281,11 +281,19 @@ class TreeBudget:
             self.resident.move_to_end(module)
 
     def _trim(self, keep: ModuleInfo) -> None:
-        for module in list(self.resident):
-            if self.size <= self.limit:
-                return
+        """Give back trees, least recently used first, until within the limit. Only the trees looked at
+        are taken out (a copy of the whole list on every load took time growing with the modules held:
+        the analysis of a thousand models meeting in one helper holds thousands)."""
+        held = []  # trees in use, or the one just loaded: kept, in their place
+        while self.size > self.limit and self.resident:
+            module, size = self.resident.popitem(last=False)
             if module is not keep and module.release():
-                self.size -= self.resident.pop(module)
+                self.size -= size
+            else:
+                held.append((module, size))
+        for module, size in reversed(held):
+            self.resident[module] = size
+            self.resident.move_to_end(module, last=False)
 
 
 def _decorator_name(dec: cst.Decorator, imports: ImportTable) -> str:

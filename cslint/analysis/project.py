@@ -40,23 +40,26 @@ def is_external_optimizer_base(name: str) -> bool:
 
 
 class LazyModules(Mapping[str, ModuleInfo]):
-    """Modules by name: those given, and the others named in `order` indexed (by `load`) when first asked
-    for. A group's analysis looks up names in a few of the files its files import, directly or not; where
-    imports are dense that closure is most of the tree, and indexing all of it for every group made the
-    run quadratic. A name whose file cannot be indexed is absent, as it would be from a dict of them all.
-    Iterating loads every module."""
+    """Modules by name: those given, and any other the project holds, indexed (by `load`) when first
+    asked for. A group's analysis looks up names in a few of the files its files import, directly or
+    not; where imports are dense, or form long chains, that closure is much of the tree, and indexing
+    it (or even listing it) for every group made the run quadratic. `load(name)`: the module, or None
+    when the project holds none of that name or its file cannot be indexed (as absent as from a dict
+    of them all); `rank(name)`: its place in the project's order (None: the project holds none);
+    `names()`: every name the project holds, in order. Iterating loads every module."""
 
-    def __init__(self, given: dict[str, ModuleInfo], order: list[str],
-                 load: Callable[[str], ModuleInfo | None]) -> None:
+    def __init__(self, given: dict[str, ModuleInfo], load: Callable[[str], ModuleInfo | None],
+                 rank: Callable[[str], int | None], names: Callable[[], list[str]]) -> None:
         self.loaded = dict(given)
-        self.order = order
-        self._pending = set(order) - given.keys()
+        self._asked = set(given)
         self._load = load
+        self.rank = rank
+        self.names = names
 
     def __getitem__(self, name: str) -> ModuleInfo:
         found = self.loaded.get(name)
-        if found is None and name in self._pending:
-            self._pending.discard(name)
+        if found is None and name not in self._asked:
+            self._asked.add(name)
             found = self._load(name)
             if found is not None:
                 self.loaded[name] = found
@@ -68,10 +71,18 @@ class LazyModules(Mapping[str, ModuleInfo]):
         return isinstance(name, str) and self.get(name) is not None
 
     def __iter__(self) -> Iterator[str]:
-        return (name for name in self.order if name in self)
+        return (name for name in self.names() if name in self)
 
     def __len__(self) -> int:
         return sum(1 for _ in self)
+
+    def in_order(self) -> list[str]:
+        """The names loaded so far, in the project's order."""
+        return sorted(self.loaded, key=lambda name: _or_first(self.rank(name)))
+
+
+def _or_first(rank: int | None) -> int:
+    return -1 if rank is None else rank
 
 
 class Project:
@@ -89,13 +100,22 @@ class Project:
             self._aliases_of.setdefault(name, []).append(alias)
         self._kind_cache: dict[tuple[str, str], bool] = {}
         self._lookup_cache: dict[str, ModuleInfo | ClassInfo | FunctionInfo | None] = {}
+        self._ranks: dict[str, int] | None = None
         # installed libraries whose functions traced code calls (analysis/libraries.py); None: not looked in
         self.libraries: Libraries | None = None
 
     def module_names(self) -> list[str]:
         """The names of the project's modules in its order (with a `LazyModules`, also those that turn
         out not to index: nothing is loaded to list them)."""
-        return self.modules.order if isinstance(self.modules, LazyModules) else list(self.modules)
+        return self.modules.names() if isinstance(self.modules, LazyModules) else list(self.modules)
+
+    def rank(self, name: str) -> int | None:
+        """Module `name`'s place in the project's order; None if the project holds no module of that name."""
+        if isinstance(self.modules, LazyModules):
+            return self.modules.rank(name)
+        if self._ranks is None:
+            self._ranks = {module: i for i, module in enumerate(self.modules)}
+        return self._ranks.get(name)
 
     def _aliased(self, alias: str) -> ModuleInfo | None:
         """The module imported under another name (an alias that is itself a module's name is that module)."""

@@ -88,8 +88,11 @@ def find_roots(project: Project, patterns: Iterable[str] = (),
     training loop, a function matching a `trace-roots` pattern."""
     patterns = list(patterns)
     roots: dict[str, tuple[FunctionInfo, str]] = {}
-    modules = [project.modules[name] for name in project.module_names()  # (loads only these)
-               if (root_modules is None or name in root_modules) and name in project.modules]
+    if root_modules is None:
+        names = project.module_names()
+    else:  # (lists and loads only these)
+        names = sorted((n for n in root_modules if project.rank(n) is not None), key=project.rank)  # type: ignore[arg-type, return-value]
+    modules = [project.modules[name] for name in names if name in project.modules]
 
     def add(func: FunctionInfo, reason: str) -> None:
         roots.setdefault(func.qualname, (func, reason))
@@ -154,7 +157,7 @@ class _Worklist:
     trees are given back to bound memory."""
 
     def __init__(self, project: Project) -> None:
-        self.rank = {name: i for i, name in enumerate(project.module_names())}
+        self.project = project
         self.heap: list[tuple[int, int, str]] = []
         self.queued: set[str] = set()
         self.count = 0
@@ -164,7 +167,8 @@ class _Worklist:
         if name not in self.queued:
             self.queued.add(name)
             self.count += 1
-            heapq.heappush(self.heap, (self.rank.get(traced.func.module.name, -1), self.count, name))
+            rank = self.project.rank(traced.func.module.name)
+            heapq.heappush(self.heap, (-1 if rank is None else rank, self.count, name))
 
     def __bool__(self) -> bool:
         return bool(self.heap)
