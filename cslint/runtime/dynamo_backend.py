@@ -71,8 +71,8 @@ class Break:
 def _recording_breaks() -> Iterator[list[Break]]:
     """Read each graph break where dynamo logs it: the break's type and its frames, not its text.
 
-    A break inside a loop is logged as dynamo's "graph break in loop", which wraps the break that happened
-    there: that one's type is what the problem is (a value-dependent shape in an MoE expert loop).
+    A break inside a loop dynamo could not resume after (below) is logged as its "graph break in loop", which
+    wraps the break that happened there: that one's type is what the problem is.
     """
     from torch._dynamo.symbolic_convert import InstructionTranslatorBase
 
@@ -86,7 +86,8 @@ def _recording_breaks() -> Iterator[list[Break]]:
             stack = getattr(exc, "real_stack", None) or torch._guards.TracingContext.extract_stack()
             gb_type = getattr(cause, "gb_type", None) or type(cause).__name__
             breaks.append(Break(gb_type, str(getattr(exc, "msg", reason)).strip().splitlines()[0] if reason else "",
-                                tuple((os.path.abspath(f.filename), f.lineno or 0, f.name) for f in stack)))
+                                _in_original_code(self.output.root_tx, tuple(
+                                    (os.path.abspath(f.filename), f.lineno or 0, f.name) for f in stack))))
         original(self, code_options, reason, exc)
 
     def raise_loop_graph_break(code: Any, exc: Any) -> None:
@@ -103,6 +104,63 @@ def _recording_breaks() -> Iterator[list[Break]]:
     finally:
         InstructionTranslatorBase.log_graph_break = original  # type: ignore[method-assign]
         InstructionTranslatorBase.raise_loop_graph_break = staticmethod(original_loop)  # type: ignore[method-assign]
+
+
+@contextmanager
+def _tracing_through_loops() -> Iterator[None]:
+    """Trace on past a graph break inside a loop, as past any other break.
+
+    Dynamo gives up on the whole frame at a break inside a `for`/`while` loop ("graph break in loop": the
+    frame runs eagerly), so every later site of the loop body and of the rest of the frame went unseen (an
+    MoE layer's `torch.where` after the expert loop's first data-dependent `if`). Told that no loop follows,
+    it compiles the graph up to the break and resumes after it, as it does outside loops; the resumed frame
+    runs the rest of the body and enters the next iteration, compiled again per iteration up to dynamo's
+    recompile limit. Where it could not build the resumed frame, the loop's iterator being one it cannot
+    rebuild (a model's `for layer in self.layers[:n]`), dynamo's own answer stands: finding that out costs
+    two more traces of the frame, and the frame runs eagerly either way.
+    """
+    from torch._dynamo.symbolic_convert import InstructionTranslatorBase
+
+    original = InstructionTranslatorBase.maybe_has_backedge
+
+    def maybe_has_backedge(self: Any) -> bool:
+        return original(self) and not _resumable(self.output.root_tx)
+
+    InstructionTranslatorBase.maybe_has_backedge = maybe_has_backedge  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        InstructionTranslatorBase.maybe_has_backedge = original  # type: ignore[method-assign]
+
+
+def _resumable(root: Any) -> bool:
+    """No value on the frame's stack is an iterator dynamo made up and has no way to rebuild."""
+    from torch._dynamo.variables.base import VariableTracker
+    from torch._dynamo.variables.iter import IteratorVariable
+
+    return not any(isinstance(value, IteratorVariable) and value.source is None
+                   and type(value).reconstruct is VariableTracker.reconstruct for value in root.stack)
+
+
+def _in_original_code(root: Any, stack: tuple[tuple[str, int, str], ...]) -> tuple[tuple[str, int, str], ...]:
+    """The break's stack with a resumed frame (`torch_dynamo_resume_in_forward_at_83`) named as the function it
+    resumes, at that function's line. A resumed frame is a copy of the function whose instructions before the
+    resume point carry the resume point's line: in a loop, the next iteration's sites are reached through them."""
+    from torch._dynamo.resume_execution import ContinueExecutionCache
+
+    meta = ContinueExecutionCache.generated_code_metadata.get(root.f_code)
+    if meta is None:
+        return stack
+    copied = meta.instructions  # the function's own instructions, which end the resumed frame's
+    at = next((i for i, inst in enumerate(root.instructions) if inst is root.current_instruction), -1)
+    index = at - (len(root.instructions) - len(copied))
+    line = 0
+    if at >= 0 and 0 <= index < len(copied) and copied[index].opname == root.current_instruction.opname:
+        positions = getattr(copied[index], "positions", None)
+        line = (positions.lineno if positions is not None else None) or copied[index].starts_line or 0
+    name = root.f_code.co_name
+    return tuple((path, line or number, meta.code.co_name) if function == name else (path, number, function)
+                 for path, number, function in stack)
 
 
 @contextmanager
@@ -143,6 +201,9 @@ _LOGGING = ("logging.Logger method",)
 # What every training step does and a static-graph compiler handles itself: not a finding.
 _STEP_CALLS = ("backward", "zero_grad")
 _DELIBERATE = ("Call to `torch._dynamo.graph_break()`",)
+# Dynamo could not build the frame that resumes after a break (an iterator over modules it cannot rebuild in
+# a model's layer loop): it runs that frame eagerly; the break that led there is reported where it happened.
+_CANNOT_RESUME = ("Reconstruction failure",)
 
 
 def _site(stack: tuple[tuple[str, int, str], ...]) -> tuple[str, int] | None:
@@ -180,7 +241,8 @@ def run_dynamo(step: Step, report: RuntimeReport, progress: Any = None) -> None:
     """Run every batch under dynamo; report graph breaks, and guards that fail on a step after the first.
 
     A recompile during the first step is not instability: one code object entered with different arguments
-    (a decorator's wrapper shared by every module's `forward`) is compiled once per variant, and later steps
+    (a decorator's wrapper shared by every module's `forward`, the frame resuming a loop after a break, entered
+    at each iteration with the loop one step further) is compiled once per variant, and later steps
     find every variant in dynamo's cache. Only a guard that fails again on a later step means the graph
     changes per step.
     """
@@ -193,7 +255,7 @@ def run_dynamo(step: Step, report: RuntimeReport, progress: Any = None) -> None:
 
     with torch._dynamo.config.patch(capture_scalar_outputs=False, capture_dynamic_output_shape_ops=False,
                                     suppress_errors=False), _dynamo_logs() as logs, _recording_breaks() as found, \
-            _without_unused_dynamo_work():
+            _without_unused_dynamo_work(), _tracing_through_loops():
         compiled = torch.compile(step.fn, backend=capture_only, fullgraph=False, dynamic=False)
         for index, batch in enumerate(step.batches):
             logs.step = index
@@ -208,7 +270,7 @@ def run_dynamo(step: Step, report: RuntimeReport, progress: Any = None) -> None:
         if site is None:
             continue
         path, line = site
-        if _every_step_does_it(graph_break, path, line):
+        if _every_step_does_it(graph_break, path, line) or graph_break.gb_type.startswith(_CANNOT_RESUME):
             continue
         code = _break_code(graph_break, path, line)
         if code is None:
@@ -240,4 +302,5 @@ def run_dynamo(step: Step, report: RuntimeReport, progress: Any = None) -> None:
                             "a static-graph device traces through it; torch.compile(fullgraph=True) stops there")
     if first_step_recompiles:
         report.notes.append(f"dynamo: {first_step_recompiles} recompile(s) during the first step only (a function "
-                            "entered with different arguments); later steps reuse every compiled graph")
+                            "entered with different arguments, a loop resumed after a break at each iteration); "
+                            "later steps reuse every compiled graph")

@@ -110,13 +110,28 @@ def test_moe_expert_loop_syncs_are_reported_once_each_at_their_lines() -> None:
     found = {(f.code, f.line, f.backend) for f in report.findings}
     assert found == {
         ("WSC501", line("HIT"), "lazy+dynamo"),  # the nonzero() picking the experts (also a break in the loop)
-        ("WSC101", line("EXPERT-IF"), "lazy+dynamo"),  # dynamo: a break in the loop; it runs the rest eagerly
+        ("WSC101", line("EXPERT-IF"), "lazy+dynamo"),  # dynamo: a break inside the loop, traced past
         ("WSC207", line("WHERE"), "lazy"),  # a 0-dim tensor indexing the mask
-        ("WSC501", line("WHERE"), "lazy"),  # one-argument torch.where
+        ("WSC501", line("WHERE"), "lazy+dynamo"),  # one-argument torch.where
+        # dynamo gathers by a 0-dim tensor that enters its graph: after the `if` break, `expert` is an input
         ("WSC207", line("UP"), "lazy"),
         ("WSC207", line("DOWN"), "lazy"),
     }, report.findings
     assert line("MOE-BACKWARD") not in {f.line for f in report.findings}
+
+
+@pytest.mark.parametrize("factory", ["routed_experts", "many_routed_experts"])
+def test_dynamo_traces_past_a_break_inside_a_loop(factory: str) -> None:
+    """Dynamo skipped the whole frame after the first break in a loop (the `torch.where`), so the `.item()`
+    after it was never seen under dynamo. Each site is at its own line, not at the resumed frame's first line
+    (a resumed copy of the function carries that line on the instructions the next iteration runs), and a
+    loop longer than dynamo's recompile limit gives no finding on the second step."""
+    report = run(factory)
+    assert report.complete, report.status
+    assert {(f.code, f.line, f.backend) for f in report.findings} == {
+        ("WSC501", expected_line(STEPS, "RANGE-WHERE"), "lazy+dynamo"),
+        ("WSC201", expected_line(STEPS, "RANGE-ITEM"), "lazy+dynamo"),
+    }, report.findings
 
 
 def test_recompiles_within_the_first_step_are_no_finding() -> None:

@@ -190,6 +190,50 @@ def mixture_of_experts(device):
     return step, [(x,), (x,)]
 
 
+class RoutedExperts(nn.Module):
+    """Experts looped over by number, each one's tokens found with a one-argument `torch.where`, an expert
+    with no tokens skipped (the first one never gets any): under dynamo every site after the first break in
+    the loop used to go unseen, the whole frame run eagerly."""
+
+    def __init__(self, width=8, experts=4):
+        super().__init__()
+        self.experts = experts
+        self.router = nn.Linear(width, experts)
+        with torch.no_grad():
+            self.router.bias[0] = -100.0
+        self.w = nn.Parameter(torch.randn(experts, width, width) / width)
+
+    def forward(self, hidden):
+        mask = nn.functional.one_hot(self.router(hidden).argmax(-1), self.experts).T.bool()
+        out = torch.zeros_like(hidden)
+        for expert in range(self.experts):
+            idx = torch.where(mask[expert])  # runtime: RANGE-WHERE
+            if idx[0].numel() == 0:
+                continue
+            tokens = hidden[idx[0]]
+            scale = tokens.abs().amax().clamp_min(1e-6).item()  # runtime: RANGE-ITEM
+            out = out.index_add(0, idx[0], tokens @ self.w[expert] / scale)
+        return out.square().mean()
+
+
+def routed_experts(device, experts=4):
+    torch.manual_seed(0)
+    model = RoutedExperts(experts=experts).to(device)
+
+    def step(x):
+        loss = model(x)
+        loss.backward()
+        model.zero_grad()
+        return loss.detach()
+    x = torch.randn(16, 8, device=device)
+    return step, [(x,), (x,)]
+
+
+def many_routed_experts(device):
+    """More iterations than dynamo compiles one frame for (its recompile limit, 8)."""
+    return routed_experts(device, experts=12)
+
+
 class MaskedAttention(nn.Module):
     """Decoder ids shifted right into a new tensor, a padding mask read per batch and key with broadcast
     indices, and SDPA over it with one query row fully masked (its softmax is the "safe" one)."""
