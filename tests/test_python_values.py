@@ -585,3 +585,46 @@ def test_a_grid_that_is_not_made_of_python_values_is_read_from_the_trace(lint, c
 def test_a_host_constant_grid_outside_traced_code_stays_quiet(lint):
     code = ROPE_GRID.replace("class RopeGrid(nn.Module):", "class RopeGrid:")
     assert codes(lint(code, target="compile")) == []
+
+
+CONFIGURED_GRID = """
+import torch
+from torch import nn
+
+
+class RopeGrid(nn.Module):
+    def __init__(self, patch_size: list = [1, 2, 2]):
+        super().__init__()
+        self.patch_size = patch_size
+
+    def rope(self, vis_rope_size: list[int]):
+        grid = torch.stack(torch.meshgrid(
+            *[torch.linspace(0, s, s + 1, dtype=torch.float32)[:s] for s in vis_rope_size], indexing="ij"))
+        return torch.arange(8) + grid.view(-1).max().item() + 1
+
+    def forward(self, x):
+        b, c, t, h, w = x.shape
+        tt = t // self.patch_size[0]
+        return x * self.rope([tt, h // self.patch_size[1], w // self.patch_size[2]]).sum()
+"""
+
+
+def test_a_bare_container_annotation_with_a_literal_default_holds_python_values(lint):
+    """`patch_size: list = [1, 2, 2]` (a video transformer's configuration): the annotation says nothing of
+    the elements, the default does; sizes divided by them are Python numbers, the grid a host constant."""
+    assert [c for c in codes(lint(CONFIGURED_GRID, target="wsc")) if c[0] == "WSC201"] == []
+    line = next(i for i, s in enumerate(CONFIGURED_GRID.lstrip("\n").splitlines(), 1) if "grid.view" in s)
+    assert ("WSC201", line) in codes(lint(CONFIGURED_GRID, target="compile"))
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("change", [
+    ("patch_size: list = [1, 2, 2]", "patch_size: list = None"),  # no default to tell
+    ("patch_size: list = [1, 2, 2]", "patch_size: list = [torch.ones(1)]"),  # not literals
+    ("self.patch_size = patch_size", "self.patch_size = [torch.ones(()), 2, 2]"),  # tensors assigned
+])
+def test_a_bare_container_without_literal_elements_is_not_known_python(lint, target, change):
+    code = CONFIGURED_GRID.replace(*change)
+    assert code != CONFIGURED_GRID
+    line = next(i for i, s in enumerate(code.lstrip("\n").splitlines(), 1) if "grid.view" in s)
+    assert ("WSC201", line) in codes(lint(code, target=target))

@@ -108,6 +108,7 @@ _CONTAINER_ANNOTATIONS = {
     "dict": -1, "Dict": -1, "Mapping": -1, "MutableMapping": -1, "OrderedDict": -1, "DefaultDict": -1,
     "defaultdict": -1, "tuple": None, "Tuple": None,
 }
+BARE_CONTAINER = sequence_of(UNKNOWN)  # `list`, `dict`, `Sequence`: nothing said about the elements
 
 
 def _annotated_kind(node: cst.BaseExpression) -> Kind:
@@ -138,7 +139,7 @@ def _annotated_kind(node: cst.BaseExpression) -> Kind:
                     sequence_of(_annotated_kind(elements[0]) if elements else UNKNOWN)
             return sequence_of(_annotated_kind(args[position]))
         if head in _CONTAINER_ANNOTATIONS:
-            return sequence_of(UNKNOWN)
+            return BARE_CONTAINER
         if _annotated_kind(node.value).is_tensor or head in ("Callable", "type", "Type", "Literal", "ClassVar"):
             return _annotated_kind(node.value)
         # `Float[Tensor, "b n"]` (jaxtyping) is a tensor; `MyBox[int]` is not
@@ -149,8 +150,21 @@ def _annotated_kind(node: cst.BaseExpression) -> Kind:
         if "Tensor" in last or "Parameter" in last:
             return TENSOR
         if last in _CONTAINER_ANNOTATIONS:
-            return sequence_of(UNKNOWN)
+            return BARE_CONTAINER
     return STATIC  # int, str, None, a config object or other user class: its attributes are static
+
+
+def _python_literals(node: cst.BaseExpression | None) -> bool:
+    """`[1, 2, 2]`, `("a", -1)`: a non-empty list, tuple or set of number and string literals."""
+    if type(node) not in (cst.List, cst.Tuple, cst.Set) or not node.elements:  # type: ignore[union-attr]
+        return False
+    for element in node.elements:  # type: ignore[union-attr]
+        value = element.value
+        if type(value) is cst.UnaryOperation:
+            value = value.expression
+        if type(value) not in (cst.Integer, cst.Float, cst.SimpleString):
+            return False
+    return True
 
 
 def default_kind(param: cst.Param) -> Kind | None:
@@ -171,6 +185,8 @@ def signature_kind(param: cst.Param, unannotated: Kind) -> Kind:
     if param.star in ("*", "**"):
         return sequence_of(from_annotation if from_annotation is not None else unannotated)
     if from_annotation is not None:
+        if from_annotation == BARE_CONTAINER and _python_literals(param.default):
+            return sequence_of(STATIC)  # `patch_size: list = [1, 2, 2]`: the default tells what the elements are
         return from_annotation
     from_default = default_kind(param)
     return from_default if from_default is not None else unannotated
