@@ -198,6 +198,7 @@ _VALUE_READS = ("Data-dependent branching", "Data-dependent assertion", "Unsuppo
                 "Data dependent operator")  # an op whose Python output is a tensor's value (`x[t]`, t 0-d)
 _DYNAMIC_SHAPES = ("Dynamic shape operator", "Attempted to use `torch.nn.functional.one_hot`")
 _LOGGING = ("logging.Logger method",)
+_CONDITIONS = ("WSC101", "WSC102", "WSC103", "WSC104")
 # What every training step does and a static-graph compiler handles itself: not a finding.
 _STEP_CALLS = ("backward", "zero_grad")
 _DELIBERATE = ("Call to `torch._dynamo.graph_break()`",)
@@ -234,7 +235,11 @@ def _break_code(found: Break, path: str, line: int) -> Classified | None:
         return Classified("WSC501", "an op whose output shape depends on tensor values")
     if found.gb_type.startswith(_LOGGING) or called_name(path, line) == "print":
         return Classified("WSC701", "a print/log call in the traced step")
-    return classify_line(path, line)
+    named = classify_line(path, line)
+    # a statement's form (`if`, `while`, `assert`) names the problem only when its condition was read, a break
+    # of the value-read types above; another break on such a line (dynamo cannot trace Lamb's
+    # `if grad.is_sparse:` in its parameter loop) is on a construct no rule covers
+    return None if named is not None and named.code in _CONDITIONS else named
 
 
 def run_dynamo(step: Step, report: RuntimeReport, progress: Any = None) -> None:

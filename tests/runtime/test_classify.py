@@ -70,3 +70,19 @@ def test_an_edited_file_is_read_again(tmp_path: Path) -> None:
     path.write_text("def step(x):\n    while x:\n        pass\n")
     os.utime(path, ns=(1, 1))
     assert classify_line(str(path), 2).code == "WSC102"
+
+
+def test_a_break_that_reads_no_value_on_an_if_line_is_not_a_tensor_condition(tmp_path: Path) -> None:
+    """Lamb's `if grad.is_sparse:`, in its parameter loop, breaks dynamo's graph for a reason of dynamo's own
+    ("Unsupported python_type() call"): no rule covers it, while a data-dependent branch there is WSC101."""
+    import pytest
+
+    pytest.importorskip("torch")
+    from cslint.runtime.dynamo_backend import Break, _break_code
+
+    path = tmp_path / "opt.py"
+    path.write_text("def step(grad):\n    if grad.is_sparse:\n        raise RuntimeError\n")
+    stack = ((str(path), 2, "step"),)
+    assert _break_code(Break("Unsupported python_type() call", "", stack), str(path), 2) is None
+    branch = _break_code(Break("Data-dependent branching", "", stack), str(path), 2)
+    assert branch is not None and branch.code == "WSC101"
