@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 from collections.abc import Callable, Iterable, Iterator
 from collections.abc import Set as AbstractSet
 
+from cslint.analysis.generated_code import generated_twin
 from cslint.analysis.graph import connected, reachable
 from cslint.analysis.import_scan import scan_imports
 from cslint.analysis.module_names import defining_module
@@ -530,12 +531,23 @@ class Session:
         on_torch = _on_torch({k for k in keys if self.states[k].hints.torch}, bases)
 
         def links(key: str) -> set[str]:
+            twin = self._generated_twin(key, keys)
+            if twin is not None:  # a template holds no roots beside its twin (generated_code): it goes with
+                return {twin}     # the twin alone, not with every model it imports (one group of 700 files)
             entry = self.states[key].entry
             found = {o for o in self.direct(key) if o in keys and self.states[o].hints.roots}
             found |= {o for o in bases[key] if o in on_torch and importers.get(o, 0) <= FEW_IMPORTERS}
             return found | {o for o in (entry.reach if entry else ()) if o in keys}
 
         return self._heaviest_first(connected(keys, ((key, other) for key in keys for other in links(key))))
+
+    def _generated_twin(self, key: str, keys: set[str]) -> str | None:
+        """The file generated from `key` when `key` is a code-generation template and its twin is analysed."""
+        state = self.states[key]
+        twin = generated_twin(state.name) if state.name and not state.is_package else None
+        if twin is None:
+            return None
+        return next((o for o in self.direct(key) if o in keys and self.states[o].name == twin), None)
 
     def _base_files(self, state: FileState) -> set[str]:
         """The files a file imports its base classes from."""

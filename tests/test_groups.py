@@ -185,3 +185,48 @@ def test_files_reaching_the_same_files_share_one_set_of_dependencies(tmp_path):
     assert set(found[0]) == {*nets, str(tmp_path / "normalize.py"), str(tmp_path / "config.py")}
     assert all(deps is found[0] for deps in found)
     assert session.dependencies(nets[0], []) == {nets[0], str(tmp_path / "normalize.py"), str(tmp_path / "config.py")}
+
+
+MODELING = """\
+import torch
+from torch import nn
+
+
+class {name}Attention(nn.Module):
+    def forward(self, x):
+        if x.amax() > 0:
+            return x
+        return -x
+"""
+
+TEMPLATE = """\
+from ..a.modeling_a import AAttention
+from ..b.modeling_b import BAttention
+
+
+class CAttention(AAttention):
+    pass
+
+
+class CMixer(BAttention):
+    pass
+"""
+
+
+def test_a_template_is_grouped_with_its_twin_alone(tmp_path, capsys, one_group):
+    """A code-generation template imports the models it is written from; it holds no roots beside its twin,
+    so those models stay in groups of their own (transformers' `modular_*.py` files had joined 700 files
+    into one analysis, run by one worker)."""
+    files = {"zoo/__init__.py": "", **{f"zoo/{m}/__init__.py": "" for m in "abc"},
+             "zoo/a/modeling_a.py": MODELING.format(name="A"), "zoo/b/modeling_b.py": MODELING.format(name="B"),
+             "zoo/c/modeling_c.py": MODELING.format(name="C"), "zoo/c/modular_c.py": TEMPLATE}
+    for name in files:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+    root = _write(tmp_path, files)
+    grouped, err = _check(capsys, root)
+    # modeling_a, modeling_b, modeling_c with its template, and each package's __init__.py alone
+    assert _count(err, "groups") == 7
+    assert sorted((Path(f["filename"]).name, f["code"]) for f in grouped) == [
+        ("modeling_a.py", "WSC101"), ("modeling_b.py", "WSC101"), ("modeling_c.py", "WSC101")]
+    one_group()
+    assert _check(capsys, root)[0] == grouped
