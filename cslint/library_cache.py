@@ -14,9 +14,10 @@ from typing import Any
 
 from cslint import __version__, memo_file
 from cslint.analysis.kinds import DYN_TENSOR, HOST, MODULE, STATIC, TENSOR, UNKNOWN, Kind, Tag
+from cslint.analysis.call_depth import Reach
 from cslint.analysis.library_env import Effect, Summary
 
-FORMAT = 3  # 3: a return may be a list read from a tensor of static shape (kinds.HOST_LIST)
+FORMAT = 4  # 4: a summary says how deep it went and what it asked (call_depth.py); 3: HOST_LIST returns
 
 
 _active: LibraryCache | None = None
@@ -108,11 +109,14 @@ def _kind(raw: Any) -> Kind:
 
 
 def _summary_json(summary: Summary) -> Any:
+    assert summary.reach is not None
     return {"returns": _kind_json(summary.returns), "uses": list(summary.uses),
-            "effects": [[e.what, e.text, list(e.via), e.path, e.line] for e in summary.effects]}
+            "effects": [[e.what, e.text, list(e.via), e.path, e.line] for e in summary.effects],
+            "height": summary.reach.height, "asked": sorted(map(str, summary.reach.asked))}
 
 
 def _summary(raw: Any) -> Summary:
     effects = tuple(Effect(str(what), str(text), tuple(map(str, via)), str(path), int(line))
                     for what, text, via, path, line in raw["effects"])
-    return Summary(_kind(raw["returns"]), effects, tuple(map(str, raw["uses"])))
+    reach = Reach(int(raw["height"]), frozenset(map(str, raw["asked"]))) if "height" in raw else None
+    return Summary(_kind(raw["returns"]), effects, tuple(map(str, raw["uses"])), reach)

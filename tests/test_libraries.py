@@ -17,7 +17,7 @@ import pytest
 
 from cslint.analysis import library_env
 from cslint.analysis.kinds import HOST, STATIC, TENSOR
-from cslint.analysis.libraries import Environment, Libraries
+from cslint.analysis.libraries import Environment, Libraries, Summary
 from cslint.analysis.project import Project
 from cslint.library_cache import LibraryCache
 from tests.conftest import run_linter
@@ -394,3 +394,49 @@ def test_an_installation_holding_a_pipe_or_a_device_is_read_without_hanging(tmp_
                           text=True, timeout=120)
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
     assert not (tmp_path / "ran").exists()
+
+
+DEEP = {"deep.py": """
+def leaf(x):
+    return x.item()
+
+
+def third(x):
+    return leaf(x)
+
+
+def second(x):
+    return third(x)
+
+
+def first(x):
+    return second(x)
+"""}
+
+
+def _summaries(site: Path, questions: list[str], store: LibraryCache | None = None) -> dict[str, Summary]:
+    """The summaries of `questions` asked in this order, in a process that has worked out nothing yet."""
+    libs = Libraries(Environment([str(site)]), Project([]), store)
+    return {q: libs.summary(libs.lookup(f"fakeoptim.deep.{q}"), {"x": TENSOR}, "lazy")  # type: ignore[arg-type]
+            for q in questions}
+
+
+def test_a_summary_does_not_depend_on_which_were_worked_out_before(site: Path) -> None:
+    """`leaf` is beyond the depth limit under `first`: a summary of `leaf` worked out at the top before must
+    not make `first` see what it cannot see when asked first (a model's message had changed with the other
+    models in scope)."""
+    _install(site, "fakeoptim", "1.0", DEEP)
+    alone = _summaries(site, ["first"])["first"]
+    assert alone.effects == ()  # leaf's `.item()` is four calls down: past the limit
+    after = _summaries(site, ["leaf", "third", "first"])
+    assert after["leaf"].effects and after["first"] == alone
+    assert _summaries(site, ["first", "leaf"])["leaf"] == after["leaf"]
+
+
+def test_a_kept_summary_does_not_depend_on_what_earlier_runs_stored(site: Path, tmp_path: Path) -> None:
+    _install(site, "fakeoptim", "1.0", DEEP)
+    store = LibraryCache(tmp_path / "cache")
+    _summaries(site, ["leaf", "third"], store)
+    store.save()
+    fresh = _summaries(site, ["first"])["first"]
+    assert _summaries(site, ["first"], LibraryCache(tmp_path / "cache"))["first"] == fresh

@@ -18,6 +18,7 @@ import weakref
 
 import libcst as cst
 
+from cslint.analysis.call_depth import CallChain, Reach, reach
 from cslint.analysis.index import FunctionInfo
 from cslint.analysis.inference import FunctionInference, ProjectOracle
 from cslint.analysis.kinds import STATIC, UNKNOWN, Kind
@@ -40,33 +41,29 @@ class CallSiteOracle(ProjectOracle):
     def __init__(self, project: Project, guards: Guards | None) -> None:
         super().__init__(project)
         self.guards = guards
-        self._answers: dict[tuple[str, tuple[tuple[str, Kind], ...]], Kind | None] = {}
-        self._active: list[tuple[str, tuple[tuple[str, Kind], ...]]] = []
-        self._refused = 0  # calls not answered because of the chain that led to them (recursion, depth)
+        self._answers: dict[tuple[str, tuple[tuple[str, Kind], ...]], tuple[Kind | None, Reach]] = {}
+        self._chain = CallChain(MAX_DEPTH)
 
     def call_return(self, qualname: str, given: dict[str, Kind]) -> Kind | None:
         key = (qualname, tuple(sorted(given.items())))
-        if key in self._answers:
-            return self._answers[key]
-        if key in self._active or len(self._active) >= MAX_DEPTH:
-            self._refused += 1
+        known = self._answers.get(key)
+        if known is not None and self._chain.reusable(known[1]):
+            self._chain.reuse(known[1])
+            return known[0]
+        if self._chain.refused(key):
             return None
         func = self.project.lookup_function(qualname)
         if func is None or not is_small_helper(func):
-            self._answers[key] = None
+            self._answers[key] = (None, Reach(1, frozenset({key})))
             return None
-        refused = self._refused
-        self._active.append(key)
-        try:
+        with self._chain.working_out(key) as frame:
             inference = _OneCall(self.project, self, func, helper_param_kinds(self, func, given), guards=self.guards)
             analysis = inference.run()
-        finally:
-            self._active.pop()
         answer = None if inference.open else (analysis.return_kind if analysis.returns_value else STATIC)
         if answer is not None and (self.guards is None or self.guards.tracer != DYNAMO):
             answer = declared_scalar(answer, func.node.returns)  # as the program takes a result (traced.py)
-        if self._refused == refused:  # else the answer depends on the chain of calls that led here
-            self._answers[key] = answer
+        if not frame.cut:  # else the answer depends on the chain of calls that led here
+            self._answers[key] = (answer, reach(frame))
         return answer
 
 

@@ -15,12 +15,14 @@ Summaries depend on the library's code, so a store keeps them per distribution n
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import libcst as cst
 
 from cslint.analysis import torch_api as api
+from cslint.analysis.call_depth import CallChain, reach
 from cslint.analysis.index import ClassInfo, FunctionInfo, ModuleInfo
 from cslint.analysis.inference import FunctionInference, ProjectOracle
 from cslint.analysis.kinds import STATIC, UNKNOWN, Kind, Tag, obj
@@ -79,13 +81,12 @@ class Libraries:
         if not shared:
             libraries = Project([])
             libraries.modules = _LazyModules(environment.module)  # type: ignore[assignment]
-            shared.update(project=libraries, lookups={}, oracles={}, active=[], uses=[], cut=[])
+            shared.update(project=libraries, lookups={}, oracles={}, chain=CallChain(MAX_DEPTH), uses=[])
         self.project: Project = shared["project"]
         self._lookups: dict[str, FunctionInfo | ClassInfo | ModuleInfo | None] = shared["lookups"]
         self._oracles: dict[str, Any] = shared["oracles"]
-        self._active: list[str] = shared["active"]
+        self._chain: CallChain = shared["chain"]  # the summaries being computed
         self._uses: list[set[str]] = shared["uses"]  # per summary being computed: the distributions it used
-        self._cut: list[list[bool]] = shared["cut"]  # per summary being computed: whether its analysis stopped short
         self._summaries = environment.summaries
         if project is None:
             self.project.libraries = self  # a library's own calls into libraries
@@ -115,41 +116,49 @@ class Libraries:
         """What calling library function `func` with arguments of these kinds returns and does."""
         given = {name: self._as_context(kind) for name, kind in given.items()}
         key = f"{func.qualname}|{tracer}|{sorted((n, _kind_key(k)) for n, k in given.items())}"
+        question, chain = question_id(key), self._chain
+        known = self._summaries.get(key)
+        if known is not None and chain.reusable(known.reach):
+            return self._reused(known)
         # a summary whose analysis had to stop (recursion, or the depth limit) depends on the calls that led
         # to it: it is kept for that chain only, so what a call gets never depends on which came first
-        chained = f"{key}@{'/'.join(self._active)}"
-        known = self._summaries.get(key) or self._summaries.get(chained)
+        chained = f"{key}@{'/'.join(map(str, chain.keys))}"
+        known = self._summaries.get(chained)
         if known is not None:
+            chain.reuse_cut()
+            self._note_use(known.uses)
             return known
-        if key in self._active or len(self._active) >= MAX_DEPTH:
-            for frame in self._cut:
-                frame[0] = True
+        if chain.refused(question):
             return Summary(UNKNOWN)  # recursion, or too deep to follow: nothing known
         distribution = func.module.library
         versioned = distribution is not None and bool(distribution[1])
         stored = self.store.get(distribution, key) if self.store is not None and versioned else None  # type: ignore[arg-type]
-        if stored is not None and all(self._installed(use) for use in stored.uses):
+        if stored is not None and chain.reusable(stored.reach) and all(self._installed(use) for use in stored.uses):
             self._summaries[key] = stored
-            self._note_use(stored.uses)
-            return stored
-        self._active.append(key)
+            return self._reused(stored)
         self._uses.append(set())
-        self._cut.append([False])
         try:
-            found = self._summarise(func, given, tracer)
-        except Exception:  # a library this analysis cannot follow is not the user's error: nothing known
-            found = Summary(UNKNOWN)
+            with chain.working_out(question) as frame:
+                try:
+                    found = self._summarise(func, given, tracer)
+                except Exception:  # a library this analysis cannot follow is not the user's error: nothing known
+                    found = Summary(UNKNOWN)
         finally:
-            self._active.pop()
             uses = self._uses.pop()
-            cut = self._cut.pop()[0]
         uses.add(self._use(func.module))
-        found = Summary(found.returns, found.effects, tuple(sorted(uses)))
+        found = Summary(found.returns, found.effects, tuple(sorted(uses)), reach(frame))
         self._note_use(found.uses)
-        self._summaries[chained if cut else key] = found
-        if self.store is not None and versioned and not cut:
+        self._summaries[chained if frame.cut else key] = found
+        if self.store is not None and versioned and not frame.cut:
             self.store.put(distribution, key, found)  # type: ignore[arg-type]
         return found
+
+    def _reused(self, known: Summary) -> Summary:
+        """A summary worked out before, used where working it out again gives the same (call_depth.py)."""
+        assert known.reach is not None
+        self._chain.reuse(known.reach)
+        self._note_use(known.uses)
+        return known
 
     def _as_context(self, kind: Kind) -> Kind:
         """An argument as the library function is analysed with: a Python value as an unknown one, and an
@@ -196,6 +205,11 @@ class Libraries:
 
 def _kind_key(kind: Kind) -> str:
     return repr(kind)
+
+
+def question_id(key: str) -> str:
+    """A summary's key, short and the same in every process (summaries name the questions they asked)."""
+    return hashlib.blake2b(key.encode(), digest_size=8).hexdigest()
 
 
 # ---- effects ---------------------------------------------------------------------------------------

@@ -12,10 +12,11 @@ import json
 import os
 import stat
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from cslint.analysis.call_depth import Reach
 from cslint.analysis.kinds import Kind
 
 if TYPE_CHECKING:
@@ -51,6 +52,7 @@ class Summary:
     returns: Kind
     effects: tuple[Effect, ...] = ()
     uses: tuple[str, ...] = ()  # `top=name-version` of every distribution whose code it was computed from
+    reach: Reach | None = field(default=None, compare=False)  # how deep it went (call_depth.py); None: unknown
 
 
 class SummaryStore(Protocol):
