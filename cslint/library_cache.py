@@ -69,8 +69,9 @@ class LibraryCache:
         """Writes the distributions with new summaries, with what other processes (the workers of a
         `-j` run) wrote there since this one read it."""
         for distribution in sorted(self._changed):
-            merged = {**self._read(distribution), **self._files[distribution]}
-            memo_file.write(self.directory, self.file_name(distribution), {"format": FORMAT, "summaries": merged})
+            ours = self._files[distribution]
+            memo_file.update(self.directory, self.file_name(distribution), _summaries,
+                             lambda theirs, ours=ours: {"format": FORMAT, "summaries": {**(theirs or {}), **ours}})
         self._changed.clear()
 
 

@@ -5,9 +5,10 @@ cannot be read is none; one that cannot be written is not kept."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -61,6 +62,37 @@ def write(directory: Path, name: str, payload: Any) -> None:
         pass
     finally:
         os.close(descriptor)
+
+
+def update(directory: Path, name: str, parse: Callable[[Any], T], change: Callable[[T | None], Any]) -> None:
+    """Write `change(what is there now)` as the memo `name`, with no other process's update between the
+    read and the write (workers of one `-j` run, and runs side by side, add to the same memo)."""
+    with _locked(directory):
+        write(directory, name, change(read(directory, name, parse)))
+
+
+@contextlib.contextmanager
+def _locked(directory: Path) -> Iterator[None]:
+    """An exclusive lock on the cache directory itself (no lock file for `cslint clean` to know about);
+    where there is no such lock, or the directory cannot be opened, the update goes ahead unlocked."""
+    try:
+        import fcntl
+    except ImportError:  # Windows
+        yield
+        return
+    try:
+        descriptor = open_cache_directory(directory, create=True)
+    except OSError:
+        descriptor = None
+    if descriptor is None:
+        yield
+        return
+    try:
+        with contextlib.suppress(OSError):  # a file system without locks: unlocked, as before
+            fcntl.flock(descriptor, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(descriptor)  # releases the lock
 
 
 def preload(directory: Path, name: str, parse: Callable[[Any], Any]) -> None:

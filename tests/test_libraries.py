@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from cslint.analysis import library_env
+from cslint.analysis.call_depth import Reach
 from cslint.analysis.kinds import HOST, STATIC, TENSOR
 from cslint.analysis.libraries import Environment, Libraries, Summary
 from cslint.analysis.project import Project
@@ -362,6 +363,48 @@ def test_summaries_worked_out_in_worker_processes_are_kept(site: Path, tmp_path:
         if "-lib-" not in entry.name:
             entry.unlink()
     assert run() == first  # ... reading the kept summaries
+
+
+ANOTHER_PROCESS_SAVES = '''
+import pathlib, sys
+from cslint.analysis.call_depth import Reach
+from cslint.analysis.kinds import STATIC
+from cslint.analysis.library_env import Summary
+from cslint.library_cache import LibraryCache
+
+store = LibraryCache(pathlib.Path(sys.argv[1]))
+store.put(("fakeoptim", "1.0"), "theirs", Summary(STATIC, reach=Reach()))
+pathlib.Path(sys.argv[2]).touch()  # about to save
+store.save()
+'''
+
+
+def test_summaries_saved_at_the_same_time_by_two_processes_are_both_kept(tmp_path: Path, monkeypatch) -> None:
+    """The workers of a `-j` run save their summaries when their groups are done, often at the same moment:
+    another process's save between this one's read and write of the file was lost."""
+    import time
+
+    from cslint import memo_file
+
+    cache, saving = tmp_path / "cache", tmp_path / "saving"
+    write = memo_file.write
+    others: list[subprocess.Popen] = []
+
+    def write_while_another_saves(directory: Path, name: str, payload: object) -> None:
+        if not others:
+            others.append(subprocess.Popen([sys.executable, "-c", ANOTHER_PROCESS_SAVES, str(cache), str(saving)]))
+            while not saving.exists() and others[0].poll() is None:
+                time.sleep(0.01)
+            time.sleep(0.5)  # unlocked, the other save would be done by now
+        write(directory, name, payload)
+
+    monkeypatch.setattr(memo_file, "write", write_while_another_saves)
+    store = LibraryCache(cache)
+    store.put(("fakeoptim", "1.0"), "ours", Summary(STATIC, reach=Reach()))
+    store.save()
+    assert others[0].wait(timeout=60) == 0
+    assert LibraryCache(cache).get(("fakeoptim", "1.0"), "ours") == Summary(STATIC)
+    assert LibraryCache(cache).get(("fakeoptim", "1.0"), "theirs") == Summary(STATIC)
 
 
 def test_a_summary_using_another_distribution_is_redone_when_that_one_changes(site: Path, tmp_path: Path) -> None:
