@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -222,6 +223,33 @@ def classify_line(path: str, line: int) -> Classified | None:
             return Classified("WSC103", "a conditional expression on a tensor condition")
         if isinstance(node, ast.Call) and (found := _call_code(node)) is not None:
             return found
+    # dynamo traces NumPy's generator through torch._numpy, whose `np.random.choice` reads a value and breaks
+    # the graph at the call: the host draw the static rule names (a read the user wrote, above, comes first)
+    if any(_draws_on_the_host(node, parsed.tree) for node in ast.walk(stmt)):
+        return Classified("WSC704", "a draw from NumPy's or Python's random generator")
+    return None
+
+
+_HOST_RANDOM = ("np.random.", "numpy.random.", "random.")
+
+
+def _draws_on_the_host(node: ast.AST, tree: ast.Module) -> bool:
+    if not isinstance(node, ast.Call):
+        return False
+    name = _dotted(node.func)
+    if name is None or not name.startswith(_HOST_RANDOM):
+        return False
+    return not name.startswith("random.") or any(  # `random` the standard module, not a local of that name
+        isinstance(stmt, ast.Import) and any(a.name == "random" and a.asname is None for a in stmt.names)
+        for stmt in tree.body)
+
+
+def _dotted(node: ast.expr) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        inner = _dotted(node.value)
+        return f"{inner}.{node.attr}" if inner is not None else None
     return None
 
 
@@ -235,6 +263,98 @@ def called_name(path: str, line: int) -> str | None:
             func = node.value.func
             return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
     return None
+
+
+_RESUMED_AT = re.compile(r"torch_dynamo_resume_in_\w+_at_(\d+)$")
+_EMPTY = re.compile(r"^(?:not (?P<a>[\w.\[\]'\"]+)|len\((?P<b>[\w.\[\]'\"]+)\) == 0)$")
+
+
+def guard_origin(path: str, line: int, guard: str, function: str) -> tuple[int, Classified | None] | None:
+    """Where the value a failed dynamo guard tests comes from: dynamo puts the guard where the compiled frame
+    first read it, which is not always the line to change.
+
+    - A frame resumed after a graph break (`torch_dynamo_resume_in_f_at_122`) takes the values the break left
+      on the stack (`___stack0`), the result of the call at the break's line, and the function's locals
+      (`epsilon`), assigned before that line: a Python value read there (`np.random.rand(1).item()`) that
+      differs per step is guarded in the resumed frame and recompiles it every step.
+    - `not self.state` read at `state = self.state[p]`: the container was empty on the first step and the step
+      filled it, behind the `if len(state) == 0:` the same function takes on the first step only.
+    - A loop's variable in a frame resumed inside that loop is the variant compiled for another iteration
+      (dynamo lists the guard each cached variant failed): no change between steps, None.
+    Returns the line and, when the origin says more than the line's form, its classification."""
+    parsed = _parsed(path)
+    if parsed is None:
+        return line, None
+    resumed = _RESUMED_AT.match(function)
+    if resumed is not None:
+        at = int(resumed[1])
+        local = re.match(r"(\w+) == ", guard)
+        if local is not None and _loop_variable(parsed, local[1], at):
+            return None
+        origin = at if guard.startswith("___stack") else \
+            _last_assignment(parsed, local[1], at) if local is not None else None
+        if origin is not None:
+            return origin, _host_draw_origin(parsed, origin)
+    emptied = _EMPTY.match(guard.strip())
+    if emptied is not None:
+        branch = _first_step_branch(parsed, line, emptied["a"] or emptied["b"])
+        if branch is not None:
+            return branch, Classified("WSC703", "state the step creates on its first run (create it before the first "
+                                                  "step) decides this branch")
+    return line, None
+
+
+def _loop_variable(parsed: _Source, name: str, line: int) -> bool:
+    region = _region(parsed.tree, line)
+    return region is not None and any(
+        isinstance(node, ast.For) and node.lineno <= line <= (node.end_lineno or node.lineno)
+        and any(isinstance(t, ast.Name) and t.id == name for t in ast.walk(node.target)) for node in ast.walk(region))
+
+
+def _host_draw_origin(parsed: _Source, line: int) -> Classified | None:
+    statements = [n for n in parsed.at(line).on_line.get(line, ()) if isinstance(n, ast.stmt)]
+    if statements and any(_draws_on_the_host(n, parsed.tree) for n in ast.walk(statements[-1])):
+        return Classified("WSC704", "a value drawn from NumPy's or Python's random generator, different on every "
+                                    "step, is a constant of the graph")
+    return None
+
+
+def _last_assignment(parsed: _Source, name: str, before: int) -> int | None:
+    """The line of the last assignment to `name` above `before` in the function holding `before`."""
+    region = _region(parsed.tree, before)
+    lines = [node.lineno for node in ast.walk(region) if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign))
+             and node.lineno < before and any(isinstance(t, ast.Name) and t.id == name for t in (
+                 node.targets if isinstance(node, ast.Assign) else [node.target]))] if region is not None else []
+    return max(lines, default=None)
+
+
+def _first_step_branch(parsed: _Source, line: int, container: str) -> int | None:
+    """`state = self.state[p]` on `line` (with `container` "self.state"): the `if` below it in the same function
+    that tests `state` for emptiness (`len(state) == 0`, `not state`, `"step" not in state`)."""
+    bound = next((node.targets[0].id for node in parsed.at(line).on_line.get(line, ())
+                  if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+                  and isinstance(node.value, ast.Subscript) and ast.unparse(node.value.value) == container), None)
+    region = _region(parsed.tree, line)
+    if bound is None or region is None:
+        return None
+    tests = [node.lineno for node in ast.walk(region) if isinstance(node, ast.If) and node.lineno > line
+             and _tests_emptiness(node.test, bound)]
+    return min(tests, default=None)
+
+
+def _tests_emptiness(test: ast.expr, name: str) -> bool:
+    is_name = lambda node: isinstance(node, ast.Name) and node.id == name  # noqa: E731
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return is_name(test.operand)
+    if isinstance(test, ast.Compare) and len(test.ops) == 1:
+        left, op, right = test.left, test.ops[0], test.comparators[0]
+        if isinstance(op, ast.NotIn):
+            return is_name(right)
+        sized = isinstance(left, ast.Call) and isinstance(left.func, ast.Name) and left.func.id == "len" \
+            and len(left.args) == 1 and is_name(left.args[0])
+        bound = {ast.Eq: 0, ast.LtE: 0, ast.Lt: 1}.get(type(op))
+        return sized and bound is not None and isinstance(right, ast.Constant) and right.value == bound
+    return False
 
 
 def classify_guard_line(path: str, line: int) -> Classified:

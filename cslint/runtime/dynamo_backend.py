@@ -19,11 +19,12 @@ from typing import Any
 import torch
 import torch._dynamo
 
-from cslint.runtime.classify import Classified, called_name, classify_guard_line, classify_line
+from cslint.runtime.classify import Classified, called_name, classify_guard_line, classify_line, guard_origin
 from cslint.runtime.findings import RuntimeFinding, RuntimeReport
 from cslint.runtime.frames import is_library_file
 from cslint.runtime.targets import Step
 
+_RECOMPILED = re.compile(r"Recompiling function (?P<function>\S+) in ")
 _GUARD = re.compile(r"- \d+/\d+: (?P<guard>.+?)\s{2,}#.*?\n\s*- User stack trace:\s*\n\s*-\s+File \"(?P<path>.+?)\", "
                     r"line (?P<line>\d+)")
 
@@ -242,6 +243,10 @@ def _break_code(found: Break, path: str, line: int) -> Classified | None:
     return None if named is not None and named.code in _CONDITIONS else named
 
 
+_ADVICE = {"WSC702": "keep the value in a tensor buffer",
+           "WSC704": "draw on the device with torch.rand*"}
+
+
 def run_dynamo(step: Step, report: RuntimeReport, progress: Any = None) -> None:
     """Run every batch under dynamo; report graph breaks, and guards that fail on a step after the first.
 
@@ -291,15 +296,21 @@ def run_dynamo(step: Step, report: RuntimeReport, progress: Any = None) -> None:
         if step_index == 0:
             first_step_recompiles += 1
             continue
+        recompiled = _RECOMPILED.search(message)
         for guard in _GUARD.finditer(message):
             path = os.path.abspath(guard["path"])
             if is_library_file(path, os.path.dirname(torch.__file__)):
                 continue
-            mutated = classify_guard_line(path, int(guard["line"]))
+            found = guard_origin(path, int(guard["line"]), guard["guard"].strip(),
+                                 recompiled["function"] if recompiled is not None else "")
+            if found is None:
+                continue
+            line, origin = found
+            mutated = origin or classify_guard_line(path, line)
             report.add(RuntimeFinding(
-                mutated.code, path, int(guard["line"]),
+                mutated.code, path, line,
                 f"{mutated.what}: the graph is recompiled on step {step_index + 1} because guard "
-                f"`{guard['guard'].strip()}` failed (keep the value in a tensor buffer)", "dynamo"))
+                f"`{guard['guard'].strip()}` failed ({_ADVICE.get(mutated.code, _ADVICE['WSC702'])})", "dynamo"))
     report.graph_breaks = len(breaks)
     report.notes.append(f"dynamo: {len(graphs)} graph(s) captured, {len(breaks)} distinct graph break(s)")
     for (path, line), gb_type in sorted(uncovered.items()):

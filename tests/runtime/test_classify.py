@@ -6,7 +6,7 @@ import ast
 import os
 from pathlib import Path
 
-from cslint.runtime.classify import called_name, classify, classify_guard_line, classify_line
+from cslint.runtime.classify import called_name, classify, classify_guard_line, classify_line, guard_origin
 
 SOURCE = '''\
 import functools
@@ -86,3 +86,68 @@ def test_a_break_that_reads_no_value_on_an_if_line_is_not_a_tensor_condition(tmp
     assert _break_code(Break("Unsupported python_type() call", "", stack), str(path), 2) is None
     branch = _break_code(Break("Data-dependent branching", "", stack), str(path), 2)
     assert branch is not None and branch.code == "WSC101"
+
+
+GUARDED = '''\
+import random
+
+import numpy as np
+
+
+def spans(shape, p):
+    batch, length = shape
+    epsilon = np.random.rand(1).item()
+    count = int(p * length + epsilon)
+    for row in range(batch):
+        starts = np.random.choice(np.arange(length), count)
+    return starts
+
+
+def jitter(x):
+    return x * random.uniform(0.9, 1.1)
+
+
+class Opt:
+    def step(self):
+        for p in self.params:
+            state = self.state[p]
+            other = self.state[p]
+            if "step" not in state:
+                state["step"] = 0
+'''
+
+
+def test_a_failed_guard_is_put_where_its_value_comes_from(tmp_path: Path) -> None:
+    path = tmp_path / "guarded.py"
+    path.write_text(GUARDED)
+    lines = GUARDED.splitlines()
+    line = lambda text: next(i for i, t in enumerate(lines, 1) if text in t)  # noqa: E731
+    draw, count, choice = line("epsilon ="), line("count ="), line("np.random.choice")
+    resumed = f"torch_dynamo_resume_in_spans_at_{draw}"
+    # the value the break left on the stack, and a local assigned before the resume point
+    at_draw = guard_origin(str(path), count, "___stack0 == 0.25", resumed)
+    assert at_draw is not None and at_draw[0] == draw and at_draw[1] is not None and at_draw[1].code == "WSC704"
+    later = f"torch_dynamo_resume_in_spans_at_{choice}"
+    assert guard_origin(str(path), choice, "epsilon == 0.25", later)[:1] == (draw,)  # type: ignore[index]
+    assert guard_origin(str(path), choice, "count == 2", later) == (count, None)
+    assert guard_origin(str(path), choice, "row == 1", later) is None  # another iteration's variant
+    # not a resumed frame: the line dynamo gives
+    assert guard_origin(str(path), count, "epsilon == 0.25", "spans") == (count, None)
+    # an emptied container: the `if` that tests what was read from it on that line
+    state = line("state = self.state[p]")
+    lazy = guard_origin(str(path), state, "not self.state", "step")
+    assert lazy is not None and lazy[0] == line('if "step" not in state') and lazy[1].code == "WSC703"  # type: ignore
+    assert guard_origin(str(path), line("other = "), "not self.state", "step") == (line("other = "), None)
+    assert guard_origin(str(path), state, "not self.buffers", "step") == (state, None)
+
+
+def test_a_break_in_a_host_draw_is_wsc704_after_any_read_the_user_wrote(tmp_path: Path) -> None:
+    path = tmp_path / "guarded.py"
+    path.write_text(GUARDED)
+    lines = GUARDED.splitlines()
+    line = lambda text: next(i for i, t in enumerate(lines, 1) if text in t)  # noqa: E731
+    assert classify_line(str(path), line("np.random.choice")).code == "WSC704"  # type: ignore[union-attr]
+    assert classify_line(str(path), line("random.uniform")).code == "WSC704"  # type: ignore[union-attr]
+    assert classify_line(str(path), line("epsilon =")).code == "WSC201"  # type: ignore[union-attr]
+    (tmp_path / "local.py").write_text("def f(random, x):\n    return x * random.uniform(0.9, 1.1)\n")
+    assert classify_line(str(tmp_path / "local.py"), 2) is None  # a parameter named `random`
