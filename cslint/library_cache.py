@@ -13,11 +13,13 @@ from pathlib import Path
 from typing import Any
 
 from cslint import __version__, memo_file
-from cslint.analysis.kinds import DYN_TENSOR, HOST, MODULE, STATIC, TENSOR, UNKNOWN, Kind, Tag
+from cslint.analysis.kinds import BOOL_TENSOR, DYN_TENSOR, HOST, MODULE, STATIC, TENSOR, UNKNOWN, Kind, Tag
 from cslint.analysis.call_depth import Reach
 from cslint.analysis.library_env import Effect, Summary
 
-FORMAT = 4  # 4: a summary says how deep it went and what it asked (call_depth.py); 3: HOST_LIST returns
+# 5: kinds say when a tensor is a mask (bool dtype); 4: a summary says how deep it went and what it asked
+# (call_depth.py); 3: HOST_LIST returns
+FORMAT = 5
 
 
 _active: LibraryCache | None = None
@@ -95,17 +97,19 @@ def _kind_json(kind: Kind) -> Any:
         out["i"] = [_kind_json(k) for k in kind.items]
     if kind.rank is not None:
         out["n"] = kind.rank
+    if kind.boolean:
+        out["b"] = True
     return out
 
 
-_COMMON = {kind: kind for kind in (STATIC, UNKNOWN, HOST, TENSOR, DYN_TENSOR, MODULE)}
+_COMMON = {kind: kind for kind in (STATIC, UNKNOWN, HOST, TENSOR, DYN_TENSOR, BOOL_TENSOR, MODULE)}
 
 
 def _kind(raw: Any) -> Kind:
     kind = Kind(Tag(raw["t"]), dynamic_shape=bool(raw.get("d", False)), role=str(raw.get("r", "")),
                 cls=str(raw.get("c", "")), elem=_kind(raw["e"]) if "e" in raw else None,
                 items=tuple(_kind(k) for k in raw["i"]) if "i" in raw else None,
-                rank=int(raw["n"]) if "n" in raw else None)
+                rank=int(raw["n"]) if "n" in raw else None, boolean=bool(raw.get("b", False)))
     return _COMMON.get(kind, kind)
 
 

@@ -225,3 +225,135 @@ def test_bool_tensor_annotations_and_device_moves_keep_the_mask(lint):
 def test_bool_tensor_annotation_outside_traced_code_is_quiet(lint):
     code = BOOL_ANNOTATED.replace("class Pooler(nn.Module):", "class Pooler:")
     assert [c for c, _ in codes(lint(code)) if c == "WSC502"] == []
+
+
+# SpecAugment as speech models write it (Whisper's `_mask_input_features`): the mask is drawn with NumPy,
+# then the same name is rebound to a bool tensor on the device, and the features are zeroed through it.
+SPEC_AUGMENT = """
+import numpy as np
+import torch
+from torch import nn
+
+
+def compute_mask_indices(shape, mask_prob, mask_length):
+    batch_size, sequence_length = shape
+    spans = np.zeros((batch_size, sequence_length), dtype=bool)
+    for b in range(batch_size):
+        start = np.random.randint(0, max(1, sequence_length - mask_length))
+        spans[b, start:start + mask_length] = mask_prob > 0
+    return spans
+
+
+class SpecAugment(nn.Module):
+    def __init__(self, mask_time_prob=0.05, mask_time_length=10):
+        super().__init__()
+        self.mask_time_prob = mask_time_prob
+        self.mask_time_length = mask_time_length
+
+    def forward(self, input_features):
+        batch_size, hidden_size, sequence_length = input_features.shape
+        mask_time_indices = compute_mask_indices((batch_size, sequence_length), self.mask_time_prob,
+                                                 self.mask_time_length)
+        mask_time_indices = torch.tensor(mask_time_indices, device=input_features.device, dtype=torch.bool)
+        mask_time_indices = mask_time_indices[:, None].expand(-1, hidden_size, -1)
+        input_features[mask_time_indices] = 0  # expect
+        return input_features
+"""
+
+
+def _expected(code: str) -> list[int]:
+    return [i + 1 for i, line in enumerate(code.lstrip("\n").splitlines()) if "# expect" in line]
+
+
+def test_a_name_rebound_to_a_mask_is_a_mask_where_it_is_used(lint):
+    """The binding that reaches the use decides, not every binding of the name: a NumPy array rebound to a
+    bool tensor (Whisper's `mask_time_indices`) is a mask from there on (#24)."""
+    for target in ("wsc", "compile"):
+        found = [line for code, line in codes(lint(SPEC_AUGMENT, target=target)) if code == "WSC502"]
+        assert found == _expected(SPEC_AUGMENT), target
+
+
+def test_rebinding_decides_in_both_directions(lint):
+    code = """
+    import numpy as np
+    import torch
+    from torch import nn
+
+    class Dropper(nn.Module):
+        def forward(self, x, scores, lengths):
+            keep = torch.arange(x.shape[0], device=x.device)
+            keep = scores > 0
+            x[keep] = 0  # expect
+            drop = scores < 0
+            drop = drop.long()
+            y = x[drop]
+            fixed = x > 1
+            fixed = np.zeros(x.shape, dtype=bool)
+            x[fixed] = 0
+            pad = lengths == 0
+            pad = pad.to(x.device).view(-1)
+            z = x[pad]  # expect
+            return x, y, z
+    """
+    found = [line for c, line in codes(lint(code, select=("WSC502",)))]
+    assert found == _expected(code)
+
+
+BRANCHES = """
+import numpy as np
+import torch
+from torch import nn
+
+
+class Masker(nn.Module):
+    def __init__(self, use_device_mask, by_value):
+        super().__init__()
+        self.use_device_mask = use_device_mask
+        self.by_value = by_value
+
+    def forward(self, x, order):
+        drawn = np.random.rand(*x.shape) < 0.1
+        if self.use_device_mask:
+            mask = torch.tensor(drawn, device=x.device, dtype=torch.bool)
+        else:
+            mask = drawn
+        x[mask] = 0  # expect
+        if self.by_value:
+            pick = x > 0
+        else:
+            pick = order.argsort(-1)
+        return x[pick]
+"""
+
+
+def test_branches_report_a_mask_on_every_path_that_makes_a_tensor(lint):
+    """Where only one path makes the name a tensor, that path is traced with a mask: reported. Where one
+    path makes a mask and another an index tensor, it is not known to be a mask: not reported."""
+    found = [line for c, line in codes(lint(BRANCHES, select=("WSC502",)))]
+    assert found == _expected(BRANCHES)
+
+
+def test_a_mask_handed_to_a_helper_is_a_mask_there(lint):
+    code = """
+    import torch
+    from torch import nn
+
+    def zero_out(features, mask):
+        features[mask] = 0.0  # expect
+        return features
+
+    def gather_rows(features, rows):
+        return features[rows]
+
+    class Block(nn.Module):
+        def forward(self, h, token_ids):
+            h = zero_out(h, token_ids == 0)
+            return gather_rows(h, token_ids.argsort(-1))
+    """
+    found = [line for c, line in codes(lint(code, select=("WSC502",)))]
+    assert found == _expected(code)
+
+
+def test_rebound_masks_outside_traced_code_are_quiet(lint):
+    code = SPEC_AUGMENT.replace("class SpecAugment(nn.Module):", "class SpecAugment:")
+    assert [c for c, _ in codes(lint(code)) if c == "WSC502"] == []

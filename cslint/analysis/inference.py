@@ -19,8 +19,8 @@ from cslint.analysis import torch_api as api
 from cslint.analysis.imports import dotted_name
 from cslint.analysis.index import ClassInfo, FunctionInfo, ModuleInfo
 from cslint.analysis.kinds import (
-    DYN_TENSOR, HOST, HOST_LIST, MODULE, STATIC, TENSOR, UNKNOWN, Kind, Tag, combine, element_of, join, obj,
-    sequence_of, tensor, tuple_of,
+    BOOL_TENSOR, DYN_TENSOR, HOST, HOST_LIST, MODULE, STATIC, TENSOR, UNKNOWN, Kind, Tag, as_boolean, combine,
+    element_of, join, obj, sequence_of, tensor, tuple_of,
 )
 from cslint.analysis.project import Project
 from cslint.analysis.ranks import elementwise_rank, function_rank, method_rank, subscript_rank
@@ -148,7 +148,7 @@ def _annotated_kind(node: cst.BaseExpression) -> Kind:
     if name is not None:
         last = name.rsplit(".", 1)[-1]
         if "Tensor" in last or "Parameter" in last:
-            return TENSOR
+            return BOOL_TENSOR if last == "BoolTensor" else TENSOR
         if last in _CONTAINER_ANNOTATIONS:
             return BARE_CONTAINER
     return STATIC  # int, str, None, a config object or other user class: its attributes are static
@@ -939,7 +939,8 @@ class FunctionInference:
         result = combine(left, right)
         if result.tag is Tag.TENSOR:
             rank = elementwise_rank(node.operator, ((node.left, left), (node.right, right)))
-            return result if rank is None else tensor(rank=rank)
+            boolean = type(node.operator) in _BITWISE and (left.boolean or right.boolean)  # `mask & (x > 0)`
+            return result if rank is None and not boolean else tensor(rank=rank, boolean=boolean)
         return result
 
     def _unary(self, node: cst.UnaryOperation, env: Env) -> Kind:
@@ -1112,17 +1113,19 @@ class FunctionInference:
         key = path_key(node)
         base = self.ev(node.value, env)
         index_kinds = []
+        tensor_index = False
         for element in node.slice:
             if isinstance(element.slice, cst.Index):
                 index_kinds.append(self.ev(element.slice.value, env))
+                tensor_index = tensor_index or index_kinds[-1].tag is Tag.TENSOR
             else:
                 for part in (element.slice.lower, element.slice.upper, element.slice.step):
                     if part is not None:
                         index_kinds.append(self.ev(part, env))
         if key is not None and key in env:
             return env[key]
-        if base.tag is Tag.TENSOR:
-            return tensor(rank=subscript_rank(base.rank, node.slice))
+        if base.tag is Tag.TENSOR:  # `mask[:, None]` is still a mask, `mask[idx]` a gather of one
+            return tensor(rank=subscript_rank(base.rank, node.slice), boolean=base.boolean and not tensor_index)
         if base.tag is Tag.SEQUENCE:
             if base.items is not None and len(node.slice) == 1:
                 index = node.slice[0].slice
@@ -1178,7 +1181,8 @@ class FunctionInference:
             if container.tag is Tag.TENSOR or kinds[0].tag is Tag.TENSOR:
                 return HOST
             return HOST if kinds[0].tag is Tag.HOST else STATIC
-        return combine(*kinds)
+        result = combine(*kinds)
+        return BOOL_TENSOR if result.tag is Tag.TENSOR else result
 
     # ---- calls -----------------------------------------------------------------------------------
 
@@ -1188,7 +1192,11 @@ class FunctionInference:
         qualified = self._is_import(func, env)
         if qualified is not None and not (isinstance(func, cst.Attribute) and self._imported_object(func.value, env)):
             self._record(func, STATIC)
-            return self._call_qualified(qualified, node, arg_kinds, env)
+            kind = self._call_qualified(qualified, node, arg_kinds, env)
+            if kind.tag is Tag.TENSOR and not kind.boolean and \
+                    self._function_makes_mask(qualified, node, arg_kinds, env):
+                return as_boolean(kind)
+            return kind
         if isinstance(func, cst.Name) and func.value not in env:
             self._record(func, STATIC)
             return self._call_builtin(func.value, node, arg_kinds)
@@ -1206,6 +1214,48 @@ class FunctionInference:
             return self._call_method(node, receiver, method, arg_kinds, env)
         callee = self.ev(func, env)
         return self._call_value(node, callee, arg_kinds, env)
+
+    # ---- masks: tensors of the bool dtype ------------------------------------------------------------
+
+    def _dtype_argument(self, node: cst.Call) -> cst.BaseExpression | None:
+        return next((a.value for a in node.args if a.keyword is not None and a.keyword.value == "dtype"), None)
+
+    def _function_makes_mask(self, qualified: str, node: cst.Call, arg_kinds: list[Kind], env: Env) -> bool:
+        """`torch.isnan(x)`, `torch.tensor(m, dtype=torch.bool)`, `torch.flatten(mask)`."""
+        dtype = self._dtype_argument(node)
+        if dtype is not None:
+            return self._is_import(dtype, env) == "torch.bool"
+        if not qualified.startswith("torch."):
+            return False
+        name = qualified.rsplit(".", 1)[-1]
+        if name in api.BOOLEAN_RESULT_CALLS:
+            return True
+        return name in api.DTYPE_PRESERVING_CALLS and bool(arg_kinds) and arg_kinds[0].boolean
+
+    def _method_makes_mask(self, method: str, receiver: Kind, node: cst.Call, arg_kinds: list[Kind],
+                           env: Env) -> bool:
+        """`x.isnan()`, `m.bool()`, `x.to(torch.bool)`, `x.new_zeros(n, dtype=torch.bool)`; `mask.view(-1)` and
+        `mask.to(device)` of a mask (not `x.to(torch.float32)`, nor `x.to(other)`, which takes its dtype)."""
+        if method in api.BOOLEAN_RESULT_CALLS:
+            return True
+        dtype = self._dtype_argument(node)
+        if dtype is not None:
+            return self._is_import(dtype, env) == "torch.bool"
+        if method in ("to", "type") and node.args and self._is_import(node.args[0].value, env) == "torch.bool":
+            return True
+        if not receiver.boolean:
+            return False
+        if method in api.DTYPE_PRESERVING_CALLS:
+            return True
+        if method not in api.DEVICE_MOVES:
+            return False
+        for arg, kind in zip(node.args, arg_kinds):
+            if arg.keyword is not None:
+                continue
+            named = self._is_import(arg.value, env) or ""
+            if kind.tag is Tag.TENSOR or named.startswith("torch.") and named != "torch.device":
+                return False
+        return True
 
     def _imported_object(self, node: cst.BaseExpression, env: Env) -> Kind | None:
         qualified = self._is_import(node, env)
@@ -1278,7 +1328,12 @@ class FunctionInference:
     def _call_method(self, node: cst.Call, receiver: Kind, method: str, arg_kinds: list[Kind],
                      env: Env) -> Kind:
         if receiver.tag is Tag.TENSOR:
-            return method_rank(method, receiver, node) or tensor_method_kind(method, receiver, arg_kinds)
+            kind = method_rank(method, receiver, node) or tensor_method_kind(method, receiver, arg_kinds)
+            if kind.tag is Tag.TENSOR:  # `x.float()` of a mask (returned as is when its shape is dynamic) is not one
+                boolean = self._method_makes_mask(method, receiver, node, arg_kinds, env)
+                if boolean != kind.boolean:
+                    return tensor(kind.dynamic_shape, kind.rank, boolean)
+            return kind
         if receiver.tag is Tag.OBJECT:
             self._note_registration(node, receiver, method, arg_kinds)
             if receiver.cls:
@@ -1386,6 +1441,7 @@ class FunctionInference:
         return known if known is not None else UNKNOWN
 
 _STRING_NODES = frozenset({cst.SimpleString, cst.ConcatenatedString, cst.FormattedString})
+_BITWISE = frozenset({cst.BitAnd, cst.BitOr, cst.BitXor})
 
 _SMALL_STATEMENTS = frozenset({
     cst.Assign, cst.AnnAssign, cst.AugAssign, cst.Expr, cst.Return, cst.Assert, cst.Raise, cst.Del, cst.Pass,

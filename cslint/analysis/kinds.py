@@ -36,6 +36,9 @@ class Kind:
     # TENSOR: its number of dimensions, when known (0 for `t.sum()`, 2 for `t.nonzero()`): indexing by a
     # zero-dimensional tensor reads its value
     rank: int | None = None
+    # TENSOR: its dtype is torch.bool (a comparison, `.bool()`, `dtype=torch.bool`, a `BoolTensor`
+    # parameter): indexing by it selects a data-dependent number of elements
+    boolean: bool = False
 
     @property
     def is_tensor(self) -> bool:
@@ -68,16 +71,24 @@ UNKNOWN = Kind(Tag.UNKNOWN)
 HOST = Kind(Tag.HOST)
 TENSOR = Kind(Tag.TENSOR)
 DYN_TENSOR = Kind(Tag.TENSOR, dynamic_shape=True)
+BOOL_TENSOR = Kind(Tag.TENSOR, boolean=True)
 MODULE = Kind(Tag.OBJECT, role="module")
 # `t.tolist()` of a tensor whose shape is static: values read from tensor data, as many as the tensor has
 # elements on every step
 HOST_LIST = Kind(Tag.HOST, elem=HOST)
 
 
-def tensor(dynamic_shape: bool = False, rank: int | None = None) -> Kind:
-    if rank is None:
+def tensor(dynamic_shape: bool = False, rank: int | None = None, boolean: bool = False) -> Kind:
+    if rank is None and not boolean:
         return DYN_TENSOR if dynamic_shape else TENSOR
-    return Kind(Tag.TENSOR, dynamic_shape=dynamic_shape, rank=rank)
+    if rank is None and not dynamic_shape:
+        return BOOL_TENSOR
+    return Kind(Tag.TENSOR, dynamic_shape=dynamic_shape, rank=rank, boolean=boolean)
+
+
+def as_boolean(kind: Kind) -> Kind:
+    """The same tensor with the bool dtype."""
+    return kind if kind.boolean else tensor(kind.dynamic_shape, kind.rank, True)
 
 
 def sequence_of(elem: Kind, dynamic_length: bool = False) -> Kind:
@@ -115,8 +126,9 @@ def join(a: Kind, b: Kind) -> Kind:
     if a is b or a == b:
         return a
     if a.tag is b.tag:
-        if a.tag is Tag.TENSOR:
-            return tensor(a.dynamic_shape or b.dynamic_shape, a.rank if a.rank == b.rank else None)
+        if a.tag is Tag.TENSOR:  # a mask only if it is one on every path
+            return tensor(a.dynamic_shape or b.dynamic_shape, a.rank if a.rank == b.rank else None,
+                          a.boolean and b.boolean)
         if a.tag is Tag.SEQUENCE:
             ea, eb = a.elem or UNKNOWN, b.elem or UNKNOWN
             if a.items is not None and b.items is not None and len(a.items) == len(b.items):

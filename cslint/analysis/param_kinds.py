@@ -11,7 +11,7 @@ import libcst as cst
 
 from cslint.analysis.index import FunctionInfo
 from cslint.analysis.inference import _all_params, _first_param, annotation_kind, default_kind, signature_kind
-from cslint.analysis.kinds import HOST, STATIC, TENSOR, UNKNOWN, Kind, Tag, obj, sequence_of, tuple_of
+from cslint.analysis.kinds import HOST, STATIC, TENSOR, UNKNOWN, Kind, Tag, as_boolean, obj, sequence_of, tuple_of
 from cslint.analysis.param_uses import param_uses
 from cslint.analysis.project import Project
 from cslint.analysis.step_functions import apply_step_params
@@ -86,6 +86,8 @@ def callers_kinds(func: FunctionInfo, given: dict[str, Kind]) -> dict[str, Kind]
             declared = annotation_kind(param.annotation)
             if declared is not None and declared.tag is Tag.SEQUENCE:
                 taken[name] = _read_from_tensors(declared)
+            elif declared is not None and declared.boolean:  # `mask: torch.BoolTensor`: the dtype the author says
+                taken[name] = as_boolean(taken[name])
     return taken
 
 

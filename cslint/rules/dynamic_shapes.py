@@ -30,40 +30,6 @@ ALTERNATIVES = {
 }
 DYNAMIC_OPS = frozenset(ALTERNATIVES) - {"where", "repeat_interleave"}
 
-# Methods of a boolean tensor whose result is still boolean (shape and copy ops).
-BOOL_PRESERVING_METHODS = frozenset({
-    "clone", "view", "reshape", "expand", "expand_as", "unsqueeze", "squeeze", "flatten", "transpose",
-    "permute", "contiguous", "detach", "t", "view_as", "reshape_as", "tril", "triu", "roll", "flip",
-})
-BOOL_DTYPES = frozenset({"torch.bool"})
-DEVICE_MOVES = frozenset({"to", "cuda", "cpu"})
-
-
-def _moves_only(call: cst.Call, ctx: RuleContext) -> bool:
-    """`x.to(device)`, `x.to(device=d, non_blocking=True)`, `x.cuda()`: a copy on another device, same dtype
-    (not `x.to(torch.float32)`, `x.to(dtype=...)` or `x.to(other)`, which takes the other tensor's dtype)."""
-    for arg in call.args:
-        if arg.keyword is not None:
-            if arg.keyword.value == "dtype":
-                return False
-            continue
-        resolved = ctx.resolve(arg.value)
-        if ctx.is_tensor(arg.value) or resolved is not None and resolved.startswith("torch.") \
-                and resolved != "torch.device":
-            return False
-    return True
-
-
-def annotated_masks(ctx: RuleContext) -> dict[str, bool]:
-    """Parameters annotated `torch.BoolTensor` (also in `Optional[...]` / `| None`): boolean tensors."""
-    found = {}
-    params = ctx.traced.func.node.params
-    for param in (*params.posonly_params, *params.params, *params.kwonly_params):
-        if param.annotation is not None and "BoolTensor" in ctx.code(param.annotation.annotation, limit=200):
-            found[param.name.value] = True
-    return found
-
-
 def _repeats_argument(call: cst.Call, is_method: bool) -> cst.BaseExpression | None:
     for arg in call.args:
         if arg.keyword is not None and arg.keyword.value == "repeats":
@@ -176,51 +142,6 @@ class MoE(nn.Module):
                          f"{FIXED_SHAPE}: {ALTERNATIVES[name]}")
 
 
-def _call_name(call: cst.Call, ctx: RuleContext) -> str:
-    qualified = ctx.resolve(call.func)
-    if qualified is not None:
-        return qualified.rsplit(".", 1)[-1] if qualified.startswith("torch.") else ""
-    return call.func.attr.value if isinstance(call.func, cst.Attribute) else ""
-
-
-def _is_bool_dtype(expr: cst.BaseExpression, ctx: RuleContext) -> bool:
-    return ctx.resolve(expr) in BOOL_DTYPES
-
-
-def is_boolean_tensor(expr: cst.BaseExpression, ctx: RuleContext, bool_names: dict[str, bool]) -> bool:
-    """Is `expr` visibly a boolean tensor: a comparison, a logical op, `.bool()`, `dtype=torch.bool`, or a
-    name assigned only from those? Integer index tensors (topk indices, arange) are not."""
-    if not ctx.is_tensor(expr):
-        return False
-    if isinstance(expr, cst.Comparison):
-        return not any(isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for c in expr.comparisons)
-    if isinstance(expr, cst.Name):
-        return bool_names.get(expr.value, False)
-    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.BitInvert):
-        return is_boolean_tensor(expr.expression, ctx, bool_names)
-    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.BitAnd, cst.BitOr, cst.BitXor)):
-        return is_boolean_tensor(expr.left, ctx, bool_names) or is_boolean_tensor(expr.right, ctx, bool_names)
-    if isinstance(expr, cst.Subscript):  # mask[:, None], mask[..., :-1]
-        return all(not isinstance(e.slice, cst.Index) or not ctx.is_tensor(e.slice.value) for e in expr.slice) \
-            and is_boolean_tensor(expr.value, ctx, bool_names)
-    if isinstance(expr, cst.Call):
-        name = _call_name(expr, ctx)
-        if name in api.BOOLEAN_RESULT_CALLS:
-            return True
-        for arg in expr.args:
-            if arg.keyword is not None and arg.keyword.value == "dtype" and _is_bool_dtype(arg.value, ctx):
-                return True
-        if name in ("to", "type") and expr.args and _is_bool_dtype(expr.args[0].value, ctx):
-            return True
-        if name in DEVICE_MOVES and isinstance(expr.func, cst.Attribute) and _moves_only(expr, ctx):
-            return is_boolean_tensor(expr.func.value, ctx, bool_names)  # `mask.to(device)` is still a mask
-        if name in BOOL_PRESERVING_METHODS:
-            if isinstance(expr.func, cst.Attribute) and ctx.resolve(expr.func) is None:
-                return is_boolean_tensor(expr.func.value, ctx, bool_names)
-            return bool(expr.args) and is_boolean_tensor(expr.args[0].value, ctx, bool_names)
-    return False
-
-
 def _assignments(ctx: RuleContext) -> list[tuple[str, cst.BaseExpression]]:
     """`name = value` in the function's own body, in source order (not in nested functions or classes)."""
     pairs: list[tuple[str, cst.BaseExpression]] = []
@@ -235,29 +156,31 @@ def _assignments(ctx: RuleContext) -> list[tuple[str, cst.BaseExpression]]:
     return pairs
 
 
-def mask_names(ctx: RuleContext) -> tuple[dict[str, bool], dict[str, cst.BaseExpression]]:
-    """Names that hold boolean tensors in this function, and the expressions of names assigned once."""
-    cached = ctx.scratch.get("mask_names")
+def assigned_once(ctx: RuleContext) -> dict[str, cst.BaseExpression]:
+    """The expressions of names assigned once in this function (what a fix may read a mask's shape from)."""
+    cached = ctx.scratch.get("assigned_once")
     if cached is None:
         pairs = _assignments(ctx)
-        bool_names: dict[str, bool] = annotated_masks(ctx)
         counts: dict[str, int] = {}
-        for name, value in pairs:
-            boolean = is_boolean_tensor(value, ctx, bool_names)
-            bool_names[name] = boolean and bool_names.get(name, True)
+        for name, _ in pairs:
             counts[name] = counts.get(name, 0) + 1
-        once = {name: value for name, value in pairs if counts[name] == 1}
-        cached = ctx.scratch["mask_names"] = (bool_names, once)
+        cached = ctx.scratch["assigned_once"] = {name: value for name, value in pairs if counts[name] == 1}
     return cached  # type: ignore[no-any-return]
+
+
+def is_mask(expr: cst.BaseExpression, ctx: RuleContext) -> bool:
+    """Is `expr` a boolean tensor where it is used: a comparison, `~m`, `a & b`, `.bool()`, `dtype=torch.bool`,
+    `mask[:, None]`, or a name whose binding(s) reaching here are (the inference follows the bool dtype)?
+    Integer index tensors (topk indices, arange) are not."""
+    return ctx.kind(expr).boolean
 
 
 def boolean_index(node: cst.Subscript, ctx: RuleContext) -> cst.BaseExpression | None:
     """The boolean mask `node` indexes a tensor with (`x[m]`, `x[:, m]`), or None."""
     if not ctx.is_tensor(node.value):
         return None
-    bool_names, _ = mask_names(ctx)
     for element in node.slice:
-        if isinstance(element.slice, cst.Index) and is_boolean_tensor(element.slice.value, ctx, bool_names):
+        if isinstance(element.slice, cst.Index) and is_mask(element.slice.value, ctx):
             return element.slice.value
     return None
 
@@ -337,8 +260,7 @@ class MaskedLMLoss(nn.Module):
         if mask is None:
             return
         self._handled(ctx).add(id(subscript))
-        _, once = mask_names(ctx)
-        fix = masked_reduction_fix(node, subscript.value, mask, func.attr.value, ctx, once)
+        fix = masked_reduction_fix(node, subscript.value, mask, func.attr.value, ctx, assigned_once(ctx))
         self._report(subscript, mask, ctx, fix, reduction=func.attr.value)
 
     def visit_Assign(self, node: cst.Assign, ctx: RuleContext) -> None:
@@ -347,7 +269,7 @@ class MaskedLMLoss(nn.Module):
                 mask = boolean_index(target.target, ctx)
                 if mask is not None:
                     self._handled(ctx).add(id(target.target))
-                    fix = masked_store_fix(node, target.target.value, mask, ctx, mask_names(ctx)[1]) \
+                    fix = masked_store_fix(node, target.target.value, mask, ctx, assigned_once(ctx)) \
                         if len(target.target.slice) == 1 else None
                     ctx.report(target.target, f"storing through the boolean mask `{ctx.code(mask)}` indexes a "
                                               f"data-dependent set of positions; {FIXED_SHAPE}: use "
