@@ -183,3 +183,26 @@ def test_math_functions_without_a_torch_twin_get_no_fix(lint):
     code = MODEL.replace("import logging", "import logging\nimport math").format(
         read="math.floor(y.sum())", use="return y * scale")
     assert all(d.fix is None for d in lint(code) if d.code == "WSC204")
+
+
+SELF_REBOUND = """
+import torch
+from torch import nn
+
+class Scaled(nn.Module):
+    def forward(self, x, w):
+        loss = x.sum()
+        loss = loss * {factor}
+        return x * loss.item()
+"""
+
+
+def test_a_name_rebound_from_itself_is_judged_by_its_other_bindings(lint):
+    """`loss = loss * 2` reads the name it binds: asking whether `loss` is zero-dimensional went round that
+    binding until Python's recursion limit, and the WSC201 finding became an internal error (WSC002)."""
+    found = lint(SELF_REBOUND.format(factor="2"))
+    assert [d.code for d in found] == ["WSC201"]
+    assert found[0].fix is not None and found[0].fix.applicability == "safe"
+    with_dimensions = lint(SELF_REBOUND.format(factor="w"))  # `w` may have dimensions: no longer certain
+    assert [d.code for d in with_dimensions] == ["WSC201"]
+    assert with_dimensions[0].fix is None or with_dimensions[0].fix.applicability == "unsafe"

@@ -32,7 +32,7 @@ ARITHMETIC_AUG = (cst.AddAssign, cst.SubtractAssign, cst.MultiplyAssign, cst.Div
 CONVERSION_CASTS = {"item": None, "float": "float", "int": "long"}
 
 
-def is_zero_dim(expr: cst.BaseExpression, ctx: RuleContext) -> bool:
+def is_zero_dim(expr: cst.BaseExpression, ctx: RuleContext, seen: frozenset[str] = frozenset()) -> bool:
     """Is `expr` certainly a zero-dimensional tensor (so it promotes and broadcasts like a number)?"""
     if isinstance(expr, cst.Call) and not expr.args:
         func = expr.func
@@ -40,20 +40,22 @@ def is_zero_dim(expr: cst.BaseExpression, ctx: RuleContext) -> bool:
             if func.attr.value in FULL_REDUCTIONS:
                 return True
             if func.attr.value in SHAPE_PRESERVING:
-                return is_zero_dim(func.value, ctx)
+                return is_zero_dim(func.value, ctx, seen)
     if isinstance(expr, cst.BinaryOperation) and ctx.is_tensor(expr):
         sides = [s for s in (expr.left, expr.right) if ctx.is_tensor(s)]
-        return all(is_zero_dim(s, ctx) for s in sides)
+        return all(is_zero_dim(s, ctx, seen) for s in sides)
     if isinstance(expr, cst.UnaryOperation) and ctx.is_tensor(expr):
-        return is_zero_dim(expr.expression, ctx)
+        return is_zero_dim(expr.expression, ctx, seen)
     if isinstance(expr, cst.Call) and len(expr.args) == 1 and expr.args[0].keyword is None:
         qualified = ctx.resolve(expr.func)
         if qualified is not None and qualified.startswith("torch.") and \
                 qualified.rsplit(".", 1)[-1] in FULL_REDUCTIONS and ctx.is_tensor(expr.args[0].value):
             return True
     if isinstance(expr, cst.Name):
+        if expr.value in seen:  # `loss = loss * 2`: as zero-dimensional as the name's other bindings make it
+            return True
         values = assignments(ctx).get(expr.value)
-        return bool(values) and all(v is not None and is_zero_dim(v, ctx) for v in values)
+        return bool(values) and all(v is not None and is_zero_dim(v, ctx, seen | {expr.value}) for v in values)
     return False
 
 
