@@ -42,7 +42,8 @@ PACKAGES = ["transformers==5.23.0", "timm==1.0.31", "diffusers==0.42.1", "pytorc
 SCOPES = ("transformers", "timm", "diffusers", "pytorch_optimizer", "torch_optimizer", "lion_pytorch")
 BACKEND_OF = {"wsc": "lazy", "compile": "dynamo"}
 # The runtime checks whose findings are a target's problems: the optimizer-state check runs on the CPU with
-# either backend, and state created by step() is a problem for lazy tensors, not for torch.compile.
+# either backend and names the lazy-tensor problem (WSC301/WSC303); under torch.compile the same state is a
+# recompile that dynamo's own run reports (WSC703/WSC702), where it sees it.
 SEEN_BY = {"wsc": {"lazy", "stability", "optimizer"}, "compile": {"dynamo"}}
 NEAR_LINES = 3  # a static finding this many lines above a runtime site of its family names the same problem
 

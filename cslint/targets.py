@@ -76,7 +76,8 @@ TARGETS: dict[str, Target] = {t.name: t for t in (
                "WSC2": "this is a graph break (an error with `fullgraph=True` or `torch.export`)",
                "WSC5": "mark the dimension with `torch._dynamo.mark_dynamic` or bound it with `torch._check`",
                "WSC7": "a side effect here is a graph break; log outside the compiled function",
-               "WSC704": ""},  # the rule says what dynamo does with a host generator
+               # the rules say what dynamo does with a host generator, a counter it guards, state made on step 1
+               "WSC702": "", "WSC703": "", "WSC704": ""},
         choose_when="you want `torch.compile(fullgraph=True)` or `torch.export` to capture the step in one graph",
         tracer="dynamo",
     ),

@@ -495,28 +495,86 @@ class Adam(Optimizer):
     ]
 
     def visit_AugAssign(self, node: cst.AugAssign, ctx: RuleContext) -> None:
-        if not in_optimizer_step(ctx) or ctx.is_tensor(node.target) or not isinstance(node.value, (cst.Integer,
-                                                                                                 cst.Float)):
+        where = python_counter(node, ctx)
+        if where is None:
             return
         target = node.target
         fix: Fix | None = None
-        if isinstance(target, cst.Subscript) and _is_state_expr(ctx, target.value):
-            where = "optimizer state"
+        if where == "optimizer state":
             class_fix = shared_class_fix(ctx)
-            if class_fix is not None and string_key(target) in class_fix.counters:
+            if class_fix is not None and string_key(target) in class_fix.counters:  # type: ignore[arg-type]
                 fix = class_fix.fix
-        elif isinstance(target, cst.Subscript) and ctx.kind(target.value).role == "group":
-            where = "a param group"
-        elif isinstance(target, cst.Attribute) and ctx.kind(target.value).role == "optimizer":
-            where = "an optimizer attribute"
-        else:
-            return
         name = target.attr.value if isinstance(target, cst.Attribute) else string_key(target)
         if name is not None and not _is_read(ctx.module_text(), name, where):
             return  # a count nothing in the file reads (`self.steps_taken += 1`) puts no value in the graph
         ctx.report(target, f"`{ctx.code(target)}` is a Python-number step counter in {where}: its value is "
                            "frozen into the traced graph (or changes it every step); keep it as a float32 tensor",
                    fix)
+
+
+def python_counter(node: cst.AugAssign, ctx: RuleContext) -> str | None:
+    """`state["step"] += 1` on a Python number in an optimizer's step: where the counter is kept ("optimizer
+    state", "a param group", "an optimizer attribute"), else None (a tensor counter, another increment)."""
+    if not in_optimizer_step(ctx) or ctx.is_tensor(node.target) or not isinstance(node.value, (cst.Integer,
+                                                                                             cst.Float)):
+        return None
+    target = node.target
+    if isinstance(target, cst.Subscript) and _is_state_expr(ctx, target.value):
+        return "optimizer state"
+    if isinstance(target, cst.Subscript) and ctx.kind(target.value).role == "group":
+        return "a param group"
+    if isinstance(target, cst.Attribute) and ctx.kind(target.value).role == "optimizer":
+        return "an optimizer attribute"
+    return None
+
+
+def made_by_first_step(node: cst.If, ctx: RuleContext) -> bool:
+    """`if len(state) == 0:` in an optimizer's step that fills the state the first time the step runs: the class
+    does not create that state before (its `__init__`, a method `__init__` calls, or a `preinitialize()`, which
+    the Cerebras contract has the framework call before the first step)."""
+    if not in_optimizer_step(ctx) or not is_guard(ctx, node):
+        return False
+    cls = ctx.traced.func.cls or _nearest_class(ctx)
+    if cls is None:
+        return True
+    before: set[str | None] = set()
+    for klass in _class_and_local_bases(cls):
+        if "preinitialize" in klass.methods:
+            return False
+        init = klass.methods.get("__init__")
+        if init is None:
+            continue
+        for method in [init, *(klass.methods[m] for m in _methods_called(init.node) if m in klass.methods)]:
+            writes = state_writes(method.node, state_aliases(method.node))
+            before.update(string_key(target) for target, _ in writes)
+    if not before:
+        return True
+    aliases = ctx.scratch.setdefault("wsc3_aliases", state_aliases(ctx.traced.func.node))
+    made = {string_key(target) for target, _ in state_writes(node.body, aliases)}
+    # an emptiness test (`len(state) == 0`) is false once anything exists; a key test (`"k" not in state`,
+    # `state.get("k") is None`) once that key does
+    by_key = isinstance(node.test, cst.Comparison) and isinstance(node.test.comparisons[0].operator,
+                                                                  (cst.NotIn, cst.Is))
+    return by_key and not made <= before
+
+
+def _class_and_local_bases(cls):  # type: ignore[no-untyped-def]
+    """The class and the bases defined in its own file (a rule does not see the project's other files)."""
+    local = {c.qualname: c for c in cls.module.classes.values()}
+    found, stack = [], [cls]
+    while stack:
+        klass = stack.pop(0)
+        if klass not in found:
+            found.append(klass)
+            stack.extend(local[b] for b in klass.bases if b in local)
+    return found
+
+
+def _methods_called(method: cst.FunctionDef) -> set[str]:
+    """`self.<name>(...)` calls in a method (`__init__` calling `self._init_state()`)."""
+    return {n.func.attr.value for n in iter_nodes(method) if isinstance(n, cst.Call)
+            and isinstance(n.func, cst.Attribute) and isinstance(n.func.value, cst.Name)
+            and n.func.value.value == "self"}
 
 
 # Reads that cannot be of the counter: the optimizer state's `state['step']` is not the param group's

@@ -14,11 +14,14 @@ from cslint.analysis.kinds import Tag
 from cslint.fixers.buffers import counter_to_buffer
 from cslint.fixers.summaries import data_dependent_parts, log_call_kind, report_through_summaries
 from cslint.rules.base import Rule, RuleContext
+from cslint.rules.optimizer_state import made_by_first_step, python_counter
 from cslint.targets import get_target
 from cslint.analysis.walk import visit
 
 ONCE = "it runs once, while the step is traced, not on every step"
 BREAKS = "torch.compile cannot trace it, so the graph breaks here (an error with `fullgraph=True`)"
+GUARDED = ("torch.compile guards on its value: each step's new value fails the guard and the step is compiled "
+           "again (every step with `dynamic=False`, up to the recompile limit)")
 SEED_FUNCTIONS = frozenset({
     "torch.manual_seed", "torch.seed", "torch.random.manual_seed", "torch.random.seed",
     "torch.cuda.manual_seed", "torch.cuda.manual_seed_all", "torch.cuda.seed", "torch.cuda.seed_all",
@@ -216,11 +219,15 @@ def _reads(expr: cst.CSTNode, paths: set[str], ctx: RuleContext) -> bool:
 class PythonStateMutation(Rule):
     code = "WSC702"
     name = "python-state-mutation"
-    summary = "Checks for Python attributes or globals mutated inside traced code (`self.calls += 1`, `global step`)."
+    summary = ("Checks for Python attributes or globals mutated inside traced code (`self.calls += 1`, `global step`; "
+               "under `--target compile` also Python-number counters in optimizer state and param groups).")
     why = (
         "Python code in a traced step runs once, while tracing: a counter incremented there counts to one "
         "and stops. If the value is used in the graph, each new value would also be a new graph (a "
-        "recompile that the cluster does not allow)."
+        "recompile that the cluster does not allow). Under torch.compile dynamo replays the increment, but "
+        "it guards on the number it read: an optimizer's `state[\"step\"] += 1` on a Python int fails the "
+        "guard on the next step and the step is compiled again (on lazy-tensor targets WSC303 reports such "
+        "counters)."
     )
     example = """
 class Net(nn.Module):
@@ -302,6 +309,11 @@ class Net(nn.Module):
 
     def visit_AugAssign(self, node: cst.AugAssign, ctx: RuleContext) -> None:
         self._check(node, node.target, ctx)
+        if get_target(ctx.settings.target).tracer == "dynamo":  # on lazy tensors WSC303 reports these
+            where = python_counter(node, ctx)
+            if where in ("optimizer state", "a param group"):  # an optimizer attribute is `_check`'s
+                ctx.report(node.target, f"`{ctx.code(node.target)}` is a Python-number step counter in {where}: "
+                                        f"{GUARDED}; keep it as a tensor (`torch.tensor(0.0)`)")
 
     def visit_Assign(self, node: cst.Assign, ctx: RuleContext) -> None:
         for target in node.targets:
@@ -328,10 +340,16 @@ class Net(nn.Module):
 class PythonStateInGraph(Rule):
     code = "WSC703"
     name = "python-state-in-graph"
-    summary = "Checks for values derived from Python state mutated in traced code that feed tensor operations."
+    summary = ("Checks for values derived from Python state mutated in traced code that feed tensor operations "
+               "(under `--target compile` also optimizer state that `step()` creates on its first run).")
     why = (
         "A Python number that changes between steps (a counter, a global) enters the graph as a constant. "
-        "The trace freezes its first value; re-tracing with each new value would be a new graph every step."
+        "The trace freezes its first value; re-tracing with each new value would be a new graph every step. "
+        "Under torch.compile the same holds for a branch on state the step itself fills: "
+        "`if len(state) == 0:` in an optimizer's `step()` is taken on the first step only, so the first "
+        "graph is traced with the state empty and dynamo compiles the step again on the second (on "
+        "lazy-tensor targets WSC301 reports such state). An optimizer that creates its state in `__init__`, "
+        "or defines `preinitialize()` (the Cerebras contract), is not reported."
     )
     example = """
 def forward(self, x):
@@ -380,6 +398,12 @@ class Net(nn.Module):
         return torch.full_like(y, self.calls) + y  # expect: WSC703
 """,
     ]
+
+    def visit_If(self, node: cst.If, ctx: RuleContext) -> None:
+        if get_target(ctx.settings.target).tracer == "dynamo" and made_by_first_step(node, ctx):
+            ctx.report(node.test, f"`if {ctx.code(node.test)}` creates optimizer state on the first step only: "
+                                  "torch.compile traces that step with the state empty and guards on it, so the "
+                                  "step is compiled again on the second; create the state in `__init__`")
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation, ctx: RuleContext) -> None:
         derived = _derived(ctx)
