@@ -293,7 +293,12 @@ def test_rebinding_decides_in_both_directions(lint):
             pad = lengths == 0
             pad = pad.to(x.device).view(-1)
             z = x[pad]  # expect
-            return x, y, z
+            seen = torch.zeros_like(keep)
+            seen = seen.masked_fill(scores > 1, True)
+            w = x[seen]  # expect
+            counts = torch.zeros_like(scores)
+            v = x[counts]
+            return x, y, z, w, v
     """
     found = [line for c, line in codes(lint(code, select=("WSC502",)))]
     assert found == _expected(code)

@@ -158,10 +158,13 @@ BOOLEAN_RESULT_CALLS = frozenset({
     "logical_or", "logical_not", "logical_xor", "eq", "ne", "lt", "gt", "le", "ge", "greater",
     "less", "greater_equal", "less_equal", "not_equal", "isclose", "signbit", "isin", "bool",
 })
-# Shape and copy ops whose result has the dtype of the tensor they are given (a mask stays a mask).
+# Ops whose result has the dtype of the tensor they are given (a mask stays a mask): shape and copy ops,
+# `zeros_like(m)`, `m.new_zeros(n)` and `m.masked_fill(...)` unless told another dtype.
 DTYPE_PRESERVING_CALLS = frozenset({
     "clone", "view", "reshape", "expand", "expand_as", "unsqueeze", "squeeze", "flatten", "transpose",
     "permute", "contiguous", "detach", "t", "view_as", "reshape_as", "tril", "triu", "roll", "flip",
+    "zeros_like", "ones_like", "empty_like", "full_like", "new_zeros", "new_ones", "new_empty", "new_full",
+    "masked_fill", "masked_fill_",
 })
 # Tensor methods that copy to another device, keeping the dtype unless told otherwise.
 DEVICE_MOVES = frozenset({"to", "cuda", "cpu"})
