@@ -298,6 +298,9 @@ def test_rebinding_decides_in_both_directions(lint):
             w = x[seen]  # expect
             counts = torch.zeros_like(scores)
             v = x[counts]
+            fill = torch.full(x.shape, True, dtype=torch.bool, device=x.device)
+            fill &= scores > 2
+            x[fill] = 0  # expect
             return x, y, z, w, v
     """
     found = [line for c, line in codes(lint(code, select=("WSC502",)))]

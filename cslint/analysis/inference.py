@@ -618,6 +618,8 @@ class FunctionInference:
             new = combine(old, self.ev(stmt.value, env))
             if old.tag in (Tag.OBJECT, Tag.SEQUENCE, Tag.UNKNOWN) and new.tag is Tag.UNKNOWN:
                 new = old
+            elif old.boolean and new.tag is Tag.TENSOR:  # `mask &= valid` updates the mask in place: still one
+                new = as_boolean(new)
             self._bind(stmt.target, new, env, record=False)
         elif kind_of_stmt is cst.Expr:
             self.ev(stmt.value, env)
