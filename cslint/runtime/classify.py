@@ -357,6 +357,17 @@ def _tests_emptiness(test: ast.expr, name: str) -> bool:
     return False
 
 
+def enclosing_if(path: str, line: int) -> int | None:
+    """The line of the innermost `if` whose body holds `line` (`if len(state) == 0:` above the entry it makes)."""
+    parsed = _parsed(path)
+    region = _region(parsed.tree, line) if parsed is not None else None
+    if region is None:
+        return None
+    holding = [node.lineno for node in ast.walk(region) if isinstance(node, ast.If) and node.body
+               and node.body[0].lineno <= line <= (node.body[-1].end_lineno or node.body[-1].lineno)]
+    return max(holding, default=None)
+
+
 def classify_guard_line(path: str, line: int) -> Classified:
     """A failed dynamo guard: mutation of Python state on that line (WSC702), else a value feeding the graph."""
     parsed = _parsed(path)

@@ -19,9 +19,12 @@ from typing import Any
 import torch
 import torch._dynamo
 
-from cslint.runtime.classify import Classified, called_name, classify_guard_line, classify_line, guard_origin
+from cslint.runtime.classify import (
+    Classified, called_name, classify_guard_line, classify_line, enclosing_if, guard_origin,
+)
 from cslint.runtime.findings import RuntimeFinding, RuntimeReport
 from cslint.runtime.frames import is_library_file
+from cslint.runtime.optimizer_check import GroupsBefore, first_state_site, optimizers_of
 from cslint.runtime.targets import Step
 
 _RECOMPILED = re.compile(r"Recompiling function (?P<function>\S+) in ")
@@ -243,6 +246,24 @@ def _break_code(found: Break, path: str, line: int) -> Classified | None:
     return None if named is not None and named.code in _CONDITIONS else named
 
 
+def _state_made_by_step(guard: str, optimizers: dict[str, GroupsBefore],
+                        made_at: dict[str, tuple[str, str, int] | None]) -> tuple[str, str, int] | None:
+    """`not opt.state` failing at the user's `opt.step()`: the optimizer filled its state on the first step,
+    inside its own code, which dynamo read from the step function's frame. Where a copy of it first creates
+    state, put at the `if` that guards it: (key, path, line)."""
+    emptied = re.fullmatch(r"not (\w+)\.state", guard)
+    if emptied is None or emptied[1] not in optimizers:
+        return None
+    name = emptied[1]
+    if name not in made_at:
+        made_at[name] = first_state_site(optimizers[name])
+    found = made_at[name]
+    if found is None:
+        return None
+    key, path, line = found
+    return key, path, enclosing_if(path, line) or line
+
+
 _ADVICE = {"WSC702": "keep the value in a tensor buffer",
            "WSC704": "draw on the device with torch.rand*"}
 
@@ -258,6 +279,8 @@ def run_dynamo(step: Step, report: RuntimeReport, progress: Any = None) -> None:
     """
     torch._dynamo.reset()
     graphs: list[torch.fx.GraphModule] = []
+    optimizers = optimizers_of(step.fn)  # before the run fills their state
+    made_at: dict[str, tuple[str, str, int] | None] = {}
 
     def capture_only(gm: torch.fx.GraphModule, example_inputs: Any) -> Any:
         graphs.append(gm)
@@ -306,6 +329,11 @@ def run_dynamo(step: Step, report: RuntimeReport, progress: Any = None) -> None:
             if found is None:
                 continue
             line, origin = found
+            made = _state_made_by_step(guard["guard"].strip(), optimizers, made_at) if origin is None else None
+            if made is not None:
+                key, path, line = made
+                origin = Classified("WSC703", f"state `{key}` that the optimizer's `step()` creates on its first "
+                                              "run (create it before the first step) decides this branch")
             mutated = origin or classify_guard_line(path, line)
             report.add(RuntimeFinding(
                 mutated.code, path, line,

@@ -3,9 +3,12 @@ create all of it, `step()` must add no keys, and no state value may be a Python 
 
 from __future__ import annotations
 
+import copy
+import inspect
 import os
 import sys
 from collections import defaultdict
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -129,3 +132,57 @@ def check_optimizer(target: OptimizerStep, report: RuntimeReport) -> None:
             report.add(RuntimeFinding(
                 "WSC303", path, line, f"optimizer state `{key}` is a Python number that changes every step "
                 f"({' -> '.join(map(str, values))}); the graph would change: keep it a tensor", "optimizer"))
+
+
+@dataclass
+class GroupsBefore:
+    """An optimizer the step function reaches, with its param groups' settings as they were before the run."""
+    optimizer: torch.optim.Optimizer
+    groups: list[dict[str, Any]]
+
+
+def optimizers_of(fn: Any) -> dict[str, GroupsBefore]:
+    """The optimizers a step function names (closure variables and globals) whose state is still empty, with a
+    copy of their groups' settings: a later look at where `step()` creates state starts from these."""
+    try:
+        names = inspect.getclosurevars(fn)
+    except (TypeError, ValueError):
+        return {}
+    found = {}
+    for name, value in {**names.globals, **names.nonlocals}.items():
+        if isinstance(value, torch.optim.Optimizer) and not value.state:
+            try:
+                groups = [{k: copy.deepcopy(v) for k, v in g.items() if k != "params"} for g in value.param_groups]
+            except Exception:  # noqa: BLE001 -- a setting that cannot be copied: no look for this optimizer
+                continue
+            found[name] = GroupsBefore(value, groups)
+    return found
+
+
+def first_state_site(before: GroupsBefore) -> tuple[str, str, int] | None:
+    """Where one `step()` of a copy of the optimizer (fresh parameters of the same shapes, the groups'
+    settings from before the run, empty state, random gradients) first creates state: (key, path, line), in
+    the optimizer's own source; None when the copy cannot be made or stepped."""
+    optimizer = before.optimizer
+    params = [p for g in optimizer.param_groups for p in g["params"]]
+    fresh = {id(p): p.detach().clone().requires_grad_(p.requires_grad) for p in params}
+    memo: dict[int, Any] = dict(fresh)
+    memo[id(optimizer.state)] = defaultdict(dict)
+    for group, settings in zip(optimizer.param_groups, before.groups):
+        memo[id(group)] = {**copy.deepcopy(settings), "params": [fresh[id(p)] for p in group["params"]]}
+    try:
+        probe = copy.deepcopy(optimizer, memo)
+    except Exception:  # noqa: BLE001 -- an optimizer that cannot be copied: no answer, the guard's line stands
+        return None
+    recorder = StateRecorder(class_files(probe))
+    probe.state = recording_state(recorder, {})
+    recorder.phase = "step 1"
+    for p in fresh.values():
+        if p.requires_grad:
+            p.grad = torch.randn_like(p)
+    try:
+        probe.step()
+    except Exception:  # noqa: BLE001 -- a step that needs a closure or more: no answer
+        return None
+    made = [(key, path, line) for key, (phase, path, line) in recorder.created.items() if phase == "step 1"]
+    return made[0] if made else None

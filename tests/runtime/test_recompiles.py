@@ -48,3 +48,43 @@ def test_a_host_draw_read_into_python_recompiles_at_the_draw_and_numpy_choice_br
     assert expected_line(STEPS, "FIRST-USE") not in {f.line for f in report.findings if f.code == "WSC704"}
     assert not [f for f in report.findings if f.line == choice + 1], report.findings  # `mask[row, ...]`: `row == 1`
     assert "WSC203" not in {f.code for f in report.findings}, report.findings
+
+
+def test_state_guarded_at_the_users_step_call_is_put_where_the_optimizer_makes_it() -> None:
+    """Lion's shape: dynamo guards `not opt.state` in the user's step function, at `opt.step()`; the state is
+    made inside the optimizer's step, behind `if len(state) == 0:` (found by stepping a copy of the optimizer
+    once, from the settings it had before the run: the run itself is not changed)."""
+    report = run("sign_momentum_step")
+    assert report.complete, report.status
+    assert [(f.code, f.line) for f in report.findings if "recompiled" in f.message] == \
+        [("WSC703", expected_line(STEPS, "SIGN-STATE"))], report.findings
+    (made,) = [f for f in report.findings if f.code == "WSC703"]
+    assert "`exp_avg`" in made.message and "`not opt.state`" in made.message, made.message
+
+
+def test_looking_for_where_state_is_made_leaves_the_optimizer_alone() -> None:
+    import torch
+
+    from cslint.runtime.optimizer_check import first_state_site, optimizers_of
+    from tests.runtime.targets.recompiles import SignMomentum
+
+    model = torch.nn.Linear(4, 2)
+    opt = SignMomentum(model.parameters())
+
+    def step(x):
+        model(x).sum().backward()
+        opt.step()
+
+    before = optimizers_of(step)
+    assert list(before) == ["opt"]
+    step(torch.ones(3, 4))  # the run: state made, weights moved, a setting changed
+    opt.param_groups[0]["lr"] = 0.5
+    weights = [p.detach().clone() for p in model.parameters()]
+    state = {id(p): {k: v.clone() for k, v in s.items()} for p, s in opt.state.items()}
+    key, path, line = first_state_site(before["opt"])  # type: ignore[misc]
+    assert (key, path, line) == ("exp_avg", str(STEPS), expected_line(STEPS, "SIGN-STATE") + 1)
+    assert all(torch.equal(a, b) for a, b in zip(weights, model.parameters()))
+    assert {id(p): {k: v for k, v in s.items()} for p, s in opt.state.items()}.keys() == state.keys()
+    assert all(torch.equal(v, state[id(p)][k]) for p, s in opt.state.items() for k, v in s.items())
+    assert opt.param_groups[0]["lr"] == 0.5 and opt.param_groups[0]["params"][0] is model.weight
+    assert optimizers_of(step) == {}  # its state is no longer empty: nothing to look for

@@ -90,3 +90,36 @@ def spec_augment(device):
         return loss.detach()
     x = torch.randn(2, 10, 8, device=device)
     return step, [(x,), (x,), (x,)]
+
+
+class SignMomentum(torch.optim.Optimizer):
+    """Lion's shape (lion-pytorch): state made on the first step, read through a tuple assignment; nothing
+    breaks the graph inside step(), so dynamo guards the state where the user's step calls `opt.step()`."""
+
+    def __init__(self, params, lr=1e-4, betas=(0.9, 0.99)):
+        super().__init__(params, dict(lr=lr, betas=betas))
+
+    @torch.no_grad()
+    def step(self):
+        for group in self.param_groups:
+            for p in filter(lambda p: p.grad is not None, group["params"]):
+                grad, lr, beta1, beta2, state = p.grad, group["lr"], *group["betas"], self.state[p]
+                if len(state) == 0:  # runtime: SIGN-STATE
+                    state["exp_avg"] = torch.zeros_like(p)
+                exp_avg = state["exp_avg"]
+                update = exp_avg.clone().mul_(beta1).add(grad, alpha=1 - beta1).sign_()
+                p.add_(update, alpha=-lr)
+                exp_avg.mul_(beta2).add_(grad, alpha=1 - beta2)
+
+
+def sign_momentum_step(device):
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 8), nn.Tanh(), nn.Linear(8, 1)).to(device)
+    opt = SignMomentum(model.parameters())
+
+    def step(x):
+        model(x).pow(2).mean().backward()
+        opt.step()  # runtime: SIGN-STEP
+        opt.zero_grad()
+    x = torch.randn(4, 8, device=device)
+    return step, [(x,), (x,), (x,)]
