@@ -170,8 +170,9 @@ def first_state_site(before: GroupsBefore) -> tuple[str, str, int] | None:
     memo[id(optimizer.state)] = defaultdict(dict)
     for group, settings in zip(optimizer.param_groups, before.groups):
         memo[id(group)] = {**copy.deepcopy(settings), "params": [fresh[id(p)] for p in group["params"]]}
+    probe = object.__new__(type(optimizer))  # every attribute: an Optimizer pickles only three of them
     try:
-        probe = copy.deepcopy(optimizer, memo)
+        probe.__dict__.update({name: copy.deepcopy(value, memo) for name, value in vars(optimizer).items()})
     except Exception:  # noqa: BLE001 -- an optimizer that cannot be copied: no answer, the guard's line stands
         return None
     recorder = StateRecorder(class_files(probe))
@@ -182,7 +183,7 @@ def first_state_site(before: GroupsBefore) -> tuple[str, str, int] | None:
             p.grad = torch.randn_like(p)
     try:
         probe.step()
-    except Exception:  # noqa: BLE001 -- a step that needs a closure or more: no answer
-        return None
+    except Exception:  # noqa: BLE001,S110 -- a step that needs a closure: what it made before failing stands
+        pass
     made = [(key, path, line) for key, (phase, path, line) in recorder.created.items() if phase == "step 1"]
     return made[0] if made else None

@@ -96,14 +96,17 @@ class SignMomentum(torch.optim.Optimizer):
     """Lion's shape (lion-pytorch): state made on the first step, read through a tuple assignment; nothing
     breaks the graph inside step(), so dynamo guards the state where the user's step calls `opt.step()`."""
 
-    def __init__(self, params, lr=1e-4, betas=(0.9, 0.99)):
+    def __init__(self, params, lr=1e-4, betas=(0.9, 0.99), decoupled_wd=False):
         super().__init__(params, dict(lr=lr, betas=betas))
+        self.decoupled_wd = decoupled_wd  # an attribute an Optimizer's pickled state leaves out
 
     @torch.no_grad()
     def step(self):
         for group in self.param_groups:
             for p in filter(lambda p: p.grad is not None, group["params"]):
                 grad, lr, beta1, beta2, state = p.grad, group["lr"], *group["betas"], self.state[p]
+                if self.decoupled_wd:
+                    lr = lr / group["lr"]
                 if len(state) == 0:  # runtime: SIGN-STATE
                     state["exp_avg"] = torch.zeros_like(p)
                 exp_avg = state["exp_avg"]
