@@ -3,6 +3,7 @@ create all of it, `step()` must add no keys, and no state value may be a Python 
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import inspect
 import os
@@ -181,9 +182,7 @@ def first_state_site(before: GroupsBefore) -> tuple[str, str, int] | None:
     for p in fresh.values():
         if p.requires_grad:
             p.grad = torch.randn_like(p)
-    try:
+    with contextlib.suppress(Exception):  # a step that needs a closure: what it made before failing stands
         probe.step()
-    except Exception:  # noqa: BLE001,S110 -- a step that needs a closure: what it made before failing stands
-        pass
     made = [(key, path, line) for key, (phase, path, line) in recorder.created.items() if phase == "step 1"]
     return made[0] if made else None
