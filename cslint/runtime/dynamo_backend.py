@@ -24,7 +24,7 @@ from cslint.runtime.classify import (
 )
 from cslint.runtime.findings import RuntimeFinding, RuntimeReport
 from cslint.runtime.frames import is_library_file
-from cslint.runtime.optimizer_check import GroupsBefore, first_state_site, optimizers_of
+from cslint.runtime.optimizer_check import GroupsBefore, StepProbe, optimizers_of, probe_step
 from cslint.runtime.targets import Step
 
 _RECOMPILED = re.compile(r"Recompiling function (?P<function>\S+) in ")
@@ -246,22 +246,38 @@ def _break_code(found: Break, path: str, line: int) -> Classified | None:
     return None if named is not None and named.code in _CONDITIONS else named
 
 
-def _state_made_by_step(guard: str, optimizers: dict[str, GroupsBefore],
-                        made_at: dict[str, tuple[str, str, int] | None]) -> tuple[str, str, int] | None:
-    """`not opt.state` failing at the user's `opt.step()`: the optimizer filled its state on the first step,
-    inside its own code, which dynamo read from the step function's frame. Where a copy of it first creates
-    state, put at the `if` that guards it: (key, path, line)."""
-    emptied = re.fullmatch(r"not (\w+)\.state", guard)
-    if emptied is None or emptied[1] not in optimizers:
+_EMPTIED_STATE = re.compile(r"not (?P<name>\w+)\.state")
+_GROUP_VALUE = re.compile(r"(?P<name>\w+)\.param_groups\[\d+\]\[['\"](?P<key>[^'\"]+)['\"]\] == ")
+_STATE_VALUE = re.compile(r"(?P<name>\w+)\.state\[.+\]\[['\"](?P<key>[^'\"]+)['\"]\] == ")
+
+
+def _in_the_optimizer(guard: str, optimizers: dict[str, GroupsBefore],
+                      probes: dict[str, StepProbe | None]) -> tuple[str, int, Classified] | None:
+    """A guard on an optimizer's state or groups failing at the user's `opt.step()` (dynamo read them in the
+    step function's frame when nothing broke inside step()): where the optimizer itself does it, found by
+    stepping a copy of it once. `not opt.state`: the first entry its step made, at the `if` around it;
+    `opt.param_groups[0]['step'] == 1` or `opt.state[...]['step'] == 1`: where the step sets that entry."""
+    match = _EMPTIED_STATE.fullmatch(guard) or _GROUP_VALUE.match(guard) or _STATE_VALUE.match(guard)
+    if match is None or match["name"] not in optimizers:
         return None
-    name = emptied[1]
-    if name not in made_at:
-        made_at[name] = first_state_site(optimizers[name])
-    found = made_at[name]
-    if found is None:
+    name = match["name"]
+    if name not in probes:
+        probes[name] = probe_step(optimizers[name])
+    probe = probes[name]
+    if probe is None:
         return None
-    key, path, line = found
-    return key, path, enclosing_if(path, line) or line
+    if match.re is _EMPTIED_STATE:
+        if not probe.created:
+            return None
+        key, (path, line) = next(iter(probe.created.items()))
+        return path, enclosing_if(path, line) or line, Classified(
+            "WSC703", f"state `{key}` that the optimizer's `step()` creates on its first run (create it before the "
+                      "first step) decides this branch")
+    where = probe.group_set if match.re is _GROUP_VALUE else probe.state_set
+    if match["key"] not in where:
+        return None
+    path, line = where[match["key"]]
+    return path, line, classify_guard_line(path, line)
 
 
 _ADVICE = {"WSC702": "keep the value in a tensor buffer",
@@ -280,7 +296,7 @@ def run_dynamo(step: Step, report: RuntimeReport, progress: Any = None) -> None:
     torch._dynamo.reset()
     graphs: list[torch.fx.GraphModule] = []
     optimizers = optimizers_of(step.fn)  # before the run fills their state
-    made_at: dict[str, tuple[str, str, int] | None] = {}
+    probes: dict[str, StepProbe | None] = {}
 
     def capture_only(gm: torch.fx.GraphModule, example_inputs: Any) -> Any:
         graphs.append(gm)
@@ -329,11 +345,9 @@ def run_dynamo(step: Step, report: RuntimeReport, progress: Any = None) -> None:
             if found is None:
                 continue
             line, origin = found
-            made = _state_made_by_step(guard["guard"].strip(), optimizers, made_at) if origin is None else None
-            if made is not None:
-                key, path, line = made
-                origin = Classified("WSC703", f"state `{key}` that the optimizer's `step()` creates on its first "
-                                              "run (create it before the first step) decides this branch")
+            inside = _in_the_optimizer(guard["guard"].strip(), optimizers, probes) if origin is None else None
+            if inside is not None:
+                path, line, origin = inside
             mutated = origin or classify_guard_line(path, line)
             report.add(RuntimeFinding(
                 mutated.code, path, line,

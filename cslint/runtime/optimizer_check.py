@@ -3,7 +3,6 @@ create all of it, `step()` must add no keys, and no state value may be a Python 
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import inspect
 import os
@@ -26,6 +25,7 @@ class StateRecorder:
         self.created: dict[str, tuple[str, str, int]] = {}  # key -> (phase, path, line), first creation
         self.last_set: dict[str, tuple[str, int]] = {}
         self.functions: dict[tuple[str, int], str] = {}  # (path, line) -> the function there
+        self.group_set: dict[str, tuple[str, int]] = {}  # a param group's key -> where it was last set
 
     def location(self) -> tuple[str, int]:
         """The innermost frame in the optimizer's own source (torch/optim/adam.py for Adam)."""
@@ -45,6 +45,18 @@ class StateRecorder:
         self.last_set[key] = (path, line)
         if is_new and key not in self.created:
             self.created[key] = (self.phase, path, line)
+
+
+    def on_group_set(self, key: str) -> None:
+        self.group_set[key] = self.location()
+
+
+class _RecordingGroup(dict):  # type: ignore[type-arg]
+    recorder: StateRecorder
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self.recorder.on_group_set(str(key))
+        super().__setitem__(key, value)
 
 
 class _RecordingState(dict):  # type: ignore[type-arg]
@@ -160,29 +172,41 @@ def optimizers_of(fn: Any) -> dict[str, GroupsBefore]:
     return found
 
 
-def first_state_site(before: GroupsBefore) -> tuple[str, str, int] | None:
-    """Where one `step()` of a copy of the optimizer (fresh parameters of the same shapes, the groups'
-    settings from before the run, empty state, random gradients) first creates state: (key, path, line), in
-    the optimizer's own source; None when the copy cannot be made or stepped."""
+@dataclass
+class StepProbe:
+    """What two `step()`s of a copy of an optimizer did, each at its line in the optimizer's own source."""
+    created: dict[str, tuple[str, int]]  # state key -> where the first step made it
+    state_set: dict[str, tuple[str, int]]  # state key -> where the step last set it (`state["step"] += 1`)
+    group_set: dict[str, tuple[str, int]]  # param group key -> where the step last set it
+
+
+def probe_step(before: GroupsBefore) -> StepProbe | None:
+    """Two `step()`s of a copy of the optimizer (fresh parameters of the same shapes, the groups' settings
+    from before the run, empty state, random gradients), recording where it sets state and group entries;
+    None when the copy cannot be made. The optimizer itself is left as it is."""
     optimizer = before.optimizer
     params = [p for g in optimizer.param_groups for p in g["params"]]
     fresh = {id(p): p.detach().clone().requires_grad_(p.requires_grad) for p in params}
+    recorder = StateRecorder(class_files(optimizer))
     memo: dict[int, Any] = dict(fresh)
-    memo[id(optimizer.state)] = defaultdict(dict)
+    memo[id(optimizer.state)] = recording_state(recorder, {})
     for group, settings in zip(optimizer.param_groups, before.groups):
-        memo[id(group)] = {**copy.deepcopy(settings), "params": [fresh[id(p)] for p in group["params"]]}
+        copied = memo[id(group)] = _RecordingGroup(copy.deepcopy(settings))
+        copied.recorder = recorder
+        dict.__setitem__(copied, "params", [fresh[id(p)] for p in group["params"]])
     probe = object.__new__(type(optimizer))  # every attribute: an Optimizer pickles only three of them
     try:
         probe.__dict__.update({name: copy.deepcopy(value, memo) for name, value in vars(optimizer).items()})
     except Exception:  # noqa: BLE001 -- an optimizer that cannot be copied: no answer, the guard's line stands
         return None
-    recorder = StateRecorder(class_files(probe))
-    probe.state = recording_state(recorder, {})
-    recorder.phase = "step 1"
-    for p in fresh.values():
-        if p.requires_grad:
-            p.grad = torch.randn_like(p)
-    with contextlib.suppress(Exception):  # a step that needs a closure: what it made before failing stands
-        probe.step()
-    made = [(key, path, line) for key, (phase, path, line) in recorder.created.items() if phase == "step 1"]
-    return made[0] if made else None
+    for number in (1, 2):  # the second step sets what changes every step (`+= 1`, not the first `= 1`)
+        recorder.phase = f"step {number}"
+        for p in fresh.values():
+            if p.requires_grad:
+                p.grad = torch.randn_like(p)
+        try:
+            probe.step()
+        except Exception:  # noqa: BLE001 -- a step that needs a closure: what it did before failing stands
+            break
+    return StepProbe({key: (path, line) for key, (phase, path, line) in recorder.created.items() if phase == "step 1"},
+                     dict(recorder.last_set), dict(recorder.group_set))

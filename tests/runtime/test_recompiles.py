@@ -65,7 +65,7 @@ def test_state_guarded_at_the_users_step_call_is_put_where_the_optimizer_makes_i
 def test_looking_for_where_state_is_made_leaves_the_optimizer_alone() -> None:
     import torch
 
-    from cslint.runtime.optimizer_check import first_state_site, optimizers_of
+    from cslint.runtime.optimizer_check import optimizers_of, probe_step
     from tests.runtime.targets.recompiles import SignMomentum
 
     model = torch.nn.Linear(4, 2)
@@ -81,10 +81,18 @@ def test_looking_for_where_state_is_made_leaves_the_optimizer_alone() -> None:
     opt.param_groups[0]["lr"] = 0.5
     weights = [p.detach().clone() for p in model.parameters()]
     state = {id(p): {k: v.clone() for k, v in s.items()} for p, s in opt.state.items()}
-    key, path, line = first_state_site(before["opt"])  # type: ignore[misc]
-    assert (key, path, line) == ("exp_avg", str(STEPS), expected_line(STEPS, "SIGN-STATE") + 1)
+    probe = probe_step(before["opt"])
+    assert probe is not None and probe.created == {"exp_avg": (str(STEPS), expected_line(STEPS, "SIGN-STATE") + 1)}
     assert all(torch.equal(a, b) for a, b in zip(weights, model.parameters()))
     assert {id(p): {k: v for k, v in s.items()} for p, s in opt.state.items()}.keys() == state.keys()
     assert all(torch.equal(v, state[id(p)][k]) for p, s in opt.state.items() for k, v in s.items())
     assert opt.param_groups[0]["lr"] == 0.5 and opt.param_groups[0]["params"][0] is model.weight
     assert optimizers_of(step) == {}  # its state is no longer empty: nothing to look for
+
+
+def test_a_group_counter_guarded_at_the_users_step_call_is_put_at_its_increment() -> None:
+    report = run("group_step_tiger")
+    assert report.complete, report.status
+    assert {(f.code, f.line) for f in report.findings if "recompiled" in f.message} == {
+        ("WSC703", expected_line(STEPS, "TIGER-STATE")), ("WSC702", expected_line(STEPS, "TIGER-COUNTER"))}, \
+        report.findings

@@ -126,3 +126,42 @@ def sign_momentum_step(device):
         opt.zero_grad()
     x = torch.randn(4, 8, device=device)
     return step, [(x,), (x,), (x,)]
+
+
+class GroupStepTiger(torch.optim.Optimizer):
+    """pytorch-optimizer's shape: state made by `init_group` on the first step, a Python counter in the group."""
+
+    def __init__(self, params, lr=1e-3, beta=0.965):
+        super().__init__(params, dict(lr=lr, beta=beta))
+
+    def init_group(self, group):
+        for p in group["params"]:
+            state = self.state[p]
+            if "exp_avg" not in state:  # runtime: TIGER-STATE
+                state["exp_avg"] = torch.zeros_like(p)
+
+    @torch.no_grad()
+    def step(self):
+        for group in self.param_groups:
+            if "step" not in group:
+                self.init_group(group)
+                group["step"] = 1
+            else:
+                group["step"] += 1  # runtime: TIGER-COUNTER
+            for p in group["params"]:
+                exp_avg = self.state[p]["exp_avg"]
+                exp_avg.mul_(group["beta"]).add_(p.grad, alpha=1.0 - group["beta"])
+                p.add_(torch.sign(exp_avg), alpha=-group["lr"] / group["step"])
+
+
+def group_step_tiger(device):
+    torch.manual_seed(0)
+    model = nn.Linear(8, 2).to(device)
+    opt = GroupStepTiger(model.parameters())
+
+    def step(x):
+        model(x).pow(2).mean().backward()
+        opt.step()
+        opt.zero_grad()
+    x = torch.randn(4, 8, device=device)
+    return step, [(x,), (x,), (x,), (x,)]
