@@ -483,3 +483,92 @@ def test_a_kept_summary_does_not_depend_on_what_earlier_runs_stored(site: Path, 
     store.save()
     fresh = _summaries(site, ["first"])["first"]
     assert _summaries(site, ["first"], LibraryCache(tmp_path / "cache"))["first"] == fresh
+
+
+MASKS = '''
+import torch
+
+
+def find_packed(position_ids):
+    diff = torch.diff(position_ids, dim=-1)
+    if (diff != 1).any():
+        return diff
+    return None
+
+
+def _preprocess(mask, position_ids):
+    packed = None
+    if position_ids is not None and mask is None:
+        packed = find_packed(position_ids)
+    return mask, packed
+
+
+def _can_skip(mask):
+    if mask.all():
+        return True
+    return False
+
+
+def bidirectional_mask(embeds, mask):
+    mask, _ = _preprocess(mask, None)
+    if _can_skip(mask):
+        return None
+    return mask
+
+
+def causal_mask(embeds, mask, position_ids=None):
+    mask, packed = _preprocess(mask, position_ids)
+    if _can_skip(mask):
+        return None
+    return mask
+
+
+def filled(embeds, mask, position_ids=None):
+    if position_ids is None:
+        position_ids = embeds.cumsum(-1)
+    if position_ids is not None and mask is None:
+        find_packed(position_ids)
+    return mask
+
+
+def looped(embeds, mask, position_ids=None):
+    for _ in range(2):
+        if position_ids is not None:
+            find_packed(position_ids)
+        position_ids = embeds.cumsum(-1)
+    return mask
+'''
+
+MASK_USER = '''
+from torch import nn
+from fakeoptim.masks import bidirectional_mask, causal_mask, filled, looped
+
+
+class Encoder(nn.Module):
+    def forward(self, x, mask, position_ids, **kwargs):
+        full = bidirectional_mask(x, mask)
+        causal = causal_mask(x, mask)
+        packed = causal_mask(x, mask, position_ids=position_ids)
+        passed_on = causal_mask(x, mask, **kwargs)
+        given = filled(x, mask)
+        second_pass = looped(x, mask)
+        return full, causal, packed, passed_on, given, second_pass
+'''
+
+
+def test_a_library_branch_a_constant_argument_decides_is_not_an_example_site(site: Path, tmp_path: Path) -> None:
+    """`_preprocess(mask, None)`: with `position_ids` literally None (or left at its default None), the call
+    under `if position_ids is not None and ...` never runs, so the first site a message names must be one this
+    call can reach. A None that may be replaced (passed through `**kwargs`, bound again in the body, or on a
+    loop's first pass) decides nothing there."""
+    (site / "fakeoptim" / "masks.py").write_text(textwrap.dedent(MASKS).lstrip("\n"), encoding="utf-8")
+    found = _lint(tmp_path / "proj", {"model.py": MASK_USER})
+    branches = {line: m.split(" via ")[1] for c, _, line, m in found if c == "WSC101" and " via " in m}
+    only_can_skip = "-> fakeoptim.masks._can_skip: `if mask.all()` (masks.py:19): "
+    packed_first = "-> fakeoptim.masks.find_packed: `if (diff != 1).any()` (masks.py:6) (and 1 more like it): "
+    assert only_can_skip in branches[7] and "more like it" not in branches[7]  # literal None
+    assert only_can_skip in branches[8] and "more like it" not in branches[8]  # default None
+    assert packed_first in branches[9]  # a tensor given
+    assert packed_first in branches[10]  # perhaps given, by name through **kwargs
+    assert "fakeoptim.masks.filled -> fakeoptim.masks.find_packed: `if (diff != 1).any()`" in branches[11]
+    assert "fakeoptim.masks.looped -> fakeoptim.masks.find_packed: `if (diff != 1).any()`" in branches[12]

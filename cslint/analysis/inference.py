@@ -20,8 +20,9 @@ from cslint.analysis.imports import dotted_name
 from cslint.analysis.index import ClassInfo, FunctionInfo, ModuleInfo
 from cslint.analysis.kinds import (
     BOOL_TENSOR, DYN_TENSOR, HOST, HOST_LIST, MODULE, STATIC, TENSOR, UNKNOWN, Kind, Tag, as_boolean, combine,
-    element_of, join, obj, sequence_of, tensor, tuple_of,
+    element_of, is_none, join, obj, sequence_of, tensor, tuple_of,
 )
+from cslint.analysis.none_arguments import literal_nones, none_truth, with_none_arguments
 from cslint.analysis.project import Project
 from cslint.analysis.ranks import elementwise_rank, function_rank, method_rank, subscript_rank
 from cslint.analysis.step_functions import function_table_kind, global_kind, imported_object_kind
@@ -526,13 +527,20 @@ class FunctionInference:
         # a decorator: the wrapped function's positional parameter names and kinds, which the wrapper it
         # defines (and returns) is called with
         self.wrapped = wrapped
-        self._left = False  # the statement just analysed always leaves its block (a guard's taken `return`)
+        # the statement just analysed always leaves its block (a guard's taken `return`: True; the id of an `if`
+        # a None decided: see _none_if)
+        self._left: bool | int = False
         self._guard_note = ""  # ... or is a guard that does not hold here and whose body leaves: its text
         self._nested: dict[str, cst.FunctionDef] = {}  # local functions by name (see _nested_function)
         self._nested_pending: dict[int, tuple[cst.FunctionDef, Env]] = {}
         self._nested_active: set[int] = set()
         star_kwarg = func.node.params.star_kwarg
         self.star_kwarg = star_kwarg.name.value if isinstance(star_kwarg, cst.Param) else None
+        # a parameter is None for this analysis (a library's, per call): tests on it decide branches, settled
+        # once the function is done (`_settle_none_tests`)
+        self._nones = any(is_none(kind) for kind in params.values())
+        self._none_tests: dict[int, tuple[cst.If | cst.IfExp, set[bool | None]]] = {}
+        self._none_rest: dict[int, set[int]] = {}  # after a decided `if x is None: return`: the rest of the block
 
     # ---- driver ----------------------------------------------------------------------------------
 
@@ -540,7 +548,29 @@ class FunctionInference:
         env: Env = dict(self.result.params)
         self._block(self.func.node.body, env)
         self._uncalled_nested_functions()
+        if self._nones:
+            self._settle_none_tests()
         return self.result
+
+    def _settle_none_tests(self) -> None:
+        """A branch that a test on a None decided the same way each time it was analysed (a loop analyses its
+        body twice, and the name may be bound again in between) never runs."""
+        dead = self.result.dead
+        for key, (node, outcomes) in self._none_tests.items():
+            if len(outcomes) != 1 or None in outcomes:
+                continue
+            holds = True in outcomes
+            skipped = node.orelse if holds else node.body
+            if skipped is not None:
+                dead.add(id(skipped))
+            if holds:
+                dead.update(self._none_rest.get(key, ()))
+
+    def _none_test(self, node: cst.If | cst.IfExp, env: Env) -> bool | None:
+        """The truth of the test of `node` where names known to be None decide it (noted for the settling)."""
+        known = none_truth(node.test, env)
+        self._none_tests.setdefault(id(node), (node, set()))[1].add(known)
+        return known
 
     def _record(self, node: cst.CSTNode, kind: Kind) -> Kind:
         kinds = self.result.kinds
@@ -561,8 +591,12 @@ class FunctionInference:
         for i, stmt in enumerate(body):
             self._statement(stmt, env)
             if self._left:  # after `if <guard that holds>: return`, the rest of the block never runs
-                self._left = False
-                self.result.dead.update(id(rest) for rest in body[i + 1:])
+                left, self._left = self._left, False
+                rest = (id(rest) for rest in body[i + 1:])
+                if left is True:
+                    self.result.dead.update(rest)
+                else:  # decided by a None: settled at the end
+                    self._none_rest.setdefault(left, set()).update(rest)
                 return
             if self._guard_note:  # after `if <guard that does not hold>: return`, the rest runs traced
                 for rest in body[i + 1:]:
@@ -672,6 +706,11 @@ class FunctionInference:
         if decided is not None:
             self._decided_if(stmt, env, decided)
             return
+        if self._nones:
+            known = self._none_test(stmt, env)
+            if known is not None:
+                self._none_if(stmt, env, known)
+                return
         body_env = dict(env)
         self._narrow(stmt.test, body_env)
         else_env = dict(env)
@@ -734,6 +773,18 @@ class FunctionInference:
             self._block(stmt.orelse.body, env)
         if _leaves(stmt.body):
             self._guard_note = text
+
+    def _none_if(self, stmt: cst.If, env: Env, holds: bool) -> None:
+        """An `if` that a None decides here: only the branch taken is analysed (which branch never runs is
+        settled at the end: `_settle_none_tests`)."""
+        if holds:
+            self._block(stmt.body, env)
+            if _leaves(stmt.body):
+                self._left = id(stmt)
+        elif isinstance(stmt.orelse, cst.If):
+            self._if(stmt.orelse, env)
+        elif isinstance(stmt.orelse, cst.Else):
+            self._block(stmt.orelse.body, env)
 
     def _narrow(self, test: cst.BaseExpression, env: Env, holds: bool = True) -> None:
         """What `test` being `holds` says about a value: in `if isinstance(x, SomeCache):` x is that object,
@@ -971,6 +1022,10 @@ class FunctionInference:
         if decided is not None:  # `x if torch.jit.is_scripting() else y`: only one side is traced
             self.result.dead.add(id(node.orelse if decided else node.body))
             return self.ev(node.body if decided else node.orelse, env)
+        if self._nones:
+            known = self._none_test(node, env)
+            if known is not None:  # the other side is settled at the end
+                return self.ev(node.body if known else node.orelse, env)
         body_env, else_env = dict(env), dict(env)
         self._narrow(node.test, body_env)
         self._narrow(node.test, else_env, holds=False)
@@ -1413,13 +1468,16 @@ class FunctionInference:
 
     def _call_project_function(self, node: cst.Call, target: FunctionInfo, arg_kinds: list[Kind],
                                receiver: Kind | None) -> Kind:
-        bound = bind_arguments(target, node, arg_kinds, receiver)
         libraries = self.project.libraries
         if target.module.library is not None and libraries is not None:
-            # a library function: summarised for these arguments, not traced (see analysis/libraries.py)
+            # a library function: summarised for these arguments, not traced (see analysis/libraries.py), with
+            # the Nones that decide its tests (none_arguments.py)
+            bound = bind_arguments(target, node, literal_nones(node, arg_kinds), receiver)
+            bound = with_none_arguments(target, node, bound)
             summary = libraries.summary(target, bound, self.guards.tracer if self.guards is not None else None)
             self.result.library_calls[id(node)] = (target.qualname, summary)
             return summary.returns
+        bound = bind_arguments(target, node, arg_kinds, receiver)
         if self.keywords and any(a.star == "**" and isinstance(a.value, cst.Name) and a.value.value == self.star_kwarg
                                  for a in node.args):
             explicit = {a.keyword.value for a in node.args if a.keyword is not None}

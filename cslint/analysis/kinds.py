@@ -26,7 +26,8 @@ class Kind:
     tag: Tag
     # TENSOR: its shape depends on values (nonzero, boolean indexing, unique ...)
     dynamic_shape: bool = False
-    # SEQUENCE: element kind; OBJECT: the role ("module", "param_groups", "group", "opt_state", ...)
+    # SEQUENCE: element kind; OBJECT: the role ("module", "param_groups", "group", "opt_state", ...); STATIC:
+    # "none" for None itself (NONE)
     elem: Kind | None = None
     role: str = ""
     # OBJECT: qualified name of the project class it is an instance of, when known
@@ -76,6 +77,12 @@ MODULE = Kind(Tag.OBJECT, role="module")
 # `t.tolist()` of a tensor whose shape is static: values read from tensor data, as many as the tensor has
 # elements on every step
 HOST_LIST = Kind(Tag.HOST, elem=HOST)
+# `None` itself, where a library is summarised for a call that passes it (analysis/none_arguments.py)
+NONE = Kind(Tag.STATIC, role="none")
+
+
+def is_none(kind: Kind) -> bool:
+    return kind.tag is Tag.STATIC and kind.role == "none"
 
 
 def tensor(dynamic_shape: bool = False, rank: int | None = None, boolean: bool = False) -> Kind:
@@ -139,6 +146,8 @@ def join(a: Kind, b: Kind) -> Kind:
                 # one of several functions: keep them all, so a call through the variable reaches each
                 return obj(a.role, "|".join(sorted(set(a.cls.split("|")) | set(b.cls.split("|")))))
             return a if a.role == b.role else obj("")
+        if a.tag is Tag.STATIC:
+            return STATIC  # None or another Python value
         if a.tag is Tag.HOST:
             return HOST  # a list of static length or any value read from tensor data
         return a

@@ -25,7 +25,7 @@ from cslint.analysis import torch_api as api
 from cslint.analysis.call_depth import CallChain, reach
 from cslint.analysis.index import ClassInfo, FunctionInfo, ModuleInfo
 from cslint.analysis.inference import FunctionInference, ProjectOracle
-from cslint.analysis.kinds import STATIC, UNKNOWN, Kind, Tag, obj
+from cslint.analysis.kinds import STATIC, UNKNOWN, Kind, Tag, is_none, obj
 from cslint.analysis.library_env import (
     BRANCH, CONVERT, MAX_DEPTH, READ, SHAPE, Effect, Environment, LibraryPathError, Summary, SummaryStore,
     environment_for, readable_library_module,
@@ -166,7 +166,8 @@ class Libraries:
         itself): a library function does not look into the project's classes (their attributes are the
         project analysis's). Fewer distinct arguments, fewer summaries: one serves every model calling it."""
         if kind.tag is Tag.STATIC:
-            return UNKNOWN  # a Python value or not known: neither is a tensor, nor read from one
+            # a Python value or not known: neither is a tensor, nor read from one; None where it decides a test
+            return kind if is_none(kind) else UNKNOWN
         if self.user is None:
             return kind
         if kind.tag is Tag.OBJECT and kind.cls and "|" not in kind.cls and self.user.lookup_class(kind.cls):
@@ -200,6 +201,8 @@ class Libraries:
         analysis = FunctionInference(self.project, oracle, func, params, unannotated_param=UNKNOWN,
                                      guards=guards).run()
         returns = analysis.return_kind if analysis.returns_value else STATIC
+        if is_none(returns):
+            returns = STATIC  # a None given back is not followed further (none_arguments.py)
         return Summary(returns, tuple(_effects(func, analysis, guards)))
 
 

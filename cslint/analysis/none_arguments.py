@@ -1,0 +1,116 @@
+"""A None that a library call passes where the library tests for None: the branch it decides is not followed.
+
+`create_bidirectional_mask` calls `_preprocess_mask_arguments(config, embeds, mask, cache, None, ...)`, whose
+`if position_ids is not None and ...: find_packed_sequence_indices(position_ids)` never runs for that call;
+a summary worked out with `position_ids` unknown followed it, and a finding's message named a site there that
+the user's call cannot reach. A library function is summarised per call (libraries.py), so a parameter it
+compares with None is given as None (`NONE`) where the call passes a literal `None` or leaves it at a default
+of None, and a test on a name that is still that None (inference.py: `_none_test`) decides which branch the
+summary follows. Only parameters that a test compares with None (`if x is None`, `... if x is not None else
+...`) or that are passed on to a call (`create_causal_mask` hands its `position_ids` to
+`_preprocess_mask_arguments`) are specialised: other Nones would only multiply the summaries worked out.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import libcst as cst
+
+from cslint.analysis.index import FunctionInfo
+from cslint.analysis.kinds import NONE, STATIC, Kind, is_none
+from cslint.analysis.walk import iter_nodes
+
+
+@dataclass(frozen=True)
+class NoneTests:
+    deciding: frozenset[str]  # parameters a test compares with None, or passed on to a call (whose tests may)
+    defaults: frozenset[str]  # those of them whose default is None
+
+
+_CACHE: weakref.WeakKeyDictionary[FunctionInfo, NoneTests] = weakref.WeakKeyDictionary()
+_NOTHING = NoneTests(frozenset(), frozenset())
+
+
+def none_tests(func: FunctionInfo) -> NoneTests:
+    found = _CACHE.get(func)
+    if found is None:
+        found = _CACHE[func] = _scan(func.node)
+    return found
+
+
+def with_none_arguments(func: FunctionInfo, node: cst.Call, bound: dict[str, Kind]) -> dict[str, Kind]:
+    """The arguments a call binds (`bound`, literal Nones already NONE), with NONE kept only where it may decide
+    a test of `func`, and added for such a parameter left at its default None (when no `*`/`**` argument
+    could fill it)."""
+    tests = none_tests(func)
+    taken = {name: STATIC if is_none(kind) and name not in tests.deciding else kind for name, kind in bound.items()}
+    if tests.defaults and not any(arg.star for arg in node.args):
+        for name in tests.defaults:
+            taken.setdefault(name, NONE)
+    return taken
+
+
+def literal_nones(node: cst.Call, arg_kinds: list[Kind]) -> list[Kind]:
+    """The argument kinds of a call, NONE for each argument that is a literal `None`."""
+    return [NONE if type(arg.value) is cst.Name and arg.value.value == "None" else kind
+            for arg, kind in zip(node.args, arg_kinds)]
+
+
+def none_truth(test: cst.BaseExpression, env: Mapping[str, Kind]) -> bool | None:
+    """The truth of `test` where comparisons with None of names bound to None (in `env`) decide it, else None."""
+    kind = type(test)
+    if kind is cst.Comparison:
+        compared = _compared_with_none(test)  # type: ignore[arg-type]
+        if compared is None:
+            return None
+        value = env.get(compared[0])
+        return compared[1] if value is not None and is_none(value) else None
+    if kind is cst.UnaryOperation and type(test.operator) is cst.Not:  # type: ignore[attr-defined]
+        inner = none_truth(test.expression, env)  # type: ignore[attr-defined]
+        return None if inner is None else not inner
+    if kind is cst.BooleanOperation:
+        is_or = type(test.operator) is cst.Or  # type: ignore[attr-defined]
+        left = none_truth(test.left, env)  # type: ignore[attr-defined]
+        if left is is_or:  # `True or ...`, `False and ...`
+            return left
+        right = none_truth(test.right, env)  # type: ignore[attr-defined]
+        if right is is_or:
+            return right
+        return right if left is not None else None
+    return None
+
+
+def _compared_with_none(test: cst.Comparison) -> tuple[str, bool] | None:
+    """`x is None` -> ("x", True), `x is not None` -> ("x", False); None for any other comparison."""
+    if len(test.comparisons) != 1 or type(test.left) is not cst.Name:
+        return None
+    compared = test.comparisons[0]
+    operator = type(compared.operator)
+    if operator not in (cst.Is, cst.IsNot) or type(compared.comparator) is not cst.Name or \
+            compared.comparator.value != "None":
+        return None
+    return test.left.value, operator is cst.Is
+
+
+def _scan(func: cst.FunctionDef) -> NoneTests:
+    params = {p.name.value: p for p in (*func.params.posonly_params, *func.params.params, *func.params.kwonly_params)}
+    deciding: set[str] = set()
+    for node in iter_nodes(func.body, prune=(cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+        kind = type(node)
+        if kind is cst.If or kind is cst.IfExp:
+            for part in iter_nodes(node.test):  # type: ignore[attr-defined]
+                if type(part) is cst.Comparison:
+                    compared = _compared_with_none(part)  # type: ignore[arg-type]
+                    if compared is not None and compared[0] in params:
+                        deciding.add(compared[0])
+        elif kind is cst.Call:  # passed on: it may decide a test of the function called
+            deciding.update(arg.value.value for arg in node.args  # type: ignore[attr-defined]
+                            if type(arg.value) is cst.Name and not arg.star and arg.value.value in params)
+    if not deciding:
+        return _NOTHING
+    defaults = frozenset(name for name in deciding if type(params[name].default) is cst.Name and
+                         params[name].default.value == "None")  # type: ignore[union-attr]
+    return NoneTests(frozenset(deciding), defaults)
