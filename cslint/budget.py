@@ -83,23 +83,43 @@ def over_budget(tree: ast.Module, budget: int, kept: dict[tuple[str, int, int], 
 
 
 def _depths(root: ast.AST) -> tuple[dict[int, int], dict[int, ast.AST]]:
-    """Each statement's expression depth (by id) under `root`, and the statements by id."""
+    """Each statement's expression depth (by id) under `root`, and the statements by id. The children
+    are those of `ast.iter_child_nodes`, in its order, read through each type's fields (the generator
+    and its per-field calls cost as much as the rest of the walk)."""
     depth_of: dict[int, int] = {}
     statements: dict[int, ast.AST] = {}
     stack: list[tuple[ast.AST, int, ast.AST]] = [(root, 0, root)]
     pop, push = stack.pop, stack.append
-    expr, stmt, context = ast.expr, ast.stmt, ast.expr_context
+    node_class, context = ast.AST, ast.expr_context
+    shapes = _SHAPES
     while stack:
         node, depth, owner = pop()
-        if isinstance(node, stmt):
+        role, fields = shapes.get(type(node)) or _shape(type(node))
+        if role is _STATEMENT:
             owner, depth = node, 0
             statements[id(node)] = node
-        elif isinstance(node, expr) and node.lineno == node.end_lineno \
-                and depth + node.end_col_offset - node.col_offset <= FREE_DEPTH:  # type: ignore[operator]
+        elif role is _EXPRESSION and node.lineno == node.end_lineno \
+                and depth + node.end_col_offset - node.col_offset <= FREE_DEPTH:  # type: ignore[attr-defined, operator]
             continue
         elif depth > depth_of.get(id(owner), 0):
             depth_of[id(owner)] = depth
-        for child in ast.iter_child_nodes(node):
-            if not isinstance(child, context):  # Load/Store: not a level of the source
-                push((child, depth + 1, owner))
+        depth += 1
+        for name in fields:
+            value = getattr(node, name, None)
+            if type(value) is list:
+                for item in value:
+                    if isinstance(item, node_class) and not isinstance(item, context):
+                        push((item, depth, owner))  # Load/Store: not a level of the source
+            elif isinstance(value, node_class) and not isinstance(value, context):
+                push((value, depth, owner))
     return depth_of, statements
+
+
+_STATEMENT, _EXPRESSION, _OTHER = "statement", "expression", "other"
+_SHAPES: dict[type, tuple[str, tuple[str, ...]]] = {}
+
+
+def _shape(kind: type) -> tuple[str, tuple[str, ...]]:
+    role = _STATEMENT if issubclass(kind, ast.stmt) else _EXPRESSION if issubclass(kind, ast.expr) else _OTHER
+    _SHAPES[kind] = found = (role, tuple(getattr(kind, "_fields", ())))
+    return found

@@ -26,6 +26,7 @@ from cslint.analysis.param_kinds import helper_param_kinds
 from cslint.analysis.project import Project
 from cslint.analysis.ranks import declared_scalar
 from cslint.analysis.tracing_guards import DYNAMO, Guards
+from cslint.analysis.walk import child_nodes
 
 # Statements (at any depth) a helper may have to be analysed per call: a one-screen utility, not a layer.
 MAX_STATEMENTS = 8
@@ -108,11 +109,33 @@ def _small_node(node: cst.FunctionDef) -> bool:
     stack: list[cst.CSTNode] = [node.body]
     while stack:
         current = stack.pop()
-        if isinstance(current, (cst.FunctionDef, cst.ClassDef, cst.Yield)):
+        role = _ROLES[type(current)]
+        if role is _REFUSED:
             return False
-        if isinstance(current, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
+        if role is _STATEMENT:
             count += 1
             if count > MAX_STATEMENTS:
                 return False
-        stack.extend(current.children)
+        stack.extend(child_nodes(current))  # libcst's `children` builds each list with a visitor: far slower
     return True
+
+
+_REFUSED, _STATEMENT, _OTHER = "refused", "statement", "other"
+
+
+class _Roles(dict):  # type: ignore[type-arg]
+    """node type -> its role in `_small_node`, asked once per type: `isinstance` against libcst's abstract
+    statement classes goes through ABCMeta for every node."""
+
+    def __missing__(self, kind: type) -> str:
+        if issubclass(kind, (cst.FunctionDef, cst.ClassDef, cst.Yield)):
+            role = _REFUSED
+        elif issubclass(kind, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
+            role = _STATEMENT
+        else:
+            role = _OTHER
+        self[kind] = role
+        return role
+
+
+_ROLES = _Roles()

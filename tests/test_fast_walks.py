@@ -1,0 +1,98 @@
+"""Walks rewritten for speed keep their answers: the analysis budget's depth walk (budget._depths) and the
+size test of helpers answered per call (call_returns._small_node)."""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+
+import libcst as cst
+
+from cslint import budget
+from cslint.analysis.call_returns import MAX_STATEMENTS, _small_node
+
+
+def _depths_by_iter_child_nodes(root: ast.AST) -> tuple[dict[int, int], dict[int, ast.AST]]:
+    """The walk as the budget defines it, written with `ast.iter_child_nodes`."""
+    depth_of: dict[int, int] = {}
+    statements: dict[int, ast.AST] = {}
+    stack: list[tuple[ast.AST, int, ast.AST]] = [(root, 0, root)]
+    while stack:
+        node, depth, owner = stack.pop()
+        if isinstance(node, ast.stmt):
+            owner, depth = node, 0
+            statements[id(node)] = node
+        elif isinstance(node, ast.expr) and node.lineno == node.end_lineno \
+                and depth + node.end_col_offset - node.col_offset <= budget.FREE_DEPTH:
+            continue
+        elif depth > depth_of.get(id(owner), 0):
+            depth_of[id(owner)] = depth
+        for child in ast.iter_child_nodes(node):
+            if not isinstance(child, ast.expr_context):
+                stack.append((child, depth + 1, owner))
+    return depth_of, statements
+
+
+DEEP_CODE = textwrap.dedent('''
+    import torch
+
+    def forward(self, hidden_states, attention_mask=None, *args, key: int = 3, **kwargs):
+        """Docstring."""
+        scores = torch.matmul(hidden_states, self.query(hidden_states).transpose(-1, -2)) / self.scale
+        chained = hidden_states.view(-1).float().softmax(-1).mean().sum().abs().neg().exp().log().sqrt()
+        summed = (((((((((((((((((((1))))))))))))))))))) + x + x + x + x + x + x + x + x + x + x + x + x + x
+        picked = [t for t in (a if b else c for a, b, c in zip(xs, ys, zs)) if t is not None and not t]
+        text = f"{self.name!r:>{width}} {hidden_states.shape[0] + 1:d} " + "done"
+        lam = lambda x, *rest, y=1, **kw: x[1:2, ::3] if y else {k: v for k, v in kw.items()}
+        with torch.no_grad() as g, open(path) as handle:
+            try:
+                del scores[0], chained.a
+            except (ValueError, TypeError) as error:
+                raise RuntimeError(str(error)) from error
+        match attention_mask:
+            case [first, *others] if first > 0:
+                return first
+            case {"key": value, **rest}:
+                return value
+            case Point(x=0, y=yy) | None:
+                return yy
+        return (yield from gen()) if await ready() else -summed ** 2
+''')
+
+
+def test_the_budget_walk_gives_what_iter_child_nodes_gives():
+    for text in (DEEP_CODE, "x = " + " + ".join(["a.b.c(d)[e]"] * 60) + "\n",
+                 "y = f(" * 60 + "0" + ")" * 60 + "\n",
+                 "z = (\n" + "  [\n" * 30 + "1" + "]\n" * 30 + ")\n"):
+        tree = ast.parse(text)
+        fast, reference = budget._depths(tree), _depths_by_iter_child_nodes(tree)
+        assert list(fast[0].items()) == list(reference[0].items())  # same depths, same order (the message's tie)
+        assert list(fast[1]) == list(reference[1])
+        assert max(fast[0].values()) > budget.FREE_DEPTH or text is DEEP_CODE
+    assert budget.over_budget(ast.parse("y = f(" * 60 + "0" + ")" * 60 + "\n"), 10) is not None
+
+
+def _function(text: str) -> cst.FunctionDef:
+    node = cst.parse_module(textwrap.dedent(text)).body[0]
+    assert isinstance(node, cst.FunctionDef)
+    return node
+
+
+def test_small_helpers_are_told_from_others():
+    assert _small_node(_function("""
+        def default(value, fallback):
+            if value is None:
+                return fallback
+            return value
+    """))
+    statements = "\n".join(f"    x{i} = x + {i}" for i in range(MAX_STATEMENTS - 1))
+    assert _small_node(_function(f"def f(x):\n{statements}\n    return x\n"))
+    assert not _small_node(_function(f"def f(x):\n{statements}\n    y = x\n    return y\n"))
+    assert not _small_node(_function("def f(x):\n    return [(yield v) for v in x]\n"))
+    assert not _small_node(_function("def f(x):\n    def g():\n        return x\n    return g\n"))
+    assert not _small_node(_function("def f(x):\n    class C:\n        pass\n    return C\n"))
+    assert not _small_node(_function("def f(x, **kwargs):\n    return x\n"))
+    assert not _small_node(_function("@torch.no_grad()\ndef f(x):\n    return x\n"))
+    assert _small_node(_function("@staticmethod\ndef f(x):\n    a = 1; b = 2; c = 3\n    return a\n"))
+    assert not _small_node(_function("def f(x):\n    a = 1; b = 2; c = 3; d = 4; e = 5\n    if x:\n"
+                                     "        g = 1; h = 2\n    return a\n"))  # small statements of one line count each
