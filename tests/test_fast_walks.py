@@ -96,3 +96,41 @@ def test_small_helpers_are_told_from_others():
     assert _small_node(_function("@staticmethod\ndef f(x):\n    a = 1; b = 2; c = 3\n    return a\n"))
     assert not _small_node(_function("def f(x):\n    a = 1; b = 2; c = 3; d = 4; e = 5\n    if x:\n"
                                      "        g = 1; h = 2\n    return a\n"))  # small statements of one line count each
+
+
+def test_the_host_fixers_walks_find_assignments_and_reads():
+    from cslint.fixers import host
+
+    func = _function("""
+        def step(self, t, scale):
+            value = t.sum().item()
+            total = 2 * -(value + t.mean().item())
+            pair = [t.max().item(), 1]
+            if value > 0:
+                scale = scale * value
+            return value, scale
+    """)
+    calls = [n for n in _all(func) if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute)
+             and n.func.attr.value == "item"]
+    first, second, third = calls
+    assert host._assigned_name(func, first) == "value"
+    assert host._assigned_name(func, second) is None  # inside arithmetic, not the assigned value itself
+    statement = host._arithmetic_assignment(func, second)
+    assert isinstance(statement, cst.Assign) and statement.targets[0].target.value == "total"
+    assert host._arithmetic_assignment(func, third) is None  # in a list: not arithmetic
+    reads = host._uses(func, "value")
+    assert sorted(type(parent).__name__ for parent, _ in reads) == ["BinaryOperation", "BinaryOperation", "If",
+                                                                    "Return"]
+    enclosing = host._uses_with_context(func, "scale")
+    assert len(enclosing) == 2 and all(isinstance(name, cst.Name) for _, name in enclosing)
+    assert all(path[0] is func.body for path, _ in enclosing)
+    assert isinstance(enclosing[0][0][-1], cst.BinaryOperation) or isinstance(enclosing[1][0][-1], cst.BinaryOperation)
+
+
+def _all(node: cst.CSTNode) -> list[cst.CSTNode]:
+    found, stack = [], [node]
+    while stack:
+        current = stack.pop()
+        found.append(current)
+        stack.extend(reversed(current.children))  # source order
+    return found

@@ -10,7 +10,11 @@ when the receiver is known to be zero-dimensional (a full reduction, or a name o
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import libcst as cst
+
+from cslint.analysis.walk import child_nodes, iter_nodes
 
 from cslint.fixers.operands import tensor_operand
 from cslint.rules.base import Fix, RuleContext
@@ -271,42 +275,42 @@ def keep_tensor_name(node: cst.Call, ctx: RuleContext) -> Fix | None:
 
 
 def _assigned_name(func: cst.FunctionDef, value: cst.Call) -> str | None:
-    found: list[str] = []
-
-    class Finder(cst.CSTVisitor):
-        def visit_Assign(self, n: cst.Assign) -> None:
-            if n.value is value and len(n.targets) == 1 and isinstance(n.targets[0].target, cst.Name):
-                found.append(n.targets[0].target.value)
-
-    func.body.visit(Finder())
-    return found[0] if found else None
+    for n in iter_nodes(func.body):
+        if isinstance(n, cst.Assign) and n.value is value:
+            target = n.targets[0].target if len(n.targets) == 1 else None
+            return target.value if isinstance(target, cst.Name) else None
+    return None
 
 
 def _uses(func: cst.FunctionDef, name: str) -> list[tuple[cst.CSTNode, cst.CSTNode]]:
     """(parent, child-on-the-path) for every read of `name`: the child is the Name itself, or the
     comparison/not around it when the parent is a condition."""
     uses: list[tuple[cst.CSTNode, cst.CSTNode]] = []
-    stack: list[cst.CSTNode] = []
-
-    class Reader(cst.CSTVisitor):
-        def on_visit(self, n: cst.CSTNode) -> bool:
-            if isinstance(n, cst.Name) and n.value == name and stack:
-                parent = stack[-1]
-                if not (isinstance(parent, cst.AssignTarget) or (isinstance(parent, cst.Attribute)
-                                                                and parent.attr is n)):
-                    lifted = isinstance(parent, (cst.Comparison, cst.Arg)) and len(stack) >= 2
-                    if isinstance(parent, cst.Element) and len(stack) >= 3 and isinstance(stack[-3], cst.Return):
-                        uses.append((stack[-3], n))  # `return y, scale`
-                    else:
-                        uses.append((stack[-2], parent) if lifted else (parent, n))
-            stack.append(n)
-            return True
-
-        def on_leave(self, original_node: cst.CSTNode) -> None:
-            stack.pop()
-
-    func.body.visit(Reader())
+    for n, stack in _with_ancestors(func.body):
+        if isinstance(n, cst.Name) and n.value == name and stack:
+            parent = stack[-1]
+            if not (isinstance(parent, cst.AssignTarget) or (isinstance(parent, cst.Attribute)
+                                                            and parent.attr is n)):
+                lifted = isinstance(parent, (cst.Comparison, cst.Arg)) and len(stack) >= 2
+                if isinstance(parent, cst.Element) and len(stack) >= 3 and isinstance(stack[-3], cst.Return):
+                    uses.append((stack[-3], n))  # `return y, scale`
+                else:
+                    uses.append((stack[-2], parent) if lifted else (parent, n))
     return uses
+
+
+def _with_ancestors(root: cst.CSTNode) -> Iterator[tuple[cst.CSTNode, list[cst.CSTNode]]]:
+    """Each node under `root` (itself included) with the nodes enclosing it, outermost first (one list,
+    changed as the walk goes on: copy it to keep it). The rules' walk (analysis/walk.py), not a libcst
+    visitor, which builds every node of the function again and costs many times more."""
+    path: list[cst.CSTNode] = []
+    stack: list[tuple[cst.CSTNode, int]] = [(root, 0)]
+    while stack:
+        node, depth = stack.pop()
+        del path[depth:]
+        yield node, path
+        path.append(node)
+        stack.extend((child, depth + 1) for child in reversed(child_nodes(node)))
 
 
 def _use_kind(parent: cst.CSTNode, child: cst.CSTNode, ctx: RuleContext) -> str | None:
@@ -381,60 +385,34 @@ def keep_bookkeeping_on_device(node: cst.Call, ctx: RuleContext) -> Fix | None:
 
 def _arithmetic_assignment(func: cst.FunctionDef, value: cst.Call) -> cst.Assign | cst.AugAssign | None:
     """The `x = ...` / `x += ...` statement whose value reaches `value` only through arithmetic."""
-    found: list[cst.Assign | cst.AugAssign] = []
-
-    class Finder(cst.CSTVisitor):
-        def __init__(self) -> None:
-            self.path: list[cst.CSTNode] = []
-
-        def on_visit(self, n: cst.CSTNode) -> bool:
-            if n is value:
-                for outer in reversed(self.path):
-                    if isinstance(outer, (cst.Assign, cst.AugAssign)):
-                        if isinstance(outer, cst.Assign) and len(outer.targets) != 1:
-                            break
-                        if isinstance(outer, cst.AugAssign) and not isinstance(outer.operator, ARITHMETIC_AUG):
-                            break
-                        found.append(outer)
-                        break
-                    if isinstance(outer, cst.BinaryOperation) and isinstance(outer.operator, ARITHMETIC):
-                        continue
-                    if isinstance(outer, cst.UnaryOperation) and isinstance(outer.operator, (cst.Minus, cst.Plus)):
-                        continue
-                    if isinstance(outer, (cst.LeftParen, cst.RightParen)):
-                        continue
-                    break
-                return False
-            self.path.append(n)
-            return True
-
-        def on_leave(self, original_node: cst.CSTNode) -> None:
-            if self.path and self.path[-1] is original_node:
-                self.path.pop()
-
-    func.body.visit(Finder())
-    return found[0] if found else None
+    for n, path in _with_ancestors(func.body):
+        if n is not value:
+            continue
+        for outer in reversed(path):
+            if isinstance(outer, (cst.Assign, cst.AugAssign)):
+                if isinstance(outer, cst.Assign) and len(outer.targets) != 1:
+                    return None
+                if isinstance(outer, cst.AugAssign) and not isinstance(outer.operator, ARITHMETIC_AUG):
+                    return None
+                return outer
+            if isinstance(outer, cst.BinaryOperation) and isinstance(outer.operator, ARITHMETIC):
+                continue
+            if isinstance(outer, cst.UnaryOperation) and isinstance(outer.operator, (cst.Minus, cst.Plus)):
+                continue
+            return None
+        return None
+    return None
 
 
 def _uses_with_context(func: cst.FunctionDef, name: str) -> list[tuple[list[cst.CSTNode], cst.Name]]:
     """Every read of `name`, with the nodes enclosing it (outermost first)."""
     uses: list[tuple[list[cst.CSTNode], cst.Name]] = []
-    stack: list[cst.CSTNode] = []
-
-    class Reader(cst.CSTVisitor):
-        def on_visit(self, n: cst.CSTNode) -> bool:
-            if isinstance(n, cst.Name) and n.value == name and stack:
-                parent = stack[-1]
-                if not isinstance(parent, cst.AssignTarget) and not (isinstance(parent, cst.Attribute)
-                                                                     and parent.attr is n):
-                    uses.append((list(stack), n))
-            stack.append(n)
-            return True
-
-        def on_leave(self, original_node: cst.CSTNode) -> None:
-            stack.pop()
-
-    func.body.visit(Reader())
+    for n, stack in _with_ancestors(func.body):
+        if isinstance(n, cst.Name) and n.value == name and stack:
+            parent = stack[-1]
+            if not isinstance(parent, cst.AssignTarget) and not (isinstance(parent, cst.Attribute)
+                                                                 and parent.attr is n):
+                uses.append((list(stack), n))
     return uses
 
 
