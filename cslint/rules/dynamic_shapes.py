@@ -11,6 +11,7 @@ from cslint.analysis import torch_api as api
 from cslint.analysis.libraries import SHAPE
 from cslint.fixers.masked import masked_reduction_fix, masked_store_fix
 from cslint.rules.base import Fix, Rule, RuleContext
+from cslint.targets import get_target
 
 FIXED_SHAPE = "a static graph needs shapes known before the data"
 
@@ -192,7 +193,8 @@ class BooleanMaskIndex(Rule):
     why = (
         "`x[mask]` keeps as many elements as the mask has true values, so its shape depends on the data. "
         "A static graph is compiled for fixed shapes; storing through a mask (`x[mask] = 0`) is lowered "
-        "through the same value-dependent index computation."
+        "through the same value-dependent index computation on lazy-tensor and XLA graphs; under torch.compile "
+        "a store keeps the tensor's shape (dynamo traces it as a select over the whole tensor) and is not reported."
     )
     example = """
 def forward(self, logits, labels):
@@ -269,6 +271,8 @@ class MaskedLMLoss(nn.Module):
                 mask = boolean_index(target.target, ctx)
                 if mask is not None:
                     self._handled(ctx).add(id(target.target))
+                    if get_target(ctx.settings.target).tracer == "dynamo":  # the store keeps x's shape: a where
+                        continue
                     fix = masked_store_fix(node, target.target.value, mask, ctx, assigned_once(ctx)) \
                         if len(target.target.slice) == 1 else None
                     ctx.report(target.target, f"storing through the boolean mask `{ctx.code(mask)}` indexes a "
