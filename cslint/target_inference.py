@@ -25,9 +25,11 @@ from cslint.targets import DEFAULT_TARGET
 
 _IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+([\w.]+)[ \t]+import\b|import[ \t]+([\w. \t,]+?)[ \t]*(?:#.*)?$)",
                      re.MULTILINE)
-# a call or a decorator, not prose in a docstring ("... for torch.compile support")
-_TORCH_COMPILE = re.compile(r"^[^#\n]*(?:\btorch\.compile[ \t]*\(|^[ \t]*@torch\.compile\b|"
-                            r"\bfrom[ \t]+torch[ \t]+import[^#\n]*\bcompile\b)", re.MULTILINE)
+# a call or a decorator, not prose in a docstring ("... for torch.compile support"), and not in a comment.
+# Each match starts with a literal, so `re` finds it by a fast scan; where it stands on its line is then
+# checked by `_uses_torch_compile` (a leading `\b` or `^[^#\n]*` made `re` try every position of every
+# file: seconds on a large project, before any worker starts).
+_TORCH_COMPILE = re.compile(r"torch\.compile(?:[ \t]*\(|\b)|from[ \t]+torch[ \t]+import\b[^#\n]*\bcompile\b")
 
 # (target, the module whose import decides it), in order of precedence
 PLATFORM_MODULES = (
@@ -77,7 +79,22 @@ def file_imports(path: Path, max_size: int) -> FileImports | None:
     text = data.decode("utf-8", errors="replace")
     modules = imported_modules(text)
     return FileImports(frozenset(modules), "compile" in text and _imports(modules, "torch")
-                       and _TORCH_COMPILE.search(text) is not None)
+                       and _uses_torch_compile(text))
+
+
+def _uses_torch_compile(text: str) -> bool:
+    """A call of `torch.compile`, a `@torch.compile` decorator or `from torch import compile`, at a word's
+    start and before any `#` on its line."""
+    match = _TORCH_COMPILE.search(text)
+    while match is not None:
+        start = match.start()
+        before = text[text.rfind("\n", 0, start) + 1:start]
+        word_start = not before or not (before[-1].isalnum() or before[-1] == "_")
+        if word_start and "#" not in before and (
+                match.group().endswith("(") or match.group().startswith("from") or before.lstrip(" \t") == "@"):
+            return True
+        match = _TORCH_COMPILE.search(text, start + 1)
+    return False
 
 
 def _imports_of(path: Path, max_size: int, memo: ImportMemo | None) -> FileImports | None:
@@ -101,7 +118,12 @@ def infer_target(paths: Iterable[Path], max_size: int = DEFAULT_MAX_FILE_SIZE,
     packages: set[str] = set()
     first_with: dict[str, Path] = {}
     compile_file: Path | None = None
+    seen: set[str] = set()
     for path in paths:
+        key = os.path.abspath(path)
+        if key in seen:  # a checked file is also in its project's context: read it once
+            continue
+        seen.add(key)
         found = _imports_of(path, max_size, memo)
         if found is None:
             continue

@@ -73,6 +73,36 @@ def test_torch_compile_named_in_prose_is_not_a_use(tmp_path):
     assert infer_target(_write(tmp_path, {"optimizer.py": decorated})).target == "compile"
 
 
+@pytest.mark.parametrize(("line", "uses"), [
+    ("step = torch.compile(train_step)", True),
+    ("step = torch.compile (train_step)", True),
+    ("    @torch.compile", True),
+    ("@torch.compile(fullgraph=True)", True),
+    ("from torch import nn, compile", True),
+    ("y = 1  # torch.compile(m) here would recompile", False),
+    ("# from torch import compile", False),
+    ("step = mytorch.compile(train_step)", False),
+    ("fn = torch.compile", False),
+    ("fn = torch.compiled(m)", False),
+    ("x = @torch.compile", False),
+    ("xfrom torch import compile; step = torch.compile(m)", True),  # the second use, after the first is refused
+])
+def test_what_counts_as_a_use_of_torch_compile_on_a_line(tmp_path, line, uses):
+    choice = infer_target(_write(tmp_path, {"train.py": f"import torch\n{line}\n"}))
+    assert (choice.target == "compile") is uses
+
+
+def test_a_file_both_checked_and_in_its_project_context_is_read_once(tmp_path, monkeypatch):
+    from cslint import target_inference
+
+    read = []
+    real = target_inference.file_imports
+    monkeypatch.setattr(target_inference, "file_imports", lambda path, size: read.append(path) or real(path, size))
+    paths = _write(tmp_path, {"a.py": "import torch\n", "b.py": "import torch_xla\n"})
+    choice = infer_target([*paths, tmp_path / "." / "a.py", *paths])
+    assert choice.target == "xla" and sorted(p.name for p in read) == ["a.py", "b.py"]
+
+
 def test_no_platform_import_keeps_the_default_and_says_so(tmp_path):
     choice = infer_target(_write(tmp_path, {"model.py": "import torch\n# torch.compile is not called here\n"}))
     assert choice.target == "wsc" and choice.reason.startswith("default")
