@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,7 +50,7 @@ class TargetChoice:
 def imported_modules(text: str) -> set[str]:
     """Dotted names of the modules a source text imports (relative imports excluded)."""
     found: set[str] = set()
-    for match in _IMPORT.finditer(text):
+    for match in _import_lines(text):
         if match.group(1):
             if not match.group(1).startswith("."):
                 found.add(match.group(1))
@@ -60,6 +60,22 @@ def imported_modules(text: str) -> set[str]:
                 if name:
                     found.add(name.split()[0])
     return found
+
+
+def _import_lines(text: str) -> Iterator[re.Match[str]]:
+    """`_IMPORT`'s match on each line that says `import`: found by a literal search, as `re` cannot skip
+    ahead to a `^[ \t]*` line start and tries the pattern at every position of the file."""
+    end = 0
+    position = text.find("import")
+    while position >= 0:
+        if position >= end:  # not on the line just read
+            start = text.rfind("\n", 0, position) + 1
+            end = text.find("\n", position)
+            end = len(text) if end < 0 else end
+            match = _IMPORT.match(text, start, end)
+            if match is not None:
+                yield match
+        position = text.find("import", position + 6)
 
 
 def _imports(modules: Iterable[str], wanted: str) -> bool:

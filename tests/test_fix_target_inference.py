@@ -115,6 +115,12 @@ def test_imported_modules_reads_every_import_form():
     assert imported_modules(text) == {"os", "torch.nn", "torch_xla.core", "numpy"}
 
 
+def test_imported_modules_reads_each_line_once_and_only_at_its_start():
+    text = "from importlib import import_module\nx = 'import os'\nif 1: import math\n" \
+           "  from torch import nn  # import numpy\nimport reimport, importlib.util\nimport  sys"
+    assert imported_modules(text) == {"importlib", "torch", "reimport", "importlib.util", "sys"}
+
+
 def test_a_given_target_is_kept_and_the_packages_recorded(tmp_path):
     paths = _write(tmp_path, {"a.py": "import torch_xla\n"})
     given = with_inferred_target(Settings(target="rdu", target_reason="set by --target"), paths)
