@@ -1,15 +1,20 @@
-"""Walks rewritten for speed keep their answers: the analysis budget's depth walk (budget._depths) and the
-size test of helpers answered per call (call_returns._small_node)."""
+"""Walks rewritten for speed keep their answers: the analysis budget's depth walk (budget._depths), the
+size test of helpers answered per call (call_returns._small_node), and the children the rules' walk reads
+(walk.child_nodes, FlatTree)."""
 
 from __future__ import annotations
 
 import ast
+import dataclasses
 import textwrap
 
 import libcst as cst
+import pytest
 
 from cslint import budget
 from cslint.analysis.call_returns import MAX_STATEMENTS, _small_node
+from cslint.analysis.walk import _NOT_WALKED, FlatTree, child_nodes, iter_nodes
+from tests.corpus import real_files
 
 
 def _depths_by_iter_child_nodes(root: ast.AST) -> tuple[dict[int, int], dict[int, ast.AST]]:
@@ -134,3 +139,51 @@ def _all(node: cst.CSTNode) -> list[cst.CSTNode]:
         found.append(current)
         stack.extend(reversed(current.children))  # source order
     return found
+
+
+def _children_by_every_field(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """The children the walk defines, read from every dataclass field: the nodes in the fields that are
+    not whitespace or punctuation, whatever the field's declared type."""
+    found: list[cst.CSTNode] = []
+    for f in dataclasses.fields(node):
+        if f.name in _NOT_WALKED or f.name.startswith("whitespace"):
+            continue
+        value = getattr(node, f.name)
+        for item in value if isinstance(value, (list, tuple)) else [value]:
+            if isinstance(item, cst.CSTNode):
+                found.append(item)
+    return found
+
+
+@pytest.mark.parametrize("path", real_files(torch_sample=12, seed=22)[::5], ids=lambda p: p.name)
+def test_the_walk_reads_the_children_every_field_holds(path):
+    try:
+        tree = cst.parse_module(path.read_text(encoding="utf-8"))
+    except cst.ParserSyntaxError:
+        pytest.skip("does not parse")
+    for node in iter_nodes(tree):
+        assert [id(c) for c in child_nodes(node)] == [id(c) for c in _children_by_every_field(node)]
+
+
+def test_the_walk_reads_the_children_of_every_kind_of_node():
+    tree = cst.parse_module(DEEP_CODE + "from .m import *\nfrom .. import a as b\nclass C[T](B, metaclass=M):\n"
+                            "    x: int = 1\n    async def g(self):\n        async for a in b: await c\n"
+                            "        global q\n        assert x, 'm'\n        del y[1:2]\n")
+    kinds = set()
+    for node in iter_nodes(tree):
+        kinds.add(type(node))
+        assert [id(c) for c in child_nodes(node)] == [id(c) for c in _children_by_every_field(node)]
+    assert {cst.ImportStar, cst.Match, cst.FormattedStringExpression, cst.Lambda, cst.TypeParameters} <= kinds
+
+
+def test_a_flat_tree_pruning_types_it_does_not_hold_walks_it_all():
+    tree = cst.parse_module(DEEP_CODE)
+    flat = FlatTree(tree)
+    everything = [id(n) for n in iter_nodes(tree)]
+    assert [id(n) for n in flat.walk(prune=(cst.ClassDef,))] == everything  # no class in it: nothing pruned
+    assert [id(n) for n in flat.walk()] == everything
+    call = next(n for n in iter_nodes(tree) if isinstance(n, cst.Call))
+    assert [id(n) for n in flat.walk(call, (cst.ClassDef,))] == [id(n) for n in iter_nodes(call)]
+    pruned = list(flat.walk(prune=(cst.Lambda,)))
+    assert len(pruned) < len(everything) and any(isinstance(n, cst.Lambda) for n in pruned)
+    assert [id(n) for n in pruned] == [id(n) for n in iter_nodes(tree, (cst.Lambda,))]

@@ -8,7 +8,9 @@ visits them (rules read operators from their parent node).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
+import typing
+from collections.abc import Iterator, Sequence
+from itertools import islice
 
 import libcst as cst
 
@@ -17,16 +19,19 @@ _NOT_WALKED = frozenset({
     "equal", "colon", "dot", "star", "default_indent", "default_newline", "operator", "indent", "newline",
     "trailing_whitespace", "asynchronous", "arrow", "walrus", "prefix", "quote", "start", "end",
 })
-_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
+class _Plans(dict):  # type: ignore[type-arg]
+    """type -> the fields a walk reads, in source order, each with whether it is a sequence. Fields
+    typed `str` (a name's or a number's text) never hold a node and are not read; a field typed as a
+    sequence holds nodes only; any other field may hold a node, None or a sentinel."""
+
+    def __missing__(self, node_type: type) -> tuple[tuple[str, bool], ...]:
+        self[node_type] = plan = tuple(
+            (f.name, typing.get_origin(f.type) is Sequence) for f in dataclasses.fields(node_type)
+            if f.name not in _NOT_WALKED and not f.name.startswith("whitespace") and f.type is not str)
+        return plan
 
 
-def _child_fields(node_type: type) -> tuple[str, ...]:
-    fields = _CHILD_FIELDS.get(node_type)
-    if fields is None:
-        fields = tuple(f.name for f in dataclasses.fields(node_type)
-                       if f.name not in _NOT_WALKED and not f.name.startswith("whitespace"))
-        _CHILD_FIELDS[node_type] = fields
-    return fields
+_PLANS = _Plans()
 
 
 class _NodeTypes(dict):  # type: ignore[type-arg]
@@ -44,10 +49,13 @@ _IS_NODE = _NodeTypes()
 def _children(node: cst.CSTNode) -> list[cst.CSTNode]:
     children: list[cst.CSTNode] = []
     is_node = _IS_NODE
-    for name in _child_fields(type(node)):
+    for name, many in _PLANS[type(node)]:
         value = getattr(node, name)
+        if many:
+            children.extend(value)
+            continue
         kind = type(value)
-        if kind is list or kind is tuple:
+        if kind is list or kind is tuple:  # a field that is a sequence or a node (`from m import *`)
             children.extend(item for item in value if is_node[type(item)])
         elif is_node[kind]:
             children.append(value)
@@ -86,7 +94,7 @@ class FlatTree:
     any part of it can be walked again, with any pruning, by reading a list instead of asking every node
     for its children (the rules of a traced function scan its body several times)."""
 
-    __slots__ = ("nodes", "ends", "_index")
+    __slots__ = ("nodes", "ends", "_index", "_types")
 
     def __init__(self, root: cst.CSTNode) -> None:
         nodes: list[cst.CSTNode] = []
@@ -97,32 +105,48 @@ class FlatTree:
             if type(item) is int:
                 ends[item] = len(nodes)
                 continue
-            stack.append(len(nodes))
+            index = len(nodes)
             nodes.append(item)  # type: ignore[arg-type]
-            ends.append(0)
-            stack.extend(reversed(_children(item)))  # type: ignore[arg-type]
+            children = _children(item)  # type: ignore[arg-type]
+            if children:
+                ends.append(0)
+                stack.append(index)
+                children.reverse()
+                stack.extend(children)
+            else:
+                ends.append(index + 1)
         self.nodes = nodes
         self.ends = ends
         self._index: dict[int, int] | None = None  # most walks start at the root: built when a part is walked
+        self._types: set[type] | None = None  # the node types in the tree, built when a walk prunes
 
     def walk(self, root: cst.CSTNode | None = None, prune: tuple[type, ...] = ()) -> Iterator[cst.CSTNode]:
         """What `iter_nodes(root, prune)` yields, in the same order (`root` defaults to the tree's own and
         need not be in this tree)."""
-        if root is None or root is self.nodes[0]:
+        nodes = self.nodes
+        if root is None or root is nodes[0]:
             start: int | None = 0
         else:
             if self._index is None:
-                self._index = {id(node): i for i, node in enumerate(self.nodes)}
+                self._index = {id(node): i for i, node in enumerate(nodes)}
             start = self._index.get(id(root))
         if start is None:
-            yield from iter_nodes(root, prune)  # type: ignore[arg-type]
-            return
+            return iter_nodes(root, prune)  # type: ignore[arg-type]
+        stop = self.ends[start]
+        if prune:
+            if self._types is None:
+                self._types = set(map(type, nodes))
+            if not self._types.isdisjoint(prune):
+                return self._pruned(start, stop, prune)
+        return iter(nodes) if start == 0 else islice(nodes, start, stop)  # nothing to prune: read the list
+
+    def _pruned(self, start: int, stop: int, prune: tuple[type, ...]) -> Iterator[cst.CSTNode]:
         nodes, ends = self.nodes, self.ends
-        i, stop = start, ends[start]
+        i = start
         while i < stop:
             node = nodes[i]
             yield node
-            i = ends[i] if prune and type(node) in prune else i + 1
+            i = ends[i] if type(node) in prune else i + 1
 
 
 def _hooks(visitor_type: type, node_type: type) -> tuple[object, object]:

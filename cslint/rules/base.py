@@ -230,8 +230,14 @@ class Rule:
     default_enabled: ClassVar[bool] = True
 
     def handlers(self) -> dict[str, Callable[[cst.CSTNode, RuleContext], None]]:
-        found = {}
-        for attr in dir(self):
-            if attr.startswith("visit_"):
-                found[attr[len("visit_"):]] = getattr(self, attr)
-        return found
+        return {attr[len("visit_"):]: getattr(self, attr) for attr in _visit_names(type(self))}
+
+
+def _visit_names(rule_type: type[Rule]) -> tuple[str, ...]:
+    """The rule class's `visit_*` attributes, looked up once per class: a checker is built for every
+    group of files, and `dir` walks the class's whole namespace."""
+    names = rule_type.__dict__.get("_visit_names")
+    if names is None:
+        names = tuple(attr for attr in dir(rule_type) if attr.startswith("visit_"))
+        rule_type._visit_names = names  # type: ignore[attr-defined]
+    return names  # type: ignore[no-any-return]
