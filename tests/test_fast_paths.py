@@ -21,7 +21,8 @@ from cslint.analysis.imports import ImportTable
 from cslint.analysis.index import _collect_imports, index_module, index_module_from_ast
 from cslint.analysis.module_names import assign_module_names, module_name_for
 from cslint.analysis.walk import FlatTree, iter_nodes
-from cslint.analysis.step_functions import _toplevel_assignments
+from cslint.analysis.project import Project
+from cslint.analysis.step_functions import _toplevel_assignments, module_objects
 from cslint.positions import locate, piece_positions
 from cslint.rules.base import module_level_alias, top_level_alias
 from cslint.sources import parse_unvalidated
@@ -164,21 +165,52 @@ if __name__ == "__main__":
 """
 
 
-def test_assignments_parsed_alone_are_the_whole_files():
-    tree = cst.parse_module(SCRIPT)
-    info = index_module_from_ast(Path("train.py"), SCRIPT, ast.parse(SCRIPT), "train", False,
+MODEL = """\
+import torch
+class GPT(torch.nn.Module):
+    pass
+class Registry:
+    pass
+"""
+
+
+def test_module_objects_from_the_index_are_the_whole_files():
+    """The module-level bindings an `ast`-indexed file keeps give the objects its libcst tree gives,
+    and no libcst parse happens for them."""
+    text = SCRIPT + """\
+from model import Registry
+opt = T.optim.SGD(net.parameters())
+compiled = T.compile(model=net)
+first = T.compile(*models, mode="x")
+moved = GPT(config).to(device).eval()
+a = b = GPT(config)
+pair, single = GPT(config), 1
+wrapped = T.compile(lambda x: x)
+kept = T.compile(
+    net, fullgraph=True)
+"""
+
+    def refuse(_: str) -> cst.Module:
+        raise AssertionError("parsed with libcst")
+
+    info = index_module_from_ast(Path("train.py"), text, ast.parse(text), "train", False,
                                  loader=lambda: pytest.fail("parsed the whole file"))
-    info.piece_parser = cst.parse_module
-    assert info.object_assignments is not None
-    whole = index_module(Path("train.py"), SCRIPT, tree, "train", False)
-    def code(node: cst.CSTNode) -> str:
-        return cst.Module([]).code_for_node(node).rstrip("; ")
-    # every assignment the whole tree's scan sees, bar the constants, in the same order (annotated ones too)
-    expected = [code(a) for a in _toplevel_assignments(whole) if not code(a).startswith(("HELP", "x: int"))]
-    assert expected[:2] == ["model = GPT(config)", "other = 1"] and len(expected) == 7
-    assert expected[-1] == "registry: Registry = Registry()"
-    assert [code(a) for a in _toplevel_assignments(info)] == expected
-    assert top_level_alias(info, "torch") == module_level_alias(tree, "torch") == "T"
+    info.piece_parser = refuse
+    whole = index_module(Path("train.py"), text, cst.parse_module(text), "train", False)
+    model = index_module(Path("model.py"), MODEL, cst.parse_module(MODEL), "model", False)
+    bindings = _toplevel_assignments(info)
+    # the whole tree's in the same order (annotated ones too), bar what binds nothing cslint follows to a
+    # name that never holds such a thing (`HELP = "..."`, `other = 1`)
+    every = _toplevel_assignments(whole)
+    following = {name for names, value in every if value is not None for name in names}
+    assert bindings == [b for b in every if b[1] is not None or following.intersection(b[0])]
+    assert len(every) - len(bindings) == 4  # HELP, other, x, (pair, single)
+    assert bindings[0] == (("model",), ("call", "GPT", None, None, (("name", "config"),)))
+    objects = module_objects(Project([info, model]), info)
+    assert objects == module_objects(Project([whole, model]), whole)
+    assert {name for name, kind in objects.items() if kind.role == "module"} == \
+        {"net", "compiled", "moved", "a", "b", "kept"}
+    assert objects["registry"].role == "object" and objects["opt"].role == "optimizer" and len(objects) == 8
 
 
 def test_functions_parsed_alone_need_a_known_span():

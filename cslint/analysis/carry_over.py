@@ -104,5 +104,5 @@ def _same_outline(old: ModuleInfo, new: ModuleInfo) -> bool:
         and vars(old.imports) == vars(new.imports) and old.function_tables == new.function_tables \
         and old.top_level_imports == new.top_level_imports \
         and old.may_have_toplevel_roots == new.may_have_toplevel_roots \
-        and _texts(old, old.object_assignments) == _texts(new, new.object_assignments) \
+        and old.object_bindings == new.object_bindings \
         and _texts(old, old.root_call_statements) == _texts(new, new.root_call_statements)

@@ -16,9 +16,10 @@ from typing import Any
 
 import libcst as cst
 
+from cslint.analysis.bindings import Binding, ast_bindings
 from cslint.analysis.import_scan import resolve_relative
 from cslint.analysis.torch_api import TRACE_WRAPPERS
-from cslint.analysis.imports import ImportTable, dotted_name
+from cslint.analysis.imports import ImportTable, ast_dotted_name, dotted_name
 from cslint.analysis.walk import visit
 
 
@@ -123,7 +124,9 @@ class ModuleInfo:
     # Parses a piece of the file (a function, some assignments) when the whole tree is not needed.
     piece_parser: Callable[[str], cst.Module] | None = None
     top_level_imports: list[tuple[str, str | None]] | None = None  # (module, alias) of top-level `import`s
-    object_assignments: list[Span] | None = None  # see `index_module_from_ast`
+    # the module-level assignments that may bind an object (bindings.py; see `_object_assignments`), from
+    # indexing; None: read them from the tree
+    object_bindings: list[Binding] | None = None
     # module-level names bound to a dict of functions (`ATTENTION = {"eager": eager_attention}`); see ClassInfo
     function_tables: dict[str, tuple[str, ...]] = field(default_factory=dict)
     # call expressions at module level (`torch.compile(fn)` marks fn as a root); None: not collected yet
@@ -457,7 +460,8 @@ def index_module_from_ast(path: Path, source: str, tree: ast.Module, name: str, 
                             span=spans.of(stmt) if spans.usable else None)
             for inner in stmt.body:
                 if isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    if inner.name in cls.methods and _is_accessor(inner.name, map(_ast_dotted, inner.decorator_list)):
+                    if inner.name in cls.methods and \
+                            _is_accessor(inner.name, map(ast_dotted_name, inner.decorator_list)):
                         continue
                     cls.methods[inner.name] = _ast_function(inner, info, cls, f"{cls.qualname}.{inner.name}", spans)
                 else:
@@ -472,9 +476,7 @@ def index_module_from_ast(path: Path, source: str, tree: ast.Module, name: str, 
                               for a in stmt.names]
     if spans.usable and info.may_have_toplevel_roots:
         info.root_call_statements = [spans.of(stmt) for stmt in tree.body if _calls_trace_wrapper(stmt, imports)]
-    if spans.usable:
-        # one span per line: `a = f(); b = g()` is one statement line
-        info.object_assignments = list(dict.fromkeys(spans.of(stmt) for stmt in _object_assignments(tree.body)))
+    info.object_bindings = ast_bindings(_object_assignments(tree.body))
     return info
 
 
@@ -503,7 +505,7 @@ def _ast_function(node: ast.FunctionDef | ast.AsyncFunctionDef, module: ModuleIn
                   qualname: str, spans: _Spans) -> FunctionInfo:
     decorators = []
     for dec in node.decorator_list:
-        dotted = _ast_dotted(dec.func if isinstance(dec, ast.Call) else dec)
+        dotted = ast_dotted_name(dec.func if isinstance(dec, ast.Call) else dec)
         decorators.append(module.imports.qualify(dotted) if dotted is not None else "")
     args = node.args
     signature = (tuple(a.arg for a in (*args.posonlyargs, *args.args)), args.vararg.arg if args.vararg else None)
@@ -511,7 +513,7 @@ def _ast_function(node: ast.FunctionDef | ast.AsyncFunctionDef, module: ModuleIn
                         _signature=signature, span=spans.of(node) if spans.usable else None)
 
 
-def _object_assignments(body: list[ast.stmt]) -> list[ast.stmt]:
+def _object_assignments(body: list[ast.stmt]) -> list[ast.Assign | ast.AnnAssign]:
     """The statements holding the assignments that can bind a module-level object (`model = GPT(config)`,
     `m = model`), and those that rebind such a name to something else, at top level and in `if`
     blocks (not one-line `if`s): in the order they run. Docstring constants and the like are left out."""
@@ -545,7 +547,7 @@ def _note_ast_function_table(stmt: ast.stmt, tables: dict[str, tuple[str, ...]])
         return
     names = None
     if isinstance(value, ast.Dict) and value.values and all(k is not None for k in value.keys):
-        names = tuple(_ast_dotted(v) for v in value.values)
+        names = tuple(ast_dotted_name(v) for v in value.values)
     for target in targets:
         if isinstance(target, ast.Name):
             if names is not None and all(names):
@@ -554,17 +556,8 @@ def _note_ast_function_table(stmt: ast.stmt, tables: dict[str, tuple[str, ...]])
                 tables.pop(target.id, None)
 
 
-def _ast_dotted(node: ast.expr) -> str | None:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        base = _ast_dotted(node.value)
-        return f"{base}.{node.attr}" if base is not None else None
-    return None
-
-
 def _ast_base(node: ast.expr) -> str | None:
-    return _ast_dotted(node.value if isinstance(node, ast.Subscript) else node)
+    return ast_dotted_name(node.value if isinstance(node, ast.Subscript) else node)
 
 
 def _collect_ast_imports(body: list[ast.stmt], table: ImportTable) -> None:
@@ -613,7 +606,7 @@ def _calls_trace_wrapper(stmt: ast.stmt, imports: ImportTable) -> bool:
     """Whether a module-level statement calls what its imports make a trace wrapper (`torch.compile`, as
     `ImportTable.resolve` reads the call's name)."""
     for call in _module_level_calls([stmt]):
-        dotted = _ast_dotted(call.func)
+        dotted = ast_dotted_name(call.func)
         if dotted is not None and dotted.partition(".")[0] in imports.names and \
                 imports.qualify(dotted) in TRACE_WRAPPERS:
             return True
@@ -623,7 +616,7 @@ def _calls_trace_wrapper(stmt: ast.stmt, imports: ImportTable) -> bool:
 def _has_toplevel_root_call(tree: ast.Module) -> bool:
     """Whether a call outside functions and classes could be `torch.compile(fn)`-like."""
     for call in _module_level_calls(tree.body):
-        dotted = _ast_dotted(call.func)
+        dotted = ast_dotted_name(call.func)
         if dotted is None or dotted.rsplit(".", 1)[-1] in _TOPLEVEL_ROOT_CALLS:
             return True
     return False

@@ -22,11 +22,13 @@ global stays a static value, as before.
 from __future__ import annotations
 
 import weakref
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import libcst as cst
 
 from cslint.analysis import torch_api as api
+from cslint.analysis.bindings import Binding, Value, cst_bindings, cst_value
 from cslint.analysis.imports import dotted_name
 from cslint.analysis.index import ClassInfo, FunctionInfo, ModuleInfo
 from cslint.analysis.kinds import MODULE, STATIC, TENSOR, UNKNOWN, Kind, Tag, obj, sequence_of
@@ -91,42 +93,47 @@ def class_instance_kind(project: Project, qualified: str) -> Kind | None:
 
 
 def expression_kind(project: Project, module: ModuleInfo, expr: cst.BaseExpression,
-                     known: dict[str, Kind]) -> Kind | None:
-    if isinstance(expr, cst.Name):
-        return known.get(expr.value)
-    if not isinstance(expr, cst.Call):
+                    known: dict[str, Kind]) -> Kind | None:
+    return value_kind(project, module, cst_value(expr), known)
+
+
+def value_kind(project: Project, module: ModuleInfo, value: Value, known: dict[str, Kind]) -> Kind | None:
+    """The kind of a value summarised as bindings.py does: a tracked object (`known` holds the module's
+    names bound so far), else None."""
+    if value is None:
         return None
-    func = expr.func
-    if isinstance(func, cst.Attribute) and func.attr.value in SELF_RETURNING_METHODS:
-        receiver = expression_kind(project, module, func.value, known)
-        if receiver is not None and receiver.role == "module":
-            return receiver
-    dotted = dotted_name(func)
+    if value[0] == "name":
+        return known.get(value[1])
+    _, dotted, method, receiver, first = value
+    if method in SELF_RETURNING_METHODS:
+        kind = value_kind(project, module, receiver, known)
+        if kind is not None and kind.role == "module":
+            return kind
     if dotted is None:
         return None
     qualified = module.imports.qualify(dotted)
-    if qualified in MODEL_WRAPPERS and expr.args:
-        return expression_kind(project, module, expr.args[0].value, known)
+    if qualified in MODEL_WRAPPERS and first:
+        return value_kind(project, module, first[0], known)
     return class_instance_kind(project, qualified)
 
 
-def _toplevel_assignments(module: ModuleInfo) -> list[cst.Assign | cst.AnnAssign]:
-    """Assignments at module level, including those under `if __name__ == "__main__":`. Read from just
-    their lines when the file's index says where they are, so a file is not parsed whole for them."""
+def _toplevel_assignments(module: ModuleInfo) -> list[Binding]:
+    """Assignments at module level, including those under `if __name__ == "__main__":`: from the file's
+    index when it has them (an `ast`-indexed file, never parsed with libcst for them), else its tree."""
+    if module.object_bindings is not None:
+        return module.object_bindings
     found: list[cst.Assign | cst.AnnAssign] = []
-    spans = module.object_assignments
-    statements = module.parse_pieces(spans) if spans is not None else None
 
-    def scan(statements: object) -> None:
-        for stmt in statements:  # type: ignore[attr-defined]
+    def scan(statements: Sequence[cst.CSTNode]) -> None:
+        for stmt in statements:
             if isinstance(stmt, cst.SimpleStatementLine):
                 found.extend(s for s in stmt.body if isinstance(s, cst.Assign)
                              or isinstance(s, cst.AnnAssign) and s.value is not None)
             elif isinstance(stmt, cst.If) and isinstance(stmt.body, cst.IndentedBlock):
                 scan(stmt.body.body)
 
-    scan(statements if statements is not None else module.tree.body)
-    return found
+    scan(module.tree.body)
+    return cst_bindings(found)
 
 
 def module_objects(project: Project, module: ModuleInfo) -> dict[str, Kind]:
@@ -136,16 +143,13 @@ def module_objects(project: Project, module: ModuleInfo) -> dict[str, Kind]:
     if cached is not None:
         return cached
     known: dict[str, Kind] = {}
-    for assign in _toplevel_assignments(module):
-        assert assign.value is not None
-        kind = expression_kind(project, module, assign.value, known)
-        targets = [t.target for t in assign.targets] if isinstance(assign, cst.Assign) else [assign.target]
+    for targets, value in _toplevel_assignments(module):
+        kind = value_kind(project, module, value, known)
         for target in targets:
-            if isinstance(target, cst.Name):
-                if kind is None:
-                    known.pop(target.value, None)
-                else:
-                    known[target.value] = kind
+            if kind is None:
+                known.pop(target, None)
+            else:
+                known[target] = kind
     for name, values in module.function_tables.items():  # `ATTENTION = {"eager": eager_attention, ...}`
         table = function_table_kind(project, module, values)
         if table is not None:

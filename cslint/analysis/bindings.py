@@ -1,0 +1,74 @@
+"""Module-level assignments summarised for what they may bind (`model = GPT(config)`,
+`compiled = torch.compile(model)`, `net = model.to(device)`), from either parser's tree.
+
+Telling which module-level names hold a tracked object (step_functions.module_objects) needs only a
+value's shape: a name, or a call with its callee's dotted name, the receiver of a method call and the
+first argument. An `ast`-indexed file keeps this summary from indexing, so libcst never parses a file's
+module-level statements (a model registry's `MAPPING = OrderedDict([...])` of hundreds of lines) for it.
+
+A value is None (nothing cslint follows), `("name", id)`, or `("call", dotted, method, receiver, first)`:
+`dotted` the callee as `a.b.c` (None if it is not one), `method` and `receiver` the attribute called and
+the value it is called on (None unless the callee is an attribute), `first` a 1-tuple with the first
+argument's value as written (keyword or starred included), empty without arguments.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+import libcst as cst
+
+from cslint.analysis.imports import ast_dotted_name, dotted_name
+
+Value = Any  # None | tuple, as above
+Binding = tuple[tuple[str, ...], Value]  # the plain names an assignment binds, and its value
+
+
+def cst_value(expr: cst.BaseExpression) -> Value:
+    if type(expr) is cst.Name:
+        return ("name", expr.value)
+    if type(expr) is not cst.Call:
+        return None
+    func = expr.func
+    method = func.attr.value if type(func) is cst.Attribute else None
+    receiver = cst_value(func.value) if type(func) is cst.Attribute else None
+    first = (cst_value(expr.args[0].value),) if expr.args else ()
+    return ("call", dotted_name(func), method, receiver, first)
+
+
+def ast_value(expr: ast.expr) -> Value:
+    if isinstance(expr, ast.Name):
+        return ("name", expr.id)
+    if not isinstance(expr, ast.Call):
+        return None
+    func = expr.func
+    method = func.attr if isinstance(func, ast.Attribute) else None
+    receiver = ast_value(func.value) if isinstance(func, ast.Attribute) else None
+    # libcst keeps positional and keyword arguments in one list, in source order (`f(k=1, *rest)`)
+    args: list[ast.expr | ast.keyword] = [*expr.args, *expr.keywords]
+    first_arg = min(args, key=lambda a: (a.lineno, a.col_offset)) if args else None
+    first = () if first_arg is None else \
+        (ast_value(first_arg.value if isinstance(first_arg, (ast.Starred, ast.keyword)) else first_arg),)
+    return ("call", ast_dotted_name(func), method, receiver, first)
+
+
+def cst_bindings(statements: list[cst.Assign | cst.AnnAssign]) -> list[Binding]:
+    """The summaries of libcst assignments (those with a value), in order."""
+    found = []
+    for stmt in statements:
+        assert stmt.value is not None
+        targets = [t.target for t in stmt.targets] if isinstance(stmt, cst.Assign) else [stmt.target]
+        found.append((tuple(t.value for t in targets if type(t) is cst.Name), cst_value(stmt.value)))
+    return found
+
+
+def ast_bindings(statements: list[ast.Assign | ast.AnnAssign]) -> list[Binding]:
+    """`cst_bindings` for `ast` assignments."""
+    found = []
+    for stmt in statements:
+        assert stmt.value is not None
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+        found.append((tuple(t.id for t in targets if isinstance(t, ast.Name)), ast_value(stmt.value)))
+    return found
+
