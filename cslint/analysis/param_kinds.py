@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 def root_param_kinds(project: Project, oracle: ProjectOracle, func: FunctionInfo) -> dict[str, Kind]:
     params = {p.name.value: signature_kind(p, TENSOR) for p in _all_params(func.node)}
-    _apply_uses(oracle, func, params, assumed_parameters(func))
+    _apply_uses(oracle, func, params, assumed_parameters(func) - _receiver(func))
     _apply_self_and_roles(oracle, func, params)
     apply_step_params(project, func, params)
     return params
@@ -36,7 +36,9 @@ def assumed_parameters(func: FunctionInfo) -> set[str]:
 
 def _apply_uses(oracle: ProjectOracle, func: FunctionInfo, params: dict[str, Kind], assumed: Collection[str]) -> None:
     """What the body says of parameters the signature leaves open: containers, flags, and parameters whose
-    None the body replaces by a Python value (param_uses)."""
+    None the body replaces by a Python value (param_uses). With none open, the body is not read."""
+    if not assumed:
+        return
     uses = param_uses(func)
     for name in uses.containers:
         if name in assumed:
@@ -58,6 +60,14 @@ def _static_attribute(oracle: ProjectOracle, func: FunctionInfo, attribute: str)
         return False
     kind = oracle.attributes(func.cls.qualname).get(attribute)
     return kind is not None and kind.tag is Tag.STATIC
+
+
+def _receiver(func: FunctionInfo) -> set[str]:
+    """The method's first parameter, whose kind `_apply_self_and_roles` sets whatever the body says of it."""
+    if func.cls is None or func.is_static_method:
+        return set()
+    first = _first_param(func.node)
+    return {first} if first is not None else set()
 
 
 def _apply_self_and_roles(oracle: ProjectOracle, func: FunctionInfo, params: dict[str, Kind]) -> None:
@@ -108,7 +118,7 @@ def helper_param_kinds(oracle: ProjectOracle, func: FunctionInfo, given: dict[st
     for param in _all_params(func.node):
         name = param.name.value
         params[name] = given[name] if name in given else signature_kind(param, UNKNOWN)
-    assumed = assumed_parameters(func)
+    assumed = assumed_parameters(func) - _receiver(func)
     _apply_uses(oracle, func, params, {n for n in assumed if n not in given or n in param_uses(func).containers})
     _apply_self_and_roles(oracle, func, params)
     for name, kind in given.items():  # the receiver, bound by the caller
