@@ -7,12 +7,14 @@ from __future__ import annotations
 import ast
 import dataclasses
 import textwrap
+from pathlib import Path
 
 import libcst as cst
 import pytest
 
 from cslint import budget
-from cslint.analysis.call_returns import MAX_STATEMENTS, _small_node
+from cslint.analysis.call_returns import MAX_STATEMENTS, _small_ast, _small_node, is_small_helper
+from cslint.analysis.index import index_module_from_ast
 from cslint.analysis.walk import _NOT_WALKED, FlatTree, child_nodes, iter_nodes
 from tests.corpus import real_files
 
@@ -101,6 +103,72 @@ def test_small_helpers_are_told_from_others():
     assert _small_node(_function("@staticmethod\ndef f(x):\n    a = 1; b = 2; c = 3\n    return a\n"))
     assert not _small_node(_function("def f(x):\n    a = 1; b = 2; c = 3; d = 4; e = 5\n    if x:\n"
                                      "        g = 1; h = 2\n    return a\n"))  # small statements of one line count each
+
+
+SMALL_CASES = [
+    "def default(value, fallback):\n    if value is None:\n        return fallback\n    return value\n",
+    "def f(x):\n" + "".join(f"    x{i} = x + {i}\n" for i in range(MAX_STATEMENTS - 1)) + "    return x\n",
+    "def f(x):\n" + "".join(f"    x{i} = x + {i}\n" for i in range(MAX_STATEMENTS)) + "    return x\n",
+    "def f(x):\n    return [(yield v) for v in x]\n",
+    "def f(x):\n    return (lambda: (yield from x))\n",
+    "async def f(x):\n    async def g():\n        return x\n    return g\n",
+    "def f(x):\n    class C:\n        pass\n    return C\n",
+    "def f(x, **kwargs):\n    return x\n",
+    "@torch.no_grad()\ndef f(x):\n    return x\n",
+    "@staticmethod()\ndef f(x):\n    return x\n",
+    "@a.staticmethod\ndef f(x):\n    return x\n",
+    "@staticmethod\n@classmethod\ndef f(x):\n    a = 1; b = 2; c = 3\n    return a\n",
+    "def f(x):\n    a = 1; b = 2; c = 3; d = 4; e = 5\n    if x:\n        g = 1; h = 2\n    return a\n",
+    "def f(x):\n    if x: return 1\n    elif x > 1:\n        pass\n    else:\n        if y: pass\n    return 2\n",
+    "def f(x):\n    try:\n        pass\n    except E:\n        pass\n    else:\n        pass\n"
+    "    finally:\n        pass\n    with a: pass\n    for i in x: continue\n",
+    "def f(x):\n    match x:\n        case 1: return 1\n        case _: return 2\n",
+    "def f(x): return x\n",
+]
+
+
+def _pairs(text: str) -> list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, cst.FunctionDef]]:
+    """Every function and method of a file as both parsers see it."""
+    def functions(body: list, kinds: tuple[type, ...], class_kind: type) -> list:
+        found = [n for n in body if isinstance(n, kinds)]
+        for cls in (n for n in body if isinstance(n, class_kind)):
+            inner = cls.body if isinstance(cls, ast.ClassDef) else getattr(cls.body, "body", ())
+            found += [n for n in inner if isinstance(n, kinds)]
+        return found
+
+    return list(zip(functions(ast.parse(text).body, (ast.FunctionDef, ast.AsyncFunctionDef), ast.ClassDef),
+                    functions(cst.parse_module(text).body, (cst.FunctionDef,), cst.ClassDef), strict=True))
+
+
+@pytest.mark.parametrize("path", real_files(torch_sample=40, seed=3), ids=lambda p: p.name)
+def test_the_size_test_on_ast_gives_the_node_s(path):
+    text = path.read_text(encoding="utf-8")
+    try:
+        pairs = _pairs(text)
+    except cst.ParserSyntaxError:
+        pytest.skip("does not parse")
+    for tree, node in pairs:
+        assert _small_ast(tree) == _small_node(node), (path, tree.name)
+
+
+def test_the_size_test_on_ast_gives_the_node_s_on_odd_helpers():
+    results = []
+    for text in SMALL_CASES:
+        ((tree, node),) = _pairs(text)
+        assert _small_ast(tree) == _small_node(node), text
+        results.append(_small_ast(tree))
+    assert results.count(True) == 6
+
+
+def test_helpers_too_large_are_not_parsed_with_libcst_to_tell():
+    text = "class Block:\n    def gate(self, x, **kw):\n        return x\n\n    def keep(self, x):\n        return x\n"
+    info = index_module_from_ast(Path("m.py"), text, ast.parse(text), "m", False, loader=lambda: pytest.fail("whole"))
+    parsed = []
+    info.piece_parser = lambda piece: parsed.append(piece) or cst.parse_module(piece)
+    gate, keep = info.classes["Block"].methods["gate"], info.classes["Block"].methods["keep"]
+    assert not is_small_helper(gate) and parsed == []
+    assert is_small_helper(keep) and keep._node is None and parsed == []  # parsed when analysed, not to tell
+    assert keep.node.name.value == "keep" and len(parsed) == 1
 
 
 def test_the_host_fixers_walks_find_assignments_and_reads():

@@ -14,6 +14,7 @@ of its own, and the caller takes the joined result as before.
 
 from __future__ import annotations
 
+import ast
 import weakref
 
 import libcst as cst
@@ -90,7 +91,7 @@ def is_small_helper(func: FunctionInfo) -> bool:
     `**kwargs` (what callers pass by name there is the program's) and no functions or classes inside."""
     small = _SMALL.get(func)
     if small is None:
-        small = _SMALL[func] = func.module.library is None and _short_text(func) and _small_node(func.node)
+        small = _SMALL[func] = func.module.library is None and _short_text(func) and _small_function(func)
     return small
 
 
@@ -98,6 +99,48 @@ def _short_text(func: FunctionInfo) -> bool:
     """Judged from the source span, so that a long function is never parsed for the question."""
     span = func.span
     return span is None or func.module.source.count("\n", span.start, span.end) <= MAX_LINES
+
+
+def _small_function(func: FunctionInfo) -> bool:
+    """`_small_node`, judged on Python's `ast` of the function's text when it is not parsed yet: many helpers
+    asked about are not small, and are then never parsed with libcst (several times slower)."""
+    if func._node is None and func.span is not None:
+        tree = _ast_function(func)
+        if tree is not None:
+            return _small_ast(tree)
+    return _small_node(func.node)
+
+
+def _ast_function(func: FunctionInfo) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    """The function parsed alone with `ast` (a method inside a `class _:` line, as index.py parses it)."""
+    assert func.span is not None
+    text = func.module.source[func.span.start:func.span.end]
+    try:
+        stmt = ast.parse("class _:\n" + text if func.cls is not None else text).body[0]
+    except (SyntaxError, ValueError, RecursionError, MemoryError, IndexError):
+        return None
+    node = stmt.body[0] if func.cls is not None and isinstance(stmt, ast.ClassDef) else stmt
+    return node if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == func.name else None
+
+
+def _small_ast(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """`_small_node` on an `ast` function: the same decorators, `**kwargs` and statements."""
+    if node.args.kwarg is not None or any(
+            not (isinstance(d, ast.Name) and d.id in _ALLOWED_DECORATORS) for d in node.decorator_list):
+        return False
+    count = 0
+    for stmt in node.body:
+        for current in ast.walk(stmt):
+            if isinstance(current, _AST_REFUSED):
+                return False
+            if isinstance(current, ast.stmt):
+                count += 1
+                if count > MAX_STATEMENTS:
+                    return False
+    return True
+
+
+_AST_REFUSED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Yield, ast.YieldFrom)
 
 
 def _small_node(node: cst.FunctionDef) -> bool:
