@@ -23,8 +23,7 @@ from cslint.analysis.module_names import assign_module_names, module_name_for
 from cslint.analysis.walk import FlatTree, iter_nodes
 from cslint.analysis.project import Project
 from cslint.analysis.step_functions import _toplevel_assignments, module_objects
-from cslint.positions import locate, piece_positions
-from cslint.rules.base import module_level_alias, top_level_alias
+from cslint.positions import locate, piece_positions, whole_module_positions
 from cslint.sources import parse_unvalidated
 from tests.corpus import real_files
 
@@ -56,6 +55,17 @@ def test_statement_positions_equal_position_provider(path: Path):
     found = locate(tree, text, wanted)
     for node, _, _ in wanted:
         assert found[node] == expected[node], cst.Module([]).code_for_node(node)[:60]
+
+
+@pytest.mark.parametrize("path", CORPUS[1::6], ids=lambda p: p.name)
+def test_whole_module_positions_equal_position_provider(path: Path):
+    """Our codegen state (plain context managers, spans as tuples) places every node as libcst's does."""
+    _, tree = _parse(path)
+    expected = MetadataWrapper(tree, unsafe_skip_copy=True).resolve(PositionProvider)
+    found = whole_module_positions(tree)
+    assert len(found) == len(expected)
+    for node, position in expected.items():
+        assert found[node] == position, cst.Module([]).code_for_node(node)[:60]
 
 
 def test_positions_fall_back_when_a_statement_occurs_twice():
