@@ -279,7 +279,7 @@ class ProjectOracle:
         merged: dict[str, Kind] = {}
         for klass in reversed(list(self.project.mro(cls))):
             for method in klass.methods.values():
-                if not method.name.startswith(ATTRIBUTE_SETTING_METHODS):
+                if not method.name.startswith(ATTRIBUTE_SETTING_METHODS) or not _sets_own_attributes(method):
                     continue
                 # constructor and setup arguments are configuration; forward's are tensors
                 unannotated = TENSOR if method.name == "forward" else STATIC
@@ -292,6 +292,42 @@ class ProjectOracle:
         self._computing.discard(cls_name)
         self._attributes[cls_name] = merged
         return merged
+
+
+_REGISTRATIONS = frozenset({"register_buffer", "register_parameter", "add_module"})
+
+
+def _sets_own_attributes(method: FunctionInfo) -> bool:
+    """Whether a method may set an attribute of its instance (`self.x = ...`, `self.x["k"] += ...`,
+    `for self.i in ...`, `self.register_buffer(...)`, in a nested function too): one that does not (a forward
+    that only reads them) adds nothing to `attributes`, and is not analysed for it."""
+    node = method.node
+    own = _first_param(node) if not method.is_static_method else None
+    if own is None:
+        return False  # no receiver: the analysis binds no `self.<attr>`
+    for part in iter_nodes(node.body):
+        kind = type(part)
+        if kind is cst.Assign:
+            targets: list[cst.CSTNode] = [t.target for t in part.targets]  # type: ignore[attr-defined]
+        elif kind in (cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor, cst.NamedExpr):
+            targets = [part.target]  # type: ignore[attr-defined]
+        elif kind is cst.WithItem and part.asname is not None:  # type: ignore[attr-defined]
+            targets = [part.asname.name]  # type: ignore[attr-defined]
+        elif kind is cst.Call:
+            func = part.func  # type: ignore[attr-defined]
+            if type(func) is cst.Attribute and func.attr.value in _REGISTRATIONS and _is_name(func.value, own):
+                return True
+            continue
+        else:
+            continue
+        for target in targets:
+            if any(type(n) is cst.Attribute and _is_name(n.value, own) for n in iter_nodes(target)):  # type: ignore[attr-defined]
+                return True
+    return False
+
+
+def _is_name(node: cst.CSTNode, name: str) -> bool:
+    return type(node) is cst.Name and node.value == name  # type: ignore[attr-defined]
 
 
 def state_entry_kinds(methods: list[cst.FunctionDef],
