@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import typing
 from collections.abc import Iterator, Sequence
-from itertools import islice
+from itertools import islice, repeat
 
 import libcst as cst
 
@@ -86,7 +86,10 @@ def iter_with_parents(root: cst.CSTNode, prune: tuple[type, ...] = ()
         yield node, parent
         if prune and type(node) in prune:
             continue
-        stack.extend((child, node) for child in reversed(_children(node)))
+        children = _children(node)
+        if children:
+            children.reverse()
+            stack.extend(zip(children, repeat(node)))
 
 
 class FlatTree:
@@ -124,12 +127,7 @@ class FlatTree:
         """What `iter_nodes(root, prune)` yields, in the same order (`root` defaults to the tree's own and
         need not be in this tree)."""
         nodes = self.nodes
-        if root is None or root is nodes[0]:
-            start: int | None = 0
-        else:
-            if self._index is None:
-                self._index = {id(node): i for i, node in enumerate(nodes)}
-            start = self._index.get(id(root))
+        start = 0 if root is None else self.position(root)
         if start is None:
             return iter_nodes(root, prune)  # type: ignore[arg-type]
         stop = self.ends[start]
@@ -139,6 +137,14 @@ class FlatTree:
             if not self._types.isdisjoint(prune):
                 return self._pruned(start, stop, prune)
         return iter(nodes) if start == 0 else islice(nodes, start, stop)  # nothing to prune: read the list
+
+    def position(self, node: cst.CSTNode) -> int | None:
+        """The node's index in `nodes` (None if it is not in this tree); its subtree ends at `ends[index]`."""
+        if node is self.nodes[0]:
+            return 0
+        if self._index is None:
+            self._index = {id(n): i for i, n in enumerate(self.nodes)}
+        return self._index.get(id(node))
 
     def _pruned(self, start: int, stop: int, prune: tuple[type, ...]) -> Iterator[cst.CSTNode]:
         nodes, ends = self.nodes, self.ends
