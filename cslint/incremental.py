@@ -727,14 +727,18 @@ def _library_cache_directory() -> Path | None:
 
 def _index_part(settings: Settings, paths: list[Path], names: dict[Path, tuple[str, bool]],
                 target: str, profiled: bool) -> dict[str, Any]:
-    """In a worker process: read and index `paths`, keep them, and save them for the other workers."""
+    """In a worker process: read and index `paths`, keep them, and save them for the other workers. With
+    the collector's thresholds raised, as for the groups' analyses (collector.py): Python's trees are
+    millions of young objects, and a collection every 700 of them, walking them all, was a sixth of
+    the indexing (transformers `models/`)."""
     from cslint.deep_stack import run_with_deep_stack
     from cslint.runner import Linter
 
     store = _worker_store()
     profile = Profile(enabled=profiled)
     linter = Linter(settings, [], profile, tree_budget=TREE_BUDGET_BYTES, store=store)
-    run_with_deep_stack(lambda: linter.index_files(paths, names))
+    with fewer_collections():
+        run_with_deep_stack(lambda: linter.index_files(paths, names))
     store.save(paths, target)
     return profile.as_dict()
 

@@ -4,6 +4,7 @@ not once per group whose analysis loads it, and the report is the same as analys
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 from collections import Counter
 from pathlib import Path
@@ -250,3 +251,28 @@ def test_worker_calls_carry_the_groups_files_not_what_they_import(tmp_path, caps
     # every file in one group's call, then the groups whose traced code meets in `rms`, analysed again together
     assert sum(map(len, sent[:first_round])) == files
     assert sum(map(len, sent)) <= 2 * files
+
+
+def test_a_workers_indexing_runs_with_fewer_collections(tmp_path, monkeypatch):
+    """A worker's share of the indexing (Python's trees: millions of young objects) runs with the
+    collector's thresholds raised, as the groups' analyses do, and puts the defaults back after."""
+    from cslint.collector import THRESHOLDS
+    from cslint.config import Settings
+
+    root = _dense_project(tmp_path, models=2)
+    paths = sorted(root.rglob("*.py"))
+    seen: list[tuple[int, ...]] = []
+    index_files = runner.Linter.index_files
+
+    def recording(self, *args):  # type: ignore[no-untyped-def]
+        seen.append(gc.get_threshold())
+        return index_files(self, *args)
+
+    monkeypatch.setattr(runner.Linter, "index_files", recording)
+    monkeypatch.setattr(incremental, "_WORKER_STORE", [])
+    before = gc.get_threshold()
+    names = {path: (path.stem, False) for path in paths}
+    incremental._index_part(Settings(), paths, names, str(tmp_path / "part.pickle"), False)
+    assert seen == [THRESHOLDS] and gc.get_threshold() == before
+    assert (tmp_path / "part.pickle").exists()
+    assert incremental._WORKER_STORE[0].indexed == dict.fromkeys(paths, 1)  # each file, broken.py too
