@@ -255,3 +255,49 @@ def test_a_flat_tree_pruning_types_it_does_not_hold_walks_it_all():
     pruned = list(flat.walk(prune=(cst.Lambda,)))
     assert len(pruned) < len(everything) and any(isinstance(n, cst.Lambda) for n in pruned)
     assert [id(n) for n in pruned] == [id(n) for n in iter_nodes(tree, (cst.Lambda,))]
+
+
+def _holds_by_children(tree: cst.CSTNode, node: cst.CSTNode) -> bool:
+    return tree is node or any(_holds_by_children(child, node) for child in tree.children)
+
+
+@pytest.mark.parametrize("path", real_files(torch_sample=12, seed=22)[2::9], ids=lambda p: p.name)
+def test_the_blocks_down_to_a_statement_are_found_from_the_flat_walk(path):
+    from types import SimpleNamespace
+
+    from cslint.rules.side_effects import _blocks_to, _holder
+
+    try:
+        tree = cst.parse_module(path.read_text(encoding="utf-8"))
+    except cst.ParserSyntaxError:
+        pytest.skip("does not parse")
+    functions = [n for n in iter_nodes(tree) if isinstance(n, cst.FunctionDef)][:40]
+    for function in functions:
+        ctx = SimpleNamespace(body=FlatTree(function.body))
+        for node in [n for n in iter_nodes(function) if isinstance(n, (cst.Assign, cst.Name))][::5]:
+            slow = _blocks_to(function, node, lambda tree, node=node: _holds_by_children(tree, node))
+            fast = _blocks_to(function, node, _holder(ctx, node))  # type: ignore[arg-type]
+            assert [(id(block), index) for block, index in fast] == [(id(block), index) for block, index in slow]
+
+
+def test_the_blocks_down_to_a_statement_in_an_else_branch():
+    from types import SimpleNamespace
+
+    from cslint.rules.side_effects import _blocks_to, _holder
+
+    function = _function("""
+        def forward(self, x, bias=None):
+            for layer in self.layers:
+                if bias is None:
+                    pass
+                else:
+                    with torch.no_grad():
+                        bias = torch.zeros(3)
+                        bias.requires_grad = True
+            return x
+    """)
+    at = next(n for n in iter_nodes(function) if isinstance(n, cst.Assign) and isinstance(n.targets[0].target,
+                                                                                         cst.Attribute))
+    blocks = _blocks_to(function, at, _holder(SimpleNamespace(body=FlatTree(function.body)), at))
+    assert [index for _, index in blocks] == [0, 0, 0, 1]
+    assert blocks[-1][0][blocks[-1][1] - 1].body[0].targets[0].target.value == "bias"

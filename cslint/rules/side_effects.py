@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import libcst as cst
 
@@ -16,7 +16,7 @@ from cslint.fixers.summaries import data_dependent_parts, log_call_kind, report_
 from cslint.rules.base import Rule, RuleContext
 from cslint.rules.optimizer_state import made_by_first_step, python_counter
 from cslint.targets import get_target
-from cslint.analysis.walk import visit
+from cslint.analysis.walk import child_nodes, iter_nodes, visit
 
 ONCE = "it runs once, while the step is traced, not on every step"
 BREAKS = "torch.compile cannot trace it, so the graph breaks here (an error with `fullgraph=True`)"
@@ -653,7 +653,7 @@ def _made_in_step(tensor: cst.BaseExpression, ctx: RuleContext, at: cst.CSTNode)
         return True
     if type(tensor) is not cst.Name:
         return False
-    for block, index in reversed(_blocks_to(ctx.traced.func.node, at)):
+    for block, index in reversed(_blocks_to(ctx.traced.func.node, at, _holder(ctx, at))):
         for stmt in reversed(block[:index]):
             value = _assigned_value(stmt, tensor.value)
             if value is not None:
@@ -661,22 +661,24 @@ def _made_in_step(tensor: cst.BaseExpression, ctx: RuleContext, at: cst.CSTNode)
     return False
 
 
-def _blocks_to(root: cst.CSTNode, node: cst.CSTNode) -> list[tuple[Sequence[cst.CSTNode], int]]:
-    """The statement lists from `root` down to `node`, each with the index of the statement holding it."""
+def _blocks_to(root: cst.CSTNode, node: cst.CSTNode, holds: Callable[[cst.CSTNode], bool]
+               ) -> list[tuple[Sequence[cst.CSTNode], int]]:
+    """The statement lists from `root` down to `node`, each with the index of the statement holding it
+    (`holds(tree)`: is `node` in `tree`)."""
     path: list[tuple[Sequence[cst.CSTNode], int]] = []
     current: cst.CSTNode = root
     while True:
         body = getattr(current, "body", None)
         statements = body.body if isinstance(body, cst.IndentedBlock) else None
         if statements is None:
-            children = [c for c in current.children if _holds(c, node)]
+            children = [c for c in child_nodes(current) if holds(c)]
             if not children or children[0] is node:
                 return path
             current = children[0]
             continue
-        index = next((i for i, stmt in enumerate(statements) if _holds(stmt, node)), None)
+        index = next((i for i, stmt in enumerate(statements) if holds(stmt)), None)
         if index is None:
-            children = [c for c in current.children if c is not body and _holds(c, node)]  # an else branch
+            children = [c for c in child_nodes(current) if c is not body and holds(c)]  # an else branch
             if not children:
                 return path
             current = children[0]
@@ -687,8 +689,19 @@ def _blocks_to(root: cst.CSTNode, node: cst.CSTNode) -> list[tuple[Sequence[cst.
         current = statements[index]
 
 
-def _holds(tree: cst.CSTNode, node: cst.CSTNode) -> bool:
-    return tree is node or any(_holds(child, node) for child in tree.children)
+def _holder(ctx: RuleContext, node: cst.CSTNode) -> Callable[[cst.CSTNode], bool]:
+    """Is `node` in a tree: read from the function body's flat walk (a subtree is a range of it), not by
+    walking each tree asked about."""
+    flat = ctx.body
+    target = flat.position(node)
+
+    def holds(tree: cst.CSTNode) -> bool:
+        start = flat.position(tree) if target is not None else None
+        if start is None:  # outside the body (or `node` is): walk it
+            return tree is node or any(n is node for n in iter_nodes(tree))
+        return start <= target < flat.ends[start]  # type: ignore[operator]
+
+    return holds
 
 
 def _assigned_value(stmt: cst.CSTNode, name: str) -> cst.BaseExpression | None:
