@@ -403,6 +403,8 @@ class Linter:
                 info.loader = lambda: self._load_tree(source)
                 info.budget = self._budget
                 info.piece_parser = partial(self._parse_piece, source.path)
+            if info is not None and info.piece_parser is not None and warm_indexes() is None:
+                info.spare_pieces = self.store.pieces
             return info
         return self._index_anew(source, name, is_package)
 
@@ -467,6 +469,11 @@ class Linter:
             tree = warm.piece(path, text)
             if tree is not None and id(tree) not in self._pieces_given:  # two same-text functions: own trees
                 self._pieces_given.add(id(tree))
+                return tree
+        elif self.store is not None:  # a function of the same text as one an earlier analysis gave back
+            tree = self.store.pieces.take(text)
+            if tree is not None:
+                self.profile.count("pieces parsed before, for a function of the same text")
                 return tree
         with self.profile.phase("parse"):
             self.profile.count("pieces parsed (functions, assignments)")

@@ -18,6 +18,7 @@ import libcst as cst
 
 from cslint.analysis.bindings import Binding, ast_bindings
 from cslint.analysis.import_scan import resolve_relative
+from cslint.analysis.piece_pool import PiecePool
 from cslint.analysis.torch_api import TRACE_WRAPPERS
 from cslint.analysis.imports import ImportTable, ast_dotted_name, dotted_name
 from cslint.analysis.walk import visit
@@ -145,6 +146,8 @@ class ModuleInfo:
     # a module of an installed library read as context (analysis/libraries.py): its distribution's
     # (name, version), the version empty when unknown; None for the linted project's modules
     library: tuple[str, str] | None = None
+    # where functions parsed alone go when the tree is given back, for a function of the same text later
+    spare_pieces: PiecePool | None = None
 
     @property
     def tree(self) -> cst.Module:
@@ -205,7 +208,7 @@ class ModuleInfo:
         span = func.span
         text = self.source[span.start:span.end]
         wrapped = func.cls is not None  # a method: indented, so it needs a class to be in
-        try:
+        try:  # (a method is given back to `spare_pieces` under the same text)
             parsed = self.piece_parser("class _:\n" + text if wrapped else text)
             stmt = parsed.body[0]
             node = stmt.body.body[0] if wrapped and isinstance(stmt, cst.ClassDef) else stmt
@@ -256,10 +259,17 @@ class ModuleInfo:
         for cls in self.classes.values():
             cls._node = None
             for method in cls.methods.values():
-                method._node = method.piece = None
+                self._give_back(method)
         for func in self.functions.values():
-            func._node = func.piece = None
+            self._give_back(func)
         return True
+
+    def _give_back(self, func: FunctionInfo) -> None:
+        piece = func.piece
+        if piece is not None and self.spare_pieces is not None:
+            text = self.source[piece.span.start:piece.span.end]
+            self.spare_pieces.give_back("class _:\n" + text if func.cls is not None else text, piece.module)
+        func._node = func.piece = None
 
 
 class TreeBudget:

@@ -25,6 +25,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from cslint.analysis.index import ModuleInfo
+from cslint.analysis.piece_pool import PiecePool
 from cslint.sources import ReadError, SourceFile
 
 IndexKey = tuple[Path, str, bool]  # path, module name, whether a package
@@ -40,6 +41,7 @@ class IndexStore:
         self._lent: list[ModuleInfo] = []  # the indexes the current analysis uses
         self._resolved: dict[Path, Path] = {}
         self.shared: dict[Path, str] = {}  # file -> where another process saved what it read and indexed
+        self.pieces = PiecePool()  # functions parsed alone that analyses gave back
 
     def _fetch(self, path: Path) -> None:
         """Load what another process saved about `path` (and the other files saved with it)."""
@@ -126,5 +128,6 @@ class IndexStore:
         for module in self._lent:
             if module.loaded:
                 module.release()
-            module.loader = module.piece_parser = module.budget = None
+            module.loader = module.piece_parser = module.budget = module.spare_pieces = None
         self._lent.clear()
+        self.pieces.end_analysis()

@@ -1,0 +1,58 @@
+"""Functions parsed alone and given back, kept for a function of the same text in a later analysis.
+
+Model code is copied from file to file (transformers' `# Copied from` functions: a third of the
+functions a cold run on its `models/` parses have the text of one parsed before), and the files that
+hold the copies are mostly analysed in different groups. A parsed function depends only on its text
+(positions come from the function's own span: `index.Piece`), so the tree a group gave back serves the
+next function with that text instead of a second parse.
+
+A tree serves one function at a time: taken out of the pool when handed over, put back when that
+function's module gives its trees back. A tree given back during an analysis waits for the next one:
+the analysis may still hold what it computed from the tree (a function's nodes identify its findings
+and kinds), and no two functions of one analysis share nodes. The pool holds at most `limit` bytes of
+source worth of trees (a tree takes some 27 times its source), the least recently given back dropped
+first.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+import libcst as cst
+
+# 750 KB of source: about 20 MB of trees, a tenth of a cold worker's peak on transformers' models/
+POOL_BYTES = 750_000
+
+
+class PiecePool:
+    def __init__(self, limit: int | None = None) -> None:
+        self.limit = POOL_BYTES if limit is None else limit
+        self.size = 0
+        self.analysis = 0  # the number of the analysis in progress
+        self._trees: OrderedDict[str, tuple[cst.Module, int]] = OrderedDict()  # text -> tree, analysis given back
+
+    def take(self, text: str) -> cst.Module | None:
+        """A tree of `text` given back by an earlier analysis, now the caller's; None if there is none."""
+        found = self._trees.get(text)
+        if found is None or found[1] == self.analysis:
+            return None
+        del self._trees[text]
+        self.size -= len(text)
+        return found[0]
+
+    def give_back(self, text: str, tree: cst.Module) -> None:
+        """`tree`, parsed from `text`, is no longer used by the function it was parsed for."""
+        if len(text) > self.limit:
+            return
+        if text in self._trees:
+            self.size -= len(text)
+        self._trees[text] = (tree, self.analysis)
+        self._trees.move_to_end(text)
+        self.size += len(text)
+        while self.size > self.limit:
+            dropped, _ = self._trees.popitem(last=False)
+            self.size -= len(dropped)
+
+    def end_analysis(self) -> None:
+        """What was given back so far may serve the analyses from now on."""
+        self.analysis += 1

@@ -1,0 +1,96 @@
+"""A function parsed for one analysis serves a function of the same text in a later one (copied model
+code), and the report is the same as when every function is parsed for itself."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import libcst as cst
+
+from cslint.analysis import piece_pool
+from cslint.analysis.piece_pool import PiecePool
+from cslint.cli import main
+
+NORM = '''\
+class RMSNorm(nn.Module):
+    def __init__(self, eps):
+        super().__init__()
+        self.eps = eps
+
+    def forward(self, x):
+        if x.abs().max() > self.eps:
+            x = x / x.norm()
+        return x.tolist()
+'''
+
+MODEL = '''\
+import torch
+from torch import nn
+{padding}
+
+{norm}
+
+class Model{i}(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.norm = RMSNorm(1e-5)
+
+    def forward(self, x):
+        return self.norm(x) + {i}
+'''
+
+
+def _project(root: Path, models: int) -> Path:
+    (root / "pyproject.toml").write_text("[project]\nname = 'copies'\n")
+    for i in range(models):  # the same RMSNorm, further down each file
+        padding = "\n".join(f"CONSTANT_{j} = {j}" for j in range(1 + 3 * i))
+        (root / "models").mkdir(exist_ok=True)
+        (root / "models" / f"m{i}.py").write_text(MODEL.format(i=i, padding=padding, norm=NORM))
+    return root
+
+
+def _check(capsys, root: Path) -> tuple[list[dict], str]:
+    code = main(["check", str(root), "--no-cache", "-j", "1", "--show-chain", "--output-format", "json",
+                 "--profile"])
+    out, err = capsys.readouterr()
+    assert code in (0, 1), err
+    return json.loads(out), err
+
+
+def _count(err: str, label: str) -> int:
+    return int(err.split(f"{label}: ")[1].split()[0].rstrip(",")) if f"{label}: " in err else 0
+
+
+def test_copied_functions_are_parsed_once_and_reported_as_when_parsed_each(tmp_path, capsys, monkeypatch):
+    root = _project(tmp_path, 4)
+    report, err = _check(capsys, root)
+    reused = _count(err, "pieces parsed before, for a function of the same text")
+    parsed = _count(err, "pieces parsed (functions, assignments)")
+    monkeypatch.setattr(piece_pool, "POOL_BYTES", 0)
+    alone, err_alone = _check(capsys, root)
+    assert _count(err_alone, "pieces parsed before, for a function of the same text") == 0
+    assert report == alone  # same findings, same lines, same order
+    # RMSNorm.__init__ and .forward of three of the four files come from the first one's trees
+    assert reused >= 6 and parsed + reused == _count(err_alone, "pieces parsed (functions, assignments)")
+    branches = sorted((f["filename"].rsplit("/", 1)[1], f["line"]) for f in report if f["code"] == "WSC101")
+    assert branches == [(f"m{i}.py", 11 + 3 * i) for i in range(4)]  # each file's own line
+
+
+def test_a_tree_serves_one_function_at_a_time_and_only_in_later_analyses():
+    pool = PiecePool(limit=100)
+    text = "def f(x):\n    return x\n"
+    tree = cst.parse_module(text)
+    pool.give_back(text, tree)
+    assert pool.take(text) is None  # given back during this analysis: it may still hold the nodes
+    pool.end_analysis()
+    assert pool.take(text) is tree
+    assert pool.take(text) is None  # now the taker's alone
+    pool.give_back(text, tree)
+    pool.end_analysis()
+    other = "def g(y):\n    return y * 2\n" * 3
+    pool.give_back(other, cst.parse_module(other))  # over the limit with both: the older one goes
+    pool.end_analysis()
+    assert pool.size == len(other) and pool.take(text) is None and pool.take(other) is not None
+    pool.give_back("x = 1\n" * 50, cst.parse_module("x = 1\n" * 50))  # larger than the pool: not kept
+    assert pool.size == 0
