@@ -322,3 +322,96 @@ def test_flat_tree_walks_a_node_outside_it_the_slow_way():
     walked = list(flat.walk(outside, (cst.FunctionDef,)))
     assert walked == list(iter_nodes(outside, (cst.FunctionDef,)))
     assert any(isinstance(n, cst.FunctionDef) for n in walked) and not any(isinstance(n, cst.Call) for n in walked)
+
+
+IMPORTS_EVERYWHERE = """\
+import os
+x = "no import here but the word"  # import in a comment
+
+
+def plain(a):
+    return a + 1
+
+
+def lazy():
+    if a:
+        from pkg import first as f
+    else:
+        try:
+            import pkg.sub
+        except ImportError:
+            from pkg \\
+                import second
+        finally:
+            import late as first
+    with ctx():
+        for i in range(3):
+            while i:
+                from .rel import third
+    match a:
+        case 1:
+            from pkg.deep import fourth
+
+
+class Holder:
+    def method(self):
+        def inner():
+            from inner_mod import fifth
+        return inner
+
+    def quiet(self):
+        return 1
+
+
+if TYPE_CHECKING:
+    from typing_mod import sixth
+async def coro():
+    async with ctx():
+        import seventh
+"""
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"])
+def test_ast_index_finds_imports_in_any_block(newline: str):
+    """The `ast` index walks into statements whose lines hold the word `import` only (lone carriage
+    returns: into all of them); it finds the imports the libcst index's full walk finds, bound the same."""
+    text = IMPORTS_EVERYWHERE.replace("\n", newline)
+    slow = index_module(Path("m.py"), text, cst.parse_module(text), "pkg.m", False)
+    fast = index_module_from_ast(Path("m.py"), text, ast.parse(text), "pkg.m", False, loader=lambda: None)
+    assert fast.imports.names == slow.imports.names
+    assert {"f", "pkg", "second", "first", "third", "fourth", "fifth", "sixth", "seventh"} <= set(fast.imports.names)
+    assert fast.imports.names["first"] == "late" and fast.imports.names["third"] == "pkg.rel.third"
+
+
+MODULE_LEVEL_CALLS = """\
+import torch
+from torch import compile as c
+CONSTANT = {"a": 1, "b": [2, 3]}
+table = {"f": torch.compile(model), "g": [helper(x) for x in range(2)]}
+if flag:
+    fast = c(model)
+else:
+    slow = lambda: run()
+print(f"{value()!r}")
+
+
+def f():
+    return torch.compile(g)
+
+
+class A:
+    step = torch.compile(f)
+"""
+
+
+def test_module_level_calls_leave_out_definitions_only():
+    """The walk for module-level calls skips what holds none (names, constants, imports) and the bodies
+    of functions and classes: the same calls as walking every other node."""
+    from cslint.analysis.index import _module_level_calls
+
+    tree = ast.parse(MODULE_LEVEL_CALLS)
+    defined = {id(n) for d in tree.body if isinstance(d, (ast.FunctionDef, ast.ClassDef)) for n in ast.walk(d)}
+    every = {id(n) for n in ast.walk(tree) if isinstance(n, ast.Call) and id(n) not in defined}
+    found = [ast.unparse(n) for n in _module_level_calls(tree.body)]
+    assert {id(n) for n in _module_level_calls(tree.body)} == every and len(found) == 7
+    assert "torch.compile(model)" in found and "c(model)" in found and "torch.compile(g)" not in found

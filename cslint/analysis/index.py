@@ -7,10 +7,12 @@ kept separate from (and much cheaper than) tensor-value inference.
 from __future__ import annotations
 
 import ast
+from bisect import bisect_left, bisect_right
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
@@ -458,10 +460,10 @@ def index_module_from_ast(path: Path, source: str, tree: ast.Module, name: str, 
     (in the same order, so later bindings win the same way); nodes come from `loader` on demand."""
     package = name if is_package else name.rpartition(".")[0]
     imports = ImportTable(name, package)
-    _collect_ast_imports(tree.body, imports)
+    spans = _Spans(source)
+    _collect_ast_imports(tree.body, imports, spans.may_import if spans.usable else None)
     info = ModuleInfo(name=name, path=path, source=source, imports=imports, is_package=is_package, loader=loader)
     info.may_have_toplevel_roots = _has_toplevel_root_call(tree)
-    spans = _Spans(source)
     for stmt in tree.body:
         if isinstance(stmt, ast.ClassDef):
             imports.add_definition(stmt.name)
@@ -498,17 +500,26 @@ class _Spans:
         self.usable = "\r" not in text or "\r" not in text.replace("\r\n", "")
         self.length = len(text)
         self.starts = [0]
+        self.import_lines: list[int] = []  # the lines holding the word `import`, in order
         if self.usable:
-            find, at = text.find, text.find("\n")
+            # each line's start is the sum of the lengths of the lines before it, with their newlines
+            self.starts += accumulate(map((1).__add__, map(len, text.split("\n")[:-1])))
+            find, at = text.find, text.find("import")
             while at >= 0:
-                self.starts.append(at + 1)
-                at = find("\n", at + 1)
+                self.import_lines.append(bisect_right(self.starts, at))
+                at = find("import", at + 6)
 
     def of(self, node: ast.stmt) -> Span:
         first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", ()))])
         last = node.end_lineno or node.lineno
         end = self.starts[last] if last < len(self.starts) else self.length
         return Span(self.starts[first - 1], end, first)
+
+    def may_import(self, node: ast.stmt) -> bool:
+        """Whether a statement's lines hold the word `import` (any import statement in it does)."""
+        lines = self.import_lines
+        at = bisect_left(lines, node.lineno)
+        return at < len(lines) and lines[at] <= (node.end_lineno or node.lineno)
 
 
 def _ast_function(node: ast.FunctionDef | ast.AsyncFunctionDef, module: ModuleInfo, cls: ClassInfo | None,
@@ -570,9 +581,12 @@ def _ast_base(node: ast.expr) -> str | None:
     return ast_dotted_name(node.value if isinstance(node, ast.Subscript) else node)
 
 
-def _collect_ast_imports(body: list[ast.stmt], table: ImportTable) -> None:
+def _collect_ast_imports(body: list[ast.stmt], table: ImportTable,
+                         may_import: Callable[[ast.stmt], bool] | None = None) -> None:
     """`_collect_imports` over ast statements, visiting blocks in the same order (body, orelse,
-    finalbody, handlers, cases) so that a name imported twice ends up bound the same way."""
+    finalbody, handlers, cases) so that a name imported twice ends up bound the same way. With
+    `may_import`, only into the statements it lets through (the others hold no import: a function
+    without one is most of a file's statements)."""
     for stmt in body:
         if isinstance(stmt, ast.Import):
             for alias in stmt.names:
@@ -589,15 +603,15 @@ def _collect_ast_imports(body: list[ast.stmt], table: ImportTable) -> None:
                 continue
             for alias in stmt.names:
                 table.names[alias.asname or alias.name] = f"{module}.{alias.name}" if module else alias.name
-        else:
+        elif may_import is None or may_import(stmt):
             for attr in ("body", "orelse", "finalbody"):
                 block = getattr(stmt, attr, None)
                 if isinstance(block, list):
-                    _collect_ast_imports(block, table)
+                    _collect_ast_imports(block, table, may_import)
             for handler in getattr(stmt, "handlers", ()):
-                _collect_ast_imports(handler.body, table)
+                _collect_ast_imports(handler.body, table, may_import)
             for case in getattr(stmt, "cases", ()):
-                _collect_ast_imports(case.body, table)
+                _collect_ast_imports(case.body, table, may_import)
 
 
 def _module_level_calls(nodes: list[ast.stmt]) -> Iterator[ast.Call]:
@@ -605,11 +619,17 @@ def _module_level_calls(nodes: list[ast.stmt]) -> Iterator[ast.Call]:
     stack: list[ast.AST] = list(nodes)
     while stack:
         node = stack.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        kind = type(node)
+        if kind in _HOLD_NO_CALLS:
             continue
         if isinstance(node, ast.Call):
             yield node
         stack.extend(ast.iter_child_nodes(node))
+
+
+# nodes with no call of the module's own in them (definitions' bodies are their own), and leaves
+_HOLD_NO_CALLS = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom,
+                            ast.Constant, ast.Name, ast.Load, ast.Store, ast.Del, ast.alias, ast.Pass})
 
 
 def _calls_trace_wrapper(stmt: ast.stmt, imports: ImportTable) -> bool:
