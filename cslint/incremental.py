@@ -149,6 +149,9 @@ class Session:
 
     @property
     def rules(self) -> list[Any]:
+        return self._load_rules()
+
+    def _load_rules(self) -> list[Any]:
         if self._rules is None:
             from cslint import selection  # looked up at call time, so tests can swap enabled_rules
 
@@ -463,18 +466,18 @@ class Session:
                 self._pool = workers.enter_context(self._start_pool())
                 workers.callback(setattr, self, "_pool", None)
                 directory = workers.enter_context(tempfile.TemporaryDirectory(prefix="cslint-indexes-"))
-                shared = self._index_in_workers(analysed, names, directory)
                 self._graph_file = os.path.join(directory, "graph.pickle")
-                graph.save(self._graph_file, shared)
+                self._index_in_workers(analysed, names, directory, graph)
             done = self._analyse_groups(groups, graph)
         if parallel:
             self.profile.count("worker processes", self.jobs)
         return self._collect(done, result)
 
-    def _index_in_workers(self, analysed: set[str], names: dict[Path, tuple[str, bool]],
-                          directory: str) -> dict[Path, str]:
-        """Each file read and indexed once, by one of the workers, in parts of about equal size; where
-        each part was saved, for the workers whose groups need its files (see index_store.py)."""
+    def _index_in_workers(self, analysed: set[str], names: dict[Path, tuple[str, bool]], directory: str,
+                          graph: ImportGraph) -> None:
+        """Each file read and indexed once, by one of the workers, in parts of about equal size. Meanwhile
+        this process saves the import graph with where each part goes (for the workers whose groups need
+        its files: see index_store.py) and imports the rules, which the workers would otherwise wait for."""
         assert self._pool is not None
         keys = [k for k in self.states if k in analysed]
         parts = _batches(keys, [self.states[k].size for k in keys], self.jobs)
@@ -484,10 +487,11 @@ class Session:
                                      self.profile.enabled)
                    for part, target in zip(parts, saved)]
         self.progress.phase("indexing", len(keys))
+        graph.save(self._graph_file, {self.states[k].path: target for part, target in zip(parts, saved) for k in part})
+        self._load_rules()  # now, while the workers index: they wait for nothing after
         for future, part in zip(futures, parts):
             self.profile.merge(future.result())
             self.progress.advance(len(part))
-        return {self.states[k].path: target for part, target in zip(parts, saved) for k in part}
 
     def _import_graph(self, analysed: set[str], wanted: set[str]) -> ImportGraph:
         """The analysed files in survey order, with their names and imports, for every group's analysis."""

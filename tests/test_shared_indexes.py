@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import json
+import os
 from collections import Counter
 from pathlib import Path
 
@@ -276,3 +277,47 @@ def test_a_workers_indexing_runs_with_fewer_collections(tmp_path, monkeypatch):
     assert seen == [THRESHOLDS] and gc.get_threshold() == before
     assert (tmp_path / "part.pickle").exists()
     assert incremental._WORKER_STORE[0].indexed == dict.fromkeys(paths, 1)  # each file, broken.py too
+
+
+def test_the_parent_saves_the_graph_and_imports_the_rules_while_the_workers_index(tmp_path, capsys, monkeypatch):
+    """What the groups' workers need from the parent (the import graph saved, the rules' codes) is
+    ready before the parent waits for the indexing: the workers never sit idle in between."""
+    from concurrent.futures import Future
+
+    root = _dense_project(tmp_path, models=4)
+    serial, _ = _check(capsys, root)
+    ready_when_waited: list[tuple[bool, bool]] = []
+
+    class Pool:  # in this process: an index part runs when its result is asked for, a group at once
+        def __init__(self, session):  # type: ignore[no-untyped-def]
+            self.session = session
+
+        def submit(self, fn, *args):  # type: ignore[no-untyped-def]
+            session = self.session
+
+            class Waited(Future):  # type: ignore[type-arg]
+                def result(self, timeout=None):  # type: ignore[no-untyped-def]
+                    if not self.done():
+                        ready_when_waited.append((os.path.exists(session._graph_file), session._rules is not None))
+                        self.set_result(fn(*args))
+                    return super().result(timeout)
+
+            future = Waited()
+            if fn is not incremental._index_part:
+                future.set_result(fn(*args))
+            return future
+
+    @contextlib.contextmanager
+    def in_process(self):  # type: ignore[no-untyped-def]
+        yield Pool(self)
+
+    monkeypatch.setattr(incremental.Session, "_start_pool", in_process)
+    monkeypatch.setattr(incremental, "MIN_PARALLEL_BYTES", 0)
+    monkeypatch.setattr(incremental, "_WORKER_STORE", [])
+    monkeypatch.setattr(incremental, "_WORKER_GRAPH", {})
+    code = main(["check", str(root), "--no-cache", "-j", "2", "--show-chain", "--output-format", "json", "--profile"])
+    out, err = capsys.readouterr()
+    assert code == 1, err
+    assert _count(err, "files indexed") == len(CORE) + 4
+    assert ready_when_waited and all(graph and rules for graph, rules in ready_when_waited)
+    assert json.loads(out) == serial
