@@ -68,7 +68,7 @@ TREE_BUDGET_BYTES = 2_500_000
 COLLECT_AFTER_FILES = 100
 # A helper imported by more files than this is not grouped with them by default (see `_groups`).
 FEW_IMPORTERS = 3
-_CLASS_BASES = re.compile(rb"^[ \t]*class[ \t]+\w+[ \t]*\(([^)]*)\)", re.MULTILINE)
+_CLASS_HEADER = re.compile(rb"class[ \t]+\w+[ \t]*\(([^)]*)\)")  # at a line's start, after its indent
 _WORD = re.compile(rb"[A-Za-z_]\w*")
 
 
@@ -82,7 +82,7 @@ class GroupHints:
 
     @classmethod
     def of(cls, data: bytes) -> GroupHints:
-        bases = {w.decode() for header in _CLASS_BASES.findall(data) for w in _WORD.findall(header)}
+        bases = {w.decode() for header in _base_lists(data) for w in _WORD.findall(header)}
         return cls(may_hold_roots(data), b"torch" in data, frozenset(bases))
 
     def as_json(self) -> list[Any]:
@@ -91,6 +91,22 @@ class GroupHints:
     @classmethod
     def from_json(cls, data: list[Any] | None) -> GroupHints:
         return cls(bool(data[0]), bool(data[1]), frozenset(data[2])) if data else cls()
+
+
+def _base_lists(data: bytes) -> list[bytes]:
+    """What is between the brackets of each `class Name(...)` line: found from the word `class`, since a
+    multi-line pattern starting with `^` is tried at every position of the text (5x the time)."""
+    found = []
+    at = data.find(b"class")
+    while at >= 0:
+        line_start = data.rfind(b"\n", 0, at) + 1
+        header = _CLASS_HEADER.match(data, at) if not data[line_start:at].strip(b" \t") else None
+        if header is not None:
+            found.append(header.group(1))
+            at = data.find(b"class", header.end())
+        else:
+            at = data.find(b"class", at + 5)
+    return found
 
 
 FixChoice = Callable[[Diagnostic], bool]  # which diagnostics' fixes to apply (runner.Linter.run)

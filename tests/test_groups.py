@@ -230,3 +230,45 @@ def test_a_template_is_grouped_with_its_twin_alone(tmp_path, capsys, one_group):
         ("modeling_a.py", "WSC101"), ("modeling_b.py", "WSC101"), ("modeling_c.py", "WSC101")]
     one_group()
     assert _check(capsys, root)[0] == grouped
+
+
+HEADERS = b"""\
+class Plain:
+    pass
+class Model(nn.Module, Mixin):  # a comment
+    class Inner(Base):
+\tclass Tabbed (torch.nn.Module ):
+x = 1; class_name = "class Fake(Str)"
+'''class InDocstring(Doc)'''
+class Wrapped(
+    Left,
+    class NotAHeader(Hidden),
+    Right,
+):
+    @classmethod
+    def make(cls): return subclass(X)
+class Last(Final)"""
+
+
+@pytest.mark.parametrize("data", [HEADERS, HEADERS.replace(b"\n", b"\r\n"), b"", b"class", b"  class A(B)"])
+def test_base_class_hints_are_those_of_the_class_line_pattern(data: bytes):
+    """The base-class names a file's hints give (they link files into groups) are those of the pattern
+    `^[ \\t]*class[ \\t]+\\w+[ \\t]*\\(([^)]*)\\)` over its lines, found from the word `class` instead."""
+    import re
+
+    pattern = re.compile(rb"^[ \t]*class[ \t]+\w+[ \t]*\(([^)]*)\)", re.MULTILINE)
+    assert incremental._base_lists(data) == pattern.findall(data)
+
+
+def test_base_class_hints_on_real_files():
+    import re
+
+    from tests.corpus import real_files
+
+    pattern = re.compile(rb"^[ \t]*class[ \t]+\w+[ \t]*\(([^)]*)\)", re.MULTILINE)
+    for path in real_files(torch_sample=200, seed=3):
+        data = path.read_bytes()
+        assert incremental._base_lists(data) == pattern.findall(data), path
+    # every word between the brackets of a header (a wrapped one's too, as the pattern reads it)
+    assert incremental.GroupHints.of(HEADERS).bases == {"nn", "Module", "Mixin", "Base", "torch", "Left", "class",
+                                                        "NotAHeader", "Hidden", "Final"}
