@@ -86,11 +86,25 @@ def test_a_tree_serves_one_function_at_a_time_and_only_in_later_analyses():
     pool.end_analysis()
     assert pool.take(text) is tree
     assert pool.take(text) is None  # now the taker's alone
-    pool.give_back(text, tree)
-    pool.end_analysis()
-    other = "def g(y):\n    return y * 2\n" * 3
-    pool.give_back(other, cst.parse_module(other))  # over the limit with both: the older one goes
-    pool.end_analysis()
-    assert pool.size == len(other) and pool.take(text) is None and pool.take(other) is not None
     pool.give_back("x = 1\n" * 50, cst.parse_module("x = 1\n" * 50))  # larger than the pool: not kept
+    assert pool.size == 0
+
+
+def test_the_pool_gives_up_texts_asked_for_once_first():
+    pool = PiecePool(limit=90)
+    copied, single, other = "def f(x):\n    return x\n", "def g(y):\n    return y\n", "def h(z):\n    return z\n"
+    for text in (copied, copied, single):  # `copied` asked for twice: a copy
+        assert pool.take(text) is None
+    for text in (copied, single):
+        pool.give_back(text, cst.parse_module(text))
+    pool.end_analysis()
+    for text in (other, other, other):
+        pool.take(text)
+        pool.give_back(text, cst.parse_module(text))
+    pool.end_analysis()  # 3 x 23 bytes: the fourth text puts the pool over 90
+    fourth = "def k(w):\n    return w + 1\n"
+    pool.give_back(fourth, cst.parse_module(fourth))
+    pool.end_analysis()
+    assert pool.take(single) is None  # the oldest of those asked for once
+    assert all(pool.take(text) is not None for text in (copied, other, fourth))
     assert pool.size == 0

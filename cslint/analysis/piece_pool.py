@@ -11,7 +11,7 @@ function's module gives its trees back. A tree given back during an analysis wai
 the analysis may still hold what it computed from the tree (a function's nodes identify its findings
 and kinds), and no two functions of one analysis share nodes. The pool holds at most `limit` bytes of
 source worth of trees (a tree takes some 27 times its source), the least recently given back dropped
-first.
+first, those of texts asked for only once before the others.
 """
 
 from __future__ import annotations
@@ -20,8 +20,9 @@ from collections import OrderedDict
 
 import libcst as cst
 
-# 750 KB of source: about 20 MB of trees, a tenth of a cold worker's peak on transformers' models/
-POOL_BYTES = 750_000
+# 500 KB of source: some 14 MB of trees (a cold worker's peak on transformers' models/ or torch stays at
+# ~265 MB: most trees given back are still referenced by the analysis that gave them back, for a while)
+POOL_BYTES = 500_000
 
 
 class PiecePool:
@@ -29,28 +30,38 @@ class PiecePool:
         self.limit = POOL_BYTES if limit is None else limit
         self.size = 0
         self.analysis = 0  # the number of the analysis in progress
-        self._trees: OrderedDict[str, tuple[cst.Module, int]] = OrderedDict()  # text -> tree, analysis given back
+        # text -> tree, and the analysis that gave it back: texts asked for once so far, and those asked
+        # for again (a copied function: likely to be asked for once more), given up last
+        self._once: OrderedDict[str, tuple[cst.Module, int]] = OrderedDict()
+        self._again: OrderedDict[str, tuple[cst.Module, int]] = OrderedDict()
+        self._asked: set[int] = set()  # hashes of the texts asked for (a collision only misplaces a tree)
+        self._asked_again: set[int] = set()
 
     def take(self, text: str) -> cst.Module | None:
         """A tree of `text` given back by an earlier analysis, now the caller's; None if there is none."""
-        found = self._trees.get(text)
-        if found is None or found[1] == self.analysis:
-            return None
-        del self._trees[text]
-        self.size -= len(text)
-        return found[0]
+        key = hash(text)
+        (self._asked_again if key in self._asked else self._asked).add(key)
+        for kept in (self._again, self._once):
+            found = kept.get(text)
+            if found is not None:
+                if found[1] == self.analysis:
+                    return None
+                del kept[text]
+                self.size -= len(text)
+                return found[0]
+        return None
 
     def give_back(self, text: str, tree: cst.Module) -> None:
         """`tree`, parsed from `text`, is no longer used by the function it was parsed for."""
         if len(text) > self.limit:
             return
-        if text in self._trees:
-            self.size -= len(text)
-        self._trees[text] = (tree, self.analysis)
-        self._trees.move_to_end(text)
+        for kept in (self._again, self._once):
+            if kept.pop(text, None) is not None:
+                self.size -= len(text)
+        (self._again if hash(text) in self._asked_again else self._once)[text] = (tree, self.analysis)
         self.size += len(text)
         while self.size > self.limit:
-            dropped, _ = self._trees.popitem(last=False)
+            dropped, _ = (self._once or self._again).popitem(last=False)
             self.size -= len(dropped)
 
     def end_analysis(self) -> None:
