@@ -22,11 +22,13 @@ analysis. The result is that of analysing all the files together, at a fraction 
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import gc
 import os
 import re
 import stat
+import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -652,7 +654,7 @@ class Session:
         from cslint.isolation import isolated_workers
 
         with isolated_workers() as start_method, ProcessPoolExecutor(
-                max_workers=self.jobs, mp_context=get_context(start_method), initializer=_die_with_parent) as pool:
+                max_workers=self.jobs, mp_context=get_context(start_method), initializer=_start_worker) as pool:
             yield pool
 
 
@@ -665,6 +667,20 @@ def _stat(key: str) -> tuple[os.stat_result | None, bool]:
         return os.stat(key), True
     except OSError:
         return None, False
+
+
+def _start_worker() -> None:
+    _die_with_parent()
+    atexit.register(_exit_at_once)
+
+
+def _exit_at_once() -> None:
+    """A worker's last act: it ends without freeing what it kept one object at a time (the run's indexes:
+    0.5 CPU-s and 0.75 s of wall per worker on transformers `models/`, while the parent waited); its
+    results went back through the pool's pipe already. The same as a forked worker's end (`os._exit`)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def _die_with_parent() -> None:

@@ -321,3 +321,27 @@ def test_the_parent_saves_the_graph_and_imports_the_rules_while_the_workers_inde
     assert _count(err, "files indexed") == len(CORE) + 4
     assert ready_when_waited and all(graph and rules for graph, rules in ready_when_waited)
     assert json.loads(out) == serial
+
+
+KEPT_UNTIL_TEARDOWN = """\
+import os, sys, types
+class Kept:
+    def __del__(self, mkdir=os.mkdir, path={path!r}):
+        mkdir(path)
+holder = types.ModuleType("cslint_test_holder")
+holder.kept = Kept()
+sys.modules["cslint_test_holder"] = holder
+"""
+
+
+def test_workers_end_without_freeing_what_they_kept(tmp_path):
+    """A worker of the pool exits at once when the pool shuts down: what it kept (the run's indexes) is
+    not freed object by object at the interpreter's end, which the parent waited for."""
+    from cslint.config import Settings
+
+    session = incremental.Session(Settings(), [], cache=None, jobs=1)
+    freed = tmp_path / "freed"
+    with session._start_pool() as pool:
+        pool.submit(exec, KEPT_UNTIL_TEARDOWN.format(path=str(freed))).result()
+        assert pool.submit(sum, [1, 2]).result() == 3
+    assert not freed.exists()
