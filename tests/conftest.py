@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import textwrap
 from collections.abc import Callable, Iterator
@@ -40,6 +41,22 @@ def reported(result: RunResult) -> list[tuple[object, ...]]:
     """What a report shows of each diagnostic (a fix by its applicability and message)."""
     return [(d.path, d.line, d.column, d.end_line, d.end_column, d.code, d.message, d.chain, d.reason,
              (d.fix.applicability, d.fix.message) if d.fix else None) for d in result.diagnostics] + result.errors
+
+
+def profiled_check(capsys: pytest.CaptureFixture[str], root: Path) -> tuple[list[dict], str]:
+    """`cslint check --profile` of `root` in this process, one job, no cache: the JSON report and stderr."""
+    from cslint.cli import main
+
+    code = main(["check", str(root), "--no-cache", "-j", "1", "--show-chain", "--output-format", "json",
+                 "--profile"])
+    out, err = capsys.readouterr()
+    assert code in (0, 1), err
+    return json.loads(out), err
+
+
+def profile_count(err: str, label: str) -> int:
+    """A count from `--profile`'s output (0 when the run did not count it)."""
+    return int(err.split(f"{label}: ")[1].split()[0].rstrip(",")) if f"{label}: " in err else 0
 
 
 LintFn = Callable[..., list[Diagnostic]]

@@ -3,14 +3,13 @@ code), and the report is the same as when every function is parsed for itself.""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import libcst as cst
 
 from cslint.analysis import piece_pool
 from cslint.analysis.piece_pool import PiecePool
-from cslint.cli import main
+from tests.conftest import profile_count, profiled_check
 
 NORM = '''\
 class RMSNorm(nn.Module):
@@ -50,29 +49,17 @@ def _project(root: Path, models: int) -> Path:
     return root
 
 
-def _check(capsys, root: Path) -> tuple[list[dict], str]:
-    code = main(["check", str(root), "--no-cache", "-j", "1", "--show-chain", "--output-format", "json",
-                 "--profile"])
-    out, err = capsys.readouterr()
-    assert code in (0, 1), err
-    return json.loads(out), err
-
-
-def _count(err: str, label: str) -> int:
-    return int(err.split(f"{label}: ")[1].split()[0].rstrip(",")) if f"{label}: " in err else 0
-
-
 def test_copied_functions_are_parsed_once_and_reported_as_when_parsed_each(tmp_path, capsys, monkeypatch):
     root = _project(tmp_path, 4)
-    report, err = _check(capsys, root)
-    reused = _count(err, "pieces parsed before, for a function of the same text")
-    parsed = _count(err, "pieces parsed (functions, assignments)")
+    report, err = profiled_check(capsys, root)
+    reused = profile_count(err, "pieces parsed before, for a function of the same text")
+    parsed = profile_count(err, "pieces parsed (functions, assignments)")
     monkeypatch.setattr(piece_pool, "POOL_BYTES", 0)
-    alone, err_alone = _check(capsys, root)
-    assert _count(err_alone, "pieces parsed before, for a function of the same text") == 0
+    alone, err_alone = profiled_check(capsys, root)
+    assert profile_count(err_alone, "pieces parsed before, for a function of the same text") == 0
     assert report == alone  # same findings, same lines, same order
     # RMSNorm.__init__ and .forward of three of the four files come from the first one's trees
-    assert reused >= 6 and parsed + reused == _count(err_alone, "pieces parsed (functions, assignments)")
+    assert reused >= 6 and parsed + reused == profile_count(err_alone, "pieces parsed (functions, assignments)")
     branches = sorted((f["filename"].rsplit("/", 1)[1], f["line"]) for f in report if f["code"] == "WSC101")
     assert branches == [(f"m{i}.py", 11 + 3 * i) for i in range(4)]  # each file's own line
 

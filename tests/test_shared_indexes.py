@@ -15,6 +15,7 @@ import pytest
 from cslint import incremental, runner
 from cslint.analysis.index_store import IndexStore
 from cslint.cli import main
+from tests.conftest import profile_count, profiled_check
 
 CORE = {
     "core/__init__.py": "",
@@ -69,18 +70,6 @@ def _dense_project(root: Path, models: int) -> Path:
     return root
 
 
-def _check(capsys, root: Path) -> tuple[list[dict], str]:
-    code = main(["check", str(root), "--no-cache", "-j", "1", "--show-chain", "--output-format", "json",
-                 "--profile"])
-    out, err = capsys.readouterr()
-    assert code in (0, 1), err
-    return json.loads(out), err
-
-
-def _count(err: str, label: str) -> int:
-    return int(err.split(f"{label}: ")[1].split()[0].rstrip(",")) if f"{label}: " in err else 0
-
-
 @pytest.fixture
 def counted(monkeypatch: pytest.MonkeyPatch) -> tuple[Counter[str], Counter[str]]:
     """How many times the analyses read and indexed each file (by name)."""
@@ -104,22 +93,22 @@ def counted(monkeypatch: pytest.MonkeyPatch) -> tuple[Counter[str], Counter[str]
 def test_a_core_every_group_imports_is_read_and_indexed_once(tmp_path, capsys, counted):
     reads, indexes = counted
     root = _dense_project(tmp_path, models=12)
-    findings, err = _check(capsys, root)
-    assert _count(err, "groups") >= 12  # each model is a group of its own: the core holds no roots
+    findings, err = profiled_check(capsys, root)
+    assert profile_count(err, "groups") >= 12  # each model is a group of its own: the core holds no roots
     assert reads["core/ops.py"] == 1 and indexes["core/ops.py"] == 1
     assert max(reads.values()) == 1 and max(indexes.values()) == 1
     assert len(indexes) == len(CORE) - 1 + 12  # every file but the one Python cannot parse
     assert reads["core/broken.py"] == 1 and "core/broken.py" not in indexes
-    assert _count(err, "files indexed") == len(reads)  # the broken file too: indexing is what finds it broken
+    assert profile_count(err, "files indexed") == len(reads)  # the broken file too: indexing is what finds it broken
 
 
 def test_shared_indexes_give_the_report_of_one_analysis(tmp_path, capsys, monkeypatch):
     root = _dense_project(tmp_path, models=6)
-    grouped, err = _check(capsys, root)
-    assert _count(err, "groups") >= 6
+    grouped, err = profiled_check(capsys, root)
+    assert profile_count(err, "groups") >= 6
     monkeypatch.setattr(incremental.Session, "_groups", lambda self, keys: [set(keys)])
-    together, err = _check(capsys, root)
-    assert _count(err, "groups") == 1
+    together, err = profiled_check(capsys, root)
+    assert profile_count(err, "groups") == 1
     assert grouped == together
     # the helper traced from every model, the odd models' tensor tests, and the file with a syntax error
     assert sorted({(Path(f["filename"]).name, f["code"]) for f in grouped}) == [
@@ -129,14 +118,14 @@ def test_shared_indexes_give_the_report_of_one_analysis(tmp_path, capsys, monkey
 
 def test_workers_index_each_file_once_and_share_it(tmp_path, capsys, monkeypatch):
     root = _dense_project(tmp_path, models=8)
-    serial, _ = _check(capsys, root)
+    serial, _ = profiled_check(capsys, root)
     monkeypatch.setattr(incremental, "MIN_PARALLEL_BYTES", 0)  # workers even for a small project
     code = main(["check", str(root), "--no-cache", "-j", "2", "--show-chain", "--output-format", "json",
                  "--profile"])
     out, err = capsys.readouterr()
     assert code == 1, err
-    assert _count(err, "worker processes") == 2
-    assert _count(err, "files indexed") == len(CORE) + 8  # each file once, by one of the two workers
+    assert profile_count(err, "worker processes") == 2
+    assert profile_count(err, "files indexed") == len(CORE) + 8  # each file once, by one of the two workers
     assert json.loads(out) == serial
 
 
@@ -153,8 +142,8 @@ def test_a_group_loads_only_the_imported_files_its_traced_code_looks_into(tmp_pa
 
     monkeypatch.setattr(IndexStore, "index", counting)
     root = _dense_project(tmp_path, models=12)
-    findings, err = _check(capsys, root)
-    assert _count(err, "groups") >= 12
+    findings, err = profiled_check(capsys, root)
+    assert profile_count(err, "groups") >= 12
     # its own group, each model's (their forward calls rms), and the one analysis of all the models
     # whose traced code meets there: 14 both before and after
     assert lent["core/ops.py"] == 14
@@ -208,10 +197,10 @@ def _chain_project(root: Path, length: int) -> Path:
 
 def test_groups_on_a_chain_of_imports_give_the_report_of_one_analysis(tmp_path, capsys, monkeypatch):
     root = _chain_project(tmp_path, length=15)
-    grouped, err = _check(capsys, root)
-    assert _count(err, "groups") >= 15
+    grouped, err = profiled_check(capsys, root)
+    assert profile_count(err, "groups") >= 15
     monkeypatch.setattr(incremental.Session, "_groups", lambda self, keys: [set(keys)])
-    together, _ = _check(capsys, root)
+    together, _ = profiled_check(capsys, root)
     assert grouped == together
     found = {(Path(f["filename"]).name, f["code"]) for f in grouped}
     assert {(f"h{i}.py", "WSC101") for i in range(15)} <= found and ("ops.py", "WSC101") in found
@@ -221,7 +210,7 @@ def test_worker_calls_carry_the_groups_files_not_what_they_import(tmp_path, caps
     """A group's worker call names its own files; what they import is found in the run's import graph,
     sent once to each worker. Listing each group's import closure in its call grew as N² on a chain."""
     root = _chain_project(tmp_path, length=15)
-    serial, _ = _check(capsys, root)
+    serial, _ = profiled_check(capsys, root)
     sent: list[list[int]] = []
     start_pool = incremental.Session._start_pool
 
@@ -244,10 +233,10 @@ def test_worker_calls_carry_the_groups_files_not_what_they_import(tmp_path, caps
                  "--profile"])
     out, err = capsys.readouterr()
     assert code == 1, err
-    assert _count(err, "worker processes") == 2
+    assert profile_count(err, "worker processes") == 2
     assert json.loads(out) == serial
     files = len(CORE) + 2 + 2 * 15
-    first_round = _count(err, "groups")
+    first_round = profile_count(err, "groups")
     assert all(isinstance(position, int) for task in sent for position in task)
     # every file in one group's call, then the groups whose traced code meets in `rms`, analysed again together
     assert sum(map(len, sent[:first_round])) == files
@@ -285,7 +274,7 @@ def test_the_parent_saves_the_graph_and_imports_the_rules_while_the_workers_inde
     from concurrent.futures import Future
 
     root = _dense_project(tmp_path, models=4)
-    serial, _ = _check(capsys, root)
+    serial, _ = profiled_check(capsys, root)
     ready_when_waited: list[tuple[bool, bool]] = []
 
     class Pool:  # in this process: an index part runs when its result is asked for, a group at once
@@ -318,7 +307,7 @@ def test_the_parent_saves_the_graph_and_imports_the_rules_while_the_workers_inde
     code = main(["check", str(root), "--no-cache", "-j", "2", "--show-chain", "--output-format", "json", "--profile"])
     out, err = capsys.readouterr()
     assert code == 1, err
-    assert _count(err, "files indexed") == len(CORE) + 4
+    assert profile_count(err, "files indexed") == len(CORE) + 4
     assert ready_when_waited and all(graph and rules for graph, rules in ready_when_waited)
     assert json.loads(out) == serial
 
