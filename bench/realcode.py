@@ -363,14 +363,18 @@ def package_files(python: Path) -> dict[str, Path]:
     return {name: Path(path) for name, path in json.loads(out.stdout).items()}
 
 
-def measure_target(python: Path, factories: Path, name: str, target: str, timeout: float) -> dict[str, object]:
+def measure_target(python: Path, factories: Path, name: str, target: str, timeout: float, *,
+                   scopes: tuple[str, ...] = SCOPES, detail: bool = False) -> dict[str, object]:
+    """One factory's row. `scopes`: the package directories whose files count; `detail`: the row also lists
+    every runtime site with its verdict and every static finding in the files the step ran."""
     report = _runtime(python, factories, name, target, timeout)
-    if f"def {name}_traced(" in FACTORIES:  # an optimizer: its state check, and its step() traced in a step
+    # an optimizer: its state check, and its step() traced in a step
+    if f"def {name}_traced(" in factories.read_text(encoding="utf-8"):
         traced = _runtime(python, factories, f"{name}_traced", target, timeout)
         report = {"findings": [*report.get("findings", []), *traced.get("findings", [])],
                   "error": "; ".join(filter(None, [report.get("error", ""), traced.get("error", "")])),
                   "status": {**report.get("status", {}), **traced.get("status", {})}}
-    ran = run_json([str(python), "-c", COVERAGE, str(factories), name, ",".join(SCOPES)], timeout)
+    ran = run_json([str(python), "-c", COVERAGE, str(factories), name, ",".join(scopes)], timeout)
     assert isinstance(ran, dict)
     files = sorted(path for path in ran if path.endswith(".py"))
     user = []
@@ -390,6 +394,7 @@ def measure_target(python: Path, factories: Path, name: str, target: str, timeou
     counts: Counter[str] = Counter()
     listed: dict[str, list[str]] = {}
     seen: set[tuple[str, int]] = set()
+    runtime_rows: list[dict[str, object]] = []
     for (path, line, family), code in sorted(sites.items()):
         families = static_sites.get((path, line), set())
         # the static pass may name the statement that leads to the site: `if len(state) == 0:` for the
@@ -400,6 +405,7 @@ def measure_target(python: Path, factories: Path, name: str, target: str, timeou
         seen.update(near or [(path, line)])
         verdict = "recalled" if near else "same line" if families else "missed"
         counts[verdict] += 1
+        runtime_rows.append({"path": path, "line": line, "code": code, "verdict": verdict})
         if verdict != "recalled":
             listed.setdefault(verdict, []).append(f"{_short(path)}:{line} {code}")
     executed = {(str(Path(p).resolve()), line) for p, lines in ran.items() for line in lines}
@@ -412,8 +418,14 @@ def measure_target(python: Path, factories: Path, name: str, target: str, timeou
     # a backend run that stopped part-way saw only the lines before it: its silence after them is no verdict
     stopped = [f"{backend}: {status}" for backend, status in report.get("status", {}).items() if status != "complete"]
     error = "; ".join(filter(None, [report.get("error", ""), *stopped]))
-    return {"target": target, "factory": name, "runtime_sites": len(sites), "error": error[:300],
-            **counts, "sites": listed}
+    row: dict[str, object] = {"target": target, "factory": name, "runtime_sites": len(sites), "error": error[:300],
+                              **counts, "sites": listed}
+    if detail:
+        row["runtime"] = runtime_rows
+        row["static"] = [{"path": str(Path(f["filename"]).resolve()), "line": f["line"], "code": f["code"],
+                          "message": f.get("message", ""),
+                          "executed": (str(Path(f["filename"]).resolve()), f["line"]) in executed} for f in static]
+    return row
 
 
 def _runtime(python: Path, factories: Path, name: str, target: str, timeout: float) -> dict:
