@@ -26,8 +26,8 @@ def commentable_lines(text: str) -> dict[int, int | None]:
     """Lines whose end is a token boundary (a trailing comment is allowed there) -> column of the
     comment already on the line, if any."""
     lines: dict[int, int | None] = {}
-    try:
-        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+    try:  # newline=None: a line ends at \r too (old Mac files), as for `splitlines` and the linter
+        for token in tokenize.generate_tokens(io.StringIO(text, newline=None).readline):
             if token.type == tokenize.COMMENT:
                 lines[token.start[0]] = token.start[1]
             elif token.type in (tokenize.NEWLINE, tokenize.NL):

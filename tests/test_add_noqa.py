@@ -49,6 +49,22 @@ def test_add_noqa_suppresses_every_finding_it_can(project: Path, capsys) -> None
     assert "WSC003" not in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("newline", ["\r", "\r\n"])
+def test_add_noqa_keeps_cr_and_crlf_line_endings(project: Path, capsys, newline: str) -> None:
+    """A CR-only file (old Mac line endings) gets its directives as LF and CRLF files do, ending each line
+    as it did."""
+    (project / "model.py").write_bytes(MODEL.replace("\n", newline).encode())
+    assert main(["check", "--add-noqa", "model.py"]) == 0
+    assert "Added 2 noqa directives to 1 file." in capsys.readouterr().err
+    data = (project / "model.py").read_bytes()
+    assert data.count(newline.encode()) == MODEL.count("\n")
+    text = data.decode().replace(newline, "\n")
+    assert "        if x.mean() > threshold:  # hot path  # noqa: WSC101\n" in text
+    assert "scale = 0.5 if x.max() > 1 else 1.0  # noqa: E501, WSC103\n" in text
+    if newline == "\r":
+        assert b"\n" not in data
+
+
 def test_add_noqa_refuses_fix(project: Path, capsys) -> None:
     assert main(["check", "--add-noqa", "--fix", "model.py"]) == 2
 
