@@ -202,6 +202,18 @@ def main(argv: list[str] | None = None) -> int:
     return EXIT_ERROR
 
 
+def working_directory() -> Path:
+    """The current directory; one that was deleted (or cannot be read) is a usage error: paths are
+    reported, and the project found, relative to it."""
+    try:
+        return Path(os.getcwd())
+    except OSError as exc:
+        if isinstance(exc, FileNotFoundError):
+            raise ConfigError("the current directory no longer exists (deleted?): run cslint from an existing "
+                              "directory") from None
+        raise ConfigError(f"cannot read the current directory: {exc.strerror or exc}") from None
+
+
 STDIN_PATHS = {Path("-"), Path("/dev/stdin"), Path("/dev/fd/0"), Path("/proc/self/fd/0")}
 
 
@@ -260,6 +272,7 @@ def run_check(args: argparse.Namespace) -> int:
     from cslint.deferred import defer
 
     started = time.perf_counter()
+    working_directory()
     profile = Profile(enabled=args.profile)
     check_flags(args)
     args.stdin_name = stdin_name(args)
@@ -512,6 +525,7 @@ def _write_fixes(result: RunResult, lint: Callable[..., RunResult], project: lis
 def run_clean(args: argparse.Namespace) -> int:
     from cslint.cache import clean, default_cache_dir
 
+    working_directory()
     directory = args.cache_dir or default_cache_dir(load_settings(None, Path(".")))
     try:
         removed = clean(directory)

@@ -196,3 +196,19 @@ def test_fingerprint_follows_the_code(tmp_path: Path) -> None:
     assert code_fingerprint(str(package)) == before
     (package / "rules.py").write_text("A = 22\n")
     assert code_fingerprint(str(package)) != before
+
+
+@pytest.mark.parametrize("served", [False, True])
+def test_a_deleted_working_directory_is_one_line_and_exit_2(env: dict[str, str], project: Path, tmp_path: Path,
+                                                            served: bool) -> None:
+    """Run from a directory deleted under it (a shell left in a removed checkout), with and without a
+    server up: one line and the documented exit code, never a traceback."""
+    if served:
+        start_server(env, project)
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    run = subprocess.run(["sh", "-c", f'cd "{gone}" && rmdir "{gone}" && exec "$0" -m cslint check --server',
+                          sys.executable], env=env, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2, run.stderr
+    assert run.stderr == ("cslint: error: the current directory no longer exists (deleted?): run cslint from an "
+                          "existing directory\n")

@@ -116,9 +116,13 @@ def run_on_server(argv: list[str]) -> int | None:
         return None
     for stream in (sys.stdout, sys.stderr):
         stream.flush()
+    try:
+        cwd = os.getcwd()
+    except OSError:  # a deleted working directory: the run here says so, in one line
+        return None
     mask = os.umask(0o077)
     os.umask(mask)
-    request = {"kind": "check", "argv": argv, "cwd": os.getcwd(), "env": dict(os.environ),
+    request = {"kind": "check", "argv": argv, "cwd": cwd, "env": dict(os.environ),
                "encoding": sys.stdout.encoding, "umask": mask, "limits": _limits()}
     deadline = time.monotonic() + READY_SECONDS
     try:
