@@ -15,7 +15,7 @@ from pathlib import Path
 from cslint import __version__
 from cslint.check_options import (check_flags, force_excluded, paths_without_python, show_files, show_settings,
                                   unmatched_trace_roots)
-from cslint.config import ConfigError, Settings, load_settings
+from cslint.config import OUTPUT_FORMATS, ConfigError, Settings, load_settings
 from cslint.progress import Progress
 from cslint.report import RunResult
 
@@ -100,8 +100,8 @@ def build_parser() -> argparse.ArgumentParser:
                             "calls from (default: the one cslint runs in; `none`: do not read libraries)")
     check.add_argument("--trace-roots", action="append", metavar="PATTERN",
                        help="glob over qualified names (pkg.mod.Class.method) of extra traced roots")
-    check.add_argument("--output-format", choices=["text", "concise", "grouped", "json", "json-lines", "sarif",
-                                                    "github"], help="how findings are reported (default: text)")
+    check.add_argument("--output-format", choices=OUTPUT_FORMATS,
+                       help="how findings are reported (default: `output-format` in the configuration, else text)")
     check.add_argument("-o", "--output-file", type=Path, help="write the report to this file, not stdout")
     check.add_argument("--add-noqa", action="store_true",
                        help="append `# noqa: CODE` to every line with a finding (to adopt cslint gradually)")
@@ -373,15 +373,16 @@ def run_check(args: argparse.Namespace) -> int:
         _write_fixes(result, lint, files + context, settings.unsafe_fixes, roots)
     progress.finish()
     place_in_cells(result.diagnostics, buffers)
-    options = FormatOptions(show_chain=args.show_chain, unsafe_fixes=settings.unsafe_fixes,
+    output_format, show_chain = report_style(args, settings)
+    options = FormatOptions(show_chain=show_chain, unsafe_fixes=settings.unsafe_fixes,
                             statistics=args.statistics, quiet=args.quiet, fix_mode=args.fix)
     if args.diff:
         report = render_diff(result)
         if not args.quiet:
             print(diff_summary(result, settings.unsafe_fixes), file=sys.stderr)
     else:
-        report = FORMATS[args.output_format or "text"](result, options)
-        if settings.target_reason.startswith("inferred") and (args.output_format or "text") == "text" \
+        report = FORMATS[output_format](result, options)
+        if settings.target_reason.startswith("inferred") and output_format == "text" \
                 and not args.quiet:
             report = f"target: {settings.target} ({settings.target_reason})\n" + report
     if args.output_file is not None:
@@ -404,6 +405,17 @@ def run_check(args: argparse.Namespace) -> int:
     if result.diagnostics and not args.exit_zero:
         return EXIT_FINDINGS
     return EXIT_CLEAN
+
+
+def report_style(args: argparse.Namespace, settings: Settings) -> tuple[str, bool]:
+    """The output format and whether chains are shown: the command line's, else the configuration's
+    where the report can take it (--statistics prints only some formats; it and --diff show no chains)."""
+    from cslint.check_options import STATISTICS_FORMATS
+
+    output_format = args.output_format or settings.output_format or "text"
+    if args.output_format is None and args.statistics and output_format not in STATISTICS_FORMATS:
+        output_format = "text"
+    return output_format, args.show_chain or (settings.show_chain and not (args.statistics or args.diff))
 
 
 def _progress(args: argparse.Namespace) -> Progress:

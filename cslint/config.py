@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -28,6 +29,7 @@ KNOWN_KEYS = {
     "trace-roots", "unsafe-fixes", "cerebras-version", "target", "runtime-targets", "output-format",
     "show-chain", "max-file-size", "analysis-budget", "python",
 }
+OUTPUT_FORMATS = ("text", "concise", "grouped", "json", "json-lines", "sarif", "github")
 DEFAULT_MAX_FILE_SIZE = 5_000_000  # bytes: larger than any hand-written module; generated files are not linted
 DEFAULT_ANALYSIS_BUDGET = 200_000  # see cslint/budget.py
 MAX_CONFIG_BYTES = 10_000_000
@@ -59,6 +61,9 @@ class Settings:
     # the Python whose installed libraries traced calls are read from (analysis/libraries.py): None for the
     # one cslint runs in, "none" for no libraries
     python: str | None = None
+    # how findings are reported when the command line does not say (`--output-format`, `--show-chain`)
+    output_format: str | None = None
+    show_chain: bool = False
 
     def with_overrides(self, **overrides: Any) -> Settings:
         return replace(self, **{k: v for k, v in overrides.items() if v is not None})
@@ -171,9 +176,15 @@ def _table(data: dict[str, Any], key: str, path: Path, prefix: str = "") -> dict
     return value
 
 
+def unknown_key(key: str, path: Path | None) -> str:
+    """The warning for a key cslint does not read, naming the known key it is likely a typo of."""
+    close = difflib.get_close_matches(key, sorted(KNOWN_KEYS), n=1)
+    hint = f"; did you mean `{close[0]}`?" if close else ""
+    return f"{path}: unknown [tool.cslint] key `{key}` (ignored){hint}"
+
+
 def settings_from_table(table: dict[str, Any], path: Path | None) -> Settings:
-    warnings = tuple(f"{path}: unknown [tool.cslint] key `{key}` (ignored)"
-                     for key in table if key not in KNOWN_KEYS)
+    warnings = tuple(unknown_key(key, path) for key in table if key not in KNOWN_KEYS)
     kwargs: dict[str, Any] = {"config_path": path, "project_root": path.parent if path else None,
                               "warnings": warnings}
     location = f" in {path}" if path else ""
@@ -202,6 +213,15 @@ def settings_from_table(table: dict[str, Any], path: Path | None) -> Settings:
             if not isinstance(table["unsafe-fixes"], bool):
                 raise ConfigError("`unsafe-fixes` must be true or false")
             kwargs["unsafe_fixes"] = table["unsafe-fixes"]
+        if "output-format" in table:
+            if table["output-format"] not in OUTPUT_FORMATS:
+                raise ConfigError(f"`output-format` must be one of {', '.join(OUTPUT_FORMATS)} "
+                                  f"(got {table['output-format']!r:.40})")
+            kwargs["output_format"] = table["output-format"]
+        if "show-chain" in table:
+            if not isinstance(table["show-chain"], bool):
+                raise ConfigError("`show-chain` must be true or false")
+            kwargs["show_chain"] = table["show-chain"]
         if "max-file-size" in table:
             kwargs["max_file_size"] = parse_size(table["max-file-size"])
         if "analysis-budget" in table:

@@ -156,7 +156,44 @@ def test_unknown_config_key_warns(project, capsys):
     (project / "pyproject.toml").write_text('[tool.cslint]\nslect = ["WSC1"]\n')
     code, _, err = _run(capsys, "check", str(project))
     assert code == 1
-    assert "unknown [tool.cslint] key `slect`" in err
+    assert "unknown [tool.cslint] key `slect` (ignored); did you mean `select`?" in err
+    (project / "pyproject.toml").write_text('[tool.cslint]\nfrobnicate = 1\n')
+    _, _, err = _run(capsys, "check", str(project))
+    assert err.splitlines() == [f"cslint: warning: {project / 'pyproject.toml'}: unknown [tool.cslint] key "
+                                "`frobnicate` (ignored)"]
+
+
+def test_output_format_and_show_chain_from_the_configuration(project, capsys):
+    """`output-format` and `show-chain` in [tool.cslint] are honoured (as ruff honours `output-format`);
+    the command line overrides the format."""
+    (project / "pyproject.toml").write_text('[tool.cslint]\noutput-format = "concise"\nshow-chain = true\n')
+    code, out, err = _run(capsys, "check", str(project))
+    assert code == 1 and not err
+    assert out.startswith(f"{project / 'bad.py'}:7:12: WSC101 [*] ") and "^" not in out  # no source excerpt
+    (project / "pyproject.toml").write_text('[tool.cslint]\noutput-format = "json"\n')
+    code, out, _ = _run(capsys, "check", str(project))
+    assert code == 1 and [d["code"] for d in json.loads(out)] == ["WSC101"]
+    code, out, _ = _run(capsys, "check", "--output-format", "concise", str(project))
+    assert code == 1 and out.startswith(f"{project / 'bad.py'}:7:12: WSC101")
+    # statistics print text where the configured format has no statistics form
+    (project / "pyproject.toml").write_text('[tool.cslint]\noutput-format = "sarif"\nshow-chain = true\n')
+    code, out, _ = _run(capsys, "check", "--statistics", str(project))
+    assert code == 1 and out.splitlines()[0].split() == ["1", "WSC101", "[*]", "tensor-if"]
+    (project / "pyproject.toml").write_text('[tool.cslint]\nshow-chain = true\n')
+    _, out, _ = _run(capsys, "check", str(project))
+    assert "= traced: bad.Net.forward (forward of nn.Module subclass Net)" in out
+
+
+@pytest.mark.parametrize(("table", "message"), [
+    ('output-format = "xml"', "`output-format` must be one of text, concise, grouped, json, json-lines, sarif, "
+                              "github (got 'xml')"),
+    ('show-chain = "yes"', "`show-chain` must be true or false"),
+])
+def test_bad_output_settings_are_configuration_errors(project, capsys, table, message):
+    (project / "pyproject.toml").write_text(f"[tool.cslint]\n{table}\n")
+    code, out, err = _run(capsys, "check", str(project))
+    assert code == 2 and not out
+    assert err == f"cslint: error: {message} in {project / 'pyproject.toml'}\n"
 
 
 @pytest.mark.parametrize(("argv", "message"), [
