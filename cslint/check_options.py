@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import ast
 import fnmatch
+import os
 import re
 from dataclasses import fields
 from pathlib import Path
@@ -61,7 +62,9 @@ def force_excluded(path: Path, settings: Settings) -> bool:
 
 
 def show_files(files: list[Path]) -> str:
-    return "".join(f"{path}\n" for path in sorted({safe_resolve(f) for f in files}))
+    """Each file as it is checked and reported: a symbolic link under its own name (and its target under
+    its own, when that is checked too), as ruff lists them."""
+    return "".join(f"{path}\n" for path in sorted({os.path.abspath(f) for f in files}))
 
 
 def show_settings(settings: Settings, codes: list[str], first: Path) -> str:

@@ -511,12 +511,17 @@ def _write_fixes(result: RunResult, lint: Callable[..., RunResult], project: lis
     from cslint.sources import ReadError, safe_resolve, write_atomically
 
     unwritten = []
+    written: dict[Path, str] = {}  # real path -> the text written there
     with interrupts_held():
         for source in result.changed_files:
             try:
-                if not _within(safe_resolve(source.path), roots):
+                real = safe_resolve(source.path)
+                if not _within(real, roots):
                     raise ReadError("a symbolic link to a file outside the paths checked; fix not written")
+                if written.get(real) == source.text:  # a link and its target both checked: written once
+                    continue  # (other text would be refused: the file no longer holds the bytes read)
                 write_atomically(source)
+                written[real] = source.text
             except (ReadError, OSError) as exc:
                 reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
                 result.errors.append(f"{source.path}: cannot write fix: {reason}")

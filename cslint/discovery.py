@@ -135,7 +135,7 @@ def collect_files(paths: list[Path], settings: Settings, skipped: list[Skipped] 
         elif info is not None and not stat.S_ISREG(info.st_mode):
             notes.append(Skipped(str(path), f"{file_kind(info.st_mode)}, not a Python file: not read", True))
         else:
-            key = str(safe_resolve(path))
+            key = os.path.abspath(path)
             if key not in seen:
                 seen.add(key)
                 found.append(path)
@@ -200,13 +200,13 @@ def _walk(top: str, top_real: str, excluded: Excluder, seen: set[str], found: li
                 continue
             if entry.is_symlink():
                 entry_real = str(safe_resolve(Path(entry.path)))
-            if excluded(name, entry_real) or entry_real in seen:
+            if excluded(name, entry_real) or entry.path in seen:
                 continue
             kind = _not_regular(entry)
             if kind is not None:
                 skipped.append(Skipped(entry.path, f"{kind}, not a Python file: not read", False))
                 continue
-            seen.add(entry_real)
+            seen.add(entry.path)
             found.append(Path(entry.path))
         if temp_names:
             remove_stale_temp_files(directory, temp_names)

@@ -122,3 +122,53 @@ def test_fix_never_writes_through_a_link_to_a_file_outside(tmp_path):
     assert ("cslint: error: link.py: cannot write fix: a symbolic link to a file outside the paths checked; "
             "fix not written") in proc.stderr
     assert victim.read_text() == BAD
+
+
+@pytest.fixture
+def linked(tmp_path: Path) -> Path:
+    """A repository holding `m.py` and `link.py -> m.py`: both in scope."""
+    (tmp_path / "pyproject.toml").write_text("[tool.cslint]\n")
+    (tmp_path / "m.py").write_text(BAD)
+    (tmp_path / "link.py").symlink_to("m.py")
+    return tmp_path
+
+
+@pytest.mark.parametrize("named", [["."], ["m.py", "link.py"], ["link.py", "m.py"]])
+def test_a_link_and_its_target_are_both_reported(linked: Path, named: list[str]) -> None:
+    """As ruff reports every path it discovers: the finding under the link's name and under the target's
+    (before, the walk kept one name per real file: only `link.py`)."""
+    proc = cslint("--output-format", "concise", *named, cwd=linked)
+    assert proc.returncode == 1
+    found = [line.split(":")[0] for line in proc.stdout.splitlines() if ": WSC" in line]
+    assert sorted(found) == ["link.py", "m.py"]
+    assert "in 2 files checked" in proc.stdout
+    shown = cslint("--show-files", ".", cwd=linked)
+    assert shown.stdout.splitlines() == [str(linked / "link.py"), str(linked / "m.py")]
+
+
+@pytest.mark.parametrize("named", [["."], ["link.py", "m.py"]])
+def test_fix_writes_a_linked_file_once_and_keeps_the_link(linked: Path, named: list[str]) -> None:
+    proc = cslint("--fix", "--output-format", "concise", *named, cwd=linked)
+    assert proc.returncode == 0, proc.stderr
+    assert (linked / "link.py").is_symlink() and os.readlink(linked / "link.py") == "m.py"
+    assert FIXED_LINE.strip() in (linked / "m.py").read_text()
+    assert (linked / "m.py").read_text().count(FIXED_LINE.strip()) == 1
+    assert "cannot write" not in proc.stderr
+    assert sorted(p.name for p in linked.iterdir()) == ["link.py", "m.py", "pyproject.toml"]
+
+
+
+def test_fix_of_a_link_and_its_target_in_one_run_writes_the_file_once(linked: Path) -> None:
+    """Both names changed in one run (as an analysis that fixes each reported path would give them): the
+    file is written once, and the second name is neither an error nor a second write."""
+    from cslint.cli import _write_fixes
+    from cslint.report import RunResult
+
+    sources = [read_source(linked / name) for name in ("link.py", "m.py")]
+    for source in sources:
+        source.text = BAD.replace("        if x.max() > 0:\n            y = x * 2\n        else:\n            y = x\n",
+                                  FIXED_LINE + "\n")
+    result = RunResult(changed_files=sources)
+    _write_fixes(result, lambda *_: RunResult(), [], False, [linked])
+    assert result.errors == []
+    assert (linked / "m.py").read_text() == sources[0].text and (linked / "link.py").is_symlink()
