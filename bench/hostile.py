@@ -11,8 +11,10 @@ the repository was imported (each stdlib-named module writes a marker when impor
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -203,6 +205,8 @@ def hostile_run() -> int:
             if "\x1b" in text or "\x07" in text:
                 problems.append("raw control characters in the output")
             outcomes.append(Outcome(name, code, seconds, peak, problems))
+        if importlib.util.find_spec("torch") is not None:  # --verify runs the target under torch
+            outcomes.append(killed_verify(root / "killed-verify", scripts))
         after = _snapshot(outside)
         imported = sorted(p.name for p in markers.iterdir())
     finally:
@@ -218,6 +222,70 @@ def hostile_run() -> int:
           f"modules of the repository imported: {len(imported)} {imported if imported else ''}")
     failures += len(changed) + len(imported)
     return failures
+
+
+KILLED_VERIFY = "kill -9 during --fix --verify, then check"
+
+
+def killed_verify(root: Path, scripts: Path) -> Outcome:
+    """`--fix --verify` killed (kill -9, its whole process group) while the target runs from the project's
+    copy: the copy and the runtime checker's directory stay in the temporary directory. The next
+    `cslint check` (measured) must remove them, and the target's process must not outlive the kill."""
+    project, scratch, waiting = root / "project", root / "tmp", root / "waiting"
+    project.mkdir(parents=True)
+    scratch.mkdir()
+    (project / "pyproject.toml").write_text('[tool.cslint]\nruntime-targets = ["model.py:target"]\n')
+    (project / "model.py").write_text(MODEL + (
+        "\n\ndef target(device):\n    import torch\n"
+        "    return Net().to(device), [torch.randn(3, 4, device=device)]\n\n\n"
+        f"import os, time\nopen({str(waiting)!r}, 'w').write(str(os.getpid()))\ntime.sleep(120)\n"))
+    env = {**os.environ, "CSLINT_NO_SERVER": "1", "CSLINT_NO_CACHE": "1", "TMPDIR": str(scratch)}
+    problems = []
+    verify = subprocess.Popen([str(scripts / "cslint"), "check", "--fix", "--verify", "model.py"], cwd=project,
+                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + TIME_LIMIT
+    while not (waiting.exists() and waiting.read_text()) and verify.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    os.killpg(verify.pid, signal.SIGKILL)
+    verify.wait()
+    left = sorted(p.name.rsplit("-", 1)[0] for p in scratch.iterdir())
+    if left != ["cslint-runtime", "cslint-verify"]:
+        problems.append(f"the killed run left {left}, not its copy and the checker's directory: nothing measured")
+    target = int(waiting.read_text()) if waiting.exists() and waiting.read_text() else None
+    if target is not None and not _ends(target):
+        problems.append(f"the target's process {target} outlived the killed cslint")
+        os.kill(target, signal.SIGKILL)
+    old = os.environ.get("TMPDIR")
+    os.environ["TMPDIR"] = str(scratch)
+    try:
+        code, seconds, peak, text = _run([str(scripts / "cslint"), "check", "--isolated", "model.py"], project)
+    finally:
+        if old is None:
+            os.environ.pop("TMPDIR")
+        else:
+            os.environ["TMPDIR"] = old
+    remaining = sorted(p.name for p in scratch.iterdir())
+    if remaining:
+        problems.append(f"the next run left {remaining} in the temporary directory")
+    if code not in (0, 1) or "Traceback" in text:
+        problems.append(f"the next run failed: {text[-300:]!r}")
+    if seconds > TIME_LIMIT or peak > MEMORY_LIMIT_MB:
+        problems.append(f"{seconds:.0f} s, {peak:.0f} MB")
+    return Outcome(KILLED_VERIFY, code, seconds, peak, problems)
+
+
+def _ends(pid: int, seconds: float = 10.0) -> bool:
+    """Whether the process ends (or is only a zombie waiting for its reaper) within `seconds`."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as handle:
+                if handle.read().rsplit(b")", 1)[1].split()[0] == b"Z":
+                    return True
+        except OSError:
+            return True
+        time.sleep(0.05)
+    return False
 
 
 def _remove(root: Path) -> None:

@@ -270,6 +270,7 @@ def run_check(args: argparse.Namespace) -> int:
     from cslint.target_inference import with_inferred_target
     from cslint.tree_memo import TreeMemo
     from cslint.deferred import defer
+    from cslint.scratch import remove_stale as remove_stale_scratch
 
     started = time.perf_counter()
     working_directory()
@@ -351,6 +352,7 @@ def run_check(args: argparse.Namespace) -> int:
         defer(store.save)
     if tree is not None:
         defer(tree.save)
+    defer(remove_stale_scratch)  # what runs killed outright (kill -9) left in the temporary directory
     result.errors[:0] = [str(note) for note in skipped if note.named]
     if args.add_noqa:
         from cslint.noqa_edit import add_noqa

@@ -29,7 +29,6 @@ import os
 import re
 import stat
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,6 +51,7 @@ from cslint.overlay import unsaved_text
 from cslint.profile import Profile
 from cslint.progress import Progress
 from cslint.report import INTERNAL_ERROR, Diagnostic, FixSummary, RunResult
+from cslint.scratch import scratch_directory
 from cslint.tree_memo import TreeMemo, name_project
 from cslint.untraced import may_hold_roots, nothing_to_report
 
@@ -483,7 +483,7 @@ class Session:
             if parallel:
                 self._pool = workers.enter_context(self._start_pool())
                 workers.callback(setattr, self, "_pool", None)
-                directory = workers.enter_context(tempfile.TemporaryDirectory(prefix="cslint-indexes-"))
+                directory = workers.enter_context(scratch_directory("cslint-indexes-"))
                 self._graph_file = os.path.join(directory, "graph.pickle")
                 self._index_in_workers(analysed, names, directory, graph)
             done = self._analyse_groups(groups, graph)

@@ -12,7 +12,6 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 from typing import IO
 
@@ -76,7 +75,9 @@ def check(target: str, backends: tuple[str, ...] = ("lazy", "dynamo"), *, timeou
         from cslint.runtime.worker import execute
 
         return execute(target, backends, outputs, progress)
-    with tempfile.TemporaryDirectory(prefix="cslint-runtime-") as scratch:
+    from cslint.scratch import scratch_directory
+
+    with scratch_directory("cslint-runtime-") as scratch:
         result_path = os.path.join(scratch, "report.json")
         options = {"target": target, "backends": list(backends), "outputs": outputs, "progress": progress,
                    "result_path": result_path, "memory_limit_mb": memory_limit_mb}

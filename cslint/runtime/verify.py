@@ -13,7 +13,6 @@ from __future__ import annotations
 import math
 import os
 import shutil
-import tempfile
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -26,6 +25,7 @@ from cslint.fixed import FixedFinding, original_lines
 from cslint.runtime.api import INSTALL_HINT, check, torch_available
 from cslint.runtime.findings import RuntimeFinding, RuntimeReport
 from cslint.runtime.targets import TargetError, split_target
+from cslint.scratch import scratch_directory
 from cslint.sources import SourceFile, content_hash, safe_resolve
 
 VERIFY_BACKENDS = ("lazy", "dynamo")
@@ -226,7 +226,7 @@ def verify_fixes(settings: Settings, changed: list[SourceFile], fixed: list[Fixe
     outside = [s.path for s in changed if not _inside(s.path, root)]
     if outside:
         return Verdict(False, [f"{outside[0]}: outside the project ({root}), so it cannot be verified there"])
-    with tempfile.TemporaryDirectory(prefix="cslint-verify-") as scratch:
+    with scratch_directory("cslint-verify-") as scratch:
         try:
             copy = _copy_project(root, Path(scratch))
             targets = [(t, _target_in(t, root, copy)) for t in settings.runtime_targets]

@@ -151,7 +151,22 @@ def _saver(path: str) -> Callable[[RuntimeReport, bool], None]:
     return save
 
 
+def _die_with_parent() -> None:
+    """The worker runs in its own session (cslint ends the step's processes with it as a group): when cslint
+    is killed outright, the kernel ends the worker too, rather than leaving the step running (Linux only)."""
+    try:
+        import ctypes
+        import signal
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() == 1:  # cslint was gone before the request took effect
+        os._exit(1)
+
+
 def main() -> int:
+    _die_with_parent()
     options = json.loads(sys.argv[1])
     _limit_memory(int(options.get("memory_limit_mb", 0)))
     save = _saver(options["result_path"])

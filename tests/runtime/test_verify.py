@@ -3,6 +3,7 @@ the findings printed describe the files on disk."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -239,3 +240,102 @@ def test_outputs_differ_uses_the_tolerance() -> None:
     assert outputs_differ([[1.0, 2.0]], [[1.0, 2.0 + 1e-9]], 1e-5) is None
     assert "largest difference" in (outputs_differ([[1.0, 2.0]], [[1.0, 2.5]], 1e-5) or "")
     assert "structure" in (outputs_differ([[1.0]], [[1.0, 2.0]], 1e-5) or "")
+
+
+def _waiting_project(tmp_path: Path) -> tuple[Path, Path, dict[str, str]]:
+    """A project whose target, run from the verification's copy, signals and waits; its own temporary
+    directory (TMPDIR), to see what cslint leaves there."""
+    project, scratch = tmp_path / "project", tmp_path / "tmp"
+    project.mkdir()
+    scratch.mkdir()
+    waiting = tmp_path / "waiting"
+    (project / "pyproject.toml").write_text('[tool.cslint]\nruntime-targets = ["model.py:target"]\n')
+    (project / "model.py").write_text(MODEL + textwrap.dedent(f'''
+
+        import os as _os
+        import time as _time
+        with open({str(waiting)!r}, "w") as _waiting:
+            _waiting.write(str(_os.getpid()))
+        _time.sleep(120)
+    '''))
+    env = dict(os.environ, CSLINT_NO_CACHE="1", CSLINT_NO_SERVER="1", TMPDIR=str(scratch))
+    return project, waiting, env
+
+
+def _start_verify(project: Path, waiting: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    process = subprocess.Popen([sys.executable, "-m", "cslint", "check", "model.py", "--fix", "--verify"],
+                               cwd=project, env=env, start_new_session=True,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    while not (waiting.exists() and waiting.read_text()) and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert waiting.exists(), "the target never ran"
+    return process
+
+
+def _gone(pid: int, seconds: float = 10) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def _scratch(directory: Path) -> list[str]:
+    return sorted(p.name.rsplit("-", 1)[0] for p in directory.iterdir())
+
+
+def test_scratch_of_a_killed_verify_is_removed_by_the_next_run(tmp_path: Path) -> None:
+    """kill -9 during `--fix --verify` leaves the project's copy and the runtime checker's directory; the
+    next run removes them, and keeps a live run's scratch and anything not cslint's own."""
+    project, waiting, env = _waiting_project(tmp_path)
+    scratch = Path(env["TMPDIR"])
+    killed = _start_verify(project, waiting, env)
+    live = subprocess.Popen([sys.executable, "-c", "import time; from cslint.scratch import scratch_directory\n"
+                             "with scratch_directory('cslint-runtime-') as path:\n"
+                             "    print(path, flush=True); time.sleep(60)"],
+                            env=env, stdout=subprocess.PIPE, text=True)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    not_ours = [scratch / "cslint-verify-unmarked", scratch / "cslint-verify-symlink1", scratch / "other"]
+    try:
+        assert live.stdout is not None
+        kept = Path(live.stdout.readline().strip())  # it swept the temporary directory: the verify ran on
+        assert _scratch(scratch) == ["cslint-runtime", "cslint-runtime", "cslint-verify"]
+        os.killpg(killed.pid, signal.SIGKILL)
+        killed.wait()
+        assert _gone(int(waiting.read_text())), "the target's process outlived the killed cslint"
+        left = [p for p in scratch.iterdir() if p != kept]
+        assert (next(scratch.glob("cslint-verify-*")) / "project" / "model.py").exists()  # what kill -9 leaves
+        not_ours[0].mkdir()  # no marker: kept while younger than any cslint process takes to write one
+        not_ours[1].symlink_to(elsewhere, target_is_directory=True)
+        (elsewhere / ".cslint-scratch").write_text('{"pid": 999999999}')
+        not_ours[2].mkdir()
+        plain = subprocess.run([sys.executable, "-m", "cslint", "check", "--isolated", "model.py"], cwd=project,
+                               env=env, capture_output=True, text=True, timeout=120)
+        assert plain.returncode in (0, 1) and "Traceback" not in plain.stderr
+        assert not any(p.exists() for p in left) and kept.is_dir() and elsewhere.is_dir()
+        assert sorted(p.name for p in scratch.iterdir()) == sorted([kept.name] + [p.name for p in not_ours])
+    finally:
+        live.kill()
+        live.wait()
+
+
+@pytest.mark.parametrize("ending", [signal.SIGTERM, signal.SIGHUP])
+def test_a_terminated_verify_removes_its_scratch(tmp_path: Path, ending: signal.Signals) -> None:
+    project, waiting, env = _waiting_project(tmp_path)
+    original = (project / "model.py").read_text()
+    process = _start_verify(project, waiting, env)
+    try:
+        process.send_signal(ending)
+        _, err = process.communicate(timeout=60)
+    finally:
+        with contextlib.suppress(ProcessLookupError):  # the target's process went with cslint
+            os.killpg(process.pid, signal.SIGKILL)
+    assert process.returncode == 130 and err.decode().endswith("cslint: interrupted\n")
+    assert _gone(int(waiting.read_text()))
+    assert list(Path(env["TMPDIR"]).iterdir()) == []
+    assert (project / "model.py").read_text() == original
