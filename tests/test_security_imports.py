@@ -165,3 +165,95 @@ def test_flake8_plugin_imports_nothing_from_the_repository(tmp_path: Path) -> No
     assert imported(markers) == []
     found = re.findall(r"^models/block_\d+\.py:11:\d+: WSC101", proc.stdout, re.MULTILINE)
     assert proc.returncode == 1 and len(found) == 2, proc.stdout[-2000:] + proc.stderr[-2000:]
+
+
+# ---- installed libraries are read, never imported (#34 item 12) -----------------------------------------
+
+LIBRARY_USER = """\
+import torch
+import fakelib.layers.deep
+from torch import nn
+from torch.nn.utils import clip_grad_norm_
+
+
+class UsesLibraries(nn.Module):
+    def forward(self, x):
+        clip_grad_norm_(self.parameters(), 1.0)
+        return fakelib.layers.deep.gate(x)
+"""
+GATE = "def gate(x):\n    if x.sum() > 0:\n        return x * 2\n    return x\n"
+
+
+def install_libraries(site: Path, markers: Path) -> None:
+    """Installed packages, analysed as libraries (their source read for the functions traced code calls):
+    `fakelib` with a subpackage, and a `torch` in front of the real one; every module leaves a marker when
+    imported, named after the module."""
+    modules = {"fakelib/__init__.py": "", "fakelib/layers/__init__.py": "", "fakelib/layers/deep.py": GATE,
+               "torch/__init__.py": "", "torch/nn/__init__.py": "", "torch/nn/utils/__init__.py":
+               "from torch.nn.utils.clip_grad import clip_grad_norm_\n",
+               "torch/nn/utils/clip_grad.py": "def clip_grad_norm_(parameters, max_norm):\n    return max_norm\n"}
+    markers.mkdir(exist_ok=True)
+    for relative, text in modules.items():
+        path = site / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        name = relative.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
+        path.write_text(f"open({str(markers / name)!r}, 'w').close()\n" + text)
+    info = site / "fakelib-1.0.dist-info"
+    info.mkdir()
+    (info / "top_level.txt").write_text("fakelib\n")
+
+
+@pytest.fixture(scope="module")
+def with_libraries(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
+    """(repository, installed libraries' directory, marker directory)."""
+    base = tmp_path_factory.mktemp("libraries")
+    root = base / "repo"
+    write_project(root)
+    (root / "models" / "uses_libraries.py").write_text(LIBRARY_USER)
+    install_libraries(base / "site", base / "markers")
+    return root, base / "site", base / "markers"
+
+
+def library_env(tmp_path: Path, site: Path) -> dict[str, str]:
+    return clean_env(tmp_path, PYTHONPATH=str(site))
+
+
+def assert_library_read(proc: subprocess.CompletedProcess[str]) -> None:
+    """The library's function was read: its branch is reported at the call."""
+    assert re.search(r"^models/uses_libraries\.py:10:\d+: WSC101 .*via fakelib\.layers\.deep\.gate", proc.stdout,
+                     re.MULTILINE), proc.stdout[-2000:] + proc.stderr[-2000:]
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_check_reads_installed_libraries_without_importing_them(with_libraries: tuple[Path, Path, Path],
+                                                                tmp_path: Path, jobs: str) -> None:
+    root, site, markers = with_libraries
+    proc = run([str(BIN / "cslint"), "check", "-j", jobs, "--profile", "--cache-dir", str(tmp_path / "cache"), "."],
+               root, library_env(tmp_path, site))
+    assert_library_read(proc)
+    assert imported(markers) == []
+    if jobs == "2":
+        assert "worker processes: 2" in proc.stderr, proc.stderr
+
+
+def test_server_and_flake8_read_installed_libraries_without_importing_them(tmp_path: Path) -> None:
+    root, site, markers = tmp_path / "repo", tmp_path / "site", tmp_path / "markers"
+    write_project(root, files=2, size=0)
+    (root / "models" / "uses_libraries.py").write_text(LIBRARY_USER)
+    install_libraries(site, markers)
+    env = library_env(tmp_path, site)
+    cslint = [str(BIN / "cslint")]
+    try:
+        run([*cslint, "check", "--server", "--no-cache", "models/uses_libraries.py"], root, env)
+        deadline = time.monotonic() + 60
+        while run([*cslint, "server", "status"], root, env).returncode != 0:
+            assert time.monotonic() < deadline, "the server did not start"
+            time.sleep(0.2)
+        served = run([*cslint, "check", "--server", "--no-cache", "."], root, env)
+        assert "served 1" in run([*cslint, "server", "status"], root, env).stdout
+        assert_library_read(served)
+    finally:
+        run([*cslint, "server", "stop"], root, env)
+    flake8 = run([str(BIN / "flake8"), "--select", "WSC", "models/uses_libraries.py"], root, env)
+    assert_library_read(flake8)
+    assert imported(markers) == []
