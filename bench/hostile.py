@@ -1,4 +1,5 @@
-"""A hostile repository: every pathological input of issue #19, each linted in a subprocess.
+"""A hostile repository: every pathological input of issue #19 and the shipped caches of #34, each linted
+in a subprocess.
 
 Checks, per input: the run ends within 60 s, its peak memory (the process and the children it waited
 for, from wait4) stays under 1 GB, its output carries no raw control character, and it never fails as a
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import json
 import os
 import shutil
 import signal
@@ -45,6 +47,11 @@ EXPECTED = {  # what each case's output must say
     "symlink to a file outside, --fix": "a symbolic link to a file outside the paths checked",
     "tool = 5 in pyproject.toml": "`tool` in",
     "flake8 on one file (indexes the project)": "model.py:7:12: WSC101",
+    # a cache the repository ships (#34): see build_shipped_caches
+    "shipped cache: every entry says no findings": "model.py:7:12: WSC101",
+    "shipped cache: its files linked to /dev/zero": "model.py:7:12: WSC101",
+    "shipped cache: its files FIFOs": "model.py:7:12: WSC101",
+    "shipped cache: a 60 MB results file": "model.py:7:12: WSC101",
 }
 MODEL = (
     "import torch\nfrom torch import nn\n\n\nclass Net(nn.Module):\n    def forward(self, x):\n"
@@ -147,6 +154,44 @@ def build(root: Path) -> dict[str, list[str]]:
     return cases
 
 
+def build_shipped_caches(root: Path) -> dict[str, tuple[list[str], Path]]:
+    """Projects in the repository that ship a `.cslint_cache` (#34), each made by a run of cslint with
+    another user's key and then planted: every entry saying "no findings", the results cache and both
+    memos links to /dev/zero, or FIFOs, the results cache grown to 60 MB (sparse). Case name -> (the
+    victim's command, the project it runs in)."""
+    cslint = str(Path(sys.executable).parent / "cslint")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "CSLINT_CACHE_DIR")}
+    cases: dict[str, tuple[list[str], Path]] = {}
+    for name, directory in (("shipped cache: every entry says no findings", "cache-zeroed"),
+                            ("shipped cache: its files linked to /dev/zero", "cache-devzero"),
+                            ("shipped cache: its files FIFOs", "cache-fifos"),
+                            ("shipped cache: a 60 MB results file", "cache-large")):
+        project = root / "repo" / "cases" / directory
+        project.mkdir(parents=True)
+        (project / "pyproject.toml").write_text("[tool.cslint]\n")
+        (project / "model.py").write_text(MODEL)
+        subprocess.run([cslint, "check", "--exit-zero", "-q", "."], cwd=project, check=True, capture_output=True,
+                       env={**env, "CSLINT_NO_SERVER": "1", "CSLINT_KEY_FILE": str(root / "attacker-key")})
+        cache = project / ".cslint_cache"
+        for path in sorted(cache.glob("v*")):
+            if directory == "cache-zeroed" and path.suffix == ".json":
+                data = json.loads(path.read_text())
+                for entry in data["files"].values():
+                    entry["diagnostics"] = []
+                path.write_text(json.dumps(data))
+            elif directory == "cache-devzero":
+                path.unlink()
+                path.symlink_to("/dev/zero")
+            elif directory == "cache-fifos":
+                path.unlink()
+                os.mkfifo(path)
+            elif directory == "cache-large" and path.suffix == ".json":  # just under what is read
+                os.truncate(path, 60 * 1024 * 1024)
+        command = ["env", f"CSLINT_KEY_FILE={root / 'user-key'}", cslint, "check", "--output-format", "concise", "."]
+        cases[name] = (command, project)
+    return cases
+
+
 def _snapshot(directory: Path) -> dict[str, str]:
     return {str(p): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(directory.rglob("*")) if p.is_file()}
 
@@ -179,6 +224,7 @@ def hostile_run() -> int:
     root = Path(tempfile.mkdtemp(prefix="cslint-hostile-"))
     try:
         cases = build(root)
+        shipped_caches = build_shipped_caches(root)
         repo, outside, markers = root / "repo", root / "outside", root / "markers"
         before = _snapshot(outside)
         outcomes = []
@@ -190,8 +236,9 @@ def hostile_run() -> int:
         for name in ("unreadable directory", "path in an unsearchable directory"):
             if os.geteuid() == 0 and shutil.which("setpriv"):  # root ignores permission bits otherwise
                 runs[name] = [*WITHOUT_ROOT_OVERRIDES, *runs[name]]
+        runs.update({name: command for name, (command, _) in shipped_caches.items()})
         for name, command in runs.items():
-            code, seconds, peak, text = _run(command, repo)
+            code, seconds, peak, text = _run(command, shipped_caches[name][1] if name in shipped_caches else repo)
             problems = []
             if EXPECTED.get(name, "") not in text:
                 problems.append(f"expected {EXPECTED[name]!r} in the output: {text[-300:]!r}")

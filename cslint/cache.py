@@ -6,7 +6,9 @@ and holds its content hash, the modules it imports, the files whose traced code 
 inferred in it, a digest of the content hashes of every file its report depended on, and the report
 itself. An entry is reused only when all of those hashes still match (see `incremental.py`). A cache
 that cannot be read, of whatever kind of damage, is ignored and rewritten; writes go through a
-temporary file and a rename.
+temporary file and a rename. The file is sealed with this user's key (cslint/sealed.py): one that
+cslint did not write for this user (a repository's own `.cslint_cache`, force-added and cloned) is
+ignored the same way, so an entry saying a file has no findings is believed only from this user's runs.
 
 cslint writes and deletes only its own files, and only in a directory that is its own: a real directory
 (not a symbolic link), owned by this user, that cslint created (it holds cslint's `.gitignore`) or found
@@ -20,6 +22,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 import sys
 import time
 from contextlib import suppress
@@ -27,7 +30,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cslint import __version__
+from cslint import __version__, sealed
 from cslint.config import Settings
 
 CACHE_DIR_NAME = ".cslint_cache"
@@ -165,22 +168,20 @@ class Cache:
             return self
         except OSError:
             return self  # cannot be opened: nothing to read; saving will say whether it can be written
-        if directory is not None:
-            os.close(directory)
+        if directory is None:
+            return self
         key = os.path.abspath(self.path)
         loaded_paths.append(key)
-        signature = _signature(self.path)
         preloaded = _preloaded.get(key)
-        if preloaded is not None and signature is not None and preloaded[0] == signature:
-            self.entries, self._loaded = dict(preloaded[1]), dict(preloaded[2])
-            self.read_ahead = True
-            return self
         try:
-            self.entries, self._loaded = _read(self.path)
-        except FileNotFoundError:
-            pass
+            found = sealed.load(self.path.name, _parse, directory, preloaded)
         except Exception:  # damaged in any way: start again; the next save replaces it
-            self.entries, self._loaded = {}, {}
+            found = None
+        finally:
+            os.close(directory)
+        if found is not None:
+            self.entries, self._loaded = dict(found[1][0]), dict(found[1][1])
+            self.read_ahead = found is preloaded
         return self
 
     def save(self) -> None:
@@ -194,7 +195,9 @@ class Cache:
             payload = {"format": FORMAT, "version": __version__,
                        "files": {path: self._as_json(path, entry) for path, entry in self.entries.items()}}
             text = json.dumps(payload, separators=(",", ":"))  # one call: json.dump encodes piece by piece
-            write_new(directory, self.path.name, text)
+            data = sealed.seal(self.path.name, text)
+            if data is not None:  # without this user's key nothing written could be believed
+                write_new(directory, self.path.name, data)
         except OSError:
             pass
         finally:
@@ -225,28 +228,27 @@ class ReadOnlyCache(Cache):
 
 # Cache files read ahead by the server (cslint/server/): a child forked from it reuses one while the
 # file on disk is still the one that was read. Writes replace the file, so its inode changes with them.
-_preloaded: dict[str, tuple[tuple[int, int, int], dict[str, Entry], dict[str, tuple[Entry, Any]]]] = {}
+Parsed = tuple[dict[str, Entry], dict[str, tuple[Entry, Any]]]
+_preloaded: dict[str, tuple[sealed.Signature, Parsed]] = {}
 PRELOADED_LIMIT = 4
 PRELOADED_MAX_BYTES = 16_000_000  # a cache file takes some 10x its size in memory once read
 loaded_paths: list[str] = []  # absolute paths of what this process loaded: the server's child tells the server
 
 
 def preload(path: str) -> None:
-    signature = _signature(Path(path))
     _preloaded.pop(path, None)
-    if signature is None or signature[1] > PRELOADED_MAX_BYTES:
-        return
     try:
-        entries, loaded = _read(Path(path))
+        found = sealed.load(path, _parse, limit=PRELOADED_MAX_BYTES)
     except Exception:
         return
-    _preloaded[path] = (signature, entries, loaded)
+    if found is None:
+        return
+    _preloaded[path] = found
     while len(_preloaded) > PRELOADED_LIMIT:
         del _preloaded[next(iter(_preloaded))]
 
 
-def _read(path: Path) -> tuple[dict[str, Entry], dict[str, tuple[Entry, Any]]]:
-    data = json.loads(path.read_text(encoding="utf-8"))
+def _parse(data: Any) -> Parsed:
     if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("files"), dict):
         return {}, {}
     entries: dict[str, Entry] = {}
@@ -258,14 +260,6 @@ def _read(path: Path) -> tuple[dict[str, Entry], dict[str, tuple[Entry, Any]]]:
             continue
         loaded[key] = (entries[key], raw)
     return entries, loaded
-
-
-def _signature(path: Path) -> tuple[int, int, int] | None:
-    try:
-        stat = os.stat(path)
-    except OSError:
-        return None
-    return stat.st_ino, stat.st_size, stat.st_mtime_ns
 
 
 def default_cache_dir(settings: Settings) -> Path:
@@ -285,6 +279,7 @@ MARKER = "# created by cslint\n*\n"  # written first into a cache directory csli
 _CACHE_FILE = re.compile(r"v[\w.+!-]+-(?:[0-9a-f]+\.json|(?:imports|tree)\.memo|lib-[\w.+!-]+\.json)"
                          r"|\.tmp-[\w-]+\.json")
 NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0)
+NO_BLOCK = getattr(os, "O_NONBLOCK", 0)
 
 
 def open_cache_directory(directory: Path, create: bool) -> int | None:
@@ -322,21 +317,23 @@ def open_cache_directory(directory: Path, create: bool) -> int | None:
 
 def _read_marker(directory: int) -> str | None:
     try:
-        fd = os.open(MARKER_NAME, os.O_RDONLY | NO_FOLLOW, dir_fd=directory)
+        fd = os.open(MARKER_NAME, os.O_RDONLY | NO_FOLLOW | NO_BLOCK, dir_fd=directory)
     except OSError:
         return None
     with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):  # a FIFO named .gitignore would never answer
+            return None
         return handle.read(len(MARKER) + 1).decode("utf-8", "replace")
 
 
-def write_new(directory: int, name: str, text: str) -> None:
+def write_new(directory: int, name: str, content: str | bytes) -> None:
     """Write `name` in the directory whole: a new temporary file (never an existing one, nor through a
     link), renamed over `name`."""
     temporary = f".tmp-{os.urandom(8).hex()}.json"
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NO_FOLLOW, 0o644, dir_fd=directory)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(content.encode("utf-8") if isinstance(content, str) else content)
         os.replace(temporary, name, src_dir_fd=directory, dst_dir_fd=directory)
     except BaseException:
         with suppress(OSError):

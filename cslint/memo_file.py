@@ -1,7 +1,8 @@
 """A memo kept beside the cache: one JSON file in cslint's own cache directory, read and written under the
 cache's rules (cslint/cache.py: only a directory that is cslint's own, no link followed, a write is a new
-file renamed into place), and the copies the server reads ahead for the children it forks. A memo that
-cannot be read is none; one that cannot be written is not kept."""
+file renamed into place; sealed with this user's key, cslint/sealed.py), and the copies the server reads
+ahead for the children it forks. A memo that cannot be read, or that cslint did not write for this user,
+is none; one that cannot be written is not kept."""
 
 from __future__ import annotations
 
@@ -12,10 +13,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
-from cslint.cache import NO_FOLLOW, open_cache_directory, write_new
+from cslint import sealed
+from cslint.cache import open_cache_directory, write_new
+from cslint.sealed import Signature
 
 T = TypeVar("T")
-Signature = tuple[int, int, int]
 
 # Memos read ahead by the server (cslint/server/), by path: a write replaces the file, and so its inode.
 _preloaded: dict[str, tuple[Signature, Any]] = {}
@@ -37,16 +39,7 @@ def _read(directory: Path, name: str, parse: Callable[[Any], T]) -> tuple[Signat
     if descriptor is None:
         return None
     try:
-        fd = os.open(name, os.O_RDONLY | NO_FOLLOW, dir_fd=descriptor)
-        with os.fdopen(fd, encoding="utf-8") as handle:
-            info = os.fstat(handle.fileno())
-            signature = (info.st_ino, info.st_size, info.st_mtime_ns)
-            preloaded = _preloaded.get(_key(directory, name))
-            if preloaded is not None and preloaded[0] == signature:
-                return preloaded
-            return signature, parse(json.load(handle))
-    except (OSError, ValueError, TypeError, AttributeError, KeyError, IndexError):
-        return None
+        return sealed.load(name, parse, descriptor, _preloaded.get(_key(directory, name)))
     finally:
         os.close(descriptor)
 
@@ -57,7 +50,9 @@ def write(directory: Path, name: str, payload: Any) -> None:
     except OSError:
         return  # the cache itself says why, once
     try:
-        write_new(descriptor, name, json.dumps(payload, separators=(",", ":")))
+        data = sealed.seal(name, json.dumps(payload, separators=(",", ":")))
+        if data is not None:
+            write_new(descriptor, name, data)
     except OSError:
         pass
     finally:

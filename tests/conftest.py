@@ -81,6 +81,18 @@ def _private_server_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[No
             os.environ[name] = value
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _private_cache_key(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The key that seals cache files (cslint/user_key.py) is the test session's, not the user's."""
+    saved = os.environ.get("CSLINT_KEY_FILE")
+    os.environ["CSLINT_KEY_FILE"] = str(tmp_path_factory.mktemp("cslint-key") / "cache-key")
+    yield
+    if saved is None:
+        os.environ.pop("CSLINT_KEY_FILE", None)
+    else:
+        os.environ["CSLINT_KEY_FILE"] = saved
+
+
 @pytest.fixture(autouse=True)
 def _private_cache_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each test's `cslint check` runs get their own cache, outside the trees they lint."""

@@ -1,8 +1,11 @@
-"""cslint writes and deletes only its own files, in a cache directory it created and owns.
+"""cslint writes and deletes only its own files, in a cache directory it created and owns, and believes
+only the cache files it sealed for this user.
 
 A repository can ship `.cslint_cache` as a symbolic link to a directory outside it, and `--cache-dir` /
 `CSLINT_CACHE_DIR` can name a directory that holds other files: `cslint check` must not write there and
-`cslint clean` must not empty it.
+`cslint clean` must not empty it. A repository can also ship a real `.cslint_cache` (force-added, then
+cloned) whose entries say a dirty file is clean, or whose files are links to `/dev/zero` or FIFOs: its
+answers must not be believed, and reading it must not hang or exhaust memory.
 """
 
 from __future__ import annotations
@@ -152,3 +155,182 @@ def test_owner_check_with_a_mocked_stat(tmp_path: Path, monkeypatch: pytest.Monk
     monkeypatch.setattr(cache_module.os, "fstat", foreign)
     with pytest.raises(cache_module.CacheDirectoryError, match="owned by another user"):
         cache_module.clean(directory)
+
+
+# A repository can ship a cache: `git add -f .cslint_cache` and a clone has it, as a real directory owned by
+# the user who cloned, holding cslint's marker. It is believed only if this user's cslint sealed it.
+
+def git(cwd: Path, *args: str) -> None:
+    subprocess.run(["git", "-c", "user.name=a", "-c", "user.email=a@example.com", "-c", "init.defaultBranch=main",
+                    *args], cwd=cwd, check=True, capture_output=True, timeout=60)
+
+
+def bounded_cslint(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """`cslint` with a deadline and a memory cap: a run that hangs or reads without end fails the test."""
+    def cap() -> None:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+
+    clean_env = {k: v for k, v in os.environ.items() if k not in ("CSLINT_CACHE_DIR",)}
+    return subprocess.run([sys.executable, "-m", "cslint", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=60, env={**clean_env, "CSLINT_NO_SERVER": "1", **env}, preexec_fn=cap)
+
+
+def zero_findings(cache: Path) -> int:
+    """Say "no findings" in every entry of the results cache; how many entries said otherwise."""
+    import json
+
+    zeroed = 0
+    for path in cache.glob("v*.json"):
+        data = json.loads(path.read_text())
+        for entry in data.get("files", {}).values():
+            zeroed += bool(entry.get("diagnostics"))
+            entry["diagnostics"] = []
+        path.write_text(json.dumps(data))
+    return zeroed
+
+
+@pytest.mark.parametrize("seal", ["as edited", "sealed with another key"])
+def test_a_cache_shipped_in_a_clone_cannot_make_a_dirty_file_pass(tmp_path: Path, seal: str) -> None:
+    source = tmp_path / "repo"
+    source.mkdir()
+    (source / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    (source / "model.py").write_text(BAD)
+    attacker_key = tmp_path / "attacker" / "cache-key"
+    assert_reported(bounded_cslint(source, "check", ".", CSLINT_KEY_FILE=str(attacker_key)))
+    cache = source / ".cslint_cache"
+    assert zero_findings(cache) == 1
+    if seal == "sealed with another key":  # the attacker seals with their own key: still not this user's
+        from cslint import sealed, user_key
+
+        os.environ["CSLINT_KEY_FILE"], saved = str(attacker_key), os.environ["CSLINT_KEY_FILE"]
+        try:
+            for path in cache.glob("v*.json"):
+                path.write_bytes(sealed.seal(path.name, path.read_text().replace('"mac":', '"was":', 1)) or b"")
+        finally:
+            os.environ["CSLINT_KEY_FILE"] = saved
+        assert user_key.key() != attacker_key.read_bytes()
+        # a cache the attacker's own cslint believes: only the key tells it from one this user made
+        assert "All checks passed" in bounded_cslint(source, "check", ".", CSLINT_KEY_FILE=str(attacker_key)).stdout
+    git(source, "init", "-q")
+    git(source, "add", "-A")
+    git(source, "add", "-f", ".cslint_cache")
+    git(source, "commit", "-q", "-m", "a cache that says model.py is clean")
+
+    pushed = tmp_path / "pushed"
+    source.rename(pushed)  # the victim's clone at the same path, so the cache's absolute keys match
+    git(tmp_path, "clone", "-q", str(pushed), str(source))
+    assert (source / ".cslint_cache" / ".gitignore").exists() and any((source / ".cslint_cache").glob("v*.json"))
+    run = bounded_cslint(source, "check", ".")
+    assert_reported(run)
+    assert "All checks passed" not in run.stdout
+    assert "warning" not in run.stderr, run.stderr
+    again = bounded_cslint(source, "check", ".", "--profile")  # the clone's own cache, now this user's
+    assert_reported(again)
+    assert "reports reused from the cache: 1" in again.stderr, again.stderr
+
+
+def _results_cache(cache: Path) -> Path:
+    (found,) = (p for p in cache.glob("v*.json") if "-lib-" not in p.name)
+    return found
+
+
+def _fifo(path: Path) -> None:
+    path.unlink()
+    os.mkfifo(path)
+
+
+def _link_to_dev_zero(path: Path) -> None:
+    path.unlink()
+    path.symlink_to("/dev/zero")
+
+
+def _link_to_fifo(path: Path) -> None:
+    fifo = path.parent.parent / f"{path.name}.pipe"
+    os.mkfifo(fifo)
+    path.unlink()
+    path.symlink_to(fifo)
+
+
+REPLACEMENTS = [_link_to_dev_zero, _fifo, _link_to_fifo]
+
+
+@pytest.mark.parametrize("first", range(3), ids=["results: /dev/zero link", "results: FIFO", "results: link to FIFO"])
+def test_a_cache_file_that_is_a_device_a_fifo_or_a_link_is_a_miss(repo: Path, first: int) -> None:
+    """The results cache and both memos, each replaced by one of the three (all pairs over the three runs)."""
+    assert_reported(bounded_cslint(repo, "check", "."))
+    cache = repo / ".cslint_cache"
+    files = [_results_cache(cache), *(next(cache.glob(f"v*-{memo}")) for memo in ("imports.memo", "tree.memo"))]
+    for i, path in enumerate(files):
+        REPLACEMENTS[(first + i) % 3](path)
+    run = bounded_cslint(repo, "check", ".")  # promptly, within its memory cap
+    assert_reported(run)
+    assert "warning" not in run.stderr, run.stderr
+
+
+def test_a_fifo_marker_does_not_hang_the_run(repo: Path) -> None:
+    assert_reported(bounded_cslint(repo, "check", "."))
+    marker = repo / ".cslint_cache" / ".gitignore"
+    _fifo(marker)
+    run = bounded_cslint(repo, "check", ".")
+    assert_reported(run)
+    assert "not using the cache" in run.stderr, run.stderr
+
+
+# The key that seals the cache is this user's, kept outside the repository; what is found in its place
+# that this user's cslint did not make is never used as the key.
+
+def _planted_link(path: Path) -> bytes:
+    known = path.parent / "attacker-key"
+    known.write_bytes(b"k" * 32)
+    known.chmod(0o600)
+    path.symlink_to(known)
+    return known.read_bytes()
+
+
+def _readable_by_all(path: Path) -> bytes:
+    path.write_bytes(b"r" * 32)
+    path.chmod(0o644)
+    return path.read_bytes()
+
+
+def _short(path: Path) -> bytes:
+    path.write_bytes(b"s" * 8)
+    path.chmod(0o600)
+    return path.read_bytes()
+
+
+def _fifo_key(path: Path) -> bytes:
+    os.mkfifo(path, 0o600)
+    return b""
+
+
+@pytest.mark.parametrize("plant", [_planted_link, _readable_by_all, _short, _fifo_key],
+                         ids=["link", "readable by all", "short", "FIFO"])
+def test_a_key_file_that_is_not_private_is_replaced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, plant) -> None:
+    from cslint import user_key
+
+    path = tmp_path / "home" / "cache-key"
+    path.parent.mkdir()
+    planted = plant(path)
+    monkeypatch.setenv("CSLINT_KEY_FILE", str(path))
+    key = user_key.key()
+    assert key is not None and len(key) == user_key.KEY_BYTES and key != planted
+    found = path.lstat()
+    assert path.is_file() and not path.is_symlink() and found.st_mode & 0o777 == 0o600
+    assert path.read_bytes() == key
+    if plant is _planted_link:
+        assert (tmp_path / "home" / "attacker-key").read_bytes() == planted  # the link's target untouched
+    left = {"cache-key", "attacker-key"} if plant is _planted_link else {"cache-key"}
+    assert {p.name for p in path.parent.iterdir()} == left  # no temporary file left behind
+
+
+def test_without_a_key_the_run_has_no_cache_and_says_so(repo: Path, tmp_path: Path) -> None:
+    blocked = tmp_path / "not-a-directory"
+    blocked.write_text("")
+    run = bounded_cslint(repo, "check", ".", CSLINT_KEY_FILE=str(blocked / "cache-key"))
+    assert_reported(run)
+    warnings = [line for line in run.stderr.splitlines() if "warning" in line]
+    assert len(warnings) == 1 and "not using the cache: cannot keep its key" in warnings[0], run.stderr
+    assert not list((repo / ".cslint_cache").glob("v*"))  # nothing written that could not be believed
