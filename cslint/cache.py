@@ -180,8 +180,10 @@ class Cache:
         finally:
             os.close(directory)
         if found is not None:
-            self.entries, self._loaded = dict(found[1][0]), dict(found[1][1])
+            self.entries, self._loaded = found[1]
             self.read_ahead = found is preloaded
+            if self.read_ahead:  # the server's copy is shared: this run's changes go to its own
+                self.entries, self._loaded = dict(self.entries), dict(self._loaded)
         return self
 
     def save(self) -> None:
