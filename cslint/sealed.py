@@ -28,8 +28,8 @@ from cslint import user_key
 T = TypeVar("T")
 Signature = tuple[int, int, int]  # inode, size, modification time: a rewrite changes the inode
 
-# Some 25 times the cache of the whole installed torch package; what a planted file can cost (read whole,
-# then found unsealed).
+# Far above what cslint writes for a large project; bounds what a planted file can cost (it is read whole
+# before its seal is found wrong).
 MAX_BYTES = 64 * 1024 * 1024
 _OPEN = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
 _HEAD = b'{"mac":"'
@@ -52,7 +52,7 @@ def _mac(key: bytes, name: str, body: bytes | memoryview) -> str:
     return digest.hexdigest()
 
 
-def unsealed(name: str, data: bytes) -> bool:
+def is_sealed(name: str, data: bytes) -> bool:
     """Whether `data` is the file `name` as cslint sealed it for this user."""
     if not data.startswith(_HEAD) or data[_BODY - 2:_BODY] != b'",':
         return False
@@ -85,7 +85,7 @@ def load(path: str | Path, parse: Callable[[Any], T], directory: int | None = No
         return None
     finally:
         os.close(fd)
-    if len(data) > limit or not unsealed(os.path.basename(path), data):
+    if len(data) > limit or not is_sealed(os.path.basename(path), data):
         return None
     try:
         return signature, parse(json.loads(data))
