@@ -95,6 +95,15 @@ def read_regular(path: Path | str, max_bytes: int | None = None) -> tuple[bytes,
         os.close(fd)
 
 
+def text_size(text: str, limit: int) -> int:
+    """The size of `text` as UTF-8 bytes, as its file would have on disk: exact for a text of up to
+    `limit` characters; a longer one is over the limit whatever its encoding, and is measured in
+    characters (an editor's buffer of tens of MB is not copied to be measured)."""
+    if len(text) > limit or text.isascii():
+        return len(text)
+    return len(text.encode("utf-8", errors="surrogatepass"))
+
+
 class UndecodableError(ReadError):
     """The file was read but its bytes are not text in its encoding: a finding about the file (as Python's
     own SyntaxError for it), not a failure to read it."""
@@ -127,6 +136,10 @@ def read_source(path: Path, max_bytes: int | None = None) -> SourceFile:
     """The file's text: an unsaved buffer standing in for it (overlay.py), else what is on disk; for
     a notebook, its code cells as Python."""
     unsaved = unsaved_text(path)
+    if unsaved is not None and max_bytes is not None:
+        size = text_size(unsaved, max_bytes)
+        if size > max_bytes:  # an editor's buffer is held to the limit its file would be
+            raise TooLarge(size, max_bytes)
     source = _read_disk(path, max_bytes) if unsaved is None else \
         SourceFile(path=path, text=unsaved, original_text=unsaved)
     return _notebook_source(source) if is_notebook(path) else source

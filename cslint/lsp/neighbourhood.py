@@ -21,11 +21,13 @@ from cslint.analysis.import_scan import scan_imports
 from cslint.analysis.module_names import assign_module_names, defining_module, import_aliases
 from cslint.lsp.notebooks import python_of
 from cslint.notebook import SUFFIX as NOTEBOOK
+from cslint.sources import ReadError, read_regular, text_size
 from cslint.untraced import may_hold_roots
 
 
 class Neighbourhood:
-    def __init__(self, files: Iterable[Path], roots: list[Path]) -> None:
+    def __init__(self, files: Iterable[Path], roots: list[Path], max_bytes: int | None = None) -> None:
+        self.max_bytes = max_bytes  # `max-file-size`: a larger file or buffer is not scanned (nor linted)
         keys = sorted({_key(p) for p in files})  # the order of `cslint check`'s survey (incremental.py)
         self.names = assign_module_names([Path(k) for k in keys])
         self.keys = {_key(p): p for p in self.names}
@@ -52,11 +54,12 @@ class Neighbourhood:
         if known is not None and known[0] == text:
             return known
         if text is None:
-            try:
-                with open(key, encoding="utf-8", errors="replace") as handle:
-                    source = handle.read()
-            except OSError:
+            try:  # as `cslint check` reads it: a regular file within the size limit
+                source = read_regular(key, self.max_bytes)[0].decode("utf-8", errors="replace")
+            except (OSError, ReadError):
                 source = ""
+        elif self.max_bytes is not None and text_size(text, self.max_bytes) > self.max_bytes:
+            source = ""
         else:
             source = text
         if key.lower().endswith(NOTEBOOK):  # its code cells are the module

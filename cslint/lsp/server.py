@@ -32,6 +32,7 @@ from cslint import __version__
 from cslint.deep_stack import RECURSION_LIMIT
 from cslint.lsp.collector import Collector
 from cslint.lsp.notebooks import by_cell, cell_edits, cells_of, notebook_text, placed_in_cells, python_of
+from cslint.lsp.documents import lean_documents, leading_lines
 from cslint.lsp.convert import SOURCE, hover_text, lsp_range, minimal_edits, related_information, to_lsp
 from cslint.lsp.workspace import Document, Workspace
 from cslint.notebook import Notebook, NotebookError, is_notebook
@@ -188,7 +189,7 @@ class CslintServer(LanguageServer):
         return out
 
     def _convert(self, path: Path, text: str, found: list[Diagnostic]) -> list[types.Diagnostic]:
-        lines = text.splitlines(keepends=True)
+        lines = leading_lines(text, max((max(d.line, d.end_line) for d in found), default=0))  # not all of a huge text
         codec = self.workspace.position_codec
         converted = []
         root = self.state.project_of(path) if found else None  # each chain's hops are in this project
@@ -265,6 +266,7 @@ def _is_python(path: Path) -> bool:
 @server.feature(types.INITIALIZE)
 def initialize(ls: CslintServer, params: types.InitializeParams) -> None:
     ls.loop = asyncio.get_running_loop()
+    lean_documents(ls.workspace)
     text_document, workspace = params.capabilities.text_document, params.capabilities.workspace
     ls.pull = text_document is not None and text_document.diagnostic is not None
     window = params.capabilities.window

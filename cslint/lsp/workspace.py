@@ -139,17 +139,18 @@ class Workspace:
         snapshot = {p: d for p, d in list(self.documents.items()) if _under(p, root)}
         if not snapshot:
             return {}
-        texts = {str(p): d.text for p, d in snapshot.items()}
         chosen = list(snapshot)
         try:
             settings = self.settings_for(path)
-            hood = self._neighbourhood(root, settings, snapshot)
+            linted = _not_excluded(snapshot, settings)
+            texts = {str(p): d.text for p, d in linted.items()}
+            hood = self._neighbourhood(root, settings, linted)
             cache = self._cache(settings, root)
             edited = str(_key(path))
             imported = hood.closure({edited}, texts)  # its roots may call into these
             affected = {d for d in texts if d in imported or edited in hood.closure({d}, texts)
                         or edited in _reach(cache, d) or d in _reach(cache, edited)}
-            chosen = [p for p in snapshot if str(p) in affected]
+            chosen = [p for p in snapshot if str(p) in affected or p not in linted]  # excluded: no findings
             result = self._run(settings, root, hood, texts, affected, cache)
             found: dict[Path, list[Diagnostic]] = {p: [] for p in chosen}
             for d in result.diagnostics:
@@ -284,7 +285,7 @@ class Workspace:
         hood = self._hoods.get(root)
         if hood is None or not hood.knows(documents):  # a new file, not yet saved, is part of the project
             files = set(self._project_files(root, settings)) | set(documents)
-            hood = self._hoods[root] = Neighbourhood(files, [root])
+            hood = self._hoods[root] = Neighbourhood(files, [root], settings.max_file_size)
         return hood
 
     def _cache(self, settings: Settings, root: Path) -> Any:
@@ -366,6 +367,14 @@ def _key(path: Path) -> Path:
 
 def _under(path: Path, root: Path) -> bool:
     return path == root or root in path.parents
+
+
+def _not_excluded(documents: dict[Path, Document], settings: Settings) -> dict[Path, Document]:
+    """The documents `exclude`/`extend-exclude` leave to be linted: as ruff's server does, an open document
+    is held to them as `cslint check --force-exclude` holds a file named to it."""
+    from cslint.check_options import force_excluded
+
+    return {p: d for p, d in documents.items() if not force_excluded(p, settings)}
 
 
 def _whole_file(path: Path, code: str, message: str) -> Diagnostic:
