@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -45,8 +46,9 @@ def to_lsp(d: Diagnostic, lines: list[str], codec: Any,
     )
 
 
-def related_information(d: Diagnostic, locate: Any) -> list[types.DiagnosticRelatedInformation]:
-    """The traced chain, root first: each function's `def`, where it can be found."""
+def related_information(d: Diagnostic, locate: Any,
+                        uri_of: Callable[[Path], str] = Path.as_uri) -> list[types.DiagnosticRelatedInformation]:
+    """The traced chain, root first: each function's `def`, where it can be found (named by `uri_of`)."""
     out = []
     for index, qualname in enumerate(d.chain):
         where = locate(qualname)
@@ -56,7 +58,7 @@ def related_information(d: Diagnostic, locate: Any) -> list[types.DiagnosticRela
         role = f"traced root ({d.reason})" if index == 0 else f"called from {d.chain[index - 1]}"
         position = types.Position(line=line - 1, character=column)
         out.append(types.DiagnosticRelatedInformation(
-            location=types.Location(uri=Path(path).as_uri(), range=types.Range(start=position, end=position)),
+            location=types.Location(uri=uri_of(Path(path)), range=types.Range(start=position, end=position)),
             message=f"{qualname}: {role}"))
     return out
 

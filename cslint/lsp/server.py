@@ -17,20 +17,26 @@ saved configuration, the cache brought up to date), asks the client to pull agai
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 import os
 import sys
+import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 from urllib.parse import unquote, urlparse
 
 from lsprotocol import types
+from pygls.io_ import StdoutWriter
 from pygls.lsp.server import LanguageServer
 
 from cslint import __version__
 from cslint.deep_stack import RECURSION_LIMIT
 from cslint.lsp.collector import Collector
+from cslint.lsp.framing import CHUNK, pumped, serve
 from cslint.lsp.notebooks import by_cell, cell_edits, cells_of, notebook_text, placed_in_cells, python_of
 from cslint.lsp.documents import lean_documents, leading_lines
 from cslint.lsp.convert import SOURCE, hover_text, lsp_range, minimal_edits, related_information, to_lsp
@@ -69,6 +75,43 @@ class CslintServer(LanguageServer):
         self.progress = False  # the client shows work done progress (`$/progress`)
         self.checks: dict[Path, str | None] = {}  # projects checked in the background: their progress token
         self.progress_tokens = 0  # tokens made so far
+        self.uris: dict[Path, str] = {}  # the URI each open document was opened under, byte for byte
+
+    def uri_of(self, path: Path) -> str:
+        """The URI to name `path` by: the client's own for an open document (editors match URIs as
+        strings, and `model(1).py` or `a+c.py` may be written in more than one way), else its file URI."""
+        return self.uris.get(path) or path.as_uri()
+
+    # ---- transport: pygls' own, with cslint's reader (framing.py) -------------------------------------
+
+    def start_io(self, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> None:
+        source = stdin or sys.stdin.buffer
+        self._stop_event = threading.Event()
+        self.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
+        try:
+            asyncio.run(serve(pumped(_chunks_of(source)), self.protocol, self._stop_event))
+        except BrokenPipeError:
+            logging.getLogger(__name__).error("cslint: the connection to the client is lost")
+        except (KeyboardInterrupt, SystemExit):
+            pass
+        finally:
+            self.shutdown()
+
+    def start_tcp(self, host: str, port: int) -> None:
+        self._stop_event = stop = threading.Event()
+
+        async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            self.protocol.set_writer(writer)  # type: ignore[arg-type]
+            await serve(lambda: reader.read(CHUNK), self.protocol, stop)
+            self.shutdown()
+
+        async def listen() -> None:
+            self._server = await asyncio.start_server(connection, host, port)
+            async with self._server:
+                await self._server.serve_forever()
+
+        with contextlib.suppress(asyncio.CancelledError):
+            asyncio.run(listen())
 
     # ---- analysis --------------------------------------------------------------------------------
 
@@ -153,7 +196,7 @@ class CslintServer(LanguageServer):
     def _publish(self, path: Path, document: Document, diagnostics: list[Any]) -> None:
         if not is_notebook(path):
             self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
-                uri=path.as_uri(), diagnostics=diagnostics, version=document.version))
+                uri=self.uri_of(path), diagnostics=diagnostics, version=document.version))
             return
         for uri, items in diagnostics:  # a notebook's: each cell's, cells without findings cleared
             self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=items))
@@ -195,7 +238,7 @@ class CslintServer(LanguageServer):
         root = self.state.project_of(path) if found else None  # each chain's hops are in this project
         for d in found:
             try:
-                related = related_information(d, lambda q, near=path: self.state.locate(q, near, root))
+                related = related_information(d, lambda q, near=path: self.state.locate(q, near, root), self.uri_of)
             except Exception:  # the chain is a nicety: never lose the finding over it
                 related = []
             converted.append(to_lsp(d, lines, codec, related))
@@ -251,6 +294,16 @@ class CslintServer(LanguageServer):
                 self.schedule(path, 0)
 
 
+def _chunks_of(stream: BinaryIO) -> Callable[[], bytes]:
+    """What is available of `stream`, a chunk at a time: read from its file descriptor where it has one (a
+    read blocked in the buffered reader's lock would abort the interpreter's exit)."""
+    try:
+        fd = stream.fileno()
+    except (OSError, ValueError, AttributeError):
+        return lambda: stream.read1(CHUNK)  # type: ignore[attr-defined]
+    return lambda: os.read(fd, CHUNK)
+
+
 server = CslintServer()
 
 
@@ -282,6 +335,7 @@ def initialize(ls: CslintServer, params: types.InitializeParams) -> None:
 def did_open(ls: CslintServer, params: types.DidOpenTextDocumentParams) -> None:
     path = _path(params.text_document.uri)
     if _is_python(path):
+        ls.uris[path] = params.text_document.uri
         ls.state.open(path, params.text_document.text, params.text_document.version)
         ls.schedule(path, 0)
 
@@ -309,6 +363,7 @@ def did_save(ls: CslintServer, params: types.DidSaveTextDocumentParams) -> None:
 def did_close(ls: CslintServer, params: types.DidCloseTextDocumentParams) -> None:
     path = _path(params.text_document.uri)
     ls.state.close(path)
+    ls.uris.pop(path, None)
     ls.published.pop(path, None)
     ls.current.pop(path, None)
     timer = ls.timers.pop(path, None)
@@ -342,6 +397,7 @@ def _sync_notebook(ls: CslintServer, uri: str, delay: float) -> None:
     cells = [(cell.document, cell.kind == types.NotebookCellKind.Code,
               ls.workspace.get_text_document(cell.document).source) for cell in notebook.cells]
     known = ls.state.documents.get(path)
+    ls.uris[path] = uri
     ls.state.change(path, notebook_text(cells), notebook.version)
     if known is not None and ls.published.get(path) and not ls.pull:  # cells removed: clear theirs
         kept = {cell[0] for cell in cells}
@@ -372,6 +428,7 @@ def notebook_did_close(ls: CslintServer, params: types.DidCloseNotebookDocumentP
     path = _path(params.notebook_document.uri)
     published = ls.published.pop(path, None) or []
     ls.state.close(path)
+    ls.uris.pop(path, None)
     ls.current.pop(path, None)
     timer = ls.timers.pop(path, None)
     if timer is not None:
