@@ -93,8 +93,9 @@ class Session:
     """One server process and the diagnostics it published, by URI."""
 
     def __init__(self, root: Path, options: dict[str, Any] | None = None, resolve: bool = True,
-                 cache: bool = False, pull: bool = False, progress: bool = False) -> None:
+                 cache: bool = False, pull: bool = False, progress: bool = False, versioned: bool = False) -> None:
         self.root, self.options, self.resolve, self.cache, self.pull = root, options, resolve, cache, pull
+        self.versioned = versioned  # the client takes edits naming a document version (documentChanges)
         self.progress = progress
         self.progressed: list[tuple[str, Any]] = []  # `$/progress` notifications: (token, value)
         self.client = LanguageClient("cslint-tests", "1")
@@ -127,8 +128,9 @@ class Session:
         resolve = types.CodeActionClientCapabilities(
             resolve_support=types.ClientCodeActionResolveOptions(properties=["edit"])) if self.resolve else None
         pull = types.DiagnosticClientCapabilities() if self.pull else None
-        workspace = types.WorkspaceClientCapabilities(diagnostics=types.DiagnosticWorkspaceClientCapabilities(
-            refresh_support=True)) if self.pull else None
+        workspace = types.WorkspaceClientCapabilities(
+            diagnostics=types.DiagnosticWorkspaceClientCapabilities(refresh_support=True) if self.pull else None,
+            workspace_edit=types.WorkspaceEditClientCapabilities(document_changes=True) if self.versioned else None)
         await self.client.initialize_async(types.InitializeParams(
             capabilities=types.ClientCapabilities(text_document=types.TextDocumentClientCapabilities(
                 code_action=resolve, diagnostic=pull), workspace=workspace,

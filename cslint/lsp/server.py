@@ -453,6 +453,16 @@ def did_change_configuration(ls: CslintServer, params: types.DidChangeConfigurat
 
 
 # ---- code actions ------------------------------------------------------------------------------
+#
+# An edit is computed on one version of a document and returned with it (a `TextDocumentEdit` naming the
+# version, which the client refuses to apply to any other): text typed while a fix was being computed
+# is never overwritten by lines of the text before it. Fix-all is computed on the document's newest
+# text, again if the text changed while it was computed (up to `FIX_ATTEMPTS` times); a single fix or
+# `noqa` is computed on the text its finding was reported on. A client that cannot take versioned
+# edits gets an edit only when it is for the text the client has now.
+
+FIX_ATTEMPTS = 3
+FIX_DELAY = float(os.environ.get("CSLINT_LSP_TEST_FIX_DELAY", "0"))  # tests: lets an edit land mid-fix
 
 
 @dataclass
@@ -460,8 +470,11 @@ class Located:
     """What a URI the client names shows: a document's text, or one cell of a notebook."""
 
     path: Path  # the document analysed (the notebook, for a cell)
-    text: str  # the text at the URI now (the cell's own)
+    text: str  # the text at the URI its findings are for (the cell's own)
     findings: list[tuple[Diagnostic, Diagnostic]]  # its last analysis's: (lines counted in `text`, as found)
+    analysed: Document  # the document (the notebook) as that analysis saw it
+    version: int | None  # the version of the text at the URI: what an edit of it names
+    current: bool  # whether `text` is what the client has now
 
 
 def _located(ls: CslintServer, uri: str) -> Located | None:
@@ -469,8 +482,9 @@ def _located(ls: CslintServer, uri: str) -> Located | None:
     path = _path(uri)
     document = ls.state.documents.get(path)
     if document is not None and not is_notebook(path):
-        _, found = ls.state.findings.get(path, (document, []))
-        return Located(path, document.text, [(d, d) for d in found])
+        analysed, found = ls.state.findings.get(path, (document, []))
+        return Located(path, analysed.text, [(d, d) for d in found], analysed, analysed.version,
+                       analysed is document)
     notebook = ls.workspace.get_notebook_document(cell_uri=uri)
     path = _path(notebook.uri) if notebook is not None else path
     if notebook is None or path not in ls.state.documents:
@@ -478,7 +492,8 @@ def _located(ls: CslintServer, uri: str) -> Located | None:
     analysed, found = ls.state.findings.get(path, (ls.state.documents[path], []))
     numbers = [number for number, (cell, _) in enumerate(cells_of(analysed.text), 1) if cell == uri]
     findings = [(placed, d) for number, placed, d in placed_in_cells(found, analysed.text) if number in numbers]
-    return Located(path, ls.workspace.get_text_document(uri).source, findings)
+    cell = ls.workspace.get_text_document(uri)
+    return Located(path, cell.source, findings, analysed, cell.version, analysed is ls.state.documents[path])
 
 
 def _findings_at(ls: CslintServer, uri: str, rng: types.Range) -> list[tuple[Diagnostic, Diagnostic]]:
@@ -497,8 +512,21 @@ def _findings_at(ls: CslintServer, uri: str, rng: types.Range) -> list[tuple[Dia
     return out
 
 
-def _edit(uri: str, old: str, new: str) -> types.WorkspaceEdit:
-    return types.WorkspaceEdit(changes={uri: minimal_edits(old, new)})
+def _versioned(ls: CslintServer) -> bool:
+    """Whether the client takes edits that name the version they are for (`documentChanges`)."""
+    workspace = ls.client_capabilities.workspace
+    edit = workspace.workspace_edit if workspace is not None else None
+    return edit is not None and bool(edit.document_changes)
+
+
+def _edit(ls: CslintServer, texts: dict[str, tuple[int | None, str, str]]) -> types.WorkspaceEdit:
+    """The edit turning each URI's old text (of the version given) into its new one: as edits naming that
+    version when the client takes them, else as plain changes (given only for the text it has now)."""
+    if not _versioned(ls):
+        return types.WorkspaceEdit(changes={uri: minimal_edits(old, new) for uri, (_, old, new) in texts.items()})
+    return types.WorkspaceEdit(document_changes=[types.TextDocumentEdit(
+        text_document=types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=version),
+        edits=minimal_edits(old, new)) for uri, (version, old, new) in texts.items()])  # type: ignore[arg-type]
 
 
 def _wants(only: list[str] | None, kind: str) -> bool:
@@ -522,21 +550,24 @@ async def code_action(ls: CslintServer, params: types.CodeActionParams) -> list[
     if located is None:
         return []
     only = params.context.only
+    # an edit of the text the findings are for can be given (a cell's version is known only for its text now)
+    editable = located.current or (_versioned(ls) and not is_notebook(located.path))
     actions: list[types.CodeAction] = []
     for shown, d in _findings_at(ls, uri, params.range):
         related = [x for x in params.context.diagnostics if x.source == SOURCE and x.code == d.code]
-        if d.fix is not None and _wants(only, types.CodeActionKind.QuickFix):
+        if d.fix is not None and editable and _wants(only, types.CodeActionKind.QuickFix):
             unsafe = d.fix.applicability != "safe"
             actions.append(types.CodeAction(
                 title=f"Fix{' (unsafe)' if unsafe else ''}: {d.fix.message}", kind=types.CodeActionKind.QuickFix,
                 diagnostics=related or None, is_preferred=not unsafe,
-                data={"uri": uri, "fix": [d.code, d.line, d.column], "unsafe": unsafe}))
-        if _wants(only, types.CodeActionKind.QuickFix):
+                data={"uri": uri, "fix": [d.code, d.line, d.column], "unsafe": unsafe,
+                      "version": located.analysed.version}))
+        if editable and _wants(only, types.CodeActionKind.QuickFix):
             quieted, added = add_noqa_to_text(located.text, {shown.line: {d.code}})
             if added:
                 actions.append(types.CodeAction(
                     title=f"Ignore {d.code} for this line", kind=types.CodeActionKind.QuickFix,
-                    diagnostics=related or None, edit=_edit(uri, located.text, quieted)))
+                    diagnostics=related or None, edit=_edit(ls, {uri: (located.version, located.text, quieted)})))
     fixable = [d for _, d in located.findings if d.fix is not None]
     if any(d.fix.applicability == "safe" for d in fixable) and _wants(only, FIX_ALL):  # type: ignore[union-attr]
         actions.append(types.CodeAction(title="cslint: fix all safe fixes", kind=FIX_ALL,
@@ -546,15 +577,21 @@ async def code_action(ls: CslintServer, params: types.CodeActionParams) -> list[
                                         data={"uri": uri, "unsafe": True}))
     if not _resolves_edits(ls):
         actions = [await _resolve(ls, action) if action.edit is None else action for action in actions]
+        actions = [action for action in actions if action.edit is not None]
     return actions
 
 
 @server.feature(types.CODE_ACTION_RESOLVE)
 async def code_action_resolve(ls: CslintServer, action: types.CodeAction) -> types.CodeAction:
-    return await _resolve(ls, action)
+    resolved = await _resolve(ls, action)
+    if resolved.edit is None:  # nothing can be applied to the text the client has: an edit that does nothing
+        resolved.edit = types.WorkspaceEdit(changes={})
+    return resolved
 
 
 async def _resolve(ls: CslintServer, action: types.CodeAction) -> types.CodeAction:
+    """The action with its edit, for the version of the document it was computed on (no edit: none can be
+    given for the text the client has)."""
     data = action.data if isinstance(action.data, dict) else {}
     uri = data.get("uri")
     if action.edit is not None or not isinstance(uri, str):
@@ -562,20 +599,42 @@ async def _resolve(ls: CslintServer, action: types.CodeAction) -> types.CodeActi
     located = _located(ls, uri)
     if located is None:
         return action
-    document = ls.state.documents[located.path]
+    path = located.path
     chosen = data.get("fix")
 
     def choice(d: Diagnostic) -> bool:
         return [d.code, d.line, d.column] == chosen
 
-    loop = asyncio.get_running_loop()
-    fixed = await loop.run_in_executor(ls.analyses, lambda: ls.state.fixed_text(
-        located.path, bool(data.get("unsafe")), choice if chosen else None))
-    if is_notebook(located.path):  # the cells it changed, each edited as a document of its own
-        changed = cell_edits(document.text, fixed) if fixed is not None else {}
-        action.edit = types.WorkspaceEdit(changes={cell: minimal_edits(a, b) for cell, (a, b) in changed.items()})
+    if chosen:  # a finding's own fix: on the text it was reported on, if that is still known
+        if located.analysed.version != data.get("version"):
+            return action
+        document: Document | None = located.analysed
     else:
-        action.edit = _edit(uri, document.text, fixed if fixed is not None else document.text)
+        document = ls.state.documents.get(path)
+    loop = asyncio.get_running_loop()
+    for _ in range(FIX_ATTEMPTS):
+        if document is None:
+            return action
+        if FIX_DELAY:
+            await asyncio.sleep(FIX_DELAY)
+        fixed = await loop.run_in_executor(ls.analyses, lambda on=document: ls.state.fixed_text(
+            path, bool(data.get("unsafe")), choice if chosen else None, on))
+        newest = ls.state.documents.get(path)
+        if chosen or newest is document:
+            break
+        document = newest  # typed into while it was fixed: fixed again, on the newest text
+    current = ls.state.documents.get(path) is document
+    if not current and not _versioned(ls):
+        return action
+    if is_notebook(path):  # the cells it changed, each edited as a document of its own
+        if not current:  # the cells' versions are known only for the text the client has now
+            return action
+        changed = cell_edits(document.text, fixed) if fixed is not None else {}
+        action.edit = _edit(ls, {cell: (ls.workspace.get_text_document(cell).version, a, b)
+                                 for cell, (a, b) in changed.items()})
+    else:
+        action.edit = _edit(ls, {uri: (document.version, document.text,
+                                       fixed if fixed is not None else document.text)})
     return action
 
 

@@ -239,15 +239,17 @@ class Workspace:
             return (path, *found) if found is not None else None
         return None
 
-    def fixed_text(self, path: Path, unsafe: bool, choice: FixChoice | None = None) -> str | None:
+    def fixed_text(self, path: Path, unsafe: bool, choice: FixChoice | None = None,
+                   document: Document | None = None) -> str | None:
         """The document's text (a notebook's JSON) with its fixes (or the one `choice` picks) applied; None
-        if none applies."""
+        if none applies. `document`: the version of it to fix (an edit is for the text it was computed
+        on), else the open one as it is now."""
         key = _key(path)
-        document = self.documents.get(key)
-        if document is None:
+        document = document or self.documents.get(key)
+        if document is None or key not in self.documents:
             return None
         root = self.project_of(key)
-        snapshot = {p: d for p, d in list(self.documents.items()) if _under(p, root)}
+        snapshot = {p: d for p, d in list(self.documents.items()) if _under(p, root)} | {key: document}
         settings = self.settings_for(key)
         result = self._run(settings, root, self._neighbourhood(root, settings, snapshot),
                            {str(p): d.text for p, d in snapshot.items()}, {str(key)}, self._cache(settings, root),
