@@ -89,3 +89,14 @@ def test_an_edit_applied_in_place_gives_the_text_pygls_gives(encoding: str) -> N
         assert ours.source == theirs.source, (text, start, end, typed)
         count = rnd.randint(0, lines)
         assert leading_lines(text, count) == text.splitlines(keepends=True)[:count]
+
+
+def test_a_buffer_given_on_stdin_is_held_to_max_file_size_too(tmp_path: Path) -> None:
+    """The mechanism the server uses is the one every unsaved buffer goes through (sources.read_source)."""
+    import subprocess
+
+    (tmp_path / "pyproject.toml").write_text('[tool.cslint]\nmax-file-size = "200B"\n', encoding="utf-8")
+    run_ = subprocess.run([sys.executable, "-m", "cslint", "check", "--no-cache", "--output-format", "concise",
+                           "--stdin-filename", "net.py", "-"], input=BAD, cwd=tmp_path, capture_output=True,
+                          text=True, timeout=120)
+    assert "net.py:1:1: WSC004" in run_.stdout and "WSC101" not in run_.stdout, run_.stdout

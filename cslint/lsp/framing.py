@@ -161,7 +161,10 @@ def deliver(protocol: Any, value: Any) -> None:
         if request:
             protocol._send_response(request_id, None, JsonRpcInternalError(str(exc)).to_response_error())
         return
-    protocol.handle_message(message)
+    try:
+        protocol.handle_message(message)
+    except Exception:  # as pygls' own loop: a handler's failure is logged, the server goes on
+        logger.exception("cslint: a message could not be handled")
 
 
 async def serve(read: Callable[[], Awaitable[bytes]], protocol: Any, stop: threading.Event) -> None:
