@@ -52,6 +52,7 @@ EXPECTED = {  # what each case's output must say
     "shipped cache: its files linked to /dev/zero": "model.py:7:12: WSC101",
     "shipped cache: its files FIFOs": "model.py:7:12: WSC101",
     "shipped cache: a 60 MB results file": "model.py:7:12: WSC101",
+    **{f"cslint lsp: {mb} MB open document, one edit": "after an edit WSC004" for mb in (6, 50)},
 }
 MODEL = (
     "import torch\nfrom torch import nn\n\n\nclass Net(nn.Module):\n    def forward(self, x):\n"
@@ -233,6 +234,9 @@ def hostile_run() -> int:
         runs = {name: [*cslint, *args] for name, args in cases.items()}
         runs["flake8 on one file (indexes the project)"] = [str(scripts / "flake8"), "--select", "WSC",
                                                              "cases/flake8/model.py"]
+        for mb in (6, 50):  # the language server, driven by bench/lsp_hostile.py (peak: it and the server)
+            runs[f"cslint lsp: {mb} MB open document, one edit"] = [
+                sys.executable, str(Path(__file__).resolve().parent / "lsp_hostile.py"), "--mb", str(mb)]
         for name in ("unreadable directory", "path in an unsearchable directory"):
             if os.geteuid() == 0 and shutil.which("setpriv"):  # root ignores permission bits otherwise
                 runs[name] = [*WITHOUT_ROOT_OVERRIDES, *runs[name]]
