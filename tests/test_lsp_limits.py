@@ -100,3 +100,10 @@ def test_a_buffer_given_on_stdin_is_held_to_max_file_size_too(tmp_path: Path) ->
                            "--stdin-filename", "net.py", "-"], input=BAD, cwd=tmp_path, capture_output=True,
                           text=True, timeout=120)
     assert "net.py:1:1: WSC004" in run_.stdout and "WSC101" not in run_.stdout, run_.stdout
+
+
+def test_the_analysis_budget_applies_to_an_open_document(tmp_path: Path) -> None:
+    """(held before #34 too: the server runs check's runner) A 3,000-link method chain is one WSC004."""
+    chain = BAD.replace("x = x * 2", "x = x" + ".f()" * 3000)
+    found = _open(tmp_path, "", "methods.py", chain)
+    assert [d["code"] for d in found] == ["WSC004"] and "analysis budget" in found[0]["message"]

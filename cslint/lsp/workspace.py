@@ -285,7 +285,8 @@ class Workspace:
 
     def _neighbourhood(self, root: Path, settings: Settings, documents: dict[Path, Document]) -> Neighbourhood:
         hood = self._hoods.get(root)
-        if hood is None or not hood.knows(documents):  # a new file, not yet saved, is part of the project
+        if hood is None or not hood.knows(documents) or hood.max_bytes != settings.max_file_size:
+            # a new file, not yet saved, is part of the project; a new size limit changes what is scanned
             files = set(self._project_files(root, settings)) | set(documents)
             hood = self._hoods[root] = Neighbourhood(files, [root], settings.max_file_size)
         return hood
