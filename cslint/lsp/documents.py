@@ -1,12 +1,12 @@
 """Open documents edited without copying them line by line.
 
 pygls applies an incremental change by splitting the whole text into lines and writing them all out
-again: on a document of tens of MB (one over `max-file-size`, say) every keystroke then costs seconds
-and a few hundred MB of line objects. Here a change is applied by finding the offsets of the two lines
-it touches, counting line ends in the text's own (C-speed) `str.count`, and joining the text around it:
-the only copy made is the new text. Positions are converted by pygls' codec exactly as before, so the
-resulting text is the one pygls would make. A text with line separators other than `\\n` and `\\r\\n`
-(which `str.splitlines` also splits at) is left to pygls.
+again: on a huge document (one over `max-file-size`, say) every keystroke then costs a line object per
+line and a pass of Python over all of them. Here a change is applied by finding the offsets of the two
+lines it touches, counting line ends with `str.count`, and joining the text before the change, the
+new text and the text after it once. Positions are converted by pygls' codec exactly as before, so the
+resulting text is the one pygls would make. A text holding any line separator but `\\n` (a CR, so
+CRLF text too, or the others `str.splitlines` splits at) is left to pygls.
 """
 
 from __future__ import annotations
