@@ -19,6 +19,8 @@ import ast
 import re
 from itertools import accumulate
 
+from cslint.line_shifts import line_shifts, renumbered
+
 DEFAULT_BUDGET = 200_000
 FREE_DEPTH = 16
 PYTHON_MAX_NESTING = 200  # CPython's tokenizer: "too many nested parentheses" beyond this
@@ -61,9 +63,10 @@ def over_budget(tree: ast.Module, budget: int, kept: dict[tuple[str, int, int], 
         earlier = dict(kept)
         kept.clear()
         total = 0.0
-        for stmt in tree.body:
-            first = min([stmt.lineno, *(d.lineno for d in getattr(stmt, "decorator_list", ()))])
-            key = ("".join(lines[first - 1:stmt.end_lineno]), stmt.col_offset, stmt.end_col_offset or 0)
+        for stmt, shift in zip(tree.body, line_shifts(tree)):  # an edited buffer's may have moved
+            first = min([stmt.lineno, *(d.lineno for d in getattr(stmt, "decorator_list", ()))]) + shift
+            key = ("".join(lines[first - 1:(stmt.end_lineno or stmt.lineno) + shift]), stmt.col_offset,
+                   stmt.end_col_offset or 0)
             cost = kept.get(key, earlier.get(key))
             if cost is None:
                 cost = sum(map(statement_cost, _depths(stmt)[0].values()))
@@ -71,6 +74,7 @@ def over_budget(tree: ast.Module, budget: int, kept: dict[tuple[str, int, int], 
             total += cost  # a statement repeated word for word counts each time
         if total <= budget:
             return None
+    tree = renumbered(tree)  # the line of the deepest expression is reported
     depth_of, statements = _depths(tree)
     total = sum(map(statement_cost, depth_of.values()))
     if total <= budget:

@@ -263,48 +263,119 @@ def test_an_edit_reuses_the_analyses_and_findings_of_the_documents_unchanged_fun
 
 
 def test_an_edited_buffers_tree_is_its_parse_with_only_the_changed_statements_parsed_again() -> None:
-    """reparse.py: whenever it answers, its tree is `ast.parse` of the new text, line numbers included;
-    edits that break the syntax, open a string or bracket over the statements after, or move the lines of
-    statements after it get no answer (the caller parses the whole text)."""
+    """reparse.py: whenever it answers, its tree is `ast.parse` of the new text once its moved statements are
+    renumbered (line_shifts.py), and says where every `def` is as that parse does; edits that break the
+    syntax or open a string or bracket over the statements after get no answer (the caller parses the
+    whole text). Edits follow one another on the tree the last one made, so the shifts add up."""
     import ast
     import random
     import warnings
 
+    from cslint.line_shifts import renumbered
+    from cslint.lsp.convert import def_positions
     from cslint.reparse import reparse
 
     warnings.simplefilter("ignore", SyntaxWarning)  # random texts: `1y` is an invalid decimal literal
     random.seed(21)
     pieces = ["x = 1\n", "    ", "(", ")", '"""', "\n", "\\\n", "@dec\n", "def g():\n    pass\n", "# note\n", "y",
-              "class C:\n    z = 2\n", "if x:\n", "        return h\n", ":", "\t"]
-    answered = 0
+              "class C:\n    z = 2\n", "if x:\n", "        return h\n", ":", "\t", "\n\n\n"]
+    answered = moved = 0
     for _ in range(600):
         old = MODEL + OPTIMIZER
-        for _ in range(random.randint(1, 3)):  # a few edits since the last analysis
+        old_tree = ast.parse(old)
+        for _ in range(random.randint(1, 4)):  # a few edits since the last analysis
             new = old
             for _ in range(random.randint(1, 2)):
                 at = random.randrange(len(new))
                 cut = random.choice([0, 0, 1, 3])
+                if random.random() < 0.5:  # a whole line, typed or deleted: moves the lines below
+                    at = new.rfind("\n", 0, at) + 1
+                    cut = random.choice([0, 0, new.find("\n", at) + 1 - at])
                 new = new[:at] + random.choice(pieces + [""]) + new[at + cut:]
-            try:
-                old_tree = ast.parse(old)
-            except SyntaxError:
-                break
             tree = reparse(old, old_tree, new)
             try:
-                expected = ast.dump(ast.parse(new), include_attributes=True)
+                expected = ast.parse(new)
             except SyntaxError:
                 assert tree is None
-            else:
-                if tree is not None:
-                    answered += 1
-                    assert ast.dump(tree, include_attributes=True) == expected
-            old = new
-    assert answered > 30  # the edits that keep the number of lines (or are at the end)
+                break
+            if tree is not None:
+                answered += 1
+                moved += new.count("\n") != old.count("\n")
+                assert ast.dump(renumbered(tree), include_attributes=True) == \
+                    ast.dump(expected, include_attributes=True)
+                assert def_positions(new, tree) == def_positions(new, expected)
+            old, old_tree = new, tree if tree is not None else expected
+    assert answered > 80 and moved > 50, (answered, moved)  # those that move the lines after them too
     line = "        x = self.block(x)\n"
     typed = MODEL.replace(line, line.replace("x)", "x + 1)"))
     tree = reparse(MODEL, ast.parse(MODEL), typed)
-    assert tree is not None and ast.dump(tree, include_attributes=True) == ast.dump(ast.parse(typed),
-                                                                                       include_attributes=True)
-    early = "        y = scale(x)\n"  # in Attention, the first class
-    assert reparse(MODEL, ast.parse(MODEL), MODEL.replace(early, early + early)) is None  # the lines after move
-    assert reparse(MODEL, ast.parse(MODEL), MODEL.replace(line, line + line)) is not None  # in the last statement
+    assert tree is not None and ast.dump(renumbered(tree), include_attributes=True) == \
+        ast.dump(ast.parse(typed), include_attributes=True)
+    early = "        y = scale(x)\n"  # in Attention, the first class: every statement after it moves
+    tree = reparse(MODEL, ast.parse(MODEL), MODEL.replace(early, early + early))
+    assert tree is not None and ast.dump(renumbered(tree), include_attributes=True) == \
+        ast.dump(ast.parse(MODEL.replace(early, early + early)), include_attributes=True)
+
+
+def test_lines_inserted_and_deleted_above_functions_with_findings_equal_a_fresh_check(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Edits that move the functions below them (the buffer's tree keeps their statements with the lines
+    they moved: line_shifts.py), one after another so the moves add up, and back."""
+    attention = "        y = scale(x)\n"  # the first class's forward: every finding below it moves
+    model = "        x = self.block(x)\n"
+    typed = MODEL.replace(attention, "        z = 0\n" + attention)
+    twice = typed.replace(model, model + "        w = 1\n        w = 2\n")
+    pasted = "def extra(x):\n" + "".join(f"    x = x + {k}\n" for k in range(28)) + "    return x\n\n\n"
+    edits = [
+        ("model.py", "\n" + MODEL),  # Enter on the first line
+        ("model.py", "\n\n" + MODEL),
+        ("model.py", typed),  # a line typed at the top of a forward
+        ("model.py", twice),  # two more lines further down: the moves add up
+        ("model.py", twice.replace("        z = 0\n", "")),  # the first one deleted: the rest moves back
+        ("model.py", twice.replace("        z = 0\n", "").replace("class Block", pasted + "class Block")),  # a paste
+        ("model.py", twice.replace("        z = 0\n", "")),  # undone
+        ("model.py", MODEL.replace("class Twin", "# a comment between classes\nclass Twin")),
+        ("model.py", MODEL),
+    ]
+    seen = _edit_and_compare(tmp_path, monkeypatch, capsys, edits, {"model.py": MODEL})
+    base = _codes(seen[-1]["model.py"])
+    assert base and [line + 1 for _, line in base] == [line for _, line in _codes(seen[0]["model.py"])]
+    assert [line + 2 for _, line in base] == [line for _, line in _codes(seen[1]["model.py"])]
+
+
+def test_a_line_inserted_above_functions_moves_them_without_parsing_or_analysing_them_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pressing Enter at the top of the first class's `forward` moves every function below it: Python's
+    parser reads only the class the edit is in (not the whole text), and the moved functions keep their
+    analyses and rule findings (their index entries are carried over, their positions moved)."""
+    import ast
+
+    monkeypatch.setenv("CSLINT_NO_CACHE", "1")
+    root = tmp_path / "project"
+    root.mkdir()
+    workspace = _project(root)
+    model = root / "pkg/model.py"
+    workspace.open(model, MODEL, 1)
+    workspace.analyse(model)
+    kept = next(iter(workspace._warm.values())).analyses
+    profile = Profile(enabled=True)
+    monkeypatch.setattr("cslint.runner.Profile", lambda enabled=False: profile)
+    parsed: list[str] = []
+    parse = ast.parse
+    monkeypatch.setattr(ast, "parse", lambda source, *a, **k: parsed.append(source) or parse(source, *a, **k))
+    attention = "        y = scale(x)\n"
+    text = MODEL
+    for number in range(3):
+        text = text.replace(attention, f"        z = {number}\n" + attention)
+        analysed, reused = kept.analysed, profile.counts.get("functions whose rule findings were reused", 0)
+        parsed.clear()
+        workspace.change(model, text, number + 2)
+        workspace.analyse(model)
+        assert parsed and all(source.strip().startswith("class Attention") and "class Block" not in source
+                              for source in parsed if isinstance(source, str))
+        assert kept.analysed - analysed <= 3  # Attention.forward, until its callees' results settle
+        # Twin's and Model's findings are reused where they moved to
+        assert profile.counts.get("functions whose rule findings were reused", 0) - reused >= 2
+    found = sorted((d.line, d.code) for d in workspace.findings[model][1])
+    assert [line for line, _ in found] == [MODEL.splitlines().index("        if act(y).max() > 3:") + 4,
+                                           MODEL.splitlines().index("        if x.mean() > 0:") + 4]

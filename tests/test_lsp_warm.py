@@ -358,9 +358,10 @@ def test_a_chains_hops_in_an_edited_buffer_are_located_from_the_analysis_tree(
         state.change(model, text)
         parsed.clear()
         state.analyse(model)
-        assert parsed.count(text) == 1  # the analysis's parse
+        assert parsed.count(text) <= 1  # the analysis's parse (of the lines an edit changed only, after the first)
+        analysed = len(parsed)
         where = state.locate("pkg.model.Second.forward", model)
-        assert parsed.count(text) == 1  # not parsed again
+        assert len(parsed) == analysed  # not parsed again
         assert where == (model, *def_positions(text)["Second.forward"])
         assert where[1] == text.splitlines().index("    def forward(self, x):", 10) + 1
     state.close(model)

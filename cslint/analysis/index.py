@@ -24,6 +24,7 @@ from cslint.analysis.piece_pool import PiecePool
 from cslint.analysis.torch_api import TRACE_WRAPPERS
 from cslint.analysis.imports import ImportTable, ast_dotted_name, dotted_name
 from cslint.analysis.walk import visit
+from cslint.line_shifts import line_shifts
 
 
 @dataclass(frozen=True)
@@ -461,10 +462,12 @@ def index_module_from_ast(path: Path, source: str, tree: ast.Module, name: str, 
     package = name if is_package else name.rpartition(".")[0]
     imports = ImportTable(name, package)
     spans = _Spans(source)
-    _collect_ast_imports(tree.body, imports, spans.may_import if spans.usable else None)
+    shifts = line_shifts(tree)  # an edited buffer's statements may keep an earlier text's line numbers
+    for stmt, spans.shift in zip(tree.body, shifts):
+        _collect_ast_imports([stmt], imports, spans.may_import if spans.usable else None)
     info = ModuleInfo(name=name, path=path, source=source, imports=imports, is_package=is_package, loader=loader)
     info.may_have_toplevel_roots = _has_toplevel_root_call(tree)
-    for stmt in tree.body:
+    for stmt, spans.shift in zip(tree.body, shifts):
         if isinstance(stmt, ast.ClassDef):
             imports.add_definition(stmt.name)
             cls = ClassInfo(qualname=f"{name}.{stmt.name}", name=stmt.name, module=info,
@@ -487,17 +490,20 @@ def index_module_from_ast(path: Path, source: str, tree: ast.Module, name: str, 
     info.top_level_imports = [(a.name, a.asname) for stmt in tree.body if isinstance(stmt, ast.Import)
                               for a in stmt.names]
     if spans.usable and info.may_have_toplevel_roots:
-        info.root_call_statements = [spans.of(stmt) for stmt in tree.body if _calls_trace_wrapper(stmt, imports)]
+        info.root_call_statements = [spans.of(stmt) for stmt, spans.shift in zip(tree.body, shifts)
+                                     if _calls_trace_wrapper(stmt, imports)]
     info.object_bindings = ast_bindings(_object_assignments(tree.body))
     return info
 
 
 class _Spans:
-    """Spans of statements from `ast` line numbers. Not usable when the text has a lone carriage return:
-    `ast` and libcst would count its lines differently from us."""
+    """Spans of statements from `ast` line numbers, plus `shift`: how far the top-level statement they are
+    in has moved since it was numbered (line_shifts.py). Not usable when the text has a lone carriage
+    return: `ast` and libcst would count its lines differently from us."""
 
     def __init__(self, text: str) -> None:
         self.usable = "\r" not in text or "\r" not in text.replace("\r\n", "")
+        self.shift = 0
         self.length = len(text)
         self.starts = [0]
         self.import_lines: list[int] = []  # the lines holding the word `import`, in order
@@ -510,16 +516,16 @@ class _Spans:
                 at = find("import", at + 6)
 
     def of(self, node: ast.stmt) -> Span:
-        first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", ()))])
-        last = node.end_lineno or node.lineno
+        first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", ()))]) + self.shift
+        last = (node.end_lineno or node.lineno) + self.shift
         end = self.starts[last] if last < len(self.starts) else self.length
         return Span(self.starts[first - 1], end, first)
 
     def may_import(self, node: ast.stmt) -> bool:
         """Whether a statement's lines hold the word `import` (any import statement in it does)."""
         lines = self.import_lines
-        at = bisect_left(lines, node.lineno)
-        return at < len(lines) and lines[at] <= (node.end_lineno or node.lineno)
+        at = bisect_left(lines, node.lineno + self.shift)
+        return at < len(lines) and lines[at] <= (node.end_lineno or node.lineno) + self.shift
 
 
 def _ast_function(node: ast.FunctionDef | ast.AsyncFunctionDef, module: ModuleInfo, cls: ClassInfo | None,

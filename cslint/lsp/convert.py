@@ -15,6 +15,7 @@ from typing import Any
 
 from lsprotocol import types
 
+from cslint.line_shifts import line_shifts
 from cslint.report import Diagnostic
 
 SOURCE = "cslint"
@@ -73,14 +74,15 @@ def def_positions(text: str, tree: ast.Module | None = None) -> dict[str, tuple[
         except (SyntaxError, ValueError, RecursionError):
             return {}
     found: dict[str, tuple[int, int]] = {}
-    stack: list[tuple[str, list[ast.stmt]]] = [("", tree.body)]
+    # each statement with the lines its top-level statement moved since it was parsed (an edited buffer's)
+    stack: list[tuple[str, list[tuple[ast.stmt, int]]]] = [("", list(zip(tree.body, line_shifts(tree))))]
     while stack:
         prefix, body = stack.pop()
-        for node in body:
+        for node, shift in body:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 name = prefix + node.name
-                found[name] = (node.lineno, node.col_offset)
-                stack.append((name + ".", node.body))
+                found[name] = (node.lineno + shift, node.col_offset)
+                stack.append((name + ".", [(inner, shift) for inner in node.body]))
     return found
 
 
