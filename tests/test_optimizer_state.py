@@ -623,3 +623,35 @@ def test_a_hyperparameter_stored_in_state_outside_traced_code_stays_quiet(lint):
     ).replace("        state[\"precondition_frequency\"] = precondition_frequency\n",
               "        state[\"precondition_frequency\"] = p.grad.norm()\n")
     assert codes(lint(code)) == []
+
+
+def test_the_steps_state_aliases_are_worked_out_once_per_check(lint, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every `if` of a step asks whether its test reads the parameter's state, which needs the names bound to
+    it (`state = self.state[p]`): a walk of the whole step, made once for the step, not once per `if`
+    (an optimizer's step with 30 `if`s was walked 30 times on every check, and on every edit in an editor)."""
+    from cslint.rules import optimizer_state
+
+    guard = "                if \"k{0}\" not in state:\n                    state[\"k{0}\"] = torch.zeros_like(p)\n"
+    ifs = "".join(guard.format(k) for k in range(30))
+    code = f"""
+import torch
+from torch.optim import Optimizer
+
+class Many(Optimizer):
+    def __init__(self, params, lr=0.1):
+        super().__init__(params, dict(lr=lr))
+
+    @torch.no_grad()
+    def step(self):
+        for group in self.param_groups:
+            for p in group["params"]:
+                state = self.state[p]
+                if len(state) == 0:
+                    state["buf"] = torch.zeros_like(p)
+{ifs}"""
+    walked: list[str] = []
+    plain = optimizer_state.state_aliases
+    monkeypatch.setattr(optimizer_state, "state_aliases", lambda node: walked.append(node.name.value) or plain(node))
+    found = lint(code, select=("WSC301",))
+    assert len(found) == 31 and found[0].message.startswith("`if len(state) == 0`")
+    assert walked.count("step") <= 2  # once per check of the step (124 on the old code: per `if`, per question)

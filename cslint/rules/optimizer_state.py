@@ -42,8 +42,17 @@ def _nearest_class(ctx: RuleContext):  # type: ignore[no-untyped-def]
     return None
 
 
+def _state_aliases(ctx: RuleContext) -> set[str]:
+    """`state_aliases` of the traced function, worked out once per check (it walks the whole function, and
+    every `if` asks)."""
+    aliases = ctx.scratch.get("wsc3_aliases")
+    if aliases is None:
+        aliases = ctx.scratch["wsc3_aliases"] = state_aliases(ctx.traced.func.node)
+    return aliases  # type: ignore[no-any-return]
+
+
 def _is_state_expr(ctx: RuleContext, expr: cst.BaseExpression) -> bool:
-    aliases = ctx.scratch.setdefault("wsc3_aliases", state_aliases(ctx.traced.func.node))
+    aliases = _state_aliases(ctx)
     return is_state(expr, aliases) or (ctx.kind(expr).tag is Tag.OBJECT and ctx.kind(expr).role == "opt_state")
 
 
@@ -275,7 +284,7 @@ class SGD(Optimizer):
         if not in_optimizer_step(ctx) or not is_guard(ctx, node):
             return
         class_fix = shared_class_fix(ctx)
-        aliases = ctx.scratch.setdefault("wsc3_aliases", state_aliases(ctx.traced.func.node))
+        aliases = _state_aliases(ctx)
         fixable = class_fix is not None and is_lazy_guard(node, aliases)
         ctx.report(node.test, f"`if {ctx.code(node.test)}` creates optimizer state inside step(): {NO_IDENTITY}; "
                               "create it in preinitialize()", class_fix.fix if fixable and class_fix else None)
@@ -549,7 +558,7 @@ def made_by_first_step(node: cst.If, ctx: RuleContext) -> bool:
             before.update(string_key(target) for target, _ in writes)
     if not before:
         return True
-    aliases = ctx.scratch.setdefault("wsc3_aliases", state_aliases(ctx.traced.func.node))
+    aliases = _state_aliases(ctx)
     made = {string_key(target) for target, _ in state_writes(node.body, aliases)}
     # an emptiness test (`len(state) == 0`) is false once anything exists; a key test (`"k" not in state`,
     # `state.get("k") is None`) once that key does
