@@ -11,6 +11,10 @@ The cost of a statement is the cube of its expression depth beyond 16, in tenths
 statement costs (184 / 10)^3 = 6,230 units, and the default budget of 200,000 is 32 of those per file
 (about 15 s of parsing on a 2020s machine). Real code stays far below: statements are rarely more than
 16 levels deep (the stdlib and torch: see bench/robustness.py).
+
+Depth says nothing of length: Python's parser and its tree take time and memory in proportion to a file's
+tokens (its `ast` about 600 bytes a node), so a file of more tokens than `max-file-tokens` is one finding
+too, counted before any parser sees it (docs/configuration.md gives the limit and the largest real files).
 """
 
 from __future__ import annotations
@@ -27,12 +31,38 @@ PYTHON_MAX_NESTING = 200  # CPython's tokenizer: "too many nested parentheses" b
 _BRACKETS = re.compile(r"[][(){}]")
 _STEP = {"(": 1, "[": 1, "{": 1, ")": -1, "]": -1, "}": -1}
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")  # lines as Python's parser numbers them
+# A token as Python's tokenizer sees it, nearly: a string literal (to its closing quote, or unterminated
+# to the end of its line or the text: every string match ends where it can, without backtracking, so the
+# count is linear however quotes and backslashes are arranged), a comment, a name or number, or one
+# character of an operator.
+_TOKEN = re.compile(
+    r'[rRbBuUfF]{0,2}(?:"""(?>[^"\\]*+(?:(?:\\[\s\S]?+|"(?!""))[^"\\]*+)*+)(?:"""|\Z)'
+    r"|'''(?>[^'\\]*+(?:(?:\\[\s\S]?+|'(?!''))[^'\\]*+)*+)(?:'''|\Z)"
+    r'|"(?>[^"\\\n]*+(?:\\[\s\S]?+[^"\\\n]*+)*+)(?:"|(?=\n)|\Z)'
+    r"|'(?>[^'\\\n]*+(?:\\[\s\S]?+[^'\\\n]*+)*+)(?:'|(?=\n)|\Z))"
+    r"|#[^\n]*|\w+|[^\w\s]")
 
 
 def source_lines(text: str) -> list[str]:
     """The text's lines, with their ends, numbered as `ast` numbers them (str.splitlines also splits at
     form feeds and other separators)."""
     return _LINE.findall(text)
+
+
+def token_count(text: str, stop_after: int = 0) -> int:
+    """About how many tokens Python's tokenizer would find in the text (a string or a comment is one, an
+    operator of two characters two), counting no further than `stop_after` when it is given. Python's
+    parser, its `ast` tree and libcst's take time and memory in proportion (libcst's tree several
+    kilobytes a token), so this is what bounds a file's analysis before anything parses it."""
+    return _TOKEN.subn("", text, count=stop_after)[1]
+
+
+def too_many_tokens(text: str, limit: int) -> str | None:
+    """The WSC004 message for a text of more than `limit` tokens, else None. Every token takes a
+    character, so a text of at most `limit` characters is not counted; a longer one only up to the limit."""
+    if len(text) <= limit or token_count(text, stop_after=limit + 1) <= limit:
+        return None
+    return f"file not analysed: more tokens than the limit of {limit:,} (`max-file-tokens`)"
 
 
 def may_nest_too_deep(text: str) -> bool:

@@ -121,6 +121,8 @@ def settings_key(settings: Settings, codes: list[str]) -> str:
         "unsafe_fixes": settings.unsafe_fixes, "project_root": str(settings.project_root or ""),
         "project_packages": sorted(settings.project_packages) if settings.project_packages is not None else None,
         "libraries": _libraries_key(settings),
+        # the limits that decide whether a file is analysed at all (max-file-size: in the file's hash)
+        "max_file_tokens": settings.max_file_tokens, "analysis_budget": settings.analysis_budget,
     }
     return hashlib.blake2b(json.dumps(relevant, sort_keys=True).encode(), digest_size=12).hexdigest()
 

@@ -12,7 +12,7 @@ from dataclasses import fields
 from pathlib import Path
 
 from cslint.config import ConfigError, Settings
-from cslint.sources import ReadError, read_source, safe_resolve
+from cslint.sources import ReadError, read_source, safe_resolve, within_token_limit
 
 # Flags whose effect the first one would drop silently: usage errors (ruff's `conflicts_with`).
 CONFLICTS = (
@@ -98,10 +98,10 @@ def _is_directory(path: Path) -> bool:
         return False
 
 
-def unmatched_trace_roots(patterns: list[str], files: list[Path]) -> list[str]:
+def unmatched_trace_roots(patterns: list[str], files: list[Path], settings: Settings) -> list[str]:
     """The `--trace-roots` patterns that name no function or method in `files` (qualified names as
     `pkg.mod.func` and `pkg.mod.Class.method`). Only files whose text holds a pattern's literal parts
-    are parsed."""
+    are parsed, and only those within the size and token limits (the check does not analyse the others)."""
     from cslint.analysis.module_names import assign_module_names
 
     left = list(dict.fromkeys(patterns))
@@ -110,7 +110,7 @@ def unmatched_trace_roots(patterns: list[str], files: list[Path]) -> list[str]:
         if not left:
             break
         try:
-            text = read_source(path).text
+            text = within_token_limit(read_source(path, settings.max_file_size), settings.max_file_tokens).text
         except ReadError:
             continue
         candidates = [p for p in left if all(part in text for part in _literal_parts(p))]

@@ -124,6 +124,8 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--exit-zero", action="store_true", help="exit 0 even when findings remain")
     check.add_argument("--max-file-size", type=_size, metavar="SIZE",
                        help="files larger than this are reported (WSC004), not analysed (default 5MB)")
+    check.add_argument("--max-file-tokens", type=_budget, metavar="TOKENS",
+                       help="files of more tokens than this are reported (WSC004), not analysed (default 500000)")
     check.add_argument("--analysis-budget", type=_budget, metavar="UNITS",
                        help="parsing work a file may cost before it is reported (WSC004), not analysed "
                             "(default 200000; docs/configuration.md)")
@@ -249,6 +251,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         target=getattr(args, "target", None),
         target_reason="set by --target" if getattr(args, "target", None) else None,
         max_file_size=getattr(args, "max_file_size", None),
+        max_file_tokens=getattr(args, "max_file_tokens", None),
         analysis_budget=getattr(args, "analysis_budget", None),
         python=getattr(args, "python", None),
     )
@@ -312,7 +315,7 @@ def run_check(args: argparse.Namespace) -> int:
     for empty in paths_without_python(paths, files) if not buffers else []:
         print(f"cslint: warning: {empty}: no Python files (nothing checked there)", file=sys.stderr)
     if args.trace_roots:
-        for pattern in unmatched_trace_roots(args.trace_roots, files + context):
+        for pattern in unmatched_trace_roots(args.trace_roots, files + context, settings):
             print(f"cslint: warning: --trace-roots pattern `{pattern}` matches no function or method of the files "
                   "checked (patterns match qualified names: pkg.mod.func, pkg.mod.Class.method)", file=sys.stderr)
     with profile.phase("cache read"):

@@ -27,11 +27,12 @@ DEFAULT_EXCLUDES = (
 KNOWN_KEYS = {
     "select", "ignore", "extend-select", "extend-ignore", "per-file-ignores", "exclude", "extend-exclude",
     "trace-roots", "unsafe-fixes", "cerebras-version", "target", "runtime-targets", "output-format",
-    "show-chain", "max-file-size", "analysis-budget", "python",
+    "show-chain", "max-file-size", "max-file-tokens", "analysis-budget", "python",
 }
 OUTPUT_FORMATS = ("text", "concise", "grouped", "json", "json-lines", "sarif", "github")
 DEFAULT_MAX_FILE_SIZE = 5_000_000  # bytes: larger than any hand-written module; generated files are not linted
 DEFAULT_ANALYSIS_BUDGET = 200_000  # see cslint/budget.py
+DEFAULT_MAX_FILE_TOKENS = 500_000  # see cslint/budget.py
 MAX_CONFIG_BYTES = 10_000_000
 _SIZE_UNITS = {"": 1, "b": 1, "kb": 1000, "k": 1000, "mb": 1000**2, "m": 1000**2, "gb": 1000**3, "g": 1000**3}
 
@@ -50,6 +51,7 @@ class Settings:
     target: str = "wsc"
     runtime_targets: tuple[str, ...] = ()
     max_file_size: int = DEFAULT_MAX_FILE_SIZE
+    max_file_tokens: int = DEFAULT_MAX_FILE_TOKENS
     analysis_budget: int = DEFAULT_ANALYSIS_BUDGET
     config_path: Path | None = None
     project_root: Path | None = None
@@ -158,6 +160,8 @@ def load_settings(config_file: Path | None, first_path: Path) -> Settings:
         raise ConfigError(f"config file {path} does not exist") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot parse {path}: {exc}") from None
+    except RecursionError:  # tomllib recurses once per nested array or inline table
+        raise ConfigError(f"cannot parse {path}: arrays or tables nested too deeply") from None
     except ReadError as exc:
         raise ConfigError(f"cannot read {path}: {exc}") from None
     except OSError as exc:
@@ -224,6 +228,8 @@ def settings_from_table(table: dict[str, Any], path: Path | None) -> Settings:
             kwargs["show_chain"] = table["show-chain"]
         if "max-file-size" in table:
             kwargs["max_file_size"] = parse_size(table["max-file-size"])
+        if "max-file-tokens" in table:
+            kwargs["max_file_tokens"] = _positive(table["max-file-tokens"], "max-file-tokens")
         if "analysis-budget" in table:
             kwargs["analysis_budget"] = _positive(table["analysis-budget"], "analysis-budget")
         for key in ("cerebras-version", "target", "python"):

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cslint import bounded_json
+
 if TYPE_CHECKING:
     from cslint.report import Diagnostic
 
@@ -31,6 +33,11 @@ _INDENT = re.compile(r"^\s*")
 
 class NotebookError(ValueError):
     """The file is not a notebook cslint can read; the message is one line for the user."""
+
+
+class NotebookTooDeep(NotebookError):
+    """The notebook's JSON nests deeper than cslint parses (bounded_json.py): a file not analysed, as one
+    over the size limit, rather than one that is not a notebook."""
 
 
 def is_notebook(path: Path) -> bool:
@@ -56,7 +63,9 @@ class Notebook:
     @classmethod
     def parse(cls, raw: str) -> Notebook:
         try:
-            data = json.loads(raw)
+            data = bounded_json.loads(raw)
+        except bounded_json.TooDeep as exc:
+            raise NotebookTooDeep(f"file not analysed: {exc}") from None
         except ValueError as exc:
             raise NotebookError(f"not a Jupyter notebook: invalid JSON ({exc})") from None
         if not isinstance(data, dict) or not isinstance(data.get("cells"), list):
@@ -131,12 +140,13 @@ def _as_python(number: int, source: Any) -> _Cell:
 
 
 def _not_python(line: str) -> bool:
-    """An IPython line is one Python cannot parse (`a % b` and `x != y` are Python)."""
+    """An IPython line is one Python cannot parse (`a % b` and `x != y` are Python), nor one its parser
+    gives up on (nested too deep)."""
     import ast
 
     try:
         ast.parse(line.strip())
-    except SyntaxError:
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return True
     return False
 

@@ -35,8 +35,8 @@ from cslint.rules import Finding, Fix, Rule, all_rules
 from cslint.rules.base import module_level_alias
 from cslint.rules.noqa_usage import UNUSED_NOQA, removal_fix, unused_noqa
 from cslint.selection import ignored_for_file
-from cslint.sources import (ReadError, SourceFile, TooLarge, UndecodableError, for_parser, keep_final_newline, parse,
-                             parse_unvalidated, python_refuses, read_source)
+from cslint.sources import (NotAnalysed, ReadError, SourceFile, UndecodableError, for_parser, keep_final_newline,
+                             parse, parse_unvalidated, python_refuses, read_source, within_token_limit)
 from cslint.targets import get_target
 
 if TYPE_CHECKING:
@@ -104,9 +104,10 @@ class Linter:
             try:
                 with self.profile.phase("read"):
                     source = self._read(path)
-            except TooLarge as exc:  # a finding for the file, not an error of the run
-                source = SourceFile(path, "", original_text="", syntax_error=(1, 1, str(exc)),
-                                    problem_code=NOT_ANALYSED, digest=exc.digest)
+            except NotAnalysed as exc:  # a finding for the file, not an error of the run
+                source = _not_analysed(path, str(exc), exc.digest)
+            except (RecursionError, MemoryError) as exc:  # nor is a file that exhausts the reader
+                source = _not_analysed(path, f"file not analysed: {_exhausted(exc)} reading it")
             except UndecodableError as exc:  # reported like a syntax error, as Python reports it
                 result.diagnostics.append(Diagnostic(path, exc.line, 1, exc.line, 2, SYNTAX_ERROR,
                                                      f"cannot decode the file: {exc}"))
@@ -119,12 +120,13 @@ class Linter:
         return sources
 
     def _read(self, path: Path) -> SourceFile:
+        tokens = self.settings.max_file_tokens
         if self.store is None:
             warm = warm_indexes()  # an editor's analysis: unchanged files are not read again
             if warm is not None:
-                return warm.read(path, self.settings.max_file_size)
-            return read_source(path, self.settings.max_file_size)
-        return self.store.read(path, lambda p: read_source(p, self.settings.max_file_size))
+                return within_token_limit(warm.read(path, self.settings.max_file_size), tokens)
+            return within_token_limit(read_source(path, self.settings.max_file_size), tokens)
+        return self.store.read(path, lambda p: within_token_limit(read_source(p, self.settings.max_file_size), tokens))
 
     def index_files(self, paths: list[Path], names: dict[Path, tuple[str, bool]]) -> None:
         """Read and index `paths` into the store, and nothing else: a worker's share of a run's indexing."""
@@ -301,10 +303,15 @@ class Linter:
 
     def _index_one(self, source: SourceFile, name: str, is_package: bool,
                    findings: dict[Path, list[Finding]]) -> ModuleInfo | None:
-        """The file's index; None for a syntax error found while indexing, or an error indexing it (a finding)."""
+        """The file's index; None for a syntax error found while indexing, a file that exhausts the
+        recursion limit or memory (not analysed, as one over the budget), or an error indexing it (a finding)."""
         try:
             with self.profile.phase("index"):
                 return self._index(source, name, is_package)
+        except (RecursionError, MemoryError) as exc:
+            source.tree, source.problem_code = None, NOT_ANALYSED
+            source.syntax_error = (1, 1, f"file not analysed: {_exhausted(exc)} indexing it")
+            return None
         except Exception as exc:
             findings.setdefault(source.path, []).append(
                 internal_error(source.tree or cst.Module([]), None, "indexing", exc))
@@ -728,6 +735,17 @@ def _module_names(by_module: dict[str, SourceFile], paths: Collection[Path] | No
         return None
     wanted = set(paths)
     return {name for name, source in by_module.items() if source.path in wanted}
+
+
+def _not_analysed(path: Path, message: str, digest: str = "") -> SourceFile:
+    """A file reported as one WSC004 finding, unanalysed (no digest: the cache keeps no report that
+    depends on it)."""
+    return SourceFile(path, "", original_text="", syntax_error=(1, 1, message), problem_code=NOT_ANALYSED,
+                      digest=digest)
+
+
+def _exhausted(exc: BaseException) -> str:
+    return "too deeply nested for the recursion limit" if isinstance(exc, RecursionError) else "out of memory"
 
 
 def _too_deep_message(count: int) -> str:

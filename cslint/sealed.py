@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 import os
 import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from cslint import user_key
+from cslint import bounded_json, user_key
 
 T = TypeVar("T")
 Signature = tuple[int, int, int]  # inode, size, modification time: a rewrite changes the inode
@@ -88,6 +87,6 @@ def load(path: str | Path, parse: Callable[[Any], T], directory: int | None = No
     if len(data) > limit or not is_sealed(os.path.basename(path), data):
         return None
     try:
-        return signature, parse(json.loads(data))
+        return signature, parse(bounded_json.loads(data.decode("utf-8")))  # a planted file may nest deep
     except (ValueError, TypeError, AttributeError, KeyError, IndexError):
         return None

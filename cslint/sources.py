@@ -49,7 +49,20 @@ class ReadError(Exception):
     """The file cannot be read as Python source; the message is one line for the user."""
 
 
-class TooLarge(ReadError):
+class NotAnalysed(ReadError):
+    """The file is beyond what cslint analyses (its size, its nesting, its length): one finding (WSC004)
+    for that file, with this message, and no analysis. `digest` is what the cache knows the file by."""
+
+    def __init__(self, message: str, digest: str = "") -> None:
+        super().__init__(message)
+        self._digest = digest
+
+    @property
+    def digest(self) -> str:
+        return self._digest
+
+
+class TooLarge(NotAnalysed):
     """The file is over the size limit: reported as a finding for that file, not read."""
 
     def __init__(self, size: int, limit: int) -> None:
@@ -145,11 +158,24 @@ def read_source(path: Path, max_bytes: int | None = None) -> SourceFile:
     return _notebook_source(source) if is_notebook(path) else source
 
 
+def within_token_limit(source: SourceFile, limit: int) -> SourceFile:
+    """The source, unless its text has more than `limit` tokens (budget.py): then NotAnalysed, before
+    any parser (Python's or libcst's) spends time and memory in proportion to it."""
+    from cslint.budget import too_many_tokens
+
+    problem = too_many_tokens(source.text, limit)
+    if problem is not None:
+        raise NotAnalysed(problem, source.digest)
+    return source
+
+
 def _notebook_source(source: SourceFile) -> SourceFile:
-    from cslint.notebook import Notebook
+    from cslint.notebook import Notebook, NotebookTooDeep
 
     try:
         notebook = Notebook.parse(source.text)
+    except NotebookTooDeep as exc:
+        raise NotAnalysed(str(exc), source.digest) from None
     except NotebookError as exc:
         raise ReadError(str(exc)) from None
     source.text = source.original_text = notebook.python

@@ -15,7 +15,7 @@ import ast
 from pathlib import Path
 
 from cslint.config import Settings
-from cslint.sources import ReadError, read_source
+from cslint.sources import ReadError, read_source, within_token_limit
 
 ROOT_MARKERS = ("def forward", "def step", "def _init_group", "compile", "trace", "torch_xla")
 MARKERS = (*ROOT_MARKERS, "criterion")
@@ -41,8 +41,8 @@ def nothing_to_report(paths: list[Path], settings: Settings, codes: frozenset[st
     texts = []
     for path in paths:  # every text first: one marker anywhere ends it before any parsing
         try:
-            text = read_source(path, settings.max_file_size).text  # over the limit: a WSC004 to report
-        except ReadError:
+            text = within_token_limit(read_source(path, settings.max_file_size), settings.max_file_tokens).text
+        except ReadError:  # over a limit: a WSC004 to report
             return False
         if may_hold_traced_code(text, codes):
             return False
