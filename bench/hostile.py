@@ -23,6 +23,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 TIME_LIMIT = 60.0
 MEMORY_LIMIT_MB = 1024
@@ -53,6 +54,12 @@ EXPECTED = {  # what each case's output must say
     "shipped cache: its files FIFOs": "model.py:7:12: WSC101",
     "shipped cache: a 60 MB results file": "model.py:7:12: WSC101",
     **{f"cslint lsp: {mb} MB open document, one edit": "after an edit WSC004" for mb in (6, 50)},
+    # issue #34 items 5 and 6: one file that exhausts recursion or the parsers is a finding for that file
+    "notebook of 100,000 nested [": "deep.ipynb:1:1: WSC004 file not analysed: JSON nested 100,003 levels deep",
+    "flake8, project with a 100,000-deep notebook": "model.py:7:12: WSC101",
+    "800,000 lines of x = 1 (4.8 MB)": "flat.py:1:1: WSC004 file not analysed: more tokens than the limit",
+    "800,000 lines of x = 1, --fix": "flat.py:1:1: WSC004 file not analysed: more tokens than the limit",
+    "flake8, project with 800,000 lines of x = 1": "model.py:7:12: WSC101",
 }
 MODEL = (
     "import torch\nfrom torch import nn\n\n\nclass Net(nn.Module):\n    def forward(self, x):\n"
@@ -148,6 +155,7 @@ def build(root: Path) -> dict[str, list[str]]:
     (plugin / "pyproject.toml").write_text("[tool.cslint]\n")
     (plugin / "model.py").write_text(MODEL)
     os.mkfifo(plugin / "pipe.py")
+    _exhausting_cases(repo, case)
     tool = case("tool = 5 in pyproject.toml", "tool")
     (tool / "pyproject.toml").write_text("tool = 5\n")
     (tool / "m.py").write_text(MODEL)
@@ -191,6 +199,26 @@ def build_shipped_caches(root: Path) -> dict[str, tuple[list[str], Path]]:
         command = ["env", f"CSLINT_KEY_FILE={root / 'user-key'}", cslint, "check", "--output-format", "concise", "."]
         cases[name] = (command, project)
     return cases
+def _exhausting_cases(repo: Path, case: Any) -> None:
+    """A notebook nested 100,000 deep and a 4.8 MB file of 800,000 statements (within the size limit),
+    beside a file with a finding, through `check` (worker processes: over 2 MB of source), `--fix` and
+    flake8 (whose plugin lints the whole project)."""
+    deep = "[" * 100_000 + "]" * 100_000
+    notebook = ('{"cells": [{"cell_type": "code", "metadata": {}, "outputs": [], "source": ' + deep +
+                '}], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}')
+    flat = "x = 1\n" * 800_000
+    for name, directory, text, args in (("notebook of 100,000 nested [", "notebook", notebook, ()),
+                                        ("800,000 lines of x = 1 (4.8 MB)", "flat", flat, ()),
+                                        ("800,000 lines of x = 1, --fix", "flatfix", flat, ("--fix",))):
+        path = case(name, directory, *args)
+        (path / ("deep.ipynb" if directory == "notebook" else "flat.py")).write_text(text)
+        (path / "model.py").write_text(MODEL)
+    for directory, name, text in (("flake8-notebook", "deep.ipynb", notebook), ("flake8-flat", "flat.py", flat)):
+        project = repo / "cases" / directory  # its own project: the plugin lints all of it for one file
+        project.mkdir()
+        (project / "pyproject.toml").write_text("[tool.cslint]\n")
+        (project / "model.py").write_text(MODEL)
+        (project / name).write_text(text)
 
 
 def _snapshot(directory: Path) -> dict[str, str]:
@@ -237,6 +265,9 @@ def hostile_run() -> int:
         for mb in (6, 50):  # the language server, driven by bench/lsp_hostile.py (peak: it and the server)
             runs[f"cslint lsp: {mb} MB open document, one edit"] = [
                 sys.executable, str(Path(__file__).resolve().parent / "lsp_hostile.py"), "--mb", str(mb)]
+        for name, directory in (("flake8, project with a 100,000-deep notebook", "flake8-notebook"),
+                                ("flake8, project with 800,000 lines of x = 1", "flake8-flat")):
+            runs[name] = [str(scripts / "flake8"), "--select", "WSC", f"cases/{directory}/model.py"]
         for name in ("unreadable directory", "path in an unsearchable directory"):
             if os.geteuid() == 0 and shutil.which("setpriv"):  # root ignores permission bits otherwise
                 runs[name] = [*WITHOUT_ROOT_OVERRIDES, *runs[name]]
