@@ -199,6 +199,8 @@ def build_shipped_caches(root: Path) -> dict[str, tuple[list[str], Path]]:
         command = ["env", f"CSLINT_KEY_FILE={root / 'user-key'}", cslint, "check", "--output-format", "concise", "."]
         cases[name] = (command, project)
     return cases
+
+
 def _exhausting_cases(repo: Path, case: Any) -> None:
     """A notebook nested 100,000 deep and a 4.8 MB file of 800,000 statements (within the size limit),
     beside a file with a finding, through `check` (worker processes: over 2 MB of source), `--fix` and

@@ -15,9 +15,11 @@ from itertools import accumulate
 from typing import Any
 
 MAX_DEPTH = 500  # far below the interpreter's default recursion limit of 1,000, whichever thread parses
-# A string, to its closing quote or, unterminated, to the end (the parser reports that one): every match
-# ends where it can, so the scan is linear however the quotes and backslashes are arranged.
-_STRING = re.compile(r'"(?>[^"\\]*+(?:\\[\s\S]?+[^"\\]*+)*+)(?:"|\Z)')
+# A string, to its closing quote or, unterminated, to the end (the parser reports that one). A character
+# is either plain or a backslash with what follows, so the repetition stops only at a quote, the end or a
+# final backslash, each of which the tail accepts: no match backtracks, and the scan is linear however the
+# quotes and backslashes are arranged (without the atomic groups Python 3.10 lacks).
+_STRING = re.compile(r'"(?:[^"\\]|\\[\s\S])*(?:"|\\?\Z)')
 _BRACKETS = re.compile(r"[][{}]")
 _STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
 

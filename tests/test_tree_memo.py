@@ -187,7 +187,7 @@ def test_a_memo_read_ahead_by_the_server_is_used_until_the_file_is_replaced(proj
 
     first = _collect(project)
     tree_memo.preload(project / CACHE_DIR_NAME)
-    monkeypatch.setattr(memo_file.sealed.json, "loads", lambda data: pytest.fail("read from disk"))
+    monkeypatch.setattr(memo_file.sealed.bounded_json, "loads", lambda data: pytest.fail("read from disk"))
     walks.clear()
     assert _collect(project) == first and walks == []
     monkeypatch.undo()
