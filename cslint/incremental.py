@@ -550,7 +550,11 @@ class Session:
             for other in self.direct(key):
                 importers[other] = importers.get(other, 0) + 1
         bases = {key: self._base_files(self.states[key]) for key in keys}
-        on_torch = _on_torch({k for k in keys if self.states[k].hints.torch}, bases)
+        on_torch = _derived_from({k for k in keys if self.states[k].hints.torch}, bases)
+        # A base class's traced method calling `self.hook()` reaches its subclasses' overrides (however many
+        # files import the base): a file goes with the files its bases come from when a root may sit
+        # above them.
+        on_roots = _derived_from({k for k in keys if self.states[k].hints.roots}, bases)
 
         def links(key: str) -> set[str]:
             twin = self._generated_twin(key, keys)
@@ -558,7 +562,7 @@ class Session:
                 return {twin}     # the twin alone, not with every model it imports (one group of 700 files)
             entry = self.states[key].entry
             found = {o for o in self.direct(key) if o in keys and self.states[o].hints.roots}
-            found |= {o for o in bases[key] if o in on_torch and importers.get(o, 0) <= FEW_IMPORTERS}
+            found |= {o for o in bases[key] if o in on_torch and importers.get(o, 0) <= FEW_IMPORTERS or o in on_roots}
             return found | {o for o in (entry.reach if entry else ()) if o in keys}
 
         return self._heaviest_first(connected(keys, ((key, other) for key in keys for other in links(key))))
@@ -712,8 +716,8 @@ def _batches(tasks: list[Any], weights: list[int], jobs: int) -> list[list[Any]]
     return batches
 
 
-def _on_torch(found: set[str], bases: dict[str, set[str]]) -> set[str]:
-    """The files in `found` (they mention torch), and those deriving classes from one of them."""
+def _derived_from(found: set[str], bases: dict[str, set[str]]) -> set[str]:
+    """The files in `found`, and those deriving classes from one of them (directly or not)."""
     derived: dict[str, set[str]] = {}
     for key, files in bases.items():
         for base in files:

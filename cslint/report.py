@@ -27,6 +27,12 @@ class FixSummary:
     message: str
 
 
+def chain_function(hop: str) -> str:
+    """The qualified name of one hop of a traced chain (`pkg.Sub.hook (override of Base.hook)`: a
+    subclass's override reached from its base class's `self.hook()`)."""
+    return hop.split(" ", 1)[0]
+
+
 @dataclass
 class Diagnostic:
     path: Path

@@ -49,6 +49,7 @@ class CallSite:
     node: cst.Call
     callee: FunctionInfo
     args: dict[str, Kind]
+    overriding: str | None = None  # reached as a subclass's override of this method (see _overrides_reached)
 
 
 @dataclass
@@ -1440,8 +1441,18 @@ class FunctionInference:
                     if target is not None and target.is_property:  # `self.loss_function(logits, labels)`
                         getter = self._call_project_function(node, target, [], receiver=receiver)
                         return self._call_value(node, getter, arg_kinds)
-                    if target is not None:
-                        return self._call_project_function(node, target, arg_kinds, receiver=receiver)
+                    overrides = self._overrides_reached(node, owner, method, target)
+                    if target is not None or overrides:
+                        kinds = [self._call_project_function(node, target, arg_kinds, receiver=receiver)] \
+                            if target is not None else []
+                        for override in overrides:
+                            kinds.append(self._call_project_function(
+                                node, override, arg_kinds, receiver=self.oracle.self_kind(override.cls),
+                                overriding=target.display_name if target is not None else self.func.cls.name))
+                        kind = kinds[0]
+                        for other in kinds[1:]:
+                            kind = join(kind, other)
+                        return kind
                 attr = self.oracle.attributes(receiver.cls).get(method)
                 if attr is not None:
                     return self._call_value(node, attr, arg_kinds)
@@ -1460,6 +1471,22 @@ class FunctionInference:
         if receiver.tag is Tag.HOST:
             return HOST
         return _fallback(arg_kinds, default=receiver if receiver.tag is Tag.STATIC else UNKNOWN)
+
+    def _overrides_reached(self, node: cst.Call, owner: Project, method: str,
+                           found: FunctionInfo | None) -> tuple[FunctionInfo, ...]:
+        """`self.method()` in a method of a project class runs, on an instance of a subclass, that
+        subclass's override: a template method's hooks (`self.compute_loss(...)` in a base loss's
+        `forward`) are the subclasses' methods. Only through the function's own `self`, only classes of
+        the project deriving from the function's class (not in an installed library's summary)."""
+        cls = self.func.cls
+        if cls is None or owner is not self.project or self.func.module.library is not None \
+                or not isinstance(node.func, cst.Attribute) \
+                or self.self_name is None or path_key(node.func.value) != self.self_name:
+            return ()
+        if found is not None and found.is_static_method:
+            return ()
+        return tuple(o for o in self.project.overrides(cls, method)
+                     if o is not found and not o.is_property and not o.is_static_method)
 
     def _note_registration(self, node: cst.Call, receiver: Kind, method: str, arg_kinds: list[Kind]) -> None:
         """`self.register_buffer("step", t)` declares a tensor attribute like `self.step = t` would."""
@@ -1503,7 +1530,9 @@ class FunctionInference:
         return self.oracle.self_kind(target.cls)
 
     def _call_project_function(self, node: cst.Call, target: FunctionInfo, arg_kinds: list[Kind],
-                               receiver: Kind | None) -> Kind:
+                               receiver: Kind | None, overriding: str | None = None) -> Kind:
+        """`overriding`: the method (or, when it has none, the class) whose `self.name()` call reaches
+        `target` as a subclass's override."""
         libraries = self.project.libraries
         if target.module.library is not None and libraries is not None:
             # a library function: summarised for these arguments, not traced (see analysis/libraries.py), with
@@ -1525,7 +1554,8 @@ class FunctionInference:
             for name, kind in bound.items():
                 site.args[name] = join(site.args[name], kind) if name in site.args else kind
         else:
-            self.result.calls[(id(node), target.qualname)] = CallSite(node=node, callee=target, args=bound)
+            self.result.calls[(id(node), target.qualname)] = CallSite(node=node, callee=target, args=bound,
+                                                                      overriding=overriding)
         return self._project_result(target, bound)
 
     def _project_result(self, target: FunctionInfo, bound: dict[str, Kind]) -> Kind:

@@ -51,6 +51,7 @@ class LazyModules(Mapping[str, ModuleInfo]):
     def __init__(self, given: dict[str, ModuleInfo], load: Callable[[str], ModuleInfo | None],
                  rank: Callable[[str], int | None], names: Callable[[], list[str]]) -> None:
         self.loaded = dict(given)
+        self.given = tuple(given)  # the modules analysed together (a group's own), as opposed to those loaded later
         self._asked = set(given)
         self._load = load
         self.rank = rank
@@ -101,6 +102,8 @@ class Project:
         self._kind_cache: dict[tuple[str, str], bool] = {}
         self._lookup_cache: dict[str, ModuleInfo | ClassInfo | FunctionInfo | None] = {}
         self._ranks: dict[str, int] | None = None
+        self._subclasses: dict[str, list[ClassInfo]] | None = None
+        self._overrides: dict[tuple[str, str], tuple[FunctionInfo, ...]] = {}
         # installed libraries whose functions traced code calls (analysis/libraries.py); None: not looked in
         self.libraries: Libraries | None = None
 
@@ -206,6 +209,45 @@ class Project:
             if name in klass.methods:
                 return klass.methods[name]
         return None
+
+    def overrides(self, cls: ClassInfo, name: str) -> tuple[FunctionInfo, ...]:
+        """The methods `name` that the project's subclasses of `cls` (directly or not) define, in the
+        project's order: where `self.name()` in a method of `cls` can also go."""
+        key = (cls.qualname, name)
+        if key not in self._overrides:
+            self._overrides[key] = self._find_overrides(cls, name)
+        return self._overrides[key]
+
+    def _find_overrides(self, cls: ClassInfo, name: str) -> tuple[FunctionInfo, ...]:
+        if self._subclasses is None:
+            self._subclasses = self._subclass_index()
+        found: dict[str, FunctionInfo] = {}
+        seen = {cls.qualname}
+        stack = [cls.qualname]
+        while stack:
+            for sub in self._subclasses.get(stack.pop(), ()):
+                if sub.qualname not in seen:
+                    seen.add(sub.qualname)
+                    stack.append(sub.qualname)
+                    if name in sub.methods:
+                        found.setdefault(sub.methods[name].qualname, sub.methods[name])
+        return tuple(sorted(found.values(), key=lambda f: (_or_first(self.rank(f.module.name)), f.qualname)))
+
+    def _subclass_index(self) -> dict[str, list[ClassInfo]]:
+        """Each project class's direct subclasses, made once from the modules analysed together (with
+        `LazyModules`, the group's own: a file defining a subclass imports its base, so the grouping
+        puts them together; the files loaded on demand for lookups are not listed, which would load
+        them all)."""
+        names = self.modules.given if isinstance(self.modules, LazyModules) else list(self.modules)
+        index: dict[str, list[ClassInfo]] = {}
+        for module_name in names:
+            module = self.modules.get(module_name)
+            for cls in module.classes.values() if module is not None else ():
+                for base in cls.bases:
+                    found = self.lookup_class(base)
+                    if found is not None and found.qualname != cls.qualname:
+                        index.setdefault(found.qualname, []).append(cls)
+        return index
 
     def external_bases(self, cls: ClassInfo) -> Iterator[str]:
         for klass in self.mro(cls):

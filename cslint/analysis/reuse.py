@@ -32,7 +32,7 @@ from cslint.analysis.tracing_guards import Guards
 # guards' arguments are (positional, named)
 Read = tuple[str, str, tuple[Any, ...], Any]
 
-_PROJECT_QUESTIONS = frozenset({"lookup", "lookup_class", "lookup_function", "find_method", "mro",
+_PROJECT_QUESTIONS = frozenset({"lookup", "lookup_class", "lookup_function", "find_method", "mro", "overrides",
                                 "is_module_class", "is_optimizer_class"})
 _ORACLE_QUESTIONS = frozenset({"return_kind", "call_return", "self_kind", "state_entries", "group_entries",
                                "instance_kind", "function_table", "attributes"})

@@ -63,13 +63,16 @@ class TracedFunction:
     # parameters of the function it wraps, which the wrapper it returns is called with.
     wrapped: dict[str, Kind] | None = None
     wrapped_positional: tuple[str, ...] = ()
+    # reached from its parent's `self.name()` as a subclass's override of this method (or class)
+    overriding: str | None = None
 
     @property
     def chain(self) -> list[str]:
         names: list[str] = []
         current: TracedFunction | None = self
         while current is not None:
-            names.append(current.func.qualname)
+            names.append(current.func.qualname if current.overriding is None
+                         else f"{current.func.qualname} (override of {current.overriding})")
             current = current.parent
         return names[::-1]
 
@@ -244,9 +247,12 @@ class TracedProgram:
                     work.add(self.functions[caller])
             per_callee: dict[str, dict[str, Kind]] = {}
             callees: dict[str, FunctionInfo] = {}
+            overriding: dict[str, str] = {}
             for site in analysis.calls.values():
                 args = per_callee.setdefault(site.callee.qualname, {})
                 callees[site.callee.qualname] = site.callee
+                if site.overriding is not None:
+                    overriding.setdefault(site.callee.qualname, site.overriding)
                 for pname, kind in site.args.items():
                     args[pname] = join(args[pname], kind) if pname in args else kind
             for callee_name, args in per_callee.items():
@@ -259,7 +265,8 @@ class TracedProgram:
                 callee = self.functions.get(callee_name)
                 if callee is None:
                     callee = TracedFunction(func=callees[callee_name],
-                                            reason=f"called from {traced.func.display_name}", parent=traced)
+                                            reason=f"called from {traced.func.display_name}", parent=traced,
+                                            overriding=overriding.get(callee_name))
                     self.functions[callee_name] = callee
                     changed = True
                 adopt_into_step(traced, callee)

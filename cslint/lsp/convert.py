@@ -16,7 +16,7 @@ from typing import Any
 from lsprotocol import types
 
 from cslint.line_shifts import line_shifts
-from cslint.report import Diagnostic
+from cslint.report import Diagnostic, chain_function
 
 SOURCE = "cslint"
 
@@ -51,16 +51,17 @@ def related_information(d: Diagnostic, locate: Any,
                         uri_of: Callable[[Path], str] = Path.as_uri) -> list[types.DiagnosticRelatedInformation]:
     """The traced chain, root first: each function's `def`, where it can be found (named by `uri_of`)."""
     out = []
-    for index, qualname in enumerate(d.chain):
+    for index, hop in enumerate(d.chain):
+        qualname = chain_function(hop)
         where = locate(qualname)
         if where is None:
             continue
         path, line, column = where
-        role = f"traced root ({d.reason})" if index == 0 else f"called from {d.chain[index - 1]}"
+        role = f"traced root ({d.reason})" if index == 0 else f"called from {chain_function(d.chain[index - 1])}"
         position = types.Position(line=line - 1, character=column)
         out.append(types.DiagnosticRelatedInformation(
             location=types.Location(uri=uri_of(Path(path)), range=types.Range(start=position, end=position)),
-            message=f"{qualname}: {role}"))
+            message=f"{hop}: {role}"))
     return out
 
 

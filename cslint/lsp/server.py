@@ -42,7 +42,7 @@ from cslint.lsp.documents import lean_documents, leading_lines
 from cslint.lsp.convert import SOURCE, hover_text, lsp_range, minimal_edits, related_information, to_lsp
 from cslint.lsp.workspace import Document, Workspace
 from cslint.notebook import Notebook, NotebookError, is_notebook
-from cslint.report import INTERNAL_ERROR, Diagnostic
+from cslint.report import INTERNAL_ERROR, Diagnostic, chain_function
 
 DEBOUNCE_SECONDS = float(os.environ.get("CSLINT_LSP_DEBOUNCE", "0"))
 FIX_ALL = "source.fixAll.cslint"
@@ -691,7 +691,7 @@ def _roots_reaching(ls: CslintServer, path: Path, line: int) -> dict[str, str]:
     roots: dict[str, str] = {}
     text = _line_text(ls, path, line)
     for chain, reason in chains:
-        for qualname in chain:
+        for qualname in map(chain_function, chain):
             if chain[0] in roots or qualname.rpartition(".")[2] not in text:
                 continue
             where = ls.state.locate(qualname, path)
