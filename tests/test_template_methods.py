@@ -240,3 +240,20 @@ def test_the_override_gets_the_kinds_the_base_passes(lint):
             return x
     """
     assert codes(lint(code, select=("WSC101",))) == [("WSC101", 14)]
+
+
+def test_the_editor_locates_an_override_hop_of_the_chain():
+    from cslint.lsp.convert import related_information
+    from cslint.report import Diagnostic
+
+    defs = {"losses.base.BaseLoss.forward": ("/p/losses/base.py", 10, 4),
+            "losses.pair.PairLoss.compute_loss": ("/p/losses/pair.py", 7, 4)}
+    d = Diagnostic(Path("/p/losses/pair.py"), 8, 16, 8, 60, "WSC501", "m",
+                   chain=["losses.base.BaseLoss.forward",
+                          "losses.pair.PairLoss.compute_loss (override of BaseLoss.compute_loss)"],
+                   reason="forward of nn.Module subclass BaseLoss")
+    related = related_information(d, defs.get)
+    assert [(r.location.range.start.line, r.message) for r in related] == [
+        (9, "losses.base.BaseLoss.forward: traced root (forward of nn.Module subclass BaseLoss)"),
+        (6, "losses.pair.PairLoss.compute_loss (override of BaseLoss.compute_loss): called from "
+            "losses.base.BaseLoss.forward")]
