@@ -257,3 +257,43 @@ def test_the_editor_locates_an_override_hop_of_the_chain():
         (9, "losses.base.BaseLoss.forward: traced root (forward of nn.Module subclass BaseLoss)"),
         (6, "losses.pair.PairLoss.compute_loss (override of BaseLoss.compute_loss): called from "
             "losses.base.BaseLoss.forward")]
+
+
+def test_an_override_is_reached_only_by_instances_running_the_base_method(lint):
+    """A subclass whose own `forward` never calls `super().forward()` does not run the base's, so the base's
+    `self.hook()` does not reach its hook; one whose `forward` does, does."""
+    code = """
+    import torch
+    from torch import nn
+
+
+    class Base(nn.Module):
+        def forward(self, x):
+            return self.hook(x)
+
+        def hook(self, x):
+            return x
+
+
+    class OwnForward(Base):
+        def forward(self, x):
+            return x * 2
+
+        def hook(self, x):
+            if x.sum() > 0:
+                return -x
+            return x
+
+
+    class ExtendsForward(Base):
+        def forward(self, x):
+            return super().forward(x + 1)
+
+        def hook(self, x):
+            if x.mean() > 0:
+                return -x
+            return x
+    """
+    found = lint(code, select=("WSC101",))
+    assert codes(found) == [("WSC101", 28)]
+    assert found[0].chain == ["model.Base.forward", "model.ExtendsForward.hook (override of Base.hook)"]

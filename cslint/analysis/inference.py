@@ -1485,7 +1485,7 @@ class FunctionInference:
             return ()
         if found is not None and found.is_static_method:
             return ()
-        return tuple(o for o in self.project.overrides(cls, method)
+        return tuple(o for o in self.project.overrides(self.func, method)
                      if o is not found and not o.is_property and not o.is_static_method)
 
     def _note_registration(self, node: cst.Call, receiver: Kind, method: str, arg_kinds: list[Kind]) -> None:

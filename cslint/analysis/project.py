@@ -5,7 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING
 
+import libcst as cst
+
 from cslint.analysis.index import ClassInfo, FunctionInfo, ModuleInfo
+from cslint.analysis.walk import iter_nodes
 
 if TYPE_CHECKING:
     from cslint.analysis.libraries import Libraries
@@ -210,15 +213,19 @@ class Project:
                 return klass.methods[name]
         return None
 
-    def overrides(self, cls: ClassInfo, name: str) -> tuple[FunctionInfo, ...]:
-        """The methods `name` that the project's subclasses of `cls` (directly or not) define, in the
-        project's order: where `self.name()` in a method of `cls` can also go."""
-        key = (cls.qualname, name)
+    def overrides(self, caller: FunctionInfo, name: str) -> tuple[FunctionInfo, ...]:
+        """The methods `name` defined by the project's subclasses of `caller`'s class (directly or not)
+        whose instances run `caller`: they inherit it, or the override of it they run calls `super()`.
+        Where `self.name()` in `caller` can also go, in the project's order."""
+        key = (caller.qualname, name)
         if key not in self._overrides:
-            self._overrides[key] = self._find_overrides(cls, name)
+            self._overrides[key] = self._find_overrides(caller, name)
         return self._overrides[key]
 
-    def _find_overrides(self, cls: ClassInfo, name: str) -> tuple[FunctionInfo, ...]:
+    def _find_overrides(self, caller: FunctionInfo, name: str) -> tuple[FunctionInfo, ...]:
+        cls = caller.cls
+        if cls is None:
+            return ()
         if self._subclasses is None:
             self._subclasses = self._subclass_index()
         found: dict[str, FunctionInfo] = {}
@@ -229,9 +236,18 @@ class Project:
                 if sub.qualname not in seen:
                     seen.add(sub.qualname)
                     stack.append(sub.qualname)
-                    if name in sub.methods:
+                    if name in sub.methods and self._runs(sub, caller):
                         found.setdefault(sub.methods[name].qualname, sub.methods[name])
         return tuple(sorted(found.values(), key=lambda f: (_or_first(self.rank(f.module.name)), f.qualname)))
+
+    def _runs(self, sub: ClassInfo, method: FunctionInfo) -> bool:
+        """Whether an instance of `sub` runs `method` of a base class: it inherits it, or the override it
+        runs calls `super()` (a subclass's own `forward` that never does is not a way into the base's)."""
+        runs = self.find_method(sub, method.name)
+        if runs is None or runs is method:
+            return runs is method
+        return any(isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "super"
+                   for node in iter_nodes(runs.node))
 
     def _subclass_index(self) -> dict[str, list[ClassInfo]]:
         """Each project class's direct subclasses, made once from the modules analysed together (with
