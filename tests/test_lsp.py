@@ -504,6 +504,30 @@ def test_edits_in_a_burst_end_on_the_last_text(tmp_path: Path) -> None:
     run(scenario())
 
 
+def test_every_document_opened_at_once_gets_its_diagnostics(tmp_path: Path) -> None:
+    """An editor restoring a session opens many documents while an analysis runs: each analysis covers only
+    the documents related to its own, and every open one still gets the diagnostics `cslint check` gives."""
+    unrelated = {f"m{i}.py": BAD.replace("class Net", f"class Net{i}") for i in range(7)}
+    related = {"pkg/__init__.py": "", "pkg/scales.py": SCALES, "model.py": MODEL}
+    root = _project(tmp_path, {**unrelated, **related})
+    names = [*unrelated, "pkg/scales.py", "model.py"]
+    checked = json.loads(_check(root, *names, "--output-format", "json").stdout)
+    expected = {name: sorted((d["code"], d["line"] - 1, d["column"] - 1, d["end_line"] - 1, d["end_column"] - 1)
+                             for d in checked if (root / d["filename"]).resolve() == (root / name).resolve())
+                for name in names}
+    assert all(expected[name] for name in [*unrelated, "model.py"])
+
+    async def scenario() -> None:
+        async with Session(root) as s:
+            for name in names:  # no waiting between them
+                s.open(name)
+            for name in names:
+                found = await s.diagnostics(name, lambda p: _ranges(p.diagnostics) == expected[name], timeout=120)
+                assert _ranges(found) == expected[name]
+
+    run(scenario())
+
+
 def test_hover_on_a_traced_def_without_findings_names_its_root(tmp_path: Path) -> None:
     source = ("import torch\nfrom torch import nn\n\n\ndef halve(x):\n    return x / 2\n\n\ndef untraced(x):\n"
               "    return x\n\n\nclass Net(nn.Module):\n    def forward(self, x):\n        return halve(x)\n")

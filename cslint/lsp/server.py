@@ -1,16 +1,17 @@
 """The language server: documents in, diagnostics, code actions and hovers out.
 
-Analyses run one at a time on a worker thread (the protocol stays responsive). As in ruff's server,
-an edit is analysed at once when nothing else is being analysed (`DEBOUNCE_SECONDS`, default 0, may
-delay it); the edits that arrive while an analysis runs are coalesced, and their projects analysed
-once, with the newest text, when it ends: a burst of keystrokes costs at most two analyses and
-the diagnostics of the last one follow it by one analysis. After each analysis every open document of
-the project whose findings changed gets them published, so an edit to a helper's file updates the file
-whose `forward` calls it. A client that pulls diagnostics (`textDocument/diagnostic`, as ruff's server
-serves them) gets none pushed: a pull waits for the analysis of the document's current text, answers
+Analyses run one at a time on a worker thread (the protocol stays responsive). As in ruff's server, an edit
+is analysed at once when nothing else is being analysed (`DEBOUNCE_SECONDS`, default 0, may delay it); the
+edits (and opens) that arrive while an analysis runs are coalesced, and their projects analysed once, with
+the newest text, when it ends, then again for each document that analysis did not cover (it covers the
+documents related to its own, not every one of its project): a burst of keystrokes costs at most two
+analyses and the diagnostics of the last one follow it by one analysis. After each analysis every open
+document of the project whose findings changed gets them published, so an edit to a helper's file updates
+the file whose `forward` calls it. A client that pulls diagnostics (`textDocument/diagnostic`, as ruff's
+server serves them) gets none pushed: a pull waits for the analysis of the document's current text, answers
 "unchanged" when its findings are those of the client's previous result, and an analysis that changes
-another open document's findings, or any document's when no edit of it prompted the analysis (a
-saved configuration, the cache brought up to date), asks the client to pull again
+another open document's findings, or any document's when no edit of it prompted the analysis (a saved
+configuration, the cache brought up to date), asks the client to pull again
 (`workspace/diagnostic/refresh`).
 """
 
@@ -63,7 +64,7 @@ class CslintServer(LanguageServer):
         self.timers: dict[Path, asyncio.TimerHandle] = {}
         self.published: dict[Path, list[Any]] = {}
         self.busy = False  # an analysis is running
-        self.waiting: dict[Path, None] = {}  # documents edited while it ran, in order
+        self.waiting: dict[Path, None] = {}  # documents whose newest text no analysis has covered yet, in order
         self.collector = Collector()
         self.tidy_timer: asyncio.TimerHandle | None = None  # a due tidy, waiting for edits to pause
         self.pull = False  # the client pulls diagnostics: none are pushed
@@ -133,14 +134,22 @@ class CslintServer(LanguageServer):
         finally:
             self.busy = False
             self._analysed()  # pulls waiting for it look again (they run once this returns)
-        if self.waiting:
-            waiting, self.waiting = list(self.waiting), {}
-            projects: set[Path] = set()
-            for other in waiting:  # one analysis covers every open document of its project
-                root = self.state.project_of(other)
-                if root not in projects:
-                    projects.add(root)
-                    self.schedule(other, 0)
+        self._analyse_waiting()
+
+    def _analyse_waiting(self) -> None:
+        """Analyse again for the documents the last analysis did not cover: it covers only the documents
+        related to its own, so each project's first one waiting is analysed, and so on while any remain."""
+        for other in list(self.waiting):
+            document = self.state.documents.get(other)
+            if document is None or self.current.get(other) is document:  # closed, or covered with this text
+                del self.waiting[other]
+        projects: set[Path] = set()
+        for other in list(self.waiting):
+            root = self.state.project_of(other)
+            if root not in projects:  # its analysis covers those related to it, with their newest text
+                projects.add(root)
+                del self.waiting[other]
+                self.schedule(other, 0)
 
     async def _analyse_one(self, path: Path) -> None:
         if path not in self.state.documents:
