@@ -76,7 +76,7 @@ def _abandoned(path: str, info: os.stat_result) -> bool:
     if creator is None:
         return time.time() - info.st_mtime > UNMARKED_STALE_SECONDS
     pid, started = creator
-    return not _running(pid) or (started is not None and _start_time(pid) not in (None, started))
+    return not process_running(pid) or (started is not None and _start_time(pid) not in (None, started))
 
 
 def _write_marker(path: str) -> None:
@@ -125,7 +125,8 @@ def _start_time(pid: int) -> int | None:
         return None
 
 
-def _running(pid: int) -> bool:
+def process_running(pid: int) -> bool:
+    """Whether a process `pid` exists (another user's counts: it cannot be signalled, but it is there)."""
     if pid == os.getpid():
         return True
     try:
@@ -134,7 +135,7 @@ def _running(pid: int) -> bool:
         return False
     except PermissionError:  # another user's process
         return True
-    except (OverflowError, ValueError):
+    except (OverflowError, ValueError):  # not a process id at all
         return False
     return True
 

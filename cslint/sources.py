@@ -24,6 +24,7 @@ from cslint.notebook import NotebookError, is_notebook
 
 from cslint.overlay import unsaved_text
 from cslint.report import NOT_ANALYSED, SYNTAX_ERROR
+from cslint.scratch import process_running
 
 if TYPE_CHECKING:
     import libcst as cst
@@ -412,22 +413,8 @@ def remove_stale_temp_files(directory: Path | str, names: list[str] | None = Non
             info = os.lstat(path)
             if not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid():
                 continue
-            if _running(int(match.group(1))) and now - info.st_mtime < STALE_TEMP_SECONDS:
+            if process_running(int(match.group(1))) and now - info.st_mtime < STALE_TEMP_SECONDS:
                 continue
             os.unlink(path)
         except OSError:
             continue
-
-
-def _running(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process
-        return True
-    except (OverflowError, ValueError):  # not a process id at all
-        return False
-    return True
