@@ -7,10 +7,7 @@ from wait4, in the CLI (serial and with worker processes), `--fix` and the flake
 from __future__ import annotations
 
 import os
-import resource
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -18,6 +15,7 @@ import pytest
 
 from cslint import runner
 from cslint.cli import main
+from tests.bounded import run_bounded
 from tests.samples import TENSOR_BRANCH as BAD
 
 MEMORY_LIMIT = 3 * 1024**3  # the address space a run may map: a runaway shows as a failure, not as swapping
@@ -25,33 +23,13 @@ DEEP = 100_000
 FLAT_LINES = 800_000  # 4.8 MB of `x = 1`: within the default size limit of 5 MB
 
 
-def _limit_memory() -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
-
-
 def run(command: list[str], cwd: Path, timeout: float = 60) -> tuple[int, str, str, float, float]:
     """(exit code, stdout, stderr, seconds, peak MB of the process and the children it waited for)."""
-    env = {**os.environ, "CSLINT_NO_SERVER": "1"}
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        started = time.perf_counter()
-        proc = subprocess.Popen(command, cwd=cwd, stdout=out, stderr=err, env=env, preexec_fn=_limit_memory)
-        deadline = started + timeout
-        while True:
-            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.perf_counter() > deadline:
-                proc.kill()
-                os.wait4(proc.pid, 0)
-                pytest.fail(f"{command} took over {timeout} s")
-            time.sleep(0.05)
-        seconds = time.perf_counter() - started
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        out.seek(0)
-        err.seek(0)
-        stdout, stderr = out.read().decode(), err.read().decode()
+    bounded = run_bounded(command, cwd, {**os.environ, "CSLINT_NO_SERVER": "1"}, timeout=timeout,
+                          address_space=MEMORY_LIMIT)
+    stdout, stderr = bounded.result.stdout, bounded.result.stderr
     assert "Traceback" not in stderr and "internal error" not in stdout + stderr, stderr[-2000:]
-    return proc.returncode, stdout, stderr, seconds, usage.ru_maxrss / 1024
+    return bounded.result.returncode, stdout, stderr, bounded.seconds, bounded.peak_mb
 
 
 def cslint(*args: str, cwd: Path, workers: bool = False) -> tuple[int, str, str, float, float]:

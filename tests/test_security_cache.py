@@ -13,11 +13,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import tempfile
-import time
 from pathlib import Path
 
 import pytest
+
+from tests.bounded import run_bounded
 
 BAD = """\
 import torch
@@ -173,32 +173,11 @@ PEAK_LIMIT_MB = 400  # a run on these few lines takes some 60 MB
 def bounded_cslint(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     """`cslint` with a deadline and a memory cap: a run that hangs, or that reads without end (its peak
     resident memory, from wait4), fails the test. The cap keeps such a run from taking the machine."""
-    def cap() -> None:
-        import resource
-
-        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
-
     clean_env = {k: v for k, v in os.environ.items() if k not in ("CSLINT_CACHE_DIR",)}
-    command = [sys.executable, "-m", "cslint", *args]
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        process = subprocess.Popen(command, cwd=cwd, stdout=out, stderr=err, preexec_fn=cap,
-                                   env={**clean_env, "CSLINT_NO_SERVER": "1", **env})
-        deadline = time.monotonic() + 60
-        while True:
-            pid, status, usage = os.wait4(process.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.monotonic() > deadline:
-                process.kill()
-                os.wait4(process.pid, 0)
-                pytest.fail(f"{command} did not finish within 60 s")
-            time.sleep(0.05)
-        process.returncode = os.waitstatus_to_exitcode(status)
-        out.seek(0)
-        err.seek(0)
-        run = subprocess.CompletedProcess(command, process.returncode, out.read().decode(), err.read().decode())
-    assert usage.ru_maxrss < PEAK_LIMIT_MB * 1024, f"peak {usage.ru_maxrss // 1024} MB: {run.stderr[-500:]}"
-    return run
+    bounded = run_bounded([sys.executable, "-m", "cslint", *args], cwd,
+                          {**clean_env, "CSLINT_NO_SERVER": "1", **env})
+    assert bounded.peak_mb < PEAK_LIMIT_MB, f"peak {bounded.peak_mb:.0f} MB: {bounded.result.stderr[-500:]}"
+    return bounded.result
 
 
 def zero_findings(cache: Path) -> int:
