@@ -40,6 +40,7 @@ EXPECTED = {  # what each case's output must say
     "2,000 nested calls (24 KB)": "too many nested parentheses",
     "20,000-term x + x line": "WSC004 file not analysed: an expression 20,000 levels deep",
     "3,000-link method chain": "WSC004 file not analysed",
+    "unclosed from-import ( then 12 comment lines": "WSC001 syntax error: '(' was never closed",
     "30 MB file, --fix": "WSC004 file not analysed",
     "1,100-deep directories": "leaf.py:7:12: WSC101",
     "unreadable directory": "cannot read directory",
@@ -123,6 +124,8 @@ def build(root: Path) -> dict[str, list[str]]:
     links = ".f()" * 3000
     (case("3,000-link method chain", "methods") / "methods.py").write_text(
         MODEL.replace("y = x * 2", f"y = x{links}"))
+    (case("unclosed from-import ( then 12 comment lines", "unclosed") / "unclosed.py").write_text(
+        "from a import (b\n" + "# xxxxxxxx\n" * 12)  # the import scan's regex once backtracked exponentially
     big = case("30 MB file, --fix", "big", "--fix") / "big.py"
     with big.open("w") as handle:
         while handle.tell() < 30_000_000:

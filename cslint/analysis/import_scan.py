@@ -13,8 +13,11 @@ import re
 
 from cslint.analysis.generated_code import generated_twin
 
+# A comment inside the brackets is matched whole and never given back (a lookahead-and-backreference
+# atomic group; requires-python predates `(?>...)`): backtracking into comments to find a `)` is
+# exponential in the number of comment lines after an unclosed bracket.
 _STATEMENT = re.compile(
-    r"[ \t]*(?:from[ \t\\\n]+(?P<module>\.*[\w.]*)[ \t\\\n]+import\b(?P<names>[ \t]*\((?:[^)#]|#[^\n]*)*\)|"
+    r"[ \t]*(?:from[ \t\\\n]+(?P<module>\.*[\w.]*)[ \t\\\n]+import\b(?P<names>[ \t]*\((?:[^)#]|(?=(?P<comment>#[^\n]*))(?P=comment))*\)|"
     r"(?:[^\n\\]|\\\n)*)|import\b(?P<plain>(?:[^\n\\]|\\\n)*))",
 )
 _NAME = re.compile(r"[A-Za-z_][\w.]*")
