@@ -41,6 +41,9 @@ EXPECTED = {  # what each case's output must say
     "20,000-term x + x line": "WSC004 file not analysed: an expression 20,000 levels deep",
     "3,000-link method chain": "WSC004 file not analysed",
     "unclosed from-import ( then 12 comment lines": "WSC001 syntax error: '(' was never closed",
+    "1 MB line of 87,000 `x; import a`": "one.py:1:13: WSC001",
+    "1 MB of 62,000 unclosed `from a import (`": "WSC001 syntax error: too many nested parentheses",
+    "1 MB line of 25,000 `x = 1; import a.b; ...`": "All checks passed",
     "30 MB file, --fix": "WSC004 file not analysed",
     "1,100-deep directories": "leaf.py:7:12: WSC101",
     "unreadable directory": "cannot read directory",
@@ -126,6 +129,12 @@ def build(root: Path) -> dict[str, list[str]]:
         MODEL.replace("y = x * 2", f"y = x{links}"))
     (case("unclosed from-import ( then 12 comment lines", "unclosed") / "unclosed.py").write_text(
         "from a import (b\n" + "# xxxxxxxx\n" * 12)  # the import scan's regex once backtracked exponentially
+    # the import scan's reads once overlapped: each statement start read to the end of its line or file
+    (case("1 MB line of 87,000 `x; import a`", "oneline") / "one.py").write_text("x; import a " * 87_000)
+    (case("1 MB of 62,000 unclosed `from a import (`", "brackets") / "brackets.py").write_text(
+        "from a import (\n" * 62_000)
+    (case("1 MB line of 25,000 `x = 1; import a.b; ...`", "statements") / "statements.py").write_text(
+        "x = 1; import a.b; from .c import (d, e); " * 25_000 + "\n")
     big = case("30 MB file, --fix", "big", "--fix") / "big.py"
     with big.open("w") as handle:
         while handle.tell() < 30_000_000:

@@ -9,9 +9,17 @@ together; it must never miss a real import.
 
 from __future__ import annotations
 
+import ast
 import re
 
 from cslint.analysis.generated_code import generated_twin
+
+# How much text the scan may read, per character of the file, before it hands the file to Python's parser
+# instead: each statement start reads to the end of its logical line (to the closing bracket of a
+# parenthesised from-import), and a file of many starts on one long line, or of many unclosed brackets,
+# would make those reads overlap without end. Real files read each line about once.
+WORK_PER_CHARACTER = 32
+MIN_WORK = 1_000_000
 
 # A comment inside the brackets is matched whole and never given back (a lookahead-and-backreference
 # atomic group; requires-python predates `(?>...)`): backtracking into comments to find a `)` is
@@ -36,7 +44,8 @@ def resolve_relative(current_package: str, level: int, module: str) -> str:
 
 def _dotted_names(text: str) -> list[str]:
     """`a.b as c, d` -> [a.b, d] (an `as` alias is not a module)."""
-    text = text.split("#", 1)[0] if "(" not in text else re.sub(r"#[^\n]*", "", text)
+    # without a bracket the names end at the line's comment or at a `;` starting the next statement
+    text = text.split("#", 1)[0].split(";", 1)[0] if "(" not in text else re.sub(r"#[^\n]*", "", text)
     names = []
     for part in text.replace("\\\n", " ").replace("(", " ").replace(")", " ").split(","):
         words = part.split()
@@ -53,7 +62,11 @@ def scan_imports(text: str, module: str, is_package: bool) -> list[str]:
         return [twin] if twin else []
     package = module if is_package else module.rpartition(".")[0]
     found: set[str] = {twin} if twin else set()
-    for start in _statement_starts(text):
+    budget = WORK_PER_CHARACTER * len(text) + MIN_WORK
+    starts = _statement_starts(text, budget)
+    if starts is None or _reads(text, starts) > budget:
+        return sorted(found | _parsed_imports(text, package))
+    for start in starts:
         match = _STATEMENT.match(text, start)
         if match is None:
             continue
@@ -72,16 +85,20 @@ def scan_imports(text: str, module: str, is_package: bool) -> list[str]:
     return sorted(found)
 
 
-def _statement_starts(text: str) -> set[int]:
+def _statement_starts(text: str, budget: int) -> set[int] | None:
     """Where a statement holding the word `import` may begin: its line's start (or that of the line it
-    continues with a backslash), or just after a `;` or `:` on that line. Searching for the word with
-    str.find is several times faster than a multi-line regex over the whole text."""
+    continues with a backslash), or just after a `;` or `:` on that line; None when finding them would
+    read more than `budget` characters. Searching for the word with str.find is several times faster
+    than a multi-line regex over the whole text."""
     starts: set[int] = set()
     position = text.find("import")
     while position >= 0:
         line_start = text.rfind("\n", 0, position) + 1
         while line_start >= 2 and text[line_start - 2] == "\\":
             line_start = text.rfind("\n", 0, line_start - 2) + 1
+        budget -= position - line_start
+        if budget < 0:
+            return None
         head = text[line_start:position]
         lead = head.lstrip(" \t")
         if not lead or lead.startswith("from"):
@@ -93,3 +110,45 @@ def _statement_starts(text: str) -> set[int]:
                 starts.add(line_start + cut + 1)
         position = text.find("import", position + 6)
     return starts
+
+
+def _reads(text: str, starts: set[int]) -> int:
+    """About how much text matching a statement at each of `starts` reads: to the end of its logical line
+    and, where that holds a bracket, to the next `)` (or the end of the file). Counted up to a little past
+    the budget, never further: each search reads what it adds."""
+    limit = WORK_PER_CHARACTER * len(text) + MIN_WORK
+    total = 0
+    for start in starts:
+        end = text.find("\n", start)
+        while end > 0 and text[end - 1] == "\\":
+            end = text.find("\n", end + 1)
+        end = len(text) if end < 0 else end
+        total += end - start
+        if text.find("(", start, end) >= 0:
+            close = text.find(")", start)
+            total += (len(text) if close < 0 else close) - start
+        if total > limit:
+            break
+    return total
+
+
+def _parsed_imports(text: str, package: str) -> set[str]:
+    """The modules the file's import statements name, from Python's parser: what the scan finds minus the
+    imports it over-approximates (in strings, comments). A file Python cannot parse is one syntax-error
+    finding, which depends on no other file: it imports nothing that matters."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return set()
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            spec = node.module or ""
+            base = resolve_relative(package, node.level, spec) if node.level else spec
+            if base:
+                found.add(base)
+            found.update(f"{base}.{alias.name}" if base else alias.name
+                         for alias in node.names if alias.name != "*")
+    return found
