@@ -69,7 +69,8 @@ class CslintServer(LanguageServer):
         self.tidy_timer: asyncio.TimerHandle | None = None  # a due tidy, waiting for edits to pause
         self.pull = False  # the client pulls diagnostics: none are pushed
         self.refresh = False  # and may be asked to pull them again
-        self.current: dict[Path, Document] = {}  # the text each document's latest diagnostics are for
+        self.current: dict[Path, tuple[Document, int]] = {}  # the text and epoch a document's diagnostics are for
+        self.epoch = 0  # bumped when what an analysis gives changes with no edit: settings, a cache brought up to date
         self.result_ids: dict[Path, int] = {}  # bumped when a document's diagnostics change
         self.analysed_event: asyncio.Event | None = None  # set (and replaced) after each analysis
         self.unprompted: set[Path] = set()  # analyses due to settings, saves or the cache, not to edits
@@ -141,7 +142,7 @@ class CslintServer(LanguageServer):
         related to its own, so each project's first one waiting is analysed, and so on while any remain."""
         for other in list(self.waiting):
             document = self.state.documents.get(other)
-            if document is None or self.current.get(other) is document:  # closed, or covered with this text
+            if document is None or self._covered(other, document):  # closed, or covered with this text
                 del self.waiting[other]
         projects: set[Path] = set()
         for other in list(self.waiting):
@@ -151,10 +152,18 @@ class CslintServer(LanguageServer):
                 del self.waiting[other]
                 self.schedule(other, 0)
 
+    def _covered(self, path: Path, document: Document) -> bool:
+        """Whether the latest diagnostics of `path` are for this text, analysed since the last epoch began."""
+        analysed, epoch = self.current.get(path, (None, -1))
+        return analysed is document and epoch == self.epoch
+
     async def _analyse_one(self, path: Path) -> None:
         if path not in self.state.documents:
             return
         loop = asyncio.get_running_loop()
+        epoch = self.epoch  # a settings change or a warm cache while this runs asks for another analysis
+        unprompted = path in self.unprompted  # not an edit of it: the client will not pull it by itself
+        self.unprompted.discard(path)
         try:
             analysed = await loop.run_in_executor(self.analyses, self._analyse_and_convert, path)
         except Exception as exc:  # a bug outside the analysis itself: say so on the document, go on
@@ -166,13 +175,11 @@ class CslintServer(LanguageServer):
                                       message=f"cslint: internal error: {type(exc).__name__}: {exc}", source=SOURCE,
                                       code=INTERNAL_ERROR, severity=types.DiagnosticSeverity.Error)
             analysed = {path: (document, [broken])}
-        unprompted = path in self.unprompted  # not an edit of it: the client will not pull it by itself
-        self.unprompted.discard(path)
         others_changed = False
         for document_path, (document, diagnostics) in analysed.items():
             if document_path not in self.state.documents:
                 continue
-            self.current[document_path] = document
+            self.current[document_path] = (document, epoch)
             changed = self.published.get(document_path) != diagnostics
             if changed:
                 self.published[document_path] = diagnostics
@@ -221,7 +228,7 @@ class CslintServer(LanguageServer):
             document = self.state.documents.get(path)
             if document is None:
                 return None
-            if self.current.get(path) is document:
+            if self._covered(path, document):
                 return self.result_ids.get(path, 0), self.published.get(path, [])
             if not (self.busy or path in self.timers or path in self.waiting):
                 self.schedule(path, 0)
@@ -254,6 +261,7 @@ class CslintServer(LanguageServer):
         return converted
 
     def reanalyse_all(self) -> None:
+        self.epoch += 1
         for path in list(self.state.documents):
             self.unprompted.add(path)
             self.schedule(path, 0)
@@ -297,6 +305,7 @@ class CslintServer(LanguageServer):
             self.work_done_progress.end(token, types.WorkDoneProgressEnd(message="up to date"))
         self.window_log_message(types.LogMessageParams(type=types.MessageType.Info,
                                                        message=f"cslint: the cache of {root} is up to date"))
+        self.epoch += 1
         for path in list(self.state.documents):
             if path == root or root in path.parents:
                 self.unprompted.add(path)
