@@ -1,19 +1,18 @@
 """How much parsing work a file may cost, judged before libcst sees it.
 
-libcst's parser takes time that grows with the cube of an expression's depth (a 1,000-link
-`x.f().f()...` chain takes seconds, a 20,000-term `x + x + ...` line hours) and memory that explodes on
-deep bracket nesting (2,000 nested calls: over 13 GB). Python's own parser is linear, and refuses more
-than 200 nested brackets. So a file is first measured with Python's parser: nesting Python refuses is a
-syntax error with Python's message, and a file whose statements would cost more than the budget is one
-finding (WSC004) instead of an analysis.
+libcst's parser takes time that grows with the cube of an expression's depth (a long `x.f().f()...`
+chain or `x + x + ...` line can take hours) and memory that explodes on deep bracket nesting. Python's
+own parser is linear, and refuses more than 200 nested brackets. So a file is first measured with
+Python's parser: nesting Python refuses is a syntax error with Python's message, and a file whose
+statements would cost more than the budget is one finding (WSC004) instead of an analysis.
 
 The cost of a statement is the cube of its expression depth beyond 16, in tenths: a depth-200
 statement costs (184 / 10)^3 = 6,230 units, and the default budget of 200,000 is 32 of those per file
-(about 15 s of parsing on a 2020s machine). Real code stays far below: statements are rarely more than
+(a wait of seconds, not hours: docs/performance.md). Real code stays far below: statements are rarely more than
 16 levels deep (the stdlib and torch: see bench/robustness.py).
 
 Depth says nothing of length: Python's parser and its tree take time and memory in proportion to a file's
-tokens (its `ast` about 600 bytes a node), so a file of more tokens than `max-file-tokens` is one finding
+tokens, so a file of more tokens than `max-file-tokens` is one finding
 too, counted before any parser sees it (docs/configuration.md gives the limit and the largest real files).
 """
 

@@ -235,7 +235,7 @@ class ReadOnlyCache(Cache):
 Parsed = tuple[dict[str, Entry], dict[str, tuple[Entry, Any]]]
 _preloaded: dict[str, tuple[sealed.Signature, Parsed]] = {}
 PRELOADED_LIMIT = 4
-PRELOADED_MAX_BYTES = 16_000_000  # a cache file takes some 10x its size in memory once read
+PRELOADED_MAX_BYTES = 16_000_000  # a cache file takes several times its size in memory once read
 loaded_paths: list[str] = []  # absolute paths of what this process loaded: the server's child tells the server
 
 

@@ -4,7 +4,7 @@ A group's analysis (incremental.py) sees the files its files import, directly or
 Where files import chains of others (a model imports a helper, which imports the helper before it, ...)
 that closure is a fair part of the tree for every group: listing it for each group, sending the list to
 a worker and turning it into paths, names and orders again there made a run's time and memory grow as
-N² (a sparse 10,000-file project: 2x the CPU per file of a 1,000-file one, 13x the memory). The run's
+N². The run's
 files, module names and import edges are now made once per analysis (and sent once to each worker:
 `save`, `load_graph`), and a group's closure is walked only as far as its analysis asks (`GroupScope`).
 """

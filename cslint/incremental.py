@@ -63,8 +63,8 @@ if TYPE_CHECKING:
 
 # Below this much source, starting worker processes costs more than it saves.
 MIN_PARALLEL_BYTES = 2_000_000
-# Bytes of source whose libcst trees a worker keeps at once (a tree takes ~45x its source): with ast
-# indexes and the rest, a worker stays within ~300 MB however many files it analyses together.
+# Bytes of source whose libcst trees a worker keeps at once (a tree takes many times the memory of its
+# source): a worker's memory then does not grow with how many files it analyses together.
 TREE_BUDGET_BYTES = 2_500_000
 # After a group this large, its garbage (cyclic: see check_groups) is collected at once.
 COLLECT_AFTER_FILES = 100
@@ -97,7 +97,7 @@ class GroupHints:
 
 def _base_lists(data: bytes) -> list[bytes]:
     """What is between the brackets of each `class Name(...)` line: found from the word `class`, since a
-    multi-line pattern starting with `^` is tried at every position of the text (5x the time)."""
+    multi-line pattern starting with `^` is tried at every position of the text."""
     found = []
     at = data.find(b"class")
     while at >= 0:
@@ -559,7 +559,7 @@ class Session:
         def links(key: str) -> set[str]:
             twin = self._generated_twin(key, keys)
             if twin is not None:  # a template holds no roots beside its twin (generated_code): it goes with
-                return {twin}     # the twin alone, not with every model it imports (one group of 700 files)
+                return {twin}     # the twin alone, not with every model it imports (most of the models)
             entry = self.states[key].entry
             found = {o for o in self.direct(key) if o in keys and self.states[o].hints.roots}
             found |= {o for o in bases[key] if o in on_torch and importers.get(o, 0) <= FEW_IMPORTERS or o in on_roots}
@@ -679,8 +679,8 @@ def _start_worker() -> None:
 
 
 def _exit_at_once() -> None:
-    """A worker's last act: it ends without freeing what it kept one object at a time (the run's indexes:
-    0.5 CPU-s and 0.75 s of wall per worker on transformers `models/`, while the parent waited); its
+    """A worker's last act: it ends without freeing what it kept one object at a time (the run's indexes,
+    slow on a large run, while the parent waits); its
     results went back through the pool's pipe already. The same as a forked worker's end (`os._exit`)."""
     sys.stdout.flush()
     sys.stderr.flush()
@@ -769,8 +769,8 @@ def _index_part(settings: Settings, paths: list[Path], names: dict[Path, tuple[s
                 target: str, profiled: bool) -> dict[str, Any]:
     """In a worker process: read and index `paths`, keep them, and save them for the other workers. With
     the collector's thresholds raised, as for the groups' analyses (collector.py): Python's trees are
-    millions of young objects, and a collection every 700 of them, walking them all, was a sixth of
-    the indexing (transformers `models/`)."""
+    millions of young objects, and a collection every 700 of them, walking them all, was a large
+    share of the indexing."""
     from cslint.deep_stack import run_with_deep_stack
     from cslint.runner import Linter
 
@@ -812,7 +812,7 @@ def check_groups(settings: Settings, rules: list[Any], graph: ImportGraph, tasks
                  store: IndexStore, done: Callable[[int], None] | None = None) -> list[Any]:
     """`check_group` for each task, with the collector's thresholds raised once for all of them:
     putting the defaults back after each one started a full collection while that group's objects
-    were still alive (a fifth of a cold run on transformers). A file's index is one cycle (module ->
+    were still alive (a large share of a cold run). A file's index is one cycle (module ->
     function -> module), so a large group's garbage is collected right after it, when little else
     is alive, instead of adding to the next group's peak."""
     outputs = []

@@ -1,7 +1,7 @@
 """Python's tree of an edited buffer whose statements keep the line numbers of the text they were parsed from.
 
 An edit that adds or removes lines moves every top-level statement after it. Renumbering their nodes
-(`ast.increment_lineno`) walks every node of them, half the cost of parsing the whole text again, and
+(`ast.increment_lineno`) walks every node of them, much of the cost of parsing the whole text again, and
 the nodes are shared with the tree before the edit, which may still be read. So the tree reparse.py
 makes of an edited text is a `Shifted` module: `shifts[i]` is how many lines `body[i]`, and every node
 in it, has moved since it was parsed; a line number read from a node of it is that statement's shift

@@ -1,14 +1,14 @@
 """Python's tree of an edited buffer from its tree before the edit: only the top-level statements the edit
 touched are parsed again.
 
-An editor's analysis indexes the edited buffer with Python's parser on every keystroke; on a 40 kB model
-file that parse is a fifth of the edit's cost, though a keystroke changes one statement. Top-level
+An editor's analysis indexes the edited buffer with Python's parser on every keystroke; on a large model
+file that parse is a large part of the edit's cost, though a keystroke changes one statement. Top-level
 statements are parsed independently of one another: each starts a logical line at column 0, and one
 that parses alone ends with no open bracket, string or continuation. So the new tree is the old one's
 statements before the first changed line and after the last (unchanged text), with the lines between
 parsed on their own. When the edit changed the number of lines, the statements after it keep their
 nodes and line numbers, and the tree says how far each moved (line_shifts.py: renumbering them would
-cost half a parse); the statements parsed again are numbered from the start of their lines, and moved
+cost much of a parse); the statements parsed again are numbered from the start of their lines, and moved
 by that many. For texts with lone carriage returns (which Python and we count differently) or a
 parser-changing `__future__` import there is no answer and the caller parses the whole text. Nodes are
 shared with the old tree and never changed (the old tree may still be read, e.g. by a hover).

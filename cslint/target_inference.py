@@ -28,7 +28,7 @@ _IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+([\w.]+)[ \t]+import\b|import[ \t]+([
 # a call or a decorator, not prose in a docstring ("... for torch.compile support"), and not in a comment.
 # Each match starts with a literal, so `re` finds it by a fast scan; where it stands on its line is then
 # checked by `_uses_torch_compile` (a leading `\b` or `^[^#\n]*` made `re` try every position of every
-# file: seconds on a large project, before any worker starts).
+# file, before any worker starts).
 _TORCH_COMPILE = re.compile(r"torch\.compile(?:[ \t]*\(|\b)|from[ \t]+torch[ \t]+import\b[^#\n]*\bcompile\b")
 
 # (target, the module whose import decides it), in order of precedence

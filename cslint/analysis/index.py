@@ -277,7 +277,7 @@ class ModuleInfo:
 
 class TreeBudget:
     """The libcst trees of ast-indexed modules kept in memory: at most `limit` bytes of their source (a
-    tree takes some 45 times its source), least recently used given back first. Memory then depends on
+    tree takes many times the memory of its source), least recently used given back first. Memory then depends on
     this limit and on the largest file, not on how many files a run analyses together."""
 
     def __init__(self, limit: int) -> None:

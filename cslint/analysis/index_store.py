@@ -2,9 +2,9 @@
 
 A run analyses its files in groups, each with every file its files import (to resolve names). Where the
 import graph is dense (a shared `utils` or `ops` imported everywhere, or torch itself) most groups load
-most of the tree, and reading and indexing it again for each group made the run quadratic: 579 of the
-619 s of a cold run on the installed torch package. A process keeps here what reading a file and
-indexing it gave, and each analysis takes it from here.
+most of the tree, and reading and indexing it again for each group made the run quadratic in the number
+of files, and most of a cold run on the installed torch package. A process keeps here what reading a
+file and indexing it gave, and each analysis takes it from here.
 
 What is kept is what does not depend on the analysis: the text, the `ast`-built index, or the verdict
 that the file cannot be analysed. Each analysis gets its own copy of the source as read (an analysis

@@ -1,6 +1,6 @@
 """Functions parsed alone and given back, kept for a function of the same text in a later analysis.
 
-Model code is copied from file to file (transformers' `# Copied from` functions: a third of the
+Model code is copied from file to file (transformers' `# Copied from` functions: many of the
 functions a cold run on its `models/` parses have the text of one parsed before), and the files that
 hold the copies are mostly analysed in different groups. A parsed function depends only on its text
 (positions come from the function's own span: `index.Piece`), so the tree a group gave back serves the
@@ -10,7 +10,7 @@ A tree serves one function at a time: taken out of the pool when handed over, pu
 function's module gives its trees back. A tree given back during an analysis waits for the next one:
 the analysis may still hold what it computed from the tree (a function's nodes identify its findings
 and kinds), and no two functions of one analysis share nodes. The pool holds at most `limit` bytes of
-source worth of trees (a tree takes some 27 times its source), the least recently given back dropped
+source worth of trees (a tree takes many times the memory of its source), the least recently given back dropped
 first, those of texts asked for only once before the others.
 """
 
@@ -20,8 +20,8 @@ from collections import OrderedDict
 
 import libcst as cst
 
-# 500 KB of source: some 14 MB of trees (a cold worker's peak on transformers' models/ or torch stays at
-# ~265 MB: most trees given back are still referenced by the analysis that gave them back, for a while)
+# Small beside the tree budget (incremental.TREE_BUDGET_BYTES): most trees given back are still referenced
+# for a while by the analysis that gave them back, so a larger pool would mostly duplicate them
 POOL_BYTES = 500_000
 
 

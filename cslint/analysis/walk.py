@@ -1,7 +1,7 @@
 """A fast pre-order walk over a libcst tree, for dispatching rules.
 
-libcst's visitor calls several hooks per node and per attribute and costs ~17x more than reading the
-dataclass fields directly. Whitespace, parentheses and punctuation fields are never walked: no rule
+libcst's visitor calls several hooks per node and per attribute and costs many times more than reading
+the dataclass fields directly. Whitespace, parentheses and punctuation fields are never walked: no rule
 visits them (rules read operators from their parent node).
 """
 

@@ -1,15 +1,15 @@
 """Garbage collection in the long-lived language server.
 
 The server keeps the indexes and parsed functions of a whole project between analyses (overlay.
-WarmIndexes): hundreds of MB of objects. Python's full collections walk all of them, a few hundred ms
-each on a large package, and fall inside an edit's analysis now and then (the slowest edits of the
-benchmark). So once the project's cache is up to date, and then after every `TIDY_EVERY` analyses,
-the server collects what is garbage and freezes the rest (`gc.freeze`): collections then walk only
-what was made since. What is frozen and becomes garbage later is unfrozen and collected at the next
-tidy, so the server's memory does not grow with the edits. A tidy takes as long as a full collection
-(0.3-0.4 s on transformers' `models/` at load 8), so one that is due waits until no analysis has run for
-`TIDY_WHEN_IDLE` seconds (the user stopped typing): an edit's answer does not wait for it while edits
-come, unless `TIDY_EVERY` more analyses came without such a pause (then the memory kept wins).
+WarmIndexes): hundreds of MB of objects. Python's full collections walk all of them, a noticeable pause
+each on a large package, and fall inside an edit's analysis now and then (the slowest edits). So once
+the project's cache is up to date, and then after every `TIDY_EVERY` analyses, the server collects what
+is garbage and freezes the rest (`gc.freeze`): collections then walk only what was made since. What is
+frozen and becomes garbage later is unfrozen and collected at the next tidy, so the server's memory does
+not grow with the edits. A tidy takes as long as a full collection, so one that is due waits until no
+analysis has run for `TIDY_WHEN_IDLE` seconds (the user stopped typing): an edit's answer does not wait
+for it while edits come, unless `TIDY_EVERY` more analyses came without such a pause (then the memory
+kept wins).
 """
 
 from __future__ import annotations

@@ -53,7 +53,7 @@ _NOTHING = _Index({}, {}, {})
 class _Source:
     """A parsed file, indexed one function (or other top-level statement) at a time: a model file or
     torch's optimizer.py has hundreds of them and a step's events fall in a few, and indexing every node of
-    every file an event touched was a fifth of the lazy backend's time on a small step."""
+    every file an event touched was a large part of the lazy backend's time on a small step."""
 
     def __init__(self, tree: ast.Module) -> None:
         self.tree = tree

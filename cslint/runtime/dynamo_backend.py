@@ -172,10 +172,10 @@ def _without_unused_dynamo_work() -> Iterator[None]:
     """Skip two things dynamo does for what this run never uses; neither changes a graph, a guard or a break.
 
     - Tracing an optimizer, dynamo asks whether each state tensor is static for CUDA graphs, and the asking
-      imports inductor's CUDA-graph machinery (about 1.2 s of CPU) even for a CPU tensor, whose answer is
+      imports inductor's CUDA-graph machinery (slow to import) even for a CPU tensor, whose answer is
       always yes. The checker's dynamo step runs on the CPU.
     - For each op it records, dynamo builds the header of its `trace_call` debug log, naming the function
-      at the line, which tokenizes every file it traces (5% of a tiny model's check), even when that log
+      at the line, which tokenizes every file it traces, even when that log
       is off, as it is here.
     """
     from torch._dynamo import symbolic_convert

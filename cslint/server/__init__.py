@@ -1,6 +1,6 @@
 """`cslint check --server`: a long-lived process that has libcst and the rules imported already.
 
-Importing them takes ~0.25 s of a pre-commit run that otherwise needs well under that. The first
+Importing them takes longer than the rest of a typical pre-commit run. The first
 `--server` run starts the server in the background and checks as usual; later runs connect to it over a
 Unix socket and hand it their argv, working directory, environment and standard streams. The server
 forks a child per request, so every run starts from the same freshly imported state and nothing carries
