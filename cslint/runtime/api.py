@@ -87,10 +87,10 @@ def check(target: str, backends: tuple[str, ...] = ("lazy", "dynamo"), *, timeou
                                    cwd=cwd, env=env, start_new_session=True)
         assert process.stdout is not None and process.stderr is not None
         tails = [_Tail(process.stdout), _Tail(process.stderr, echo=progress)]
-        for tail in tails:
-            tail.start()
         timed_out = False
-        try:
+        try:  # from here on, an ending signal (scratch.Ended) still takes the worker's group with it
+            for tail in tails:
+                tail.start()
             process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             timed_out = True

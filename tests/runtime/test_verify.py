@@ -328,10 +328,15 @@ def test_scratch_of_a_killed_verify_is_removed_by_the_next_run(tmp_path: Path) -
 def test_a_terminated_verify_removes_its_scratch(tmp_path: Path, ending: signal.Signals) -> None:
     project, waiting, env = _waiting_project(tmp_path)
     original = (project / "model.py").read_text()
-    process = _start_verify(project, waiting, env)
+    process = _start_verify(project, waiting, dict(env, PYTHONFAULTHANDLER="1"))
     try:
         process.send_signal(ending)
-        _, err = process.communicate(timeout=60)
+        try:
+            _, err = process.communicate(timeout=120)
+        except subprocess.TimeoutExpired:  # where it is stuck: faulthandler prints every thread's stack on SIGABRT
+            process.send_signal(signal.SIGABRT)
+            _, err = process.communicate(timeout=30)
+            pytest.fail(f"cslint did not end within 120 s of {ending.name}:\n{err.decode(errors='replace')}")
     finally:
         with contextlib.suppress(ProcessLookupError):  # the target's process went with cslint
             os.killpg(process.pid, signal.SIGKILL)
