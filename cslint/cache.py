@@ -119,6 +119,7 @@ def settings_key(settings: Settings, codes: list[str]) -> str:
         "trace_roots": list(settings.trace_roots), "cerebras_version": settings.cerebras_version,
         "per_file_ignores": {k: list(v) for k, v in sorted(settings.per_file_ignores.items())},
         "unsafe_fixes": settings.unsafe_fixes, "project_root": str(settings.project_root or ""),
+        "fixable": [list(settings.fixable), list(settings.extend_fixable), list(settings.unfixable)],
         "project_packages": sorted(settings.project_packages) if settings.project_packages is not None else None,
         "libraries": _libraries_key(settings),
         # the limits that decide whether a file is analysed at all (max-file-size: in the file's hash)

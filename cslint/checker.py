@@ -145,8 +145,11 @@ def _placed_by_guards(ctx: RuleContext, dead: set[int], unguarded: dict[int, str
 
 
 def adapt_to_target(findings: list[Finding], settings: Settings, module: ModuleInfo | None = None) -> list[Finding]:
-    """The target's message wording; fixes that write cerebras.pytorch calls only on the WSC target, and
-    no fix that imports a package neither the file nor the project imports already."""
+    """The target's message wording; fixes that write cerebras.pytorch calls only on the WSC target, no
+    fix that imports a package neither the file nor the project imports already, and none of a rule the
+    settings make unfixable."""
+    from cslint.fixability import is_fixable
+
     target = get_target(settings.target)
     known: set[str] | None = None  # read from the imports only when a fix imports something
     for finding in findings:
@@ -155,7 +158,9 @@ def adapt_to_target(findings: list[Finding], settings: Settings, module: ModuleI
         finding.message = adapt_message(finding.message, finding.code, target)
         if finding.fix is None:
             continue
-        if not target.cerebras_fixes and is_cerebras_fix(finding.fix.message, finding.fix.imports):
+        if not is_fixable(finding.code, settings):
+            finding.fix = None
+        elif not target.cerebras_fixes and is_cerebras_fix(finding.fix.message, finding.fix.imports):
             finding.fix = None
         elif finding.fix.imports and module is not None:
             if known is None:

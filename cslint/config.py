@@ -28,8 +28,10 @@ KNOWN_KEYS = {
     "select", "ignore", "extend-select", "extend-ignore", "per-file-ignores", "exclude", "extend-exclude",
     "trace-roots", "unsafe-fixes", "cerebras-version", "target", "runtime-targets", "output-format",
     "show-chain", "max-file-size", "max-file-tokens", "analysis-budget", "python",
+    "fixable", "unfixable", "extend-fixable", "show-fixes",
 }
-OUTPUT_FORMATS = ("text", "concise", "grouped", "json", "json-lines", "sarif", "github")
+OUTPUT_FORMATS = ("text", "concise", "grouped", "json", "json-lines", "sarif", "github", "gitlab", "junit", "pylint",
+                  "azure", "rdjson")
 DEFAULT_MAX_FILE_SIZE = 5_000_000  # bytes: larger than any hand-written module; generated files are not linted
 DEFAULT_ANALYSIS_BUDGET = 200_000  # see cslint/budget.py
 DEFAULT_MAX_FILE_TOKENS = 500_000  # see cslint/budget.py
@@ -66,6 +68,11 @@ class Settings:
     # how findings are reported when the command line does not say (`--output-format`, `--show-chain`)
     output_format: str | None = None
     show_chain: bool = False
+    # whose fixes are offered and applied (cslint/fixability.py): codes or prefixes, as ruff's
+    fixable: tuple[str, ...] = ("ALL",)
+    unfixable: tuple[str, ...] = ()
+    extend_fixable: tuple[str, ...] = ()
+    show_fixes: bool = False  # list the fixes applied (`--show-fixes`)
 
     def with_overrides(self, **overrides: Any) -> Settings:
         return replace(self, **{k: v for k, v in overrides.items() if v is not None})
@@ -200,6 +207,9 @@ def settings_from_table(table: dict[str, Any], path: Path | None) -> Settings:
                 _rule_codes(table.get("extend-ignore", []), "extend-ignore")
         if "extend-select" in table:
             kwargs["extend_select"] = _rule_codes(table["extend-select"], "extend-select")
+        for key in ("fixable", "unfixable", "extend-fixable"):
+            if key in table:
+                kwargs[key.replace("-", "_")] = _rule_codes(table[key], key)
         if "per-file-ignores" in table:
             pfi = table["per-file-ignores"]
             if not isinstance(pfi, dict):
@@ -222,6 +232,10 @@ def settings_from_table(table: dict[str, Any], path: Path | None) -> Settings:
                 raise ConfigError(f"`output-format` must be one of {', '.join(OUTPUT_FORMATS)} "
                                   f"(got {table['output-format']!r:.40})")
             kwargs["output_format"] = table["output-format"]
+        if "show-fixes" in table:
+            if not isinstance(table["show-fixes"], bool):
+                raise ConfigError("`show-fixes` must be true or false")
+            kwargs["show_fixes"] = table["show-fixes"]
         if "show-chain" in table:
             if not isinstance(table["show-chain"], bool):
                 raise ConfigError("`show-chain` must be true or false")

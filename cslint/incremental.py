@@ -468,7 +468,7 @@ class Session:
             with fewer_collections():
                 run = linter.run(order, fix=fix, unsafe_fixes=unsafe, context=others, names=names)
             result.errors.extend(run.errors)
-            result.fixed, result.changed_files = run.fixed, run.changed_files
+            result.fixed, result.changed_files, result.fixed_codes = run.fixed, run.changed_files, run.fixed_codes
             self._note_read(_keyed_hashes(linter.read_hashes))
             return _by_key(run.diagnostics), _keyed_reach(linter.reach)
         if nothing_to_report([self.states[k].path for k in analysed], self.settings, set(self.codes)):

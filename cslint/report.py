@@ -59,5 +59,6 @@ class RunResult:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)  # one line each; any makes the exit code 2
     fixed: int = 0
+    fixed_codes: dict[Path, dict[str, int]] = field(default_factory=dict)  # per file, fixes applied per code
     changed_files: list[SourceFile] = field(default_factory=list)
     files_checked: int = 0

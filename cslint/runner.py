@@ -23,6 +23,7 @@ from cslint.analysis.project import LazyModules, Project
 from cslint.analysis.traced import TracedFunction, TracedProgram
 from cslint.checker import Checker, internal_error
 from cslint.config import Settings
+from cslint.fixability import is_fixable
 from cslint.import_graph import GroupScope
 from cslint.noqa import is_suppressed, noqa_lines
 from cslint.overlay import WarmIndexes, keep_buffer_tree, warm_indexes
@@ -634,7 +635,8 @@ class Linter:
             for unused in unused_noqa(source.text, used, self.enabled_codes, known):
                 d = unused.directive
                 out.append(Diagnostic(source.path, d.line, d.column, d.line, d.end_column, UNUSED_NOQA,
-                                      unused.message, removal_fix(noqa_positions, unused),
+                                      unused.message, removal_fix(noqa_positions, unused)
+                                      if is_fixable(UNUSED_NOQA, self.settings) else None,
                                       source_line=lines[d.line - 1] if 0 < d.line <= len(lines) else ""))
         out.sort(key=lambda d: (d.line, d.column, d.code))
         return out
@@ -711,11 +713,12 @@ class Linter:
         for source in sources:
             if source.tree is None:
                 continue
-            wanted = [d.fix for d in self.diagnostics_for(source, findings.get(source.path, []))
+            fixing = [d for d in self.diagnostics_for(source, findings.get(source.path, []))
                       if d.fix is not None and (d.fix.applicability == "safe" or unsafe)
                       and (not callable(choice) or choice(d))]
-            if not wanted:
+            if not fixing:
                 continue
+            wanted = [d.fix for d in fixing]
             module_imports = _bound_module_names(source.tree)
             new_tree, chosen = _apply(source.tree, wanted, module_imports)
             new_text = keep_final_newline(source.original_text, new_tree.code)
@@ -727,6 +730,10 @@ class Linter:
                 continue
             source.text, source.tree = new_text, reparsed
             applied += len(chosen)
+            code_of = {id(d.fix): d.code for d in fixing}
+            counts = result.fixed_codes.setdefault(source.path, {})
+            for fix in chosen:
+                counts[code_of[id(fix)]] = counts.get(code_of[id(fix)], 0) + 1
         return applied
 
 
