@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 
+from cslint.output.style import PLAIN, Style
 from cslint.report import Diagnostic, RunResult
 
 Formatter = Callable[[RunResult, "FormatOptions"], str]
@@ -12,13 +13,16 @@ Formatter = Callable[[RunResult, "FormatOptions"], str]
 
 class FormatOptions:
     def __init__(self, show_chain: bool = False, show_source: bool = True, unsafe_fixes: bool = False,
-                 statistics: bool = False, quiet: bool = False, fix_mode: bool = False) -> None:
+                 statistics: bool = False, quiet: bool = False, fix_mode: bool = False,
+                 show_fixes: bool = False, style: Style = PLAIN) -> None:
         self.show_chain = show_chain
         self.show_source = show_source
         self.unsafe_fixes = unsafe_fixes
         self.statistics = statistics
         self.quiet = quiet
         self.fix_mode = fix_mode
+        self.show_fixes = show_fixes  # list the fixes applied (--show-fixes; text formats)
+        self.style = style  # colour, for the text formats on a terminal (output/style.py)
 
 
 # format -> (module, function); imported when used (sarif reads the rules' metadata, and so libcst)
@@ -30,6 +34,11 @@ RENDERERS = {
     "json-lines": ("json_lines", "render"),
     "sarif": ("sarif", "render"),
     "github": ("github", "render"),
+    "gitlab": ("gitlab", "render"),
+    "junit": ("junit", "render"),
+    "pylint": ("pylint", "render"),
+    "azure": ("azure", "render"),
+    "rdjson": ("rdjson", "render"),
 }
 
 

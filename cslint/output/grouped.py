@@ -6,7 +6,7 @@ from itertools import groupby
 from typing import TYPE_CHECKING
 
 from cslint.output.escape import escape_text
-from cslint.output.text import _fixable, _summary
+from cslint.output.text import _fixable, _summary, fixes_shown
 from cslint.report import RunResult
 
 if TYPE_CHECKING:
@@ -26,5 +26,6 @@ def render(result: RunResult, options: FormatOptions) -> str:
                 out.append(f"  {'':<{width}} traced: {escape_text(' -> '.join(d.chain))}")
         out.append("")
     if not options.quiet:
+        out.extend(fixes_shown(result, options))
         out.extend(_summary(result, options))
     return "\n".join(out) + ("\n" if out else "")

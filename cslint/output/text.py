@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from cslint.output.escape import escape_text
 from cslint.output.statistics import statistics_rows
+from cslint.output.style import PLAIN, Style
 from cslint.report import Diagnostic, RunResult
 
 if TYPE_CHECKING:
@@ -49,9 +50,12 @@ def _excerpt(d: Diagnostic) -> list[str]:
     return [f"{pad} |", f"{number} | {escape_text(line)}", f"{pad} | {prefix}{'^' * width}"]
 
 
-def _header(d: Diagnostic, unsafe: bool) -> str:
-    marker = " [*]" if _fixable(d, unsafe) else ""
-    return f"{escape_text(str(d.path))}:{d.place}:{d.column}: {d.code}{marker} {escape_text(d.message)}"
+def _header(d: Diagnostic, unsafe: bool, style: Style = PLAIN) -> str:
+    """`path:line:col: CODE [*] message`, styled as ruff's (path bold, separators cyan, code red)."""
+    marker = f" {style('[*]', 'cyan')}" if _fixable(d, unsafe) else ""
+    colon = style(":", "cyan")
+    return (f"{style(escape_text(str(d.path)), 'bold')}{colon}{d.place}{colon}{d.column}{colon} "
+            f"{style(d.code, 'red', 'bold')}{marker} {escape_text(d.message)}")
 
 
 def _summary(result: RunResult, options: FormatOptions) -> list[str]:
@@ -75,6 +79,16 @@ def _summary(result: RunResult, options: FormatOptions) -> list[str]:
     return lines
 
 
+def fixes_shown(result: RunResult, options: FormatOptions) -> list[str]:
+    """With --show-fixes, the fixes applied (between blank lines, as ruff), else nothing."""
+    if not options.show_fixes:
+        return []
+    from cslint.output.fix_summary import fix_summary
+
+    lines = fix_summary(result, options.style)
+    return ["", *lines, ""] if lines else []
+
+
 def statistics(result: RunResult) -> list[str]:
     return [f"{count:>5}  {code}  [{'*' if fixable else ' '}] {name}"
             for code, name, count, fixable in statistics_rows(result)]
@@ -86,7 +100,7 @@ def render(result: RunResult, options: FormatOptions) -> str:
         out.extend(statistics(result))
     else:
         for d in result.diagnostics:
-            out.append(_header(d, options.unsafe_fixes))
+            out.append(_header(d, options.unsafe_fixes, options.style))
             if options.show_source:
                 out.extend(_excerpt(d))
             if options.show_chain and d.chain:
@@ -96,6 +110,7 @@ def render(result: RunResult, options: FormatOptions) -> str:
             if options.show_source:
                 out.append("")
     if not options.quiet:
+        out.extend(fixes_shown(result, options))
         out.extend(_summary(result, options))
     return "\n".join(out) + ("\n" if out else "")
 
@@ -103,9 +118,10 @@ def render(result: RunResult, options: FormatOptions) -> str:
 def render_concise(result: RunResult, options: FormatOptions) -> str:
     if options.statistics:
         return render(result, options)
-    lines = [_header(d, options.unsafe_fixes) for d in result.diagnostics]
+    lines = [_header(d, options.unsafe_fixes, options.style) for d in result.diagnostics]
     if options.show_chain:
         lines = [f"{line} [traced: {escape_text(' -> '.join(d.chain))}]" for line, d in zip(lines, result.diagnostics)]
     if not options.quiet:
+        lines.extend(fixes_shown(result, options))
         lines.extend(_summary(result, options))
     return "\n".join(lines) + ("\n" if lines else "")
