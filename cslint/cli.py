@@ -16,6 +16,7 @@ from cslint import __version__
 from cslint.check_options import (check_flags, force_excluded, paths_without_python, show_files, show_settings,
                                   unmatched_trace_roots)
 from cslint.config import OUTPUT_FORMATS, ConfigError, Settings, load_settings
+from cslint.conventions import fixability_overrides
 from cslint.progress import Progress
 from cslint.report import RunResult
 
@@ -94,7 +95,8 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--extend-select", type=_codes, help="codes or prefixes to enable on top of select")
     check.add_argument("--ignore", type=_codes, help="codes or prefixes to disable")
     check.add_argument("--target", choices=["wsc", "rdu", "xla", "compile"],
-                       help="accelerator whose rules, messages and fixes to use (default: wsc; docs/targets.md)")
+                       help="accelerator whose rules, messages and fixes to use (default: `target` in the "
+                            "configuration, else inferred from what the project imports; docs/targets.md)")
     check.add_argument("--python", metavar="PYTHON",
                        help="the Python interpreter whose installed libraries to read the functions traced code "
                             "calls from (default: the one cslint runs in; `none`: do not read libraries)")
@@ -148,6 +150,25 @@ def build_parser() -> argparse.ArgumentParser:
                        help="run in a background server that has cslint loaded already (starts one if none "
                             "is up; not under CI or CSLINT_NO_SERVER; see `cslint server`)")
 
+    # ruff's conventions (docs/configuration.md); their logic: conventions.py, watch.py, fixability.py
+    check.add_argument("-w", "--watch", action="store_true",
+                       help="run again whenever a checked file or the configuration changes (Ctrl-C stops)")
+    check.add_argument("--fix-only", action="store_true",
+                       help="apply safe fixes and do not report the findings that remain (implies --fix); "
+                            "exit 0 unless --exit-non-zero-on-fix")
+    check.add_argument("--show-fixes", action="store_true", default=None,
+                       help="list the fixes applied, per file and rule (also `show-fixes = true`)")
+    check.add_argument("--exit-non-zero-on-fix", action="store_true",
+                       help="with --fix or --fix-only: exit 1 when a fix was applied, even if no finding remains")
+    check.add_argument("--fixable", type=_codes, help="rule codes or prefixes whose fixes are offered and "
+                       "applied (default: ALL; replaces `fixable` in the configuration)")
+    check.add_argument("--unfixable", type=_codes, help="rule codes or prefixes whose fixes are never offered "
+                       "or applied (replaces `unfixable` in the configuration)")
+    check.add_argument("--extend-fixable", type=_codes, help="codes or prefixes to make fixable on top of "
+                       "`fixable`")
+    check.add_argument("-v", "--verbose", action="store_true",
+                       help="log the settings used, the files checked, the cache and the time taken (stderr)")
+
     server = sub.add_parser("server", help="the background server of `check --server`: status or stop")
     server.add_argument("action", choices=["status", "stop"])
 
@@ -158,8 +179,10 @@ def build_parser() -> argparse.ArgumentParser:
     clean.add_argument("--cache-dir", type=Path, help="the cache directory to remove (default as for check)")
 
     rule = sub.add_parser("rule", help="explain a rule")
-    rule.add_argument("code", nargs="?", help="rule code, e.g. WSC101")
+    rule.add_argument("code", nargs="?", help="rule code or name, e.g. WSC101 or tensor-if")
     rule.add_argument("--all", action="store_true", help="list every rule")
+    rule.add_argument("--output-format", choices=["text", "json"], default="text",
+                      help="text (default) or json (ruff's fields; cslint/rule_info.py)")
 
     runtime = sub.add_parser("runtime", help="run a step under a static-graph backend (needs torch)")
     runtime.add_argument("args", nargs=argparse.REMAINDER)
@@ -254,6 +277,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         max_file_tokens=getattr(args, "max_file_tokens", None),
         analysis_budget=getattr(args, "analysis_budget", None),
         python=getattr(args, "python", None),
+        **(fixability_overrides(args, settings) if hasattr(args, "fixable") else {}),
     )
 
 
@@ -275,10 +299,18 @@ def run_check(args: argparse.Namespace) -> int:
     from cslint.deferred import defer
     from cslint.scratch import remove_stale as remove_stale_scratch
 
+    from cslint import conventions
+
+    if args.watch:
+        from cslint.watch import watch
+
+        return watch(args, run_check)
     started = time.perf_counter()
     working_directory()
     profile = Profile(enabled=args.profile)
     check_flags(args)
+    conventions.check_convention_flags(args)
+    conventions.set_verbose(args.verbose)
     args.stdin_name = stdin_name(args)
     settings = settings_from_args(args)
     codes = enabled_codes(settings)
@@ -303,6 +335,8 @@ def run_check(args: argparse.Namespace) -> int:
             context = [path for path in context if str(path) not in unreadable]
         memo = ImportMemo(memos).load() if memos is not None else None
         settings = with_inferred_target(settings, [*files, *context], memo)
+    conventions.log_settings(settings, paths[0])
+    conventions.log_files(files, context, memos)
     for note in skipped:
         if not note.named:
             print(f"cslint: warning: {escape_text(str(note))} (skipped)", file=sys.stderr)
@@ -379,9 +413,17 @@ def run_check(args: argparse.Namespace) -> int:
     progress.finish()
     place_in_cells(result.diagnostics, buffers)
     output_format, show_chain = report_style(args, settings)
+    from cslint.output.style import Style, colour_wanted
+
     options = FormatOptions(show_chain=show_chain, unsafe_fixes=settings.unsafe_fixes,
-                            statistics=args.statistics, quiet=args.quiet, fix_mode=args.fix)
-    if args.diff:
+                            statistics=args.statistics, quiet=args.quiet, fix_mode=args.fix,
+                            show_fixes=conventions.show_fixes_wanted(args, settings),
+                            style=Style(args.output_file is None and not fixed_to_stdout
+                                        and colour_wanted(sys.stdout)))
+    reported = conventions.fix_only_result(result) if args.fix_only else result
+    if args.fix_only:
+        report = conventions.fix_only_report(reported, output_format, options)
+    elif args.diff:
         report = render_diff(result)
         if not args.quiet:
             print(diff_summary(result, settings.unsafe_fixes), file=sys.stderr)
@@ -403,8 +445,11 @@ def run_check(args: argparse.Namespace) -> int:
         print(f"cslint: error: {escape_text(error)}", file=sys.stderr)
     if args.profile:
         sys.stderr.write(profile.report(time.perf_counter() - started))
+    conventions.log_done(result, started)
     if result.errors or any(d.code == INTERNAL_ERROR for d in result.diagnostics):
         return EXIT_ERROR
+    if args.fix and not args.diff:
+        return conventions.fix_exit_code(args, result, reported)
     if args.diff:
         return EXIT_FINDINGS if result.changed_files and not args.exit_zero else EXIT_CLEAN
     if result.diagnostics and not args.exit_zero:
@@ -467,7 +512,9 @@ def run_lsp(args: argparse.Namespace) -> int:
     try:
         from cslint.lsp.server import main as serve
     except ImportError as exc:
-        raise ConfigError(f"`cslint lsp` needs the lsp extra (pip install 'cslint[lsp]'): {exc}") from None
+        from cslint.install_hint import install_hint
+
+        raise ConfigError(f"`cslint lsp` needs the lsp extra ({install_hint('lsp')}): {exc}") from None
     serve(args.tcp)
     return EXIT_CLEAN
 
@@ -540,6 +587,8 @@ def _write_fixes(result: RunResult, lint: Callable[..., RunResult], project: lis
     on_disk = lint(unwritten, False, [p for p in project if p not in unwritten])
     lost = fixed_findings(on_disk.diagnostics, result.diagnostics, failed, unsafe)
     result.fixed = max(result.fixed - len(lost), 0) if result.changed_files else 0
+    for path in unwritten:
+        result.fixed_codes.pop(path, None)
     result.diagnostics = [d for d in result.diagnostics if d.path not in unwritten] + on_disk.diagnostics
     result.errors.extend(e for e in on_disk.errors if e not in result.errors)
 
@@ -576,18 +625,25 @@ def run_server_command(args: argparse.Namespace) -> int:
 
 def run_rule(args: argparse.Namespace) -> int:
     from cslint.docs import has_fix, render_rule
-    from cslint.rules import all_rules, rule_by_code
+    from cslint.rule_info import find_rule, page_width, rule_json, rules_json, unknown_rule_message, wrap_page
+    from cslint.rules import all_rules
 
     if args.all or not args.code:
+        if args.output_format == "json":
+            sys.stdout.write(rules_json(all_rules()))
+            return EXIT_CLEAN
         for rule in all_rules():
             fix = "fix" if has_fix(rule) else "   "
             print(f"{rule.code}  {fix}  {rule.name:<34} {rule.summary}")
         return EXIT_CLEAN
-    rule = rule_by_code(args.code)
+    rule = find_rule(args.code)
     if rule is None:
-        print(f"cslint: error: unknown rule `{args.code}` (see `cslint rule --all`)", file=sys.stderr)
+        print(f"cslint: error: {unknown_rule_message(args.code)}", file=sys.stderr)
         return EXIT_ERROR
-    print(render_rule(rule))
+    if args.output_format == "json":
+        sys.stdout.write(rule_json(rule))
+        return EXIT_CLEAN
+    print(wrap_page(render_rule(rule), page_width()))
     return EXIT_CLEAN
 
 

@@ -186,7 +186,7 @@ def test_output_format_and_show_chain_from_the_configuration(project, capsys):
 
 @pytest.mark.parametrize(("table", "message"), [
     ('output-format = "xml"', "`output-format` must be one of text, concise, grouped, json, json-lines, sarif, "
-                              "github (got 'xml')"),
+                              "github, gitlab, junit, pylint, azure, rdjson (got 'xml')"),
     ('show-chain = "yes"', "`show-chain` must be true or false"),
 ])
 def test_bad_output_settings_are_configuration_errors(project, capsys, table, message):
