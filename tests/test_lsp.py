@@ -431,7 +431,8 @@ def test_lsp_without_the_extra_is_a_clear_error(tmp_path: Path) -> None:
             "from cslint.cli import main; sys.exit(main(['lsp']))")
     run_ = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert run_.returncode == 2
-    assert "pip install 'cslint[lsp]'" in run_.stderr
+    assert "pip install -e '.[lsp]'" in run_.stderr and "git+https://github.com/cslint/cslint" in run_.stderr
+    assert "pip install 'cslint[lsp]'" not in run_.stderr  # no package index serves cslint yet
 
 
 def test_an_unsaved_helper_edit_adds_then_removes_the_callers_finding(tmp_path: Path) -> None:

@@ -127,3 +127,21 @@ def test_hooks_import_nothing_from_the_repository(hook_repo: Path, tmp_path: Pat
     assert imported(markers) == []
     for run in runs:
         assert run.returncode == 1 and "helpers.py:5:8: WSC101" in run.stdout, run.stdout + run.stderr
+
+
+def test_hooks_check_a_staged_notebook(hook_repo: Path, tmp_path: Path) -> None:
+    """The hooks run on notebooks, as ruff's (`types_or: [python, pyi, jupyter]`): with `types: [python]`
+    pre-commit passed no `.ipynb`, and a notebook with findings was committed unchecked."""
+    from tests.test_notebook import _cell, _notebook
+
+    project = tmp_path / "project"
+    init_repo(project)
+    (project / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    model = ("class Gate(nn.Module):\n    def forward(self, x):\n        if x.sum() > 0:\n"
+             "            x = x * 2\n        return x\n")
+    (project / "analysis.ipynb").write_text(_notebook(_cell("code", "import torch\nfrom torch import nn\n"),
+                                                      _cell("code", model)))
+    git(project, "add", "-A")
+    run = try_repo(hook_repo, project, "cslint", "analysis.ipynb")
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "analysis.ipynb:cell 2:3:12: WSC101" in run.stdout

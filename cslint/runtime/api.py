@@ -15,10 +15,11 @@ import sys
 import threading
 from typing import IO
 
+from cslint.install_hint import install_hint
 from cslint.runtime.findings import COMPLETE, RUNNING, TIMED_OUT, RuntimeReport, stopped
 
 INSTALL_HINT = ("the runtime checker needs PyTorch: install a CPU build of torch first (see docs/install.md), then "
-                "pip install 'cslint[runtime]'")
+                f"the runtime extra, {install_hint('runtime')}")
 DEFAULT_TIMEOUT = 300.0
 DEFAULT_MEMORY_LIMIT_MB = 8192  # address space of the child; 0 for none
 OUTPUT_TAIL_BYTES = 64 * 1024  # how much of the step's own stdout/stderr is kept (for error messages)

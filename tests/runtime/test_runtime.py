@@ -171,7 +171,9 @@ def test_without_torch_runtime_says_how_to_install(monkeypatch: pytest.MonkeyPat
                                                    capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setattr("cslint.runtime.cli.torch_available", lambda: False)
     assert runtime_main([f"{FAMILIES}:control_flow"]) == 2
-    assert "pip install 'cslint[runtime]'" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "pip install -e '.[runtime]'" in err and "git+https://github.com/cslint/cslint" in err
+    assert "pip install 'cslint[runtime]'" not in err  # no package index serves cslint yet
 
 
 def test_importing_the_cli_does_not_import_torch() -> None:
