@@ -452,3 +452,17 @@ def test_neovim_07_snippet_gets_diagnostics(tmp_path: Path) -> None:
                    timeout=90, capture_output=True)
     lines = probe.read_text().splitlines()
     assert any(line.startswith("cslint|7|`if x.mean() > threshold`") for line in lines), lines
+
+
+def test_the_editor_offers_no_fix_of_an_unfixable_rule(project: Path) -> None:
+    from cslint.lsp.workspace import Workspace
+
+    def fixes() -> dict[str, bool]:
+        state = Workspace()
+        state.open(project / "model.py", MODEL)
+        (_, found), = state.analyse(project / "model.py").values()
+        return {d.code: d.fix is not None for d in found}
+
+    assert fixes()["WSC101"]
+    (project / "pyproject.toml").write_text("[project]\nname = 'demo'\n\n[tool.cslint]\nunfixable = [\"WSC101\"]\n")
+    assert fixes() == {"WSC101": False, "WSC103": True}
