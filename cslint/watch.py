@@ -4,8 +4,9 @@ Each run clears the screen (on a terminal) and starts with `Starting linter in w
 or `File change detected...`, then the report, then `[HH:MM:SS] Watching for file changes.`. The files
 watched are those a run reads: the Python files (and notebooks) under the paths named and under the rest
 of their project, and the configuration file. Changes are found by polling each file's modification
-time, size and inode every half second (no file-notification library: no new dependency, the same on
-every platform; the walk reuses discovery's exclusions, so a large excluded tree costs nothing).
+time, size and inode every half second, or ten times as long as a poll takes when that is longer (no
+file-notification library: no new dependency, the same on every platform; the walk reuses discovery's
+exclusions, so a large excluded tree costs nothing).
 Configuration is read again on every run, as ruff re-reads it when the configuration file changes. A run
 that fails with a usage or configuration error prints it and the watch goes on (an editor mid-save can
 leave pyproject.toml unparsable for a moment). Ctrl-C ends the watch: `cslint: interrupted`, exit 130.
@@ -69,11 +70,16 @@ def watched_files(args: argparse.Namespace) -> Snapshot:
 
 def wait_for_change(args: argparse.Namespace, before: Snapshot,
                     sleep: Callable[[float], None] = time.sleep) -> Snapshot:
+    """Polls until the snapshot differs; the pause is at least ten times what a poll took, so watching a
+    large tree idles at a tenth of a core at most."""
+    pause = POLL_SECONDS
     while True:
-        sleep(POLL_SECONDS)
+        sleep(pause)
+        started = time.perf_counter()
         now = watched_files(args)
         if now != before:
             return now
+        pause = max(POLL_SECONDS, 10 * (time.perf_counter() - started))
 
 
 def watch(args: argparse.Namespace, run_once: Callable[[argparse.Namespace], int]) -> int:

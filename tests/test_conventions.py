@@ -466,3 +466,23 @@ def test_the_editor_offers_no_fix_of_an_unfixable_rule(project: Path) -> None:
     assert fixes()["WSC101"]
     (project / "pyproject.toml").write_text("[project]\nname = 'demo'\n\n[tool.cslint]\nunfixable = [\"WSC101\"]\n")
     assert fixes() == {"WSC101": False, "WSC103": True}
+
+
+def test_watch_polls_a_large_tree_less_often(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A poll that takes long (a large tree) is followed by a pause ten times as long: the watch idles at a
+    tenth of a core at most."""
+    import argparse
+
+    from cslint import watch as module
+
+    snapshots = iter([{"a": (1, 1, 1)}, {"a": (1, 1, 1)}, {"a": (2, 1, 1)}])
+
+    def slow_poll(args: argparse.Namespace) -> dict[str, tuple[int, int, int]]:
+        time.sleep(0.08)
+        return next(snapshots)
+
+    pauses: list[float] = []
+    monkeypatch.setattr(module, "watched_files", slow_poll)
+    changed = module.wait_for_change(argparse.Namespace(), {"a": (1, 1, 1)}, pauses.append)
+    assert changed == {"a": (2, 1, 1)}
+    assert pauses[0] == module.POLL_SECONDS and pauses[1] >= 0.8 and pauses[2] >= 0.8
