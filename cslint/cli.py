@@ -6,6 +6,7 @@ Exit codes: 0 no findings, 1 findings remain, 2 usage, configuration or internal
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 import time
@@ -149,6 +150,13 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--server", action="store_true",
                        help="run in a background server that has cslint loaded already (starts one if none "
                             "is up; not under CI or CSLINT_NO_SERVER; see `cslint server`)")
+    check.add_argument("--baseline", type=Path, metavar="FILE",
+                       help="do not report the findings this baseline file lists (default: `baseline` in the "
+                            "configuration; write it with `cslint baseline`; docs/configuration.md)")
+    check.add_argument("--prune-baseline", action="store_true",
+                       help="rewrite the baseline without its entries that no longer match a finding")
+    sub.add_parser("baseline", add_help=False,
+                   help="write the baseline: the findings of the paths checked (takes check's paths and options)")
 
     # ruff's conventions (docs/configuration.md); their logic: conventions.py, watch.py, fixability.py
     check.add_argument("-w", "--watch", action="store_true",
@@ -192,7 +200,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     # `cslint runtime` parses its own options (its --help lists them), so it is routed before this parser
-    args = build_parser().parse_args(argv if argv[:1] != ["runtime"] else ["runtime"])
+    if argv[:1] == ["baseline"]:  # a check whose findings are written to the baseline, not reported
+        args = build_parser().parse_args(["check", *argv[1:]])
+        args.write_baseline = True
+    else:
+        args = build_parser().parse_args(argv if argv[:1] != ["runtime"] else ["runtime"])
     try:
         if args.command == "check":
             return run_check(args)
@@ -278,6 +290,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         analysis_budget=getattr(args, "analysis_budget", None),
         python=getattr(args, "python", None),
         **(fixability_overrides(args, settings) if hasattr(args, "fixable") else {}),
+        baseline=Path(os.path.abspath(args.baseline)) if getattr(args, "baseline", None) else None,
     )
 
 
@@ -318,6 +331,12 @@ def run_check(args: argparse.Namespace) -> int:
     paths = args.paths or [Path(".")]
     if args.verify or args.verify_tolerance is not None:
         _check_verify(args, settings)
+    from cslint import baseline_cli
+
+    baseline_cli.check_flags(args, settings)
+    writing_baseline = settings.baseline if getattr(args, "write_baseline", False) else None
+    if writing_baseline is not None:  # the run reports every finding; they are what the baseline lists
+        settings = dataclasses.replace(settings, baseline=None)
     buffers = {args.stdin_name: read_stdin()} if args.stdin_name is not None else {}
     if args.force_exclude and not buffers:
         paths = [p for p in paths if not force_excluded(p, settings)]
@@ -391,6 +410,10 @@ def run_check(args: argparse.Namespace) -> int:
         defer(tree.save)
     defer(remove_stale_scratch)  # what runs killed outright (kill -9) left in the temporary directory
     result.errors[:0] = [str(note) for note in skipped if note.named]
+    if writing_baseline is not None:
+        return baseline_cli.write_baseline(result, settings, files, codes, writing_baseline)
+    if args.prune_baseline:
+        baseline_cli.prune_baseline(result)
     if args.add_noqa:
         from cslint.noqa_edit import add_noqa
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import os
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -29,6 +30,7 @@ KNOWN_KEYS = {
     "trace-roots", "unsafe-fixes", "cerebras-version", "target", "runtime-targets", "output-format",
     "show-chain", "max-file-size", "max-file-tokens", "analysis-budget", "python",
     "fixable", "unfixable", "extend-fixable", "show-fixes",
+    "baseline",
 }
 OUTPUT_FORMATS = ("text", "concise", "grouped", "json", "json-lines", "sarif", "github", "gitlab", "junit", "pylint",
                   "azure", "rdjson")
@@ -73,6 +75,8 @@ class Settings:
     unfixable: tuple[str, ...] = ()
     extend_fixable: tuple[str, ...] = ()
     show_fixes: bool = False  # list the fixes applied (`--show-fixes`)
+    # the baseline file (absolute): findings it lists are not reported (cslint/baseline.py)
+    baseline: Path | None = None
 
     def with_overrides(self, **overrides: Any) -> Settings:
         return replace(self, **{k: v for k, v in overrides.items() if v is not None})
@@ -251,6 +255,11 @@ def settings_from_table(table: dict[str, Any], path: Path | None) -> Settings:
                 if not isinstance(table[key], str):
                     raise ConfigError(f"`{key}` must be a string")
                 kwargs[key.replace("-", "_")] = table[key]
+        if "baseline" in table:
+            if not isinstance(table["baseline"], str) or not table["baseline"].strip():
+                raise ConfigError("`baseline` must be the path of the baseline file, as a string")
+            base = path.parent if path else Path.cwd()
+            kwargs["baseline"] = Path(os.path.abspath(base / table["baseline"]))
         if "target" in table:
             kwargs["target_reason"] = f"set in {path.name if path else 'the configuration'}"
     except ConfigError as exc:

@@ -40,6 +40,7 @@ from cslint.analysis.generated_code import generated_twin
 from cslint.analysis.graph import connected, reachable
 from cslint.analysis.import_scan import scan_imports
 from cslint.analysis.module_names import defining_module
+from cslint import baseline
 from cslint.cache import Cache, CachedDiagnostic, Entry, settled
 from cslint.sources import TooLarge, content_hash
 from cslint.collector import fewer_collections
@@ -387,7 +388,9 @@ class Session:
             if stale or refreshed:
                 with self.profile.phase("cache write"):
                     defer(self.cache.save)
-        return result
+        # after the cache: its reports are whole, so a change to the baseline never needs a new analysis
+        return baseline.apply(result, self.settings.baseline,
+                              [s.path for s in target_states if s.hash != "unreadable"])
 
     def _linked_to(self, targets: list[FileState]) -> set[str]:
         """The files whose analysis can change a target's report: those linked to a target through imports,
@@ -466,7 +469,8 @@ class Session:
             order = [s.path for k, s in self.states.items() if k in wanted and s.target]
             others = [s.path for k, s in self.states.items() if k in analysed and not (k in wanted and s.target)]
             with fewer_collections():
-                run = linter.run(order, fix=fix, unsafe_fixes=unsafe, context=others, names=names)
+                run = linter.run(order, fix=fix, unsafe_fixes=unsafe, context=others, names=names,
+                                 apply_baseline=False)  # the reports are cached whole; see `run`
             result.errors.extend(run.errors)
             result.fixed, result.changed_files, result.fixed_codes = run.fixed, run.changed_files, run.fixed_codes
             self._note_read(_keyed_hashes(linter.read_hashes))

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from cslint.baseline import BaselineOutcome
     from cslint.rules import Fix
     from cslint.sources import SourceFile
 
@@ -62,3 +63,4 @@ class RunResult:
     fixed_codes: dict[Path, dict[str, int]] = field(default_factory=dict)  # per file, fixes applied per code
     changed_files: list[SourceFile] = field(default_factory=list)
     files_checked: int = 0
+    baseline: BaselineOutcome | None = None  # what the baseline hid, when the run has one

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 from libcst._position import CodePosition, CodeRange
 
-from cslint import library_cache
+from cslint import baseline, library_cache
 from cslint.analysis.carry_over import carry_over
 from cslint.analysis.libraries import Libraries, LibraryPathError, environment_for
 from cslint.analysis.index import FunctionInfo, ModuleInfo, TreeBudget, index_module, index_module_from_ast
@@ -96,6 +96,7 @@ class Linter:
         self.traced: dict[Path, list[tuple[list[str], str]]] = {}  # with `only_in`: their traced chains, why
         self.read_later: dict[Path, SourceFile] = {}  # the files an analysis read when a lookup needed them
         self._targets: set[Path] = set()  # a group's reported files, resolved (see run_group)
+        self._baseline: baseline.Baseline | None = None  # read when a fix pass first needs it
 
     # ---- loading ---------------------------------------------------------------------------------
 
@@ -652,10 +653,21 @@ class Linter:
 
     def run(self, paths: list[Path], fix: bool | FixChoice = False, unsafe_fixes: bool = False,
             context: tuple[Path, ...] | list[Path] = (), names: dict[Path, tuple[str, bool]] | None = None,
-            roots_in: Collection[Path] | None = None) -> RunResult:
+            roots_in: Collection[Path] | None = None, apply_baseline: bool = True) -> RunResult:
         """Lint (and fix) `paths`. `context` files are analysed too, so call chains through them resolve,
         but they are neither written nor reported on. Roots are looked for in `roots_in` only, when given.
-        `fix` may choose which diagnostics' fixes to apply (an editor's "fix this one"): then one pass only."""
+        `fix` may choose which diagnostics' fixes to apply (an editor's "fix this one"): then one pass only.
+        The findings the baseline accepts are left out, unless `apply_baseline` is False (a caller that
+        keeps the full report, and applies the baseline to its own result)."""
+        result = self._run(paths, fix, unsafe_fixes, context, names, roots_in)
+        if not apply_baseline:
+            return result
+        unread = {error.split(":", 1)[0] for error in result.errors}
+        return baseline.apply(result, self.settings.baseline, [p for p in paths if str(p) not in unread])
+
+    def _run(self, paths: list[Path], fix: bool | FixChoice, unsafe_fixes: bool,
+             context: tuple[Path, ...] | list[Path], names: dict[Path, tuple[str, bool]] | None,
+             roots_in: Collection[Path] | None) -> RunResult:
         result = RunResult()
         sources = self.load(paths, result)
         result.files_checked = len(sources)
@@ -707,13 +719,22 @@ class Linter:
             result.diagnostics.extend(self.bounded_diagnostics_for(source, located.get(source.path, [])))
         return result
 
+    def _not_baselined(self, diagnostics: list[Diagnostic]) -> list[Diagnostic]:
+        """One file's diagnostics without those the baseline accepts: a fix leaves an accepted finding
+        alone, as it leaves one under `# noqa`."""
+        if self.settings.baseline is None:
+            return diagnostics
+        if self._baseline is None:
+            self._baseline = baseline.load(self.settings.baseline)
+        return baseline.apply_loaded(RunResult(diagnostics=list(diagnostics)), self._baseline, ()).diagnostics
+
     def _fix_pass(self, sources: list[SourceFile], findings: dict[Path, list[Finding]], unsafe: bool,
                   result: RunResult, choice: bool | FixChoice = True) -> int:
         applied = 0
         for source in sources:
             if source.tree is None:
                 continue
-            fixing = [d for d in self.diagnostics_for(source, findings.get(source.path, []))
+            fixing = [d for d in self._not_baselined(self.diagnostics_for(source, findings.get(source.path, [])))
                       if d.fix is not None and (d.fix.applicability == "safe" or unsafe)
                       and (not callable(choice) or choice(d))]
             if not fixing:

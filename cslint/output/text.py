@@ -76,6 +76,10 @@ def _summary(result: RunResult, options: FormatOptions) -> list[str]:
             lines.append(f"({hidden} more fixable with `--fix --unsafe-fixes`.)")
     elif not result.errors:
         lines.append(f"All checks passed ({result.files_checked} files).")
+    if result.baseline is not None:
+        from cslint.baseline import summary
+
+        lines.append(summary(result.baseline))
     return lines
 
 
@@ -98,6 +102,8 @@ def render(result: RunResult, options: FormatOptions) -> str:
     out: list[str] = []
     if options.statistics:
         out.extend(statistics(result))
+        if result.baseline is not None:
+            out.append(f"{result.baseline.hidden:>5}  hidden by the baseline")
     else:
         for d in result.diagnostics:
             out.append(_header(d, options.unsafe_fixes, options.style))
