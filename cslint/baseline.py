@@ -83,12 +83,15 @@ class BaselineOutcome:
     hidden: int = 0
     matched: Counter[Key] = field(default_factory=Counter)
     checked: set[str] = field(default_factory=set)
+    codes: frozenset[str] | None = None  # the rules that ran (None: all): an entry of another is not stale
 
     def stale(self) -> Counter[Key]:
         """The entries (with how many of each) that no finding used: the finding was fixed, or its file
         is gone."""
         out: Counter[Key] = Counter()
         for key, count in self.baseline.counts.items():
+            if self.codes is not None and key[1] not in self.codes:
+                continue
             if key[0] in self.checked or not self.baseline.exists(key[0]):
                 unused = count - self.matched.get(key, 0)
                 if unused > 0:
@@ -99,6 +102,8 @@ class BaselineOutcome:
         self.hidden += other.hidden
         self.matched.update(other.matched)
         self.checked |= other.checked
+        if self.codes is not None:
+            self.codes = None if other.codes is None else self.codes | other.codes
 
 
 # ---- reading ---------------------------------------------------------------------------------------
@@ -146,16 +151,19 @@ def parse(data: bytes, path: Path) -> Baseline:
 
 # ---- matching --------------------------------------------------------------------------------------
 
-def apply(result: RunResult, baseline_path: Path | None, checked: Iterable[Path | str]) -> RunResult:
+def apply(result: RunResult, baseline_path: Path | None, checked: Iterable[Path | str],
+          codes: Iterable[str] | None = None) -> RunResult:
     """`result` without the findings the baseline at `baseline_path` accepts (none when it is None);
-    `result.baseline` says what was hidden. `checked`: the files the run reported on."""
+    `result.baseline` says what was hidden. `checked`: the files the run reported on; `codes`: the rules
+    that ran."""
     if baseline_path is None:
         return result
-    return apply_loaded(result, load(baseline_path), checked)
+    return apply_loaded(result, load(baseline_path), checked, codes)
 
 
-def apply_loaded(result: RunResult, baseline: Baseline, checked: Iterable[Path | str]) -> RunResult:
-    outcome = BaselineOutcome(baseline)
+def apply_loaded(result: RunResult, baseline: Baseline, checked: Iterable[Path | str],
+                 codes: Iterable[str] | None = None) -> RunResult:
+    outcome = BaselineOutcome(baseline, codes=frozenset(codes) if codes is not None else None)
     unknown = {os.path.abspath(d.path) for d in result.diagnostics if d.code in NEVER_BASELINED}
     outcome.checked = {baseline.relative(p) for p in checked if os.path.abspath(p) not in unknown}
     kept = []

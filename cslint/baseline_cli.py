@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 from pathlib import Path
@@ -78,5 +79,4 @@ def prune_baseline(result: RunResult) -> None:
     if removed:
         baseline.write(new)
     print(f"Pruned {removed} stale entr{'ies' if removed != 1 else 'y'} from {new.path}.", file=sys.stderr)
-    result.baseline = baseline.BaselineOutcome(new, result.baseline.hidden, result.baseline.matched,
-                                               result.baseline.checked)
+    result.baseline = dataclasses.replace(result.baseline, baseline=new)

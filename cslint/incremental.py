@@ -390,7 +390,7 @@ class Session:
                     defer(self.cache.save)
         # after the cache: its reports are whole, so a change to the baseline never needs a new analysis
         return baseline.apply(result, self.settings.baseline,
-                              [s.path for s in target_states if s.hash != "unreadable"])
+                              [s.path for s in target_states if s.hash != "unreadable"], self.codes)
 
     def _linked_to(self, targets: list[FileState]) -> set[str]:
         """The files whose analysis can change a target's report: those linked to a target through imports,

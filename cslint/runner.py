@@ -663,7 +663,8 @@ class Linter:
         if not apply_baseline:
             return result
         unread = {error.split(":", 1)[0] for error in result.errors}
-        return baseline.apply(result, self.settings.baseline, [p for p in paths if str(p) not in unread])
+        return baseline.apply(result, self.settings.baseline, [p for p in paths if str(p) not in unread],
+                              self.enabled_codes)
 
     def _run(self, paths: list[Path], fix: bool | FixChoice, unsafe_fixes: bool,
              context: tuple[Path, ...] | list[Path], names: dict[Path, tuple[str, bool]] | None,

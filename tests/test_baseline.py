@@ -151,6 +151,13 @@ def test_stale_entries_are_named_in_the_summary_and_pruned(project: Path) -> Non
     assert not any(e["file"] == "other.py" for e in json.loads((project / "cslint-baseline.json").read_text())["findings"])
 
 
+def test_entries_of_rules_that_did_not_run_are_not_stale(project: Path) -> None:
+    before = written(project)["findings"]
+    out = cslint(project, "check", "--no-cache", "--select", "WSC101", "--prune-baseline")
+    assert out.returncode == 0 and "stale" not in out.stdout and "Pruned 0" in out.stderr
+    assert json.loads((project / "cslint-baseline.json").read_text())["findings"] == before
+
+
 def test_a_run_on_some_files_keeps_the_entries_of_the_others(project: Path) -> None:
     before = written(project)["findings"]
     (project / "other.py").write_text("x = 1\n")
@@ -259,6 +266,10 @@ def test_the_flake8_plugin_honours_the_baseline(project: Path) -> None:
     model = project / "pkg" / "model.py"
     model.write_text(above_every_line(model.read_text()))
     assert flake8() == []
+    unsaved = subprocess.run([sys.executable, "-m", "flake8", "--select", "WSC", "--stdin-display-name",
+                              "pkg/model.py", "-"], cwd=project, input="\n\n\n" + MODEL, capture_output=True,
+                             text=True, timeout=120)
+    assert (unsaved.returncode, unsaved.stdout) == (0, ""), unsaved.stdout + unsaved.stderr
     model.write_text(model.read_text() + "\n" + MODEL.replace("Net", "Extra"))
     found = flake8()
     assert len(found) == 4 and all(line.startswith("./pkg/model.py:") for line in found)

@@ -15,11 +15,12 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cslint import baseline
 from cslint.config import Settings
 from cslint.deep_stack import run_with_deep_stack
 from cslint.discovery import collect_files
 from cslint.runner import Diagnostic, Linter, RunResult
-from cslint.selection import enabled_rules
+from cslint.selection import enabled_codes, enabled_rules
 
 
 @dataclass
@@ -54,9 +55,10 @@ class ProjectReport:
             with tempfile.TemporaryDirectory(prefix="cslint-") as directory:
                 copy = Path(directory) / (path.name if path.suffix == ".py" else "stdin.py")
                 copy.write_text(text, encoding="utf-8")
-                result = _run(self.settings, [copy], [])
+                result = _run(self.settings, [copy], [], apply_baseline=False)
             for d in result.diagnostics:
                 d.path = path
+            baseline.apply(result, self.settings.baseline, [path], enabled_codes(self.settings))
         return result.diagnostics
 
 
@@ -67,9 +69,9 @@ def _read(path: Path) -> str | None:
         return None
 
 
-def _run(settings: Settings, paths: list[Path], context: list[Path]) -> RunResult:
+def _run(settings: Settings, paths: list[Path], context: list[Path], apply_baseline: bool = True) -> RunResult:
     linter = Linter(settings, enabled_rules(settings))
-    return run_with_deep_stack(lambda: linter.run(paths, context=context))
+    return run_with_deep_stack(lambda: linter.run(paths, context=context, apply_baseline=apply_baseline))
 
 
 _REPORTS: dict[tuple[Path, str], ProjectReport] = {}
