@@ -295,6 +295,8 @@ def test_the_served_hook_honours_the_baseline(project: Path, tmp_path: Path) -> 
 
 def test_the_language_server_honours_the_baseline(project: Path) -> None:
     pytest.importorskip("pygls")
+    from lsprotocol import types
+
     from tests.test_lsp import Session, run
 
     written(project)
@@ -309,6 +311,12 @@ def test_the_language_server_honours_the_baseline(project: Path) -> None:
             s.change("pkg/model.py", MODEL.replace("        return x\n", TENSOR_IF + "        return x\n"), version=3)
             found = await s.diagnostics("pkg/model.py", lambda p: p.version == 3)
             assert [(d.code, d.range.start.line) for d in found] == [("WSC101", 11)]
+            # the baseline saved in the editor (emptied): every finding shows
+            before = s.count("pkg/model.py")
+            (project / "cslint-baseline.json").write_text('{"version": 1, "findings": []}\n')
+            s.client.text_document_did_save(types.DidSaveTextDocumentParams(
+                text_document=types.TextDocumentIdentifier(uri=s.uri("cslint-baseline.json"))))
+            assert len(await s.diagnostics("pkg/model.py", after=before)) == 5
 
     assert model.read_text() == MODEL
     run(scenario())

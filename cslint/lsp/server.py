@@ -370,7 +370,7 @@ def did_change(ls: CslintServer, params: types.DidChangeTextDocumentParams) -> N
 @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
 def did_save(ls: CslintServer, params: types.DidSaveTextDocumentParams) -> None:
     path = _path(params.text_document.uri)
-    if path.name in CONFIG_FILES:
+    if path.name in CONFIG_FILES or ls.state.is_baseline(path):
         ls.reanalyse_all()
     elif path in ls.state.documents:
         ls.state.files_changed()  # a new file may have been saved for the first time

@@ -107,6 +107,15 @@ class Workspace:
             settings = replace(settings, **{name: getattr(given, name) for name in chosen})
         return self._with_target(self.project_of(path), settings)
 
+    def is_baseline(self, path: Path) -> bool:
+        """Whether `path` is its project's baseline file (saving it changes which findings are shown)."""
+        if path in self.documents or path.suffix == ".py":
+            return False
+        try:
+            return load_settings(None, path).baseline == Path(os.path.abspath(path))
+        except ConfigError:
+            return False
+
     def _with_target(self, root: Path, settings: Settings) -> Settings:
         """`settings` with the target inferred from the project's files (unless they name one) and the
         packages it imports, as `cslint check` runs with them."""
