@@ -18,6 +18,8 @@ REFUSED_WHEN_WRITING = ("fix", "diff", "add_noqa", "statistics", "show_chain", "
 
 def check_flags(args: argparse.Namespace, settings: Settings) -> None:
     """Usage errors of the baseline options, before anything is linted."""
+    if (getattr(args, "write_baseline", False) or args.prune_baseline) and args.baseline is None:
+        _inside_project(settings)
     if getattr(args, "write_baseline", False):
         for name in REFUSED_WHEN_WRITING:
             if getattr(args, name, None) not in (None, False):
@@ -80,3 +82,17 @@ def prune_baseline(result: RunResult) -> None:
         baseline.write(new)
     print(f"Pruned {removed} stale entr{'ies' if removed != 1 else 'y'} from {new.path}.", file=sys.stderr)
     result.baseline = dataclasses.replace(result.baseline, baseline=new)
+
+
+def _inside_project(settings: Settings) -> None:
+    """A baseline named by the configuration (which the repository ships) is written only inside the
+    directory of that configuration: `baseline = "../../.bashrc"` must not make `cslint baseline`
+    overwrite a file of the user's. The command line's `--baseline` goes where the user says."""
+    if settings.baseline is None or settings.config_path is None:
+        return
+    root = os.path.realpath(settings.config_path.parent)
+    parent = os.path.realpath(settings.baseline.parent)
+    if parent != root and not parent.startswith(root.rstrip(os.sep) + os.sep):
+        raise ConfigError(f"`baseline` in {settings.config_path} is outside its project ({settings.baseline}): "
+                          "cslint writes a configured baseline only under the configuration's directory "
+                          "(give --baseline FILE to write elsewhere)")

@@ -251,6 +251,21 @@ def test_baseline_usage_errors(project: Path, tmp_path: Path) -> None:
     assert out.returncode == 2 and "`baseline` must be" in out.stderr
 
 
+def test_a_configured_baseline_outside_the_project_is_never_written(project: Path, tmp_path: Path) -> None:
+    victim = tmp_path / "victim.txt"
+    victim.write_text("the user's file\n")
+    (project / "pyproject.toml").write_text('[tool.cslint]\nbaseline = "../victim.txt"\n')
+    for args in (("baseline",), ("check", "--prune-baseline")):
+        out = cslint(project, *args, "--no-cache")
+        assert out.returncode == 2 and "outside its project" in out.stderr and out.stderr.count("\n") == 1
+    (project / "sub").symlink_to(tmp_path)  # nor through a linked directory
+    (project / "pyproject.toml").write_text('[tool.cslint]\nbaseline = "sub/victim.txt"\n')
+    assert cslint(project, "baseline", "--no-cache").returncode == 2
+    assert victim.read_text() == "the user's file\n"
+    # named on the command line, it goes where the user says
+    assert cslint(project, "baseline", "--no-cache", "--baseline", str(tmp_path / "mine.json")).returncode == 0
+
+
 # ---- every front end ---------------------------------------------------------------------------------
 
 def test_the_flake8_plugin_honours_the_baseline(project: Path) -> None:
