@@ -96,3 +96,12 @@ def _inside_project(settings: Settings) -> None:
         raise ConfigError(f"`baseline` in {settings.config_path} is outside its project ({settings.baseline}): "
                           "cslint writes a configured baseline only under the configuration's directory "
                           "(give --baseline FILE to write elsewhere)")
+
+
+def summary_for_data_formats(result: RunResult, output_format: str, quiet: bool) -> None:
+    """The baseline's summary line on standard error for the formats whose report has no summary (json,
+    sarif, github, ...), so a CI log still says what was hidden and what is stale."""
+    from cslint.output.text import SUMMARY_FORMATS
+
+    if result.baseline is not None and not quiet and output_format not in SUMMARY_FORMATS:
+        print(f"cslint: {baseline.summary(result.baseline)}", file=sys.stderr)

@@ -464,6 +464,7 @@ def run_check(args: argparse.Namespace) -> int:
         sys.stderr.write(report)
     else:
         sys.stdout.write(report)
+    baseline_cli.summary_for_data_formats(result, output_format, args.quiet or args.diff)
     for error in result.errors:
         print(f"cslint: error: {escape_text(error)}", file=sys.stderr)
     if args.profile:

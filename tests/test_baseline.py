@@ -115,6 +115,8 @@ def test_a_baselined_project_passes_in_every_format_even_after_lines_are_inserte
         assert "WSC101" not in out.stdout.replace('"WSC101"', "") or output_format == "sarif"
     text = cslint(project, "check", "--no-cache")
     assert "All checks passed (2 files)." in text.stdout and "hidden by the baseline" in text.stdout
+    data = cslint(project, "check", "--no-cache", "--output-format", "json")
+    assert json.loads(data.stdout) == [] and data.stderr == "cslint: 8 findings hidden by the baseline.\n"
     sarif = json.loads(cslint(project, "check", "--no-cache", "--output-format", "sarif").stdout)
     assert sarif["runs"][0]["results"] == []
 

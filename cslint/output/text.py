@@ -58,6 +58,9 @@ def _header(d: Diagnostic, unsafe: bool, style: Style = PLAIN) -> str:
             f"{style(d.code, 'red', 'bold')}{marker} {escape_text(d.message)}")
 
 
+SUMMARY_FORMATS = ("text", "concise", "grouped")  # the formats whose report ends with `_summary`
+
+
 def _summary(result: RunResult, options: FormatOptions) -> list[str]:
     lines = []
     count = len(result.diagnostics)
