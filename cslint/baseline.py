@@ -37,7 +37,7 @@ from cslint.config import ConfigError
 from cslint.report import INTERNAL_ERROR, NOT_ANALYSED, SYNTAX_ERROR, Diagnostic, RunResult
 
 VERSION = 1
-MAX_BASELINE_BYTES = 50_000_000  # about 250,000 entries; larger than any project's accepted findings
+MAX_BASELINE_BYTES = 20_000_000  # about 100,000 entries as cslint writes them; far more than a project accepts
 TEXT_SHOWN = 120  # characters of the flagged line kept for readers of the file
 NEVER_BASELINED = frozenset({SYNTAX_ERROR, INTERNAL_ERROR, NOT_ANALYSED})
 
@@ -110,13 +110,16 @@ class BaselineOutcome:
 
 def load(path: Path) -> Baseline:
     """The baseline at `path`; BaselineError (one line) if it is missing, too large, or not one."""
-    from cslint.sources import ReadError, read_regular
+    from cslint.sources import ReadError, TooLarge, read_regular
 
     path = Path(os.path.abspath(path))
     try:
         data = read_regular(path, MAX_BASELINE_BYTES)[0]
     except FileNotFoundError:
         raise BaselineError(f"baseline {path} does not exist (write it with `cslint baseline`)") from None
+    except TooLarge as exc:
+        raise BaselineError(f"cannot read baseline {path}: {exc.size:,} bytes, over the {exc.limit:,} cslint "
+                            "reads") from None
     except ReadError as exc:
         raise BaselineError(f"cannot read baseline {path}: {exc}") from None
     except OSError as exc:

@@ -203,7 +203,7 @@ def test_a_missing_directory_or_oversized_baseline_is_an_error(project: Path, mo
     (project / "cslint-baseline.json").rmdir()
     written(project)
     monkeypatch.setattr(baseline_module, "MAX_BASELINE_BYTES", 100)
-    with pytest.raises(ConfigError, match="cannot read baseline"):
+    with pytest.raises(ConfigError, match="bytes, over the 100 cslint reads"):
         baseline_module.load(project / "cslint-baseline.json")
     out = cslint(project, "check", "--baseline", "nowhere.json")
     assert out.returncode == 2 and "nowhere.json does not exist" in out.stderr
