@@ -64,6 +64,11 @@ EXPECTED = {  # what each case's output must say
     "800,000 lines of x = 1 (4.8 MB)": "flat.py:1:1: WSC004 file not analysed: more tokens than the limit",
     "800,000 lines of x = 1, --fix": "flat.py:1:1: WSC004 file not analysed: more tokens than the limit",
     "flake8, project with 800,000 lines of x = 1": "model.py:7:12: WSC101",
+    # the baseline (#40 item 1): a baseline that cannot be read is a one-line error, never a pass
+    "--baseline FIFO": "a FIFO, not a regular file",
+    "--baseline of 19,000,000 [": "JSON nested 19,000,000 levels deep",
+    "--baseline of 30 MB": "30,000,000 bytes, over the 20,000,000 cslint reads",
+    "configured baseline outside the project, --prune-baseline": "is outside its project",
 }
 MODEL = (
     "import torch\nfrom torch import nn\n\n\nclass Net(nn.Module):\n    def forward(self, x):\n"
@@ -168,11 +173,28 @@ def build(root: Path) -> dict[str, list[str]]:
     (plugin / "model.py").write_text(MODEL)
     os.mkfifo(plugin / "pipe.py")
     _exhausting_cases(repo, case)
+    _baseline_cases(repo, cases)
     tool = case("tool = 5 in pyproject.toml", "tool")
     (tool / "pyproject.toml").write_text("tool = 5\n")
     (tool / "m.py").write_text(MODEL)
     cases["tool = 5 in pyproject.toml"] = ["cases/tool/m.py"]
     return cases
+
+
+def _baseline_cases(repo: Path, cases: dict[str, list[str]]) -> None:
+    """Baselines a repository can ship (#40 item 1): each must end in a one-line error, exit 2."""
+    directory = repo / "cases" / "baselines"
+    directory.mkdir(parents=True)
+    os.mkfifo(directory / "fifo.json")
+    cases["--baseline FIFO"] = ["--baseline", "cases/baselines/fifo.json", "model.py"]
+    (directory / "deep.json").write_text("[" * 19_000_000)
+    cases["--baseline of 19,000,000 ["] = ["--baseline", "cases/baselines/deep.json", "model.py"]
+    (directory / "big.json").write_text(" " * 30_000_000)
+    cases["--baseline of 30 MB"] = ["--baseline", "cases/baselines/big.json", "model.py"]
+    (directory / "pyproject.toml").write_text('[tool.cslint]\nbaseline = "../../../outside/notes.txt"\n')
+    (directory / "m.py").write_text(MODEL)
+    cases["configured baseline outside the project, --prune-baseline"] = [
+        "--prune-baseline", "--config", "cases/baselines/pyproject.toml", "cases/baselines/m.py"]
 
 
 def build_shipped_caches(root: Path) -> dict[str, tuple[list[str], Path]]:
