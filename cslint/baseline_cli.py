@@ -35,7 +35,7 @@ def check_flags(args: argparse.Namespace, settings: Settings) -> None:
             raise ConfigError("--prune-baseline needs a baseline (--baseline FILE, or `baseline` in [tool.cslint])")
         if args.diff:
             raise ConfigError("--prune-baseline cannot be combined with --diff (which writes nothing)")
-    elif settings.baseline is not None:
+    if settings.baseline is not None:
         baseline.load(settings.baseline)  # unreadable: the one-line error now, before the analysis
 
 
@@ -62,11 +62,11 @@ def write_baseline(result: RunResult, settings: Settings, files: list[Path], cod
         del kept.counts[key]
     new = baseline.entries_of(result.diagnostics, kept)
     baseline.write(new)
-    hidden = sum(1 for d in result.diagnostics if d.code not in baseline.NEVER_BASELINED)
-    files_with = len({key[0] for key in new.counts})
-    print(f"Wrote {destination}: {sum(new.counts.values())} finding{'s' if sum(new.counts.values()) != 1 else ''} "
-          f"in {files_with} file{'s' if files_with != 1 else ''} ({hidden} from this run).", file=sys.stderr)
-    unlisted = len(result.diagnostics) - hidden
+    recorded = sum(1 for d in result.diagnostics if d.code not in baseline.NEVER_BASELINED)
+    total, files_with = sum(new.counts.values()), len({key[0] for key in new.counts})
+    print(f"Wrote {destination}: {total} finding{'s' if total != 1 else ''} in {files_with} "
+          f"file{'s' if files_with != 1 else ''} ({recorded} from this run).", file=sys.stderr)
+    unlisted = len(result.diagnostics) - recorded
     if unlisted:
         print(f"cslint: warning: {unlisted} finding{'s' if unlisted != 1 else ''} that say a file was not "
               "analysed (WSC001, WSC004) cannot be baselined and will still be reported", file=sys.stderr)
