@@ -435,6 +435,10 @@ def run_check(args: argparse.Namespace) -> int:
         _write_fixes(result, lint, files + context, settings.unsafe_fixes, roots)
     progress.finish()
     place_in_cells(result.diagnostics, buffers)
+    if settings.target == "compile":
+        from cslint.graph_break_registry import attach
+
+        attach(result.diagnostics, settings.python)
     output_format, show_chain = report_style(args, settings)
     from cslint.output.style import Style, colour_wanted
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from cslint.baseline import BaselineOutcome
+    from cslint.graph_break_registry import GraphBreak
     from cslint.rules import Fix
     from cslint.sources import SourceFile
 
@@ -48,6 +49,12 @@ class Diagnostic:
     reason: str = ""
     source_line: str = ""
     cell: int | None = None  # a notebook's cell (1-based); `line` and `end_line` are then within it
+    graph_break: GraphBreak | None = None  # under --target compile: the break dynamo reports for this construct
+
+    @property
+    def labelled_code(self) -> str:
+        """`WSC101`, or `WSC101 [GB0170]` with the graph-break id the runtime prints for it."""
+        return f"{self.code} [{self.graph_break.id}]" if self.graph_break is not None else self.code
 
     @property
     def place(self) -> str:

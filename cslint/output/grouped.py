@@ -21,7 +21,7 @@ def render(result: RunResult, options: FormatOptions) -> str:
         width = max(len(f"{d.place}:{d.column}") for d in items)
         for d in items:
             marker = " [*]" if _fixable(d, options.unsafe_fixes) else ""
-            out.append(f"  {f'{d.place}:{d.column}':<{width}} {d.code}{marker} {escape_text(d.message)}")
+            out.append(f"  {f'{d.place}:{d.column}':<{width}} {d.labelled_code}{marker} {escape_text(d.message)}")
             if options.show_chain and d.chain:
                 out.append(f"  {'':<{width}} traced: {escape_text(' -> '.join(d.chain))}")
         out.append("")

@@ -9,11 +9,12 @@ from cslint.output.statistics import statistics_rows
 from cslint.report import Diagnostic, RunResult
 
 if TYPE_CHECKING:
+    from cslint.graph_break_registry import GraphBreak
     from cslint.output import FormatOptions
 
 
 def diagnostic_dict(d: Diagnostic) -> dict[str, Any]:
-    return {
+    found = {
         "filename": str(d.path),
         "line": d.line,
         "column": d.column,
@@ -26,6 +27,13 @@ def diagnostic_dict(d: Diagnostic) -> dict[str, Any]:
         "traced_because": d.reason,
         "cell": d.cell,  # a notebook's cell (1-based; the lines are within it), else null (as ruff)
     }
+    if d.graph_break is not None:  # only under --target compile: other targets' reports keep their shape
+        found["graph_break"] = graph_break_dict(d.graph_break)
+    return found
+
+
+def graph_break_dict(gb: GraphBreak) -> dict[str, str]:
+    return {"id": gb.id, "type": gb.type, "hint": gb.hint, "url": gb.url}
 
 
 def render(result: RunResult, options: FormatOptions) -> str:

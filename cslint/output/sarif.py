@@ -73,6 +73,9 @@ def _result(d: Diagnostic, index: int) -> dict[str, Any]:
         properties["cell"] = d.cell
     if d.fix is not None:
         properties["fix"] = {"applicability": d.fix.applicability, "message": d.fix.message}
+    if d.graph_break is not None:  # the runtime's id for this break and its page
+        properties["graphBreak"] = {"id": d.graph_break.id, "type": d.graph_break.type,
+                                    "hint": d.graph_break.hint, "helpUri": d.graph_break.url}
     if properties:
         result["properties"] = properties
     return result

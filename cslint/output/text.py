@@ -55,7 +55,7 @@ def _header(d: Diagnostic, unsafe: bool, style: Style = PLAIN) -> str:
     marker = f" {style('[*]', 'cyan')}" if _fixable(d, unsafe) else ""
     colon = style(":", "cyan")
     return (f"{style(escape_text(str(d.path)), 'bold')}{colon}{d.place}{colon}{d.column}{colon} "
-            f"{style(d.code, 'red', 'bold')}{marker} {escape_text(d.message)}")
+            f"{style(d.labelled_code, 'red', 'bold')}{marker} {escape_text(d.message)}")
 
 
 SUMMARY_FORMATS = ("text", "concise", "grouped")  # the formats whose report ends with `_summary`
@@ -114,6 +114,9 @@ def render(result: RunResult, options: FormatOptions) -> str:
                 out.extend(_excerpt(d))
             if options.show_chain and d.chain:
                 out.append(escape_text(f"  = traced: {' -> '.join(d.chain)} ({d.reason})"))
+            if d.graph_break is not None:
+                gb = d.graph_break
+                out.append(escape_text(f"  = {gb.id} ({gb.type}): {gb.hint + ' ' if gb.hint else ''}{gb.url}"))
             if d.fix is not None:
                 out.append(f"  = fix ({d.fix.applicability}): {escape_text(d.fix.message)}")
             if options.show_source:

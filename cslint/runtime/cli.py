@@ -58,7 +58,8 @@ def _relative(path: str) -> str:
 def render_text(report: RuntimeReport, show_chain: bool = False) -> str:
     lines = []
     for finding in report.sorted_findings():
-        lines.append(f"{_relative(finding.path)}:{finding.line}: {finding.code} [{finding.backend}] {finding.message}")
+        code = f"{finding.code} [{finding.graph_break}]" if finding.graph_break else finding.code
+        lines.append(f"{_relative(finding.path)}:{finding.line}: {code} [{finding.backend}] {finding.message}")
         if show_chain:
             lines.extend(f"    {_relative(frame)}" for frame in finding.chain)
     if report.error:

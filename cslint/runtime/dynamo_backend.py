@@ -19,6 +19,7 @@ from typing import Any
 import torch
 import torch._dynamo
 
+from cslint import graph_break_registry
 from cslint.runtime.classify import (
     Classified, called_name, classify_guard_line, classify_line, enclosing_if, guard_origin,
 )
@@ -313,6 +314,7 @@ def run_dynamo(step: Step, report: RuntimeReport, progress: Any = None) -> None:
                 progress(f"dynamo step {index + 1}/{len(step.batches)}")
     torch._dynamo.reset()
     breaks: set[tuple[str, int, str]] = set()
+    registry = graph_break_registry.load()  # the running torch's: the ids its dynamo prints
     uncovered: dict[tuple[str, int], str] = {}
     for graph_break in found:
         site = _site(graph_break.stack)
@@ -329,7 +331,7 @@ def run_dynamo(step: Step, report: RuntimeReport, progress: Any = None) -> None:
         chain = tuple(f"{p}:{n} in {f}" for p, n, f in graph_break.stack)
         report.add(RuntimeFinding(code.code, path, line,
                                   f"graph break: {code.what} ({graph_break.gb_type}: {graph_break.reason})",
-                                  "dynamo", chain=chain))
+                                  "dynamo", chain=chain, graph_break=registry.id_of(graph_break.gb_type) or ""))
     first_step_recompiles = 0
     for step_index, message in logs.records:
         if step_index == 0:

@@ -42,6 +42,7 @@ class RuntimeFinding:
     backend: str  # "lazy", "dynamo", "stability", "optimizer"
     column: int = 0  # 1-based; 0 when the backend only knows the line
     chain: tuple[str, ...] = ()  # "path:line in function" from the step down to the op (--show-chain)
+    graph_break: str = ""  # the registry id of the break dynamo reported here ("GB0170"), else ""
 
     @property
     def family(self) -> str:
@@ -97,7 +98,8 @@ class RuntimeReport:
             first, second = sorted((old, finding), key=lambda f: _PRECISION.index(f.backend.split("+")[0]))
             tags = sorted({*backends, finding.backend}, key=_PRECISION.index)
             self.findings[i] = replace(first, backend="+".join(tags),
-                                       column=first.column or second.column, chain=first.chain or second.chain)
+                                       column=first.column or second.column, chain=first.chain or second.chain,
+                                       graph_break=first.graph_break or second.graph_break)
             if self.changed is not None:
                 self.changed(self)
             return
