@@ -51,8 +51,8 @@ def test_text_shows_the_id_the_runtime_prints(project: Path, capsys: pytest.Capt
 
 
 def test_json_and_sarif_carry_the_id_and_its_page(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    found = {d["code"]: d.get("graph_break") for d in json.loads(_run(capsys, "--target", "compile",
-                                                                       "--output-format", "json"))}
+    report = json.loads(_run(capsys, "--target", "compile", "--output-format", "json"))
+    found = {d["code"]: d.get("graph_break") for d in report}
     assert found["WSC101"]["id"] == "GB0170" and found["WSC101"]["url"].endswith("/gb/gb0170.html")
     assert found["WSC101"]["type"] == "Data-dependent branching"
     assert found["WSC104"] is None
@@ -116,6 +116,8 @@ def test_a_registry_that_is_not_json_falls_back_to_the_shipped_copy(tmp_path: Pa
     ("WSC704", "`random.random()` uses the host's random generator", "GB0007"),
     ("WSC704", "`np.random.rand()` uses the host's random generator", "GB0033"),
     ("WSC702", "`state[\"step\"]` is a Python-number step counter", None),
+    ("WSC107", "`range(int(steps))` takes its trip count from a tensor value", "GB0124"),
+    ("WSC107", "iterating over `expert_hit`, whose length depends on tensor values", None),
 ])
 def test_construct_ids(code: str, message: str, expected: str | None) -> None:
     assert graph_break_id(code, message) == expected

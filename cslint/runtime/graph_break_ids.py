@@ -3,7 +3,7 @@
 Read from what dynamo 2.13 reports for each construct in a step compiled with `capture_scalar_outputs` and
 `capture_dynamic_output_shape_ops` off (tests/test_graph_break_ids.py runs them). A code absent here is not a
 graph break under dynamo: `assert` on a tensor is traced (`_assert_async`), `.cpu()` and `.numpy()` are
-traced, `max(t, 1)` is traced, a recompile (WSC702, WSC703) is not a break.
+traced, `max(t, 1)` is traced, `for row in t` is unrolled, a recompile (WSC702, WSC703) is not a break.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ GRAPH_BREAK_IDS: dict[str, str] = {
     "WSC103": "GB0170",
     "WSC105": "GB0170",
     "WSC106": "GB0170",
-    "WSC107": "GB0124",  # `range(int(t))`: the int() is an Unsupported Tensor.item() call
     "WSC201": "GB0124",
     "WSC203": "GB0124",
     "WSC204": "GB0033",  # Data dependent operator
@@ -30,6 +29,8 @@ GRAPH_BREAK_IDS: dict[str, str] = {
 # (code, text in the source the finding's message quotes first; `^` anchors it at the start) -> the id when
 # that construct is reported under another one; None: dynamo traces that construct
 CONSTRUCT_IDS: dict[tuple[str, str], str | None] = {
+    ("WSC107", "int("): "GB0124",  # `range(int(t))`: the int() is an Unsupported Tensor.item() call; dynamo
+    # unrolls `for row in t` over t's static length: no break
     ("WSC201", ".tolist()"): "GB0109",  # Tensor.tolist() with non-integer tensor
     ("WSC201", ".numpy()"): None,
     ("WSC206", "f\""): "GB0088",  # an f-string raises inside dynamo: Observed exception
