@@ -137,6 +137,10 @@ def build_parser() -> argparse.ArgumentParser:
                        "temporary copy of the project, `runtime-targets` complete on both backends, lose the "
                        "runtime finding of every fix and keep allclose outputs; else none (needs torch)")
     check.add_argument("--verify-tolerance", type=float, help="rtol and atol for --verify (default 1e-5)")
+    check.add_argument("--runtime-log", type=Path, nargs="+", action="extend", metavar="LOG",
+                       help="runtime logs (TORCH_LOGS output, a TORCH_TRACE directory, a torch_xla or lazy metrics "
+                            "report, `cslint runtime --output-format json`): each event next to the static finding "
+                            "at its line; with --fix, fix only what a log confirmed (docs/runtime.md)")
     check.add_argument("--no-cache", action="store_true", default=bool(os.environ.get("CSLINT_NO_CACHE")),
                        help="neither read nor write .cslint_cache/ (also CSLINT_NO_CACHE=1)")
     check.add_argument("--cache-dir", type=Path, help="where the cache lives (default: .cslint_cache/ next to "
@@ -329,6 +333,8 @@ def run_check(args: argparse.Namespace) -> int:
     codes = enabled_codes(settings)
     fixing = args.fix or args.diff
     paths = args.paths or [Path(".")]
+    if args.runtime_log and (args.stdin_name is not None or args.verify or args.add_noqa):
+        raise ConfigError("--runtime-log cannot be combined with standard input, --verify or --add-noqa")
     if args.verify or args.verify_tolerance is not None:
         _check_verify(args, settings)
     from cslint import baseline_cli
@@ -394,6 +400,7 @@ def run_check(args: argparse.Namespace) -> int:
         return run_with_deep_stack(lambda: session.run(targets, context=with_context, fix=fix,
                                                        unsafe_fixes=settings.unsafe_fixes))
 
+    log_report = None
     if buffers:
         from cslint.overlay import lint_texts
 
@@ -401,6 +408,10 @@ def run_check(args: argparse.Namespace) -> int:
                             cache=cache, context=context, profile=profile)
     elif args.verify:
         result = _verified_fix(args, settings, lint, files)
+    elif args.runtime_log:
+        from cslint.runtime_logs.command import lint_with_logs
+
+        result, log_report = lint_with_logs(args.runtime_log, lint, files, fixing, settings.target, settings.python)
     else:
         result = lint(files, fixing)
     store = library_cache.active()
@@ -454,6 +465,10 @@ def run_check(args: argparse.Namespace) -> int:
         report = render_diff(result)
         if not args.quiet:
             print(diff_summary(result, settings.unsafe_fixes), file=sys.stderr)
+    elif log_report is not None:
+        from cslint.runtime_logs.render import render_json, render_text
+
+        report = (render_json if output_format in ("json", "json-lines") else render_text)(log_report)
     else:
         report = FORMATS[output_format](result, options)
         if settings.target_reason.startswith("inferred") and output_format == "text" \
@@ -480,7 +495,7 @@ def run_check(args: argparse.Namespace) -> int:
         return conventions.fix_exit_code(args, result, reported)
     if args.diff:
         return EXIT_FINDINGS if result.changed_files and not args.exit_zero else EXIT_CLEAN
-    if result.diagnostics and not args.exit_zero:
+    if (result.diagnostics or (log_report is not None and log_report.matched)) and not args.exit_zero:
         return EXIT_FINDINGS
     return EXIT_CLEAN
 
