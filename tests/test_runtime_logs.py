@@ -116,7 +116,11 @@ def test_fix_fixes_only_what_the_log_confirmed(tmp_path: Path, capsys: pytest.Ca
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
     monkeypatch.chdir(tmp_path)
     before = (project / "families.py").read_text().splitlines()
-    _report(capsys, [LOGS / "control_flow.dynamo.log"], str(TARGETS / "families.py"), fix=True)
+    elsewhere = tmp_path / "control_flow.dynamo.log"  # as captured in another checkout
+    logged = (LOGS / "control_flow.dynamo.log").read_text()
+    elsewhere.write_text(logged.replace(str(ROOT), "/nonexistent/checkout"))
+    assert "/nonexistent/checkout/tests/runtime/targets/families.py:14" in elsewhere.read_text()
+    _report(capsys, [elsewhere], str(TARGETS / "families.py"), fix=True)
     after = (project / "families.py").read_text().splitlines()
     assert "torch.where" in "\n".join(after[12:18]) and before[13] != after[13]  # line 14's `if`, confirmed
     assert any(".item()" in line for line in after)  # line 26's `.item()` has a safe fix, but no log saw it
@@ -128,6 +132,7 @@ def test_fix_fixes_only_what_the_log_confirmed(tmp_path: Path, capsys: pytest.Ca
 @pytest.mark.parametrize(("name", "content", "message"), [
     ("missing.log", None, "cannot read the runtime log"),
     ("notes.txt", "nothing a runtime printed\n", "not a runtime log cslint reads"),
+    ("empty.log", "", "empty"),
     ("empty-trace", "", "no trace files"),
     ("broken.json", '[{"findings": [{"path": 3}]}]', "a finding without path, line and code"),
 ])
@@ -177,3 +182,16 @@ def test_program_output_between_log_lines_is_not_an_event() -> None:
     assert torch_logs.events(text)[0].summary == "Data-dependent branching"
     with pytest.raises(LogError):
         read_log(str(LOGS))  # the fixtures directory is not a TORCH_TRACE directory
+
+
+def test_a_library_file_with_the_name_of_a_checked_file_is_not_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A log path that is a file here, and not the one checked, is that other file, however it ends."""
+    library = tmp_path / "site-packages" / "tests" / "runtime" / "targets" / "families.py"
+    library.parent.mkdir(parents=True)
+    library.write_text("")
+    log = tmp_path / "run.log"
+    log.write_text((LOGS / "control_flow.dynamo.log").read_text().replace(str(ROOT), str(tmp_path / "site-packages")))
+    monkeypatch.chdir(ROOT)
+    [event] = _report(capsys, [log], str(TARGETS / "families.py"))["events"]
+    assert event["filename"] is None and event["verdict"] == "runtime only" and not event["static"]

@@ -38,9 +38,9 @@ class LogReport:
 
 
 class Files:
-    """The checked files, found by the paths a log names: the same file, or one whose path ends the same way
-    (a log from another machine or checkout) over at least three parts, or over the whole path the file was
-    checked under (`model.py` checked in the current directory)."""
+    """The checked files, found by the paths a log names: the same file, or, for a path that is no file here
+    (a log from another machine or checkout), one whose path ends the same way over at least three parts, or
+    over the whole path the file was checked under (`model.py` checked in the current directory)."""
 
     def __init__(self, files: list[Path]) -> None:
         self.by_real = {os.path.realpath(f): f for f in files}
@@ -49,7 +49,7 @@ class Files:
 
     def find(self, path: str) -> Path | None:
         found = self.by_real.get(os.path.realpath(path))
-        if found is not None:
+        if found is not None or os.path.exists(path):  # a file here that is not one checked (a library's)
             return found
         logged = _parts(path)
         best: tuple[int, Path] | None = None

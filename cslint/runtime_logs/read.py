@@ -45,5 +45,8 @@ def read_log(path: str) -> list[RuntimeEvent]:
         return torch_logs.events(text)
     if metrics_report.looks_like(text):
         return metrics_report.events(text)
+    if not text.strip():
+        raise LogError(f"{path}: empty (a TORCH_LOGS capture of a run without graph breaks or recompiles is empty, "
+                       "and cslint cannot tell it from a wrong file)")
     raise LogError(f"{path}: not a runtime log cslint reads (TORCH_LOGS output, a TORCH_TRACE directory or file, "
                    "a torch_xla/lazy metrics report, or `cslint runtime --output-format json`)")
