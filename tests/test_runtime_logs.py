@@ -120,7 +120,7 @@ def test_fix_fixes_only_what_the_log_confirmed(tmp_path: Path, capsys: pytest.Ca
     logged = (LOGS / "control_flow.dynamo.log").read_text()
     elsewhere.write_text(logged.replace(str(ROOT), "/nonexistent/checkout"))
     assert "/nonexistent/checkout/tests/runtime/targets/families.py:14" in elsewhere.read_text()
-    _report(capsys, [elsewhere], str(TARGETS / "families.py"), fix=True)
+    assert _report(capsys, [elsewhere], str(TARGETS / "families.py"), fix=True)["fixed"] == 1
     after = (project / "families.py").read_text().splitlines()
     assert "torch.where" in "\n".join(after[12:18]) and before[13] != after[13]  # line 14's `if`, confirmed
     assert any(".item()" in line for line in after)  # line 26's `.item()` has a safe fix, but no log saw it

@@ -28,6 +28,7 @@ def lint_with_logs(logs: list[Path], lint: Callable[..., RunResult], files: list
     if fix:
         confirmed = {_key(d) for d in report.confirmed}
         result = lint(files, lambda d: _key(d) in confirmed)
+        report.fixed = result.fixed
     return result, report
 
 

@@ -31,6 +31,7 @@ class Matched:
 class LogReport:
     matched: list[Matched]
     unseen: list[Diagnostic]  # static findings in functions the log covers that no event confirms
+    fixed: int = 0  # with --fix: how many confirmed findings were fixed
 
     @property
     def confirmed(self) -> list[Diagnostic]:

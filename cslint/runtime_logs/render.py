@@ -63,6 +63,8 @@ def render_text(report: LogReport) -> str:
     out.append(f"Runtime log: {len(report.matched)} distinct event(s): {with_static} at a static finding, "
                f"{runtime_only} runtime only, {len(report.matched) - with_static - runtime_only} without a line; "
                f"{len(report.unseen)} static finding(s) the log did not see.")
+    if report.fixed:
+        out.append(f"Fixed {report.fixed} finding(s) a log confirmed.")
     return "\n".join(out) + "\n"
 
 
@@ -85,4 +87,5 @@ def render_json(report: LogReport) -> str:
             else "run-wide",
             "static": [_diagnostic(d) for d in m.static],
         })
-    return json.dumps({"events": events, "not_seen": [_diagnostic(d) for d in report.unseen]}, indent=2) + "\n"
+    return json.dumps({"events": events, "not_seen": [_diagnostic(d) for d in report.unseen], "fixed": report.fixed},
+                      indent=2) + "\n"
