@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from cslint.analysis.compile_options import CompileOptions
 from cslint.analysis.index import ModuleInfo
 from cslint.analysis.project import Project
 from cslint.analysis.traced import TracedFunction
@@ -85,14 +86,15 @@ class Checker:
 
     def check_noting(self, traced: TracedFunction) -> tuple[list[Finding], bool]:
         """The function's findings, and whether a rule read the whole file's text to find them."""
-        if traced.analysis is None or not self.table:
+        if traced.analysis is None or not self.table or traced.eager:
             return [], False
         ctx = RuleContext(traced=traced, settings=self.settings)
         _dispatch(self.table, ctx, self.profile)
         analysis = traced.analysis
         if analysis.dead or analysis.unguarded:
             ctx.findings = _placed_by_guards(ctx, analysis.dead, analysis.unguarded)
-        return adapt_to_target(ctx.findings, self.settings, traced.func.module), ctx.read_module_text
+        return adapt_to_target(ctx.findings, self.settings, traced.func.module, traced.root.compile), \
+            ctx.read_module_text
 
     def check_module(self, module: ModuleInfo, project: Project) -> list[Finding]:
         """Rules with `scope = "module"` look at a whole file once (training scripts, loss classes)."""
@@ -144,10 +146,11 @@ def _placed_by_guards(ctx: RuleContext, dead: set[int], unguarded: dict[int, str
     return kept
 
 
-def adapt_to_target(findings: list[Finding], settings: Settings, module: ModuleInfo | None = None) -> list[Finding]:
-    """The target's message wording; fixes that write cerebras.pytorch calls only on the WSC target, no
-    fix that imports a package neither the file nor the project imports already, and none of a rule the
-    settings make unfixable."""
+def adapt_to_target(findings: list[Finding], settings: Settings, module: ModuleInfo | None = None,
+                    compiled: CompileOptions | None = None) -> list[Finding]:
+    """The target's message wording (and what a graph break costs under the root's `compiled` options);
+    fixes that write cerebras.pytorch calls only on the WSC target, no fix that imports a package neither
+    the file nor the project imports already, and none of a rule the settings make unfixable."""
     from cslint.fixability import is_fixable
 
     target = get_target(settings.target)
@@ -155,7 +158,7 @@ def adapt_to_target(findings: list[Finding], settings: Settings, module: ModuleI
     for finding in findings:
         if finding.code == INTERNAL_ERROR:
             continue
-        finding.message = adapt_message(finding.message, finding.code, target)
+        finding.message = adapt_message(finding.message, finding.code, target, compiled)
         if finding.fix is None:
             continue
         if not is_fixable(finding.code, settings):

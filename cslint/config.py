@@ -64,6 +64,9 @@ class Settings:
     # and the top-level packages the project imports (a fix never adds an import of any other)
     target_reason: str = ""
     project_packages: tuple[str, ...] | None = None
+    # the `torch._dynamo.config` settings the project's module-level code turns on (analysis/dynamo_config.py),
+    # read with its imports
+    dynamo_config: tuple[str, ...] = ()
     # the Python whose installed libraries traced calls are read from (analysis/libraries.py): None for the
     # one cslint runs in, "none" for no libraries
     python: str | None = None

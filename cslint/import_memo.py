@@ -20,13 +20,15 @@ from cslint import __version__
 from cslint import memo_file
 from cslint.cache import settled
 
-FORMAT = 1
+FORMAT = 2
 
 
 @dataclass(frozen=True)
 class FileImports:
     modules: frozenset[str]  # dotted names of the modules the file imports (relative imports excluded)
     uses_compile: bool  # it calls or decorates with torch.compile
+    # the dynamo settings its module-level code assigns, in order (analysis/dynamo_config.py)
+    dynamo_config: tuple[tuple[str, bool], ...] = ()
     packages: frozenset[str] = field(init=False)  # the top-level packages of `modules`
 
     def __post_init__(self) -> None:
@@ -64,8 +66,9 @@ class ImportMemo:
         if not self._changed:
             return
         kept = {path: entry for path, entry in self._entries.items() if path in self._seen or os.path.exists(path)}
-        payload = {"format": FORMAT, "files": {path: [mtime_ns, size, sorted(facts.modules), facts.uses_compile]
-                                               for path, (mtime_ns, size, facts) in kept.items()}}
+        payload = {"format": FORMAT, "files": {
+            path: [mtime_ns, size, sorted(facts.modules), facts.uses_compile, [list(p) for p in facts.dynamo_config]]
+            for path, (mtime_ns, size, facts) in kept.items()}}
         memo_file.write(self.directory, self.name, payload)
 
 
@@ -76,8 +79,9 @@ def memo_file_name() -> str:
 def _entries(raw: dict) -> dict[str, tuple[int, int, FileImports]]:
     if raw.get("format") != FORMAT:
         return {}
-    return {path: (mtime_ns, size, FileImports(frozenset(modules), bool(uses_compile)))
-            for path, (mtime_ns, size, modules, uses_compile) in raw["files"].items()}
+    return {path: (mtime_ns, size, FileImports(frozenset(modules), bool(uses_compile),
+                                               tuple((str(name), bool(value)) for name, value in settings)))
+            for path, (mtime_ns, size, modules, uses_compile, settings) in raw["files"].items()}
 
 
 def preload(directory: Path) -> None:

@@ -791,7 +791,7 @@ def _rule_inputs(traced: TracedFunction) -> tuple[object, ...]:
     chain = []
     current: TracedFunction | None = traced
     while current is not None:
-        chain.append((current.func.qualname, tuple(current.params.items())))
+        chain.append((current.func.qualname, tuple(current.params.items()), current.compile, current.eager))
         current = current.parent
     return tuple(chain)
 

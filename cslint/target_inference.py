@@ -18,6 +18,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from cslint.analysis.dynamo_config import assigned_settings, project_settings
 from cslint.config import DEFAULT_MAX_FILE_SIZE, Settings
 from cslint.deferred import defer
 from cslint.import_memo import FileImports, ImportMemo
@@ -45,6 +46,7 @@ class TargetChoice:
     target: str
     reason: str  # one clause: why this target ("the project imports torch_xla (train.py)")
     packages: tuple[str, ...]  # top-level packages the scanned files import, sorted
+    dynamo_config: tuple[str, ...] = ()  # the dynamo settings the scanned files turn on (dynamo_config.py)
 
 
 def imported_modules(text: str) -> set[str]:
@@ -95,7 +97,7 @@ def file_imports(path: Path, max_size: int) -> FileImports | None:
     text = data.decode("utf-8", errors="replace")
     modules = imported_modules(text)
     return FileImports(frozenset(modules), "compile" in text and _imports(modules, "torch")
-                       and _uses_torch_compile(text))
+                       and _uses_torch_compile(text), assigned_settings(text) if _imports(modules, "torch") else ())
 
 
 def _uses_torch_compile(text: str) -> bool:
@@ -134,6 +136,7 @@ def infer_target(paths: Iterable[Path], max_size: int = DEFAULT_MAX_FILE_SIZE,
     packages: set[str] = set()
     first_with: dict[str, Path] = {}
     compile_file: Path | None = None
+    assigned: list[tuple[tuple[str, bool], ...]] = []
     seen: set[str] = set()
     for path in paths:
         key = os.path.abspath(path)
@@ -144,6 +147,8 @@ def infer_target(paths: Iterable[Path], max_size: int = DEFAULT_MAX_FILE_SIZE,
         if found is None:
             continue
         packages |= found.packages
+        if found.dynamo_config:
+            assigned.append(found.dynamo_config)
         if not found.packages.isdisjoint(_PLATFORM_PACKAGES):
             for target, names in PLATFORM_MODULES:
                 if target not in first_with and any(_imports(found.modules, n) for n in names):
@@ -152,15 +157,16 @@ def infer_target(paths: Iterable[Path], max_size: int = DEFAULT_MAX_FILE_SIZE,
             compile_file = path
     if memo is not None:
         defer(memo.save)  # in a server's child, after the client has its answer
+    settings = project_settings(assigned)
     for target, names in PLATFORM_MODULES:
         if target in first_with:
             return TargetChoice(target, f"inferred: the project imports {names[0]} ({first_with[target].name})",
-                                tuple(sorted(packages)))
+                                tuple(sorted(packages)), settings)
     if compile_file is not None:
         return TargetChoice("compile", f"inferred: the project uses torch.compile ({compile_file.name}) and imports "
-                                       "no accelerator package", tuple(sorted(packages)))
+                                       "no accelerator package", tuple(sorted(packages)), settings)
     return TargetChoice(DEFAULT_TARGET, "default: the project imports no accelerator package and does not use "
-                                        "torch.compile", tuple(sorted(packages)))
+                                        "torch.compile", tuple(sorted(packages)), settings)
 
 
 def with_inferred_target(settings: Settings, paths: Iterable[Path], memo: ImportMemo | None = None) -> Settings:
@@ -168,6 +174,6 @@ def with_inferred_target(settings: Settings, paths: Iterable[Path], memo: Import
     target (their `target_reason` says which), the inferred one."""
     choice = infer_target(paths, settings.max_file_size, memo)
     if settings.target_reason:
-        return settings.with_overrides(project_packages=choice.packages)
+        return settings.with_overrides(project_packages=choice.packages, dynamo_config=choice.dynamo_config)
     return settings.with_overrides(target=choice.target, target_reason=choice.reason,
-                                   project_packages=choice.packages)
+                                   project_packages=choice.packages, dynamo_config=choice.dynamo_config)

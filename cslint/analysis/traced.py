@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from cslint.analysis import torch_api as api
 from cslint.analysis.call_returns import CallSiteOracle
+from cslint.analysis.compile_options import DEEP, SHALLOW, CompileOptions, decorated_options, disabled, wrapper_options
 from cslint.analysis.generated_code import generated_twin
 from cslint.analysis.graph import reachable
 from cslint.analysis.imports import dotted_name
@@ -34,6 +35,8 @@ from cslint.analysis.tracing_guards import DYNAMO, Guards
 from cslint.analysis.xla_loops import mark_step_loop_roots
 
 if TYPE_CHECKING:
+    import libcst as cst
+
     from cslint.analysis.reuse import KeptAnalyses
 
 # Decorators that do not replace a function with a wrapper of their own (by last name).
@@ -65,6 +68,11 @@ class TracedFunction:
     wrapped_positional: tuple[str, ...] = ()
     # reached from its parent's `self.name()` as a subclass's override of this method (or class)
     overriding: str | None = None
+    # a root's torch.compile options (under the compile target; compile_options.py)
+    compile: CompileOptions | None = None
+    # `@torch.compiler.disable(recursive=False)`: dynamo runs its own frame eagerly (no findings in it) and
+    # compiles what it calls
+    eager: bool = False
 
     @property
     def chain(self) -> list[str]:
@@ -84,21 +92,30 @@ class TracedFunction:
         return current
 
 
+Root = tuple[FunctionInfo, str, "cst.Call | None"]  # the function, why it is a root, the wrapper call naming it
+
+
 def find_roots(project: Project, patterns: Iterable[str] = (),
                root_modules: Collection[str] | None = None) -> list[tuple[FunctionInfo, str]]:
     """The roots named in `root_modules` (all modules if None): a class's forward or step, a decorated
     function, a function a wrapper call or a platform's entry point names (wherever it is defined), a
     training loop, a function matching a `trace-roots` pattern."""
+    return [(func, reason) for func, reason, _ in find_root_calls(project, patterns, root_modules)]
+
+
+def find_root_calls(project: Project, patterns: Iterable[str] = (),
+                    root_modules: Collection[str] | None = None) -> list[Root]:
+    """`find_roots`, with the module-level wrapper call (`torch.compile(step, ...)`) naming each root."""
     patterns = list(patterns)
-    roots: dict[str, tuple[FunctionInfo, str]] = {}
+    roots: dict[str, Root] = {}
     if root_modules is None:
         names = project.module_names()
     else:  # (lists and loads only these)
         names = sorted((n for n in root_modules if project.rank(n) is not None), key=project.rank)  # type: ignore[arg-type, return-value]
     modules = [project.modules[name] for name in names if name in project.modules]
 
-    def add(func: FunctionInfo, reason: str) -> None:
-        roots.setdefault(func.qualname, (func, reason))
+    def add(func: FunctionInfo, reason: str, call: cst.Call | None = None) -> None:
+        roots.setdefault(func.qualname, (func, reason, call))
 
     for func, reason in platform_roots(project, modules):  # first, so the reason names the platform's entry point
         add(func, reason)
@@ -126,7 +143,7 @@ def find_roots(project: Project, patterns: Iterable[str] = (),
                 if target_name is not None:
                     target = project.lookup_function(module.imports.qualify(target_name))
                     if target is not None:
-                        add(target, f"passed to {wrapper}()")
+                        add(target, f"passed to {wrapper}()", call)
     if patterns:
         for func in (f for m in modules for f in _module_functions(m)):
             matched = next((p for p in patterns if fnmatch.fnmatchcase(func.qualname, p)), None)
@@ -208,8 +225,11 @@ class TracedProgram:
         self._callers: dict[str, dict[str, None]] = {}
         self._given: dict[str, dict[str, Kind]] = {}
         self._site_args: dict[tuple[str, str], dict[str, Kind]] = {}
-        self._roots = find_roots(project, trace_roots, root_modules)
-        self._root_names = {func.qualname for func, _ in self._roots}
+        self._roots = find_root_calls(project, trace_roots, root_modules)
+        self._dynamo = tracer == DYNAMO
+        if self._dynamo:  # a function dynamo is told not to trace is no root of its graph
+            self._roots = [root for root in self._roots if disabled(root[0]) != DEEP]
+        self._root_names = {func.qualname for func, _, _ in self._roots}
         self.errors: list[tuple[TracedFunction, Exception]] = []
         self.kept = kept
         if kept is not None:
@@ -218,8 +238,12 @@ class TracedProgram:
 
     def run(self) -> TracedProgram:
         work = _Worklist(self.project)
-        for func, reason in self._roots:
+        for func, reason, call in self._roots:
             traced = TracedFunction(func=func, reason=reason)
+            if self._dynamo:
+                traced.compile = wrapper_options(call, func, func.module.imports) if call is not None \
+                    else decorated_options(func)
+                traced.eager = disabled(func) == SHALLOW
             self.functions[func.qualname] = traced
             work.add(traced)
         while work:
@@ -263,10 +287,13 @@ class TracedProgram:
                 self._callers.setdefault(callee_name, {})[name] = None
                 changed = self._merge_given(name, callee_name, args)
                 callee = self.functions.get(callee_name)
+                untraced = disabled(callees[callee_name]) if self._dynamo and callee is None else None
+                if untraced == DEEP:  # dynamo runs it eagerly: it breaks the graph, nothing in it is traced
+                    continue
                 if callee is None:
                     callee = TracedFunction(func=callees[callee_name],
                                             reason=f"called from {traced.func.display_name}", parent=traced,
-                                            overriding=overriding.get(callee_name))
+                                            overriding=overriding.get(callee_name), eager=untraced == SHALLOW)
                     self.functions[callee_name] = callee
                     changed = True
                 adopt_into_step(traced, callee)

@@ -126,6 +126,18 @@ class RuleContext:
     def kind(self, node: cst.CSTNode) -> Kind:
         return self.traced.analysis.kind(node)  # type: ignore[union-attr]
 
+    def captures(self, setting: str) -> bool:
+        """Whether dynamo captures what `setting` (analysis/dynamo_config.py) names here instead of breaking
+        the graph: under the compile target, when the project turns it on or the root's compile options do
+        (`fullgraph=True`, a `config.patch` decorator). Lazy tracers read values whatever dynamo's settings."""
+        from cslint.analysis.tracing_guards import DYNAMO
+        from cslint.targets import get_target
+
+        if get_target(self.settings.target).tracer != DYNAMO:
+            return False
+        compiled = self.traced.root.compile
+        return setting in self.settings.dynamo_config or (compiled is not None and setting in compiled.captures)
+
     def is_tensor(self, node: cst.CSTNode) -> bool:
         return self.kind(node).is_tensor
 

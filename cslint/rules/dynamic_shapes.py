@@ -8,6 +8,7 @@ from __future__ import annotations
 import libcst as cst
 
 from cslint.analysis import torch_api as api
+from cslint.analysis.dynamo_config import DYNAMIC_OUTPUT_SHAPES
 from cslint.analysis.libraries import SHAPE
 from cslint.fixers.masked import masked_reduction_fix, masked_store_fix
 from cslint.rules.base import Fix, Rule, RuleContext
@@ -30,6 +31,14 @@ ALTERNATIVES = {
                          "(or pass output_size=)",
 }
 DYNAMIC_OPS = frozenset(ALTERNATIVES) - {"where", "repeat_interleave"}
+CAPTURED_SHAPES = (
+    "Under `--target compile` it is not reported where dynamo keeps it in the graph with a size only known at run "
+    "time: when the project sets `torch._dynamo.config.capture_dynamic_output_shape_ops = True` at module level, "
+    "under a root decorated with `@torch._dynamo.config.patch(capture_dynamic_output_shape_ops=True)`, or under a "
+    "root compiled with `fullgraph=True` (which turns the setting on, torch 2.13); the lazy targets (wsc, xla, "
+    "rdu) compile fixed shapes whatever dynamo's settings."
+)
+
 
 def _repeats_argument(call: cst.Call, is_method: bool) -> cst.BaseExpression | None:
     for arg in call.args:
@@ -71,8 +80,8 @@ class DynamicShapeOp(Rule):
     why = (
         "These return as many elements as the data selects, so the output shape is only known once the values "
         "are. A static graph is compiled for fixed shapes: the trace fails, or it freezes the first step's "
-        "shape and is wrong (or recompiles) on every step whose data selects a different number."
-    )
+        "shape and is wrong (or recompiles) on every step whose data selects a different number. "
+    ) + CAPTURED_SHAPES
     example = """
 def forward(self, tokens, hidden):
     positions = (tokens == self.mask_id).nonzero(as_tuple=True)
@@ -136,7 +145,7 @@ class MoE(nn.Module):
         if ctx.report_library_effects(node, SHAPE, "makes a tensor whose shape depends on its values", FIXED_SHAPE):
             return
         name = dynamic_op_name(node, ctx)
-        if name is None:
+        if name is None or ctx.captures(DYNAMIC_OUTPUT_SHAPES):  # dynamo keeps it in the graph, of unbacked size
             return
         what = "one-argument torch.where" if name == "where" else f"`{name}`"
         ctx.report(node, f"{what} in `{ctx.code(node)}` returns a tensor whose shape depends on its values; "
@@ -194,8 +203,8 @@ class BooleanMaskIndex(Rule):
         "`x[mask]` keeps as many elements as the mask has true values, so its shape depends on the data. "
         "A static graph is compiled for fixed shapes; storing through a mask (`x[mask] = 0`) is lowered "
         "through the same value-dependent index computation on lazy-tensor and XLA graphs; under torch.compile "
-        "a store keeps the tensor's shape (dynamo traces it as a select over the whole tensor) and is not reported."
-    )
+        "a store keeps the tensor's shape (dynamo traces it as a select over the whole tensor) and is not reported. "
+    ) + CAPTURED_SHAPES
     example = """
 def forward(self, logits, labels):
     loss = F.cross_entropy(logits.flatten(0, 1), labels.flatten(), reduction="none")
@@ -291,6 +300,8 @@ class MaskedLMLoss(nn.Module):
 
     def _report(self, node: cst.Subscript, mask: cst.BaseExpression, ctx: RuleContext, fix: Fix | None,
                 reduction: str) -> None:
+        if ctx.captures(DYNAMIC_OUTPUT_SHAPES):  # dynamo keeps the selection in the graph, of unbacked size
+            return
         alternative = "reduce with torch.where(mask, x, 0).sum() (divide by mask.sum() for a mean)" if reduction \
             else "keep the full shape with torch.where(mask, x, 0) or masked_fill and reduce with the mask"
         ctx.report(node, f"`{ctx.code(node)}` selects by the boolean mask `{ctx.code(mask)}`, so its shape "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from cslint.analysis.dynamo_config import SCALAR_OUTPUTS
 from cslint.analysis.inference import string_value
 from cslint.analysis.kinds import Tag
 from cslint.analysis.libraries import CONVERT, READ
@@ -24,6 +25,23 @@ def _note_arithmetic(node: cst.BinaryOperation | cst.AugAssign, ctx: RuleContext
     ctx.scratch.setdefault(ARITHMETIC_KEY, set()).update(id(c) for c in feeds_tensor_arithmetic(node, ctx))
 
 
+def _captured_note(what: str) -> str:
+    return (f"Under `--target compile` {what} only feeding tensor arithmetic is not reported where dynamo keeps "
+            "it in the graph as a symbolic number: when the project sets `torch._dynamo.config."
+            "capture_scalar_outputs = True` at module level, under a root decorated with `@torch._dynamo.config."
+            "patch(capture_scalar_outputs=True)`, or under a root compiled with `fullgraph=True` (which turns the "
+            "setting on, torch 2.13). A read that a condition, a size or Python code uses is still reported: "
+            "dynamo cannot decide a branch on it. The lazy targets (wsc, xla, rdu) read the value whatever "
+            "dynamo's settings.")
+
+
+def _captured(read: cst.Call, ctx: RuleContext) -> bool:
+    """A read dynamo captures as a symbolic number (`capture_scalar_outputs`): one only feeding tensor
+    arithmetic, which then stays in the graph. A read a condition, a size or Python code uses still
+    breaks it (a branch on it cannot be decided while tracing), so it is reported."""
+    return id(read) in ctx.scratch.get(ARITHMETIC_KEY, ()) and ctx.captures(SCALAR_OUTPUTS)
+
+
 def _is_builtin(func: cst.BaseExpression, names: frozenset[str] | set[str], ctx: RuleContext) -> str | None:
     if isinstance(func, cst.Name) and func.value in names and func.value not in ctx.module.imports.names:
         return func.value
@@ -37,8 +55,8 @@ class TensorItem(Rule):
     why = (
         "These read a tensor's values into Python. While a step is traced the values do not exist yet: "
         "the trace fails or forces a device-to-host sync, and the number read on the first step is "
-        "frozen into the graph as a constant for every later step."
-    )
+        "frozen into the graph as a constant for every later step. "
+    ) + _captured_note("`t.item()`")
     example = """
 def forward(self, x):
     norm = x.norm()
@@ -118,6 +136,8 @@ class Scale(nn.Module):
         if not ctx.is_tensor(func.value) or _in_raise(node, ctx):  # an error message reads only when it fails
             return
         method = func.attr.value
+        if method == "item" and _captured(node, ctx):
+            return
         fix = drop_conversion(node, ctx) if id(node) in ctx.scratch.get(ARITHMETIC_KEY, ()) else \
             keep_tensor_name(node, ctx) or keep_bookkeeping_on_device(node, ctx)
         ctx.report(node, f"`{ctx.code(node)}` reads tensor values into Python: {NO_VALUE}; keep it a tensor"
@@ -199,8 +219,8 @@ class PythonNumberConversion(Rule):
     summary = "Checks for `float(t)`, `int(t)`, `bool(t)` and `complex(t)` on tensors in traced code."
     why = (
         "Converting a tensor to a Python number reads its value, which does not exist while the step is "
-        "traced: the trace fails or syncs, and the first step's number is frozen into the graph."
-    )
+        "traced: the trace fails or syncs, and the first step's number is frozen into the graph. "
+    ) + _captured_note("`float(t)` or `int(t)`")
     example = """
 def forward(self, x):
     return x * float(x.mean())
@@ -270,6 +290,8 @@ class Mix(nn.Module):
         if name is None or not node.args or not ctx.is_tensor(node.args[0].value):
             return
         if id(node) in ctx.scratch.get("host.range_args", ()) or _in_raise(node, ctx):
+            return
+        if name in ("float", "int") and _captured(node, ctx):
             return
         fix = drop_conversion(node, ctx) if id(node) in ctx.scratch.get(ARITHMETIC_KEY, ()) else \
             keep_tensor_name(node, ctx) or keep_bookkeeping_on_device(node, ctx)
@@ -551,4 +573,3 @@ def _in_raise(node: cst.CSTNode, ctx: RuleContext) -> bool:
                 parts.update(id(inner) for inner in ctx.walk(node_.exc))  # type: ignore[attr-defined]
         ctx.scratch[key] = parts
     return id(node) in ctx.scratch[key]
-
