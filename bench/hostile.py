@@ -174,6 +174,9 @@ def build(root: Path) -> dict[str, list[str]]:
     os.mkfifo(plugin / "pipe.py")
     _exhausting_cases(repo, case)
     _baseline_cases(repo, cases)
+    # #40 item 4: choosing the target parses, with Python's parser, a file that assigns a dynamo setting
+    (case("1 MB of `if x: pass` after a dynamo setting", "dynamo_setting") / "settings.py").write_text(
+        "import torch\ntorch._dynamo.config.capture_scalar_outputs = True\n" + "if x:\n    pass\n" * 62_000)
     tool = case("tool = 5 in pyproject.toml", "tool")
     (tool / "pyproject.toml").write_text("tool = 5\n")
     (tool / "m.py").write_text(MODEL)

@@ -16,6 +16,7 @@ rejected there ("Unexpected optimization option").
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterable
 
 SCALAR_OUTPUTS = "capture_scalar_outputs"
@@ -25,15 +26,21 @@ CONFIG_MODULE = "torch._dynamo.config"
 PATCH = f"{CONFIG_MODULE}.patch"
 
 
+# A file larger than this is not parsed for settings (they stay off: the findings are kept). A script that
+# sets them is small; a large file full of statements would take Python's parser seconds before the check.
+MAX_PARSED = 1_000_000
+_ASSIGNMENT = re.compile(r"\b(?:capture_scalar_outputs|capture_dynamic_output_shape_ops)[ \t]*=[^=]")
+
+
 def mentions_settings(text: str) -> bool:
-    return "capture_" in text and any(name in text for name in SETTINGS)
+    return "capture_" in text and _ASSIGNMENT.search(text) is not None
 
 
 def assigned_settings(text: str) -> tuple[tuple[str, bool], ...]:
     """The settings the file's module-level code assigns a literal True or False, in file order (also in
     module-level `if`/`try`/`with` blocks, such as `if __name__ == "__main__":`; not in functions). A file
-    Python cannot parse assigns nothing (the check reports it)."""
-    if not mentions_settings(text):
+    Python cannot parse assigns nothing (the check reports it), nor does one over MAX_PARSED characters."""
+    if len(text) > MAX_PARSED or not mentions_settings(text):
         return ()
     try:
         tree = ast.parse(text)
