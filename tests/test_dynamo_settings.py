@@ -86,6 +86,14 @@ def test_what_is_not_a_project_setting(text):
     assert assigned_settings(text) == ()
 
 
+def test_a_file_too_large_to_parse_quickly_sets_nothing():
+    from cslint.analysis.dynamo_config import MAX_PARSED
+
+    text = "import torch\ntorch._dynamo.config.capture_scalar_outputs = True\n"
+    assert assigned_settings(text + "x = 1\n" * (MAX_PARSED // 6)) == ()
+    assert assigned_settings(text + "x = 1\n" * 10) == (("capture_scalar_outputs", True),)
+
+
 def test_a_setting_assigned_both_ways_is_not_taken_as_on():
     assert project_settings([(("capture_scalar_outputs", True),), (("capture_scalar_outputs", False),)]) == ()
     assert project_settings([(("capture_scalar_outputs", True),), ()]) == ("capture_scalar_outputs",)
