@@ -23,6 +23,7 @@ import os
 import re
 import subprocess
 import sys
+import sysconfig
 
 HF = ("bert", "gpt2", "t5", "llama", "mixtral")
 FAMILIES = ("control_flow", "host_transfer", "scalar_argument", "dynamic_shape", "python_counter")
@@ -88,6 +89,20 @@ _DYNAMO_LINE = re.compile(r"^[VIWEDC]\d{4} [\d:.]+\s+\d+ \S+:\d+\] (?:\[[^\]]*\]
 _RECORD = re.compile(r"^[VIWEDC]\d{4} [\d:.]+\s+\d+ \S+:\d+\] (\{.*\})\s*$")
 
 
+CHECKOUT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# The shipped logs name paths that are no file on any machine, as a log from another checkout does: a
+# logged path that is a file here is that file only (runtime_logs), so a real one would tie the tests to
+# the machine they were captured on.
+NAMED_AS = {CHECKOUT + "/": "/home/user/cslint/", sysconfig.get_paths()["purelib"] + "/":
+            "/home/user/venv/lib/python3.11/site-packages/"}
+
+
+def _anonymised(lines: list[str]) -> list[str]:
+    for real, named in NAMED_AS.items():
+        lines = [line.replace(real, named) for line in lines]
+    return lines
+
+
 def trim(source: str, out: str) -> None:
     """Keep what --runtime-log reads, unchanged: dynamo's graph-break and recompile lines of a TORCH_LOGS
     capture (not the program's other output); of a trace, the torch version, the graph-break records (their
@@ -99,14 +114,14 @@ def trim(source: str, out: str) -> None:
             os.makedirs(os.path.join(out, name), exist_ok=True)
             for trace in os.listdir(path):
                 with open(os.path.join(path, trace)) as handle, open(os.path.join(out, name, trace), "w") as kept:
-                    kept.writelines(_trimmed_trace(handle.read().splitlines(keepends=True)))
+                    kept.writelines(_anonymised(_trimmed_trace(handle.read().splitlines(keepends=True))))
         elif os.path.getsize(path) and name.endswith((".log", ".txt", ".json")):
             with open(path) as handle:
                 lines = handle.readlines()
             if name.endswith(".log"):
                 lines = _trimmed_log([line for line in lines if _DYNAMO_LINE.match(line)])
             with open(os.path.join(out, name), "w") as kept:
-                kept.writelines(lines)
+                kept.writelines(_anonymised(lines))
 
 
 def _trimmed_log(lines: list[str], repeats: int = 3) -> list[str]:

@@ -16,6 +16,7 @@ from cslint.runtime_logs.read import LogError, read_log
 
 ROOT = Path(__file__).parent.parent
 LOGS = Path(__file__).parent / "fixtures" / "runtime_logs"
+LOGGED_ROOT = "/home/user/cslint"  # the checkout the shipped logs name (a path that is no file here)
 TARGETS = Path("tests") / "runtime" / "targets"
 HF = ("bert", "gpt2", "t5", "llama", "mixtral")
 FAMILIES = ("control_flow", "host_transfer", "dynamic_shape", "python_counter")
@@ -118,7 +119,7 @@ def test_fix_fixes_only_what_the_log_confirmed(tmp_path: Path, capsys: pytest.Ca
     before = (project / "families.py").read_text().splitlines()
     elsewhere = tmp_path / "control_flow.dynamo.log"  # as captured in another checkout
     logged = (LOGS / "control_flow.dynamo.log").read_text()
-    elsewhere.write_text(logged.replace(str(ROOT), "/nonexistent/checkout"))
+    elsewhere.write_text(logged.replace(LOGGED_ROOT, "/nonexistent/checkout"))
     assert "/nonexistent/checkout/tests/runtime/targets/families.py:14" in elsewhere.read_text()
     assert _report(capsys, [elsewhere], str(TARGETS / "families.py"), fix=True)["fixed"] == 1
     after = (project / "families.py").read_text().splitlines()
@@ -191,7 +192,7 @@ def test_a_library_file_with_the_name_of_a_checked_file_is_not_it(
     library.parent.mkdir(parents=True)
     library.write_text("")
     log = tmp_path / "run.log"
-    log.write_text((LOGS / "control_flow.dynamo.log").read_text().replace(str(ROOT), str(tmp_path / "site-packages")))
+    log.write_text((LOGS / "control_flow.dynamo.log").read_text().replace(LOGGED_ROOT, str(tmp_path / "site-packages")))
     monkeypatch.chdir(ROOT)
     [event] = _report(capsys, [log], str(TARGETS / "families.py"))["events"]
     assert event["filename"] is None and event["verdict"] == "runtime only" and not event["static"]
