@@ -95,3 +95,17 @@ def test_stdin_buffer_is_linted_as_given(project: Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "flake8", "--select", "WSC", "--stdin-display-name",
                            "pkg/model.py", "-"], cwd=project, input=code, capture_output=True, text=True)
     assert "pkg/model.py:21:24: WSC103" in proc.stdout, proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("config", ['[tool.cslint]\nselect = 5\n', '[tool.cslint]\nbaseline = "baseline.json"\n'])
+def test_a_configuration_cslint_cannot_read_is_one_finding_per_file_not_a_traceback(project: Path,
+                                                                                     config: str) -> None:
+    """flake8 prints a plugin's exception as a traceback and a 'critical error'; the file was not checked,
+    so it is not clean either: one WSC002 finding on it, saying why."""
+    (project / "pyproject.toml").write_text(config)
+    (project / "baseline.json").write_text("{not json")
+    proc = subprocess.run([sys.executable, "-m", "flake8", "--select", "WSC", "pkg/ops.py"], cwd=project,
+                          capture_output=True, text=True)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    [line] = proc.stdout.splitlines()
+    assert line.startswith("pkg/ops.py:1:1: WSC002 cslint: configuration error: "), line

@@ -15,10 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from cslint import __version__
-from cslint.config import Settings, load_settings
+from cslint.config import ConfigError, Settings, load_settings
 from cslint.discovery import find_project_root
 from cslint.integrations.project_cache import project_report
 from cslint.rules import all_rules
+from cslint.report import INTERNAL_ERROR
 from cslint.runner import SYNTAX_ERROR
 
 
@@ -70,8 +71,13 @@ class CslintChecker:
 
     def run(self) -> Iterator[tuple[int, int, str, type]]:
         path = Path(self.filename)
-        settings, root = self.settings(path)
-        for d in project_report(root, settings).for_file(path, "".join(self.lines)):
+        try:
+            settings, root = self.settings(path)
+            report = project_report(root, settings)
+        except ConfigError as exc:  # the file was not checked: say why on it, in one line (never a pass)
+            yield 1, 0, f"{INTERNAL_ERROR} cslint: configuration error: {exc}", type(self)
+            return
+        for d in report.for_file(path, "".join(self.lines)):
             if d.code == SYNTAX_ERROR:  # flake8 reports E999 itself and never gets here with a bad file
                 continue
             yield d.line, d.column - 1, f"{d.code} {d.message}", type(self)
