@@ -205,7 +205,13 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     # `cslint runtime` parses its own options (its --help lists them), so it is routed before this parser
     if argv[:1] == ["baseline"]:  # a check whose findings are written to the baseline, not reported
-        args = build_parser().parse_args(["check", *argv[1:]])
+        parser = build_parser()
+        check = parser.commands["check"]
+        check.prog = "cslint baseline"
+        check.description = ("Write the baseline (--baseline FILE, else `baseline` in the configuration): the "
+                             "findings of the paths checked, which `cslint check` then does not report. Takes "
+                             "check's paths and options.")
+        args = parser.parse_args(["check", *argv[1:]])
         args.write_baseline = True
     else:
         args = build_parser().parse_args(argv if argv[:1] != ["runtime"] else ["runtime"])

@@ -337,3 +337,10 @@ def test_the_language_server_honours_the_baseline(project: Path) -> None:
 
     assert model.read_text() == MODEL
     run(scenario())
+
+
+def test_baseline_help_is_the_baseline_commands(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as ended:
+        main(["baseline", "--help"])
+    out = capsys.readouterr().out
+    assert ended.value.code == 0 and out.startswith("usage: cslint baseline ") and "Write the baseline" in out
