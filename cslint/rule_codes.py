@@ -25,6 +25,7 @@ RULE_CODES: tuple[tuple[str, bool], ...] = (
     ("WSC401", True),
     ("WSC501", True),
     ("WSC502", True),
+    ("WSC551", True),
     ("WSC601", True),
     ("WSC602", True),
     ("WSC701", True),

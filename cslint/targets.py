@@ -72,6 +72,7 @@ TARGETS: dict[str, Target] = {t.name: t for t in (
         graph="the XLA graph",
         hints={"WSC2": "on XLA this forces a graph execution and a device-to-host copy before `xm.mark_step()`",
                "WSC5": "a value-dependent shape recompiles the XLA graph; use `torch._check` or a static bound",
+               "WSC55": "",  # the data-pipeline rules say the consequence themselves
                "WSC7": "print after `xm.mark_step()` or with `xm.add_step_closure`"},
         choose_when="you run on TPU or Trainium through `torch_xla` (`xm.mark_step`, `torch_xla.compile`)",
     ),
@@ -86,7 +87,7 @@ TARGETS: dict[str, Target] = {t.name: t for t in (
                "WSC5": "mark the dimension with `torch._dynamo.mark_dynamic` or bound it with `torch._check`",
                "WSC7": "a side effect here is a graph break; log outside the compiled function",
                # the rules say what dynamo does with a host generator, a counter it guards, state made on step 1
-               "WSC702": "", "WSC703": "", "WSC704": ""},
+               "WSC702": "", "WSC703": "", "WSC704": "", "WSC55": ""},
         choose_when="you want `torch.compile(fullgraph=True)` or `torch.export` to capture the step in one graph",
         tracer="dynamo",
         breaks=("WSC1", "WSC2", "WSC501", "WSC502", "WSC701"),

@@ -3,9 +3,10 @@
 Every kind of traced root, and every rule that looks at whole files, needs a word in some file's text:
 `def forward`, `def step`, `def _init_group` (nn.Module and optimizer classes), `compile` or `trace`
 (decorators, wrappers, SambaNova's `trace_graph`), `torch_xla` (training loops), a loss (the AutoGen
-rules), `noqa` (WSC003, when enabled), or a configured `trace-roots` pattern. When none of the files an
-analysis would load has one, no function is traced and only a syntax error could be reported, which
-Python's own parser finds. That is what the pre-commit hook meets on most commits (data, configuration,
+rules), a `DataLoader`, `TrainingArguments` or `DataCollator` (the WSC55x data-pipeline rules), `noqa`
+(WSC003, when enabled), or a configured `trace-roots` pattern. When none of the files an analysis
+would load has one, no function is traced and only a syntax error could be reported, which Python's own
+parser finds. That is what the pre-commit hook meets on most commits (data, configuration,
 utility files), and it saves importing libcst and the rules.
 """
 
@@ -18,7 +19,7 @@ from cslint.config import Settings
 from cslint.sources import ReadError, read_source, within_token_limit
 
 ROOT_MARKERS = ("def forward", "def step", "def _init_group", "compile", "trace", "torch_xla")
-MARKERS = (*ROOT_MARKERS, "criterion")
+MARKERS = (*ROOT_MARKERS, "criterion", "DataLoader", "TrainingArguments", "DataCollator")
 _ROOT_MARKER_BYTES = tuple(m.encode() for m in ROOT_MARKERS)
 
 

@@ -1,0 +1,387 @@
+"""Where a training script's batches come from, for the WSC55x rules (input shapes of the traced step).
+
+The rules look outside traced code, at the `DataLoader`s, collate functions and collators that make the
+batches, but only at those that feed a traced step: a loader iterated by a loop whose body calls a model,
+a compiled or traced function, or ends each step with `xm.mark_step()`; a loader handed to Lightning
+(`trainer.fit(model, loader)`, a `train_dataloader` hook) or wrapped by torch_xla's `MpDeviceLoader` that
+such a loop iterates. A loader nothing iterates, or whose loop calls no model, is data preparation and
+gives no finding. Everything is decided from this file's text, conservatively: a loader is "training
+only" (its `drop_last=True` fix is safe) when every use found is a loop that calls `.backward()` or
+`optimizer.step()`, or a Lightning training argument, and the loader is not used any other way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from cslint.analysis import torch_api as api
+from cslint.analysis.imports import dotted_name
+from cslint.analysis.index import ModuleInfo
+from cslint.analysis.project import Project
+from cslint.analysis.step_functions import MODEL_PARAM_NAMES, MODEL_WRAPPERS, MODULE_PREFIXES, \
+    OPTIMIZER_PARAM_NAMES, SELF_RETURNING_METHODS
+
+DATALOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
+DEVICE_LOADERS = frozenset({"torch_xla.distributed.parallel_loader.MpDeviceLoader",
+                            "torch_xla.distributed.parallel_loader.ParallelLoader"})
+HF_TRAINING_ARGUMENTS = frozenset({"transformers.TrainingArguments", "transformers.Seq2SeqTrainingArguments",
+                                   "transformers.training_args.TrainingArguments",
+                                   "transformers.training_args_seq2seq.Seq2SeqTrainingArguments"})
+HF_TRAINERS = frozenset({"transformers.Trainer", "transformers.Seq2SeqTrainer", "transformers.trainer.Trainer",
+                         "transformers.trainer_seq2seq.Seq2SeqTrainer", "trl.SFTTrainer"})
+LIGHTNING_TRAINERS = frozenset({"lightning.Trainer", "lightning.pytorch.Trainer", "pytorch_lightning.Trainer",
+                                "lightning.pytorch.trainer.trainer.Trainer", "lightning.fabric.Fabric",
+                                "lightning.Fabric"})
+TRAIN_HOOKS = frozenset({"train_dataloader"})
+EVAL_HOOKS = frozenset({"val_dataloader", "test_dataloader", "predict_dataloader"})
+# calls between a loader and the `for` that iterates it: enumerate(tqdm(loader)), zip(a, b)
+ITERATION_WRAPPERS = frozenset({"enumerate", "tqdm", "zip", "iter", "islice", "trange", "track"})
+# builtins whose result is not the loader (`len(loader)`, `print(loader)`)
+NOT_A_LOADER = frozenset({"len", "print", "str", "repr", "int", "type", "isinstance", "hasattr", "getattr",
+                          "next", "range", "id", "bool"})
+BACKWARD_METHODS = frozenset({"backward"})
+
+
+@dataclass
+class Feed:
+    """One way a loader reaches a traced step: `how` for a message, `training` when it only trains."""
+
+    how: str
+    training: bool
+
+
+@dataclass
+class Loader:
+    call: cst.Call
+    feeds: list[Feed] = field(default_factory=list)
+    other_uses: bool = False  # used in a way this analysis does not follow (passed to an unknown function)
+
+    @property
+    def training_only(self) -> bool:
+        return bool(self.feeds) and all(f.training for f in self.feeds) and not self.other_uses
+
+
+@dataclass
+class Pipeline:
+    loaders: list[Loader]
+    collate_functions: dict[str, cst.CSTNode]  # names passed as `collate_fn=` of a feeding loader
+    hf_trainer: bool  # a transformers Trainer is built here: its datasets are batched for its traced step
+    compile_static: str | None  # how a `torch.compile` here asks for static shapes (`dynamic=False`)
+
+    @property
+    def feeds_a_step(self) -> bool:
+        return self.hf_trainer or any(loader.feeds for loader in self.loaders)
+
+
+_WORDS = ("DataLoader", "TrainingArguments", "DataCollator", "pad_sequence", "padding")
+
+
+def pipeline(module: ModuleInfo, project: Project) -> Pipeline | None:
+    """The file's data pipeline (cached with its tree), or None when its text names none of it."""
+    if not any(word in module.source for word in _WORDS):
+        return None
+    cached = module.tree_data.get("data_pipeline")
+    if cached is None:
+        cached = _Scan(module, project).run()
+        module.tree_data["data_pipeline"] = cached
+    return cached  # type: ignore[no-any-return]
+
+
+def keyword(call: cst.Call, name: str) -> cst.Arg | None:
+    return next((a for a in call.args if a.keyword is not None and a.keyword.value == name), None)
+
+
+def is_literal(expr: cst.BaseExpression | None, *values: str) -> bool:
+    if isinstance(expr, cst.Name):
+        return expr.value in values
+    if isinstance(expr, cst.SimpleString):
+        return expr.evaluated_value in values
+    return False
+
+
+def _calls(node: cst.CSTNode) -> Iterator[cst.Call]:
+    """Calls under `node`, not inside nested functions, classes or lambdas."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, cst.Call):
+            yield current
+        for child in current.children:
+            if not isinstance(child, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+                stack.append(child)
+
+
+class _Scan:
+    def __init__(self, module: ModuleInfo, project: Project) -> None:
+        self.module = module
+        self.project = project
+        self.tree = module.tree
+        self.parents: dict[int, cst.CSTNode] = {}
+        self.scopes: dict[int, cst.CSTNode] = {}  # node -> enclosing FunctionDef (or the module)
+        self.functions: dict[str, list[cst.FunctionDef]] = {}
+        self._index(self.tree, self.tree)
+        self.models = self._model_names()
+
+    def _index(self, node: cst.CSTNode, scope: cst.CSTNode) -> None:
+        """Parents, enclosing functions, functions by name, and each dotted name's reads and bindings (one
+        walk: a file with many loaders is not walked once per loader)."""
+        self.reads: dict[str, list[cst.CSTNode]] = {}
+        self.bindings: dict[str, list[cst.BaseExpression]] = {}
+        self.calls_by_name: dict[str, list[cst.Call]] = {}
+        stack: list[tuple[cst.CSTNode, cst.CSTNode]] = [(node, scope)]
+        while stack:
+            current, owner = stack.pop()
+            self.scopes[id(current)] = owner
+            inner = current if isinstance(current, cst.FunctionDef) else owner
+            if isinstance(current, cst.FunctionDef):
+                self.functions.setdefault(current.name.value, []).append(current)
+            elif isinstance(current, (cst.Name, cst.Attribute)) and \
+                    not isinstance(self.parents.get(id(current)), cst.Attribute):
+                name = dotted_name(current)
+                if name is not None:
+                    self.reads.setdefault(name, []).append(current)
+            elif isinstance(current, cst.Assign) and len(current.targets) == 1:
+                name = dotted_name(current.targets[0].target)
+                if name is not None:
+                    self.bindings.setdefault(name, []).append(current.value)
+            elif isinstance(current, cst.Call):
+                called = dotted_name(current.func)
+                if called is not None:
+                    self.calls_by_name.setdefault(called.rsplit(".", 1)[-1], []).append(current)
+            for child in current.children:
+                self.parents[id(child)] = current
+                stack.append((child, inner))
+
+    def resolve(self, expr: cst.BaseExpression) -> str | None:
+        return self.module.imports.resolve(expr)
+
+    # ---- what is a model, what is a step ---------------------------------------------------------------
+
+    def _model_names(self) -> set[str]:
+        """Dotted names bound anywhere in the file to a model: an nn.Module built, compiled, moved."""
+        names = set(MODEL_PARAM_NAMES)
+        for _ in range(2):  # `model = Net()` then `compiled = torch.compile(model)`
+            names |= {name for name, values in self.bindings.items()
+                      if any(self._is_model_value(v, names) for v in values)}
+        return names
+
+    def _is_model_value(self, value: cst.BaseExpression, known: set[str]) -> bool:
+        if not isinstance(value, cst.Call):
+            return dotted_name(value) in known
+        func = value.func
+        if isinstance(func, cst.Attribute) and func.attr.value in SELF_RETURNING_METHODS:
+            return self._is_model_value(func.value, known)
+        if isinstance(func, cst.Attribute) and func.attr.value == "from_pretrained":
+            return (dotted_name(func.value) or "").split(".")[-1].startswith(("AutoModel", "GPT", "Bert", "Llama"))
+        qualified = self.resolve(func) or (f"{self.module.name}.{dotted_name(func)}" if dotted_name(func) else None)
+        if qualified is None:
+            return False
+        if qualified in MODEL_WRAPPERS or qualified in {"torch.jit.script", "torch.jit.trace"}:
+            return True
+        if qualified.startswith(MODULE_PREFIXES) and qualified.rsplit(".", 1)[-1][:1].isupper():
+            return True
+        cls = self.project.lookup_class(qualified)
+        return cls is not None and self.project.is_module_class(cls)
+
+    def _step_call(self, call: cst.Call) -> str | None:
+        """How a message names the traced step this call runs, if it runs one."""
+        qualified = self.resolve(call.func)
+        if qualified in api.MARK_STEP_CALLS:
+            return "xm.mark_step()" if qualified.endswith("mark_step") else f"torch_xla.{qualified.rsplit('.', 1)[1]}()"
+        name = dotted_name(call.func)
+        if name is None:
+            return None
+        if name in self.models or (name.startswith("self.") and name[5:] in self.models):
+            return f"{name}(...)"
+        for func in self.functions.get(name, ()) if "." not in name else ():
+            if any(_is_trace_decorator(self.module, d.decorator) for d in func.decorators):
+                return f"{name}(...)"
+        return None
+
+    def _loop_step(self, body: cst.CSTNode, depth: int = 0) -> tuple[str | None, bool]:
+        """The traced step a loop body runs (directly or through a function of this file it calls), and
+        whether it trains (calls backward or an optimizer's step)."""
+        step: str | None = None
+        training = False
+        for call in _calls(body):
+            found = self._step_call(call)
+            step = step or found
+            func = call.func
+            if isinstance(func, cst.Attribute):
+                receiver = (dotted_name(func.value) or "").split(".")[-1]
+                if func.attr.value in BACKWARD_METHODS or \
+                        func.attr.value == "step" and receiver in OPTIMIZER_PARAM_NAMES | {"optimizer_step"}:
+                    training = True
+            name = dotted_name(func)
+            if depth < 2 and name is not None and "." not in name:
+                for helper in self.functions.get(name, ()):
+                    inner, trains = self._loop_step(helper.body, depth + 1)
+                    if inner is not None and step is None:
+                        step = f"{name}(...)"
+                    training = training or trains
+        return step, training
+
+    # ---- loaders ---------------------------------------------------------------------------------------
+
+    def run(self) -> Pipeline:
+        loaders: list[Loader] = []
+        collate: dict[str, cst.CSTNode] = {}
+        hf_trainer = False
+        compile_static: str | None = None
+        for call in _calls_everywhere(self.tree):
+            qualified = self.resolve(call.func)
+            if qualified in DATALOADERS:
+                loaders.append(self._loader(call))
+            elif qualified in HF_TRAINERS:
+                hf_trainer = True
+            elif qualified == "torch.compile" and is_literal(_value(keyword(call, "dynamic")), "False"):
+                compile_static = "torch.compile(dynamic=False)"
+            elif qualified in {"torch._dynamo.mark_static", "torch._dynamo.decorators.mark_static"}:
+                compile_static = compile_static or "torch._dynamo.mark_static"
+        for loader in loaders:
+            arg = keyword(loader.call, "collate_fn")
+            if loader.feeds and arg is not None and (name := dotted_name(arg.value)) is not None:
+                collate[name.rsplit(".", 1)[-1]] = arg.value
+        return Pipeline(loaders, collate, hf_trainer, compile_static)
+
+    def _loader(self, call: cst.Call) -> Loader:
+        loader = Loader(call)
+        self._follow(call, loader, depth=0)
+        return loader
+
+    def _follow(self, expr: cst.CSTNode, loader: Loader, depth: int) -> None:
+        """Record the uses of the value `expr` evaluates to: the loops, wrappers and trainers it reaches."""
+        if depth > 4:
+            return
+        parent = self.parents.get(id(expr))
+        if isinstance(parent, cst.Arg):
+            self._argument_use(parent, loader, depth)
+        elif isinstance(parent, cst.For) and parent.iter is expr:
+            self._loop_use(parent, loader)
+        elif isinstance(parent, cst.Assign) and len(parent.targets) == 1:
+            target = dotted_name(parent.targets[0].target)
+            if target is None:
+                loader.other_uses = True
+                return
+            for use in self._uses(target, parent):
+                self._follow(use, loader, depth + 1)
+        elif isinstance(parent, cst.Return):
+            func = self.scopes.get(id(parent))
+            if isinstance(func, cst.FunctionDef):
+                if func.name.value in TRAIN_HOOKS:
+                    loader.feeds.append(Feed(f"the Lightning hook `{func.name.value}`", training=True))
+                elif func.name.value in EVAL_HOOKS:
+                    loader.feeds.append(Feed(f"the Lightning hook `{func.name.value}`", training=False))
+                else:
+                    for use in self._calls_of(func.name.value):
+                        self._follow(use, loader, depth + 1)
+        elif parent is not None and not isinstance(parent, cst.Expr):
+            loader.other_uses = True
+
+    def _argument_use(self, arg: cst.Arg, loader: Loader, depth: int) -> None:
+        call = self.parents.get(id(arg))
+        if not isinstance(call, cst.Call):
+            return
+        name = dotted_name(call.func) or ""
+        short = name.rsplit(".", 1)[-1]
+        qualified = self.resolve(call.func) or ""
+        if short in NOT_A_LOADER:
+            return
+        if short in ITERATION_WRAPPERS or qualified in DEVICE_LOADERS or short in {"prepare", "MpDeviceLoader"}:
+            self._follow(call, loader, depth + 1)
+            return
+        if short in {"fit", "validate", "test", "predict"} and "trainer" in name.lower() or \
+                short == "fit" and isinstance(call.func, cst.Attribute) and self._is_lightning(call.func.value):
+            training = short == "fit" and (arg.keyword is None or arg.keyword.value.startswith("train"))
+            loader.feeds.append(Feed(f"`{self._code(call.func)}`", training=training))
+            return
+        helpers = self.functions.get(name, ()) if "." not in name else ()
+        if len(helpers) != 1 or not self._follow_parameter(helpers[0], call, arg, loader, depth):
+            loader.other_uses = True
+
+    def _follow_parameter(self, func: cst.FunctionDef, call: cst.Call, arg: cst.Arg, loader: Loader,
+                          depth: int) -> bool:
+        """Follow a loader passed to a function of this file into the parameter that receives it."""
+        params = [*func.params.posonly_params, *func.params.params]
+        if arg.keyword is not None:
+            param = next((p.name.value for p in [*params, *func.params.kwonly_params]
+                          if p.name.value == arg.keyword.value), None)
+        else:
+            position = [a for a in call.args if a.keyword is None].index(arg)
+            if arg.star or any(a.star for a in call.args[:call.args.index(arg)]):
+                return False
+            offset = 1 if params and params[0].name.value in ("self", "cls") and \
+                isinstance(call.func, cst.Attribute) else 0
+            param = params[position + offset].name.value if position + offset < len(params) else None
+        if param is None:
+            return False
+        for node in _walk(func.body):
+            if isinstance(node, cst.Name) and node.value == param and not self._is_store(node) and \
+                    not isinstance(self.parents.get(id(node)), cst.Attribute):
+                self._follow(node, loader, depth + 1)
+        return True
+
+    def _is_lightning(self, receiver: cst.BaseExpression) -> bool:
+        name = dotted_name(receiver)
+        return any(isinstance(value, cst.Call) and self.resolve(value.func) in LIGHTNING_TRAINERS
+                   for value in self.bindings.get(name or "", ()))
+
+    def _loop_use(self, loop: cst.For, loader: Loader) -> None:
+        step, training = self._loop_step(loop.body)
+        if step is not None:
+            loader.feeds.append(Feed(f"the loop that calls `{step}`", training=training))
+
+    def _uses(self, target: str, binding: cst.Assign) -> Iterator[cst.CSTNode]:
+        """Reads of `target`: in the binding's function (and functions nested in it), or anywhere in the
+        file for a module-level name or a `self.` attribute."""
+        scope = self.scopes.get(id(binding), self.tree)
+        anywhere = target.startswith("self.") or scope is self.tree
+        for node in self.reads.get(target, ()):
+            if not self._is_store(node) and (anywhere or self._inside(node, scope)):
+                yield node
+
+    def _inside(self, node: cst.CSTNode, scope: cst.CSTNode) -> bool:
+        owner = self.scopes.get(id(node))
+        while owner is not None and owner is not self.tree:
+            if owner is scope:
+                return True
+            owner = self.scopes.get(id(owner))
+        return False
+
+    def _is_store(self, node: cst.CSTNode) -> bool:
+        parent = self.parents.get(id(node))
+        return isinstance(parent, cst.AssignTarget) or isinstance(parent, cst.For) and parent.target is node
+
+    def _calls_of(self, name: str) -> list[cst.Call]:
+        return self.calls_by_name.get(name, [])
+
+    @staticmethod
+    def _code(node: cst.CSTNode) -> str:
+        return " ".join(cst.Module([]).code_for_node(node).split())
+
+
+def _value(arg: cst.Arg | None) -> cst.BaseExpression | None:
+    return arg.value if arg is not None else None
+
+
+def _is_trace_decorator(module: ModuleInfo, decorator: cst.BaseExpression) -> bool:
+    target = decorator.func if isinstance(decorator, cst.Call) else decorator
+    qualified = module.imports.resolve(target) or ""
+    return qualified in MODEL_WRAPPERS or qualified in {"cerebras.pytorch.trace", "torch_xla.compile"}
+
+
+def _walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(current.children)
+
+
+def _calls_everywhere(node: cst.CSTNode) -> Iterator[cst.Call]:
+    for current in _walk(node):
+        if isinstance(current, cst.Call):
+            yield current

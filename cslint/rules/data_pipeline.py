@@ -1,0 +1,194 @@
+"""WSC55x: the data pipeline hands the traced step batches of more than one shape (one graph per shape).
+
+Module-scope rules: a `DataLoader`, a collate function or a collator is built outside traced code, and
+is reported only when it feeds a traced step (analysis/data_pipeline.py says how that is decided).
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from cslint.analysis.data_pipeline import HF_TRAINING_ARGUMENTS, Loader, Pipeline, is_literal, keyword, pipeline
+from cslint.rules.base import Fix, Rule
+
+# The consequence of a new input shape on each target, in one sentence.
+CONSEQUENCES = {
+    "wsc": "each new batch shape is a new compile on the wafer (minutes, or a failure)",
+    "xla": "each new batch shape is a new XLA graph compile",
+    "rdu": "the SambaFlow graph is compiled for one input shape and another does not fit it",
+    "compile": "under {static} each new batch shape is a recompile, and past the recompile limit the step "
+               "runs eagerly",
+}
+HF_COLLATORS = frozenset({f"{prefix}{name}" for prefix in ("transformers.", "transformers.data.data_collator.")
+                          for name in ("DataCollatorWithPadding", "DataCollatorForLanguageModeling",
+                                       "DataCollatorForSeq2Seq", "DataCollatorForTokenClassification",
+                                       "DataCollatorForWholeWordMask")})
+PAD_SEQUENCE = frozenset({"torch.nn.utils.rnn.pad_sequence"})
+
+
+def consequence(ctx, found: Pipeline) -> str | None:  # type: ignore[no-untyped-def]
+    """The target's consequence, or None on torch.compile when nothing asks for static shapes (dynamo
+    then makes the batch dimension dynamic after the first recompile)."""
+    target = ctx.settings.target.lower()
+    if target == "compile":
+        return CONSEQUENCES["compile"].format(static=found.compile_static) if found.compile_static else None
+    return CONSEQUENCES.get(target, CONSEQUENCES["wsc"])
+
+
+def add_keyword_fix(call: cst.Call, name: str, value: str, applicability: str, message: str) -> Fix:
+    """`call` with `name=value`: an existing argument's value replaced, else a keyword appended in the
+    call's layout (one argument per line stays one per line)."""
+    new_value = cst.parse_expression(value)
+    existing = keyword(call, name)
+    if existing is not None:
+        return Fix(applicability, message, [(existing.value, new_value)])  # type: ignore[arg-type]
+    args = list(call.args)
+    arg = cst.Arg(keyword=cst.Name(name), value=new_value,
+                  equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),
+                                        whitespace_after=cst.SimpleWhitespace("")))
+    if not args:
+        return Fix(applicability, message, [(call, call.with_changes(args=[arg]))])  # type: ignore[arg-type]
+    last = args[-1]
+    separator = next((a.comma for a in reversed(args[:-1]) if isinstance(a.comma, cst.Comma)), None)
+    if separator is None or "\n" not in cst.Module([]).code_for_node(separator):
+        separator = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+    arg = arg.with_changes(comma=last.comma)
+    args[-1] = last.with_changes(comma=separator)
+    return Fix(applicability, message,  # type: ignore[arg-type]
+               [(call, call.with_changes(args=[*args, arg]))])
+
+
+class LastPartialBatch(Rule):
+    code = "WSC551"
+    name = "last-partial-batch"
+    scope = "module"
+    summary = ("Checks for a `DataLoader` feeding a traced step without `drop_last=True`, and Hugging Face "
+               "`TrainingArguments` without `dataloader_drop_last=True`.")
+    why = ("The step is compiled for the shapes of the first batch. Unless the dataset's size is a multiple "
+           "of the batch size, the last batch of every epoch is smaller: another shape, so another compile "
+           "(minutes on the wafer, a failure on some stacks) or, under `torch.compile(dynamic=False)`, a "
+           "recompile.")
+    example = """
+loader = DataLoader(dataset, batch_size=32, shuffle=True)
+for inputs, targets in loader:
+    loss = criterion(model(inputs), targets)
+    loss.backward()
+    optimizer.step()
+"""
+    use_instead = """
+loader = DataLoader(dataset, batch_size=32, shuffle=True, drop_last=True)
+"""
+    fix_safety = ("Safe for a loader that only feeds training (the loops it feeds call `backward()` or "
+                  "`optimizer.step()`, or it is a Lightning training loader, and it is used nowhere else): "
+                  "at most `batch_size - 1` samples per epoch are skipped, a different one each epoch when "
+                  "shuffled. Unsafe otherwise: an evaluation loader would leave samples out of the metric. "
+                  "`dataloader_drop_last=True` also applies to Hugging Face's evaluation loaders: unsafe.")
+    VALID = [
+        """
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+
+dataset = TensorDataset(torch.randn(100, 8), torch.randn(100, 1))
+model = nn.Linear(8, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+loader = DataLoader(dataset, batch_size=32, shuffle=True, drop_last=True)
+for inputs, targets in loader:
+    loss = nn.functional.mse_loss(model(inputs), targets)
+    loss.backward()
+    optimizer.step()
+
+# data preparation: nothing traced reads these batches
+stats_loader = DataLoader(dataset, batch_size=64)
+mean = sum(x.sum() for x, _ in stats_loader) / len(dataset)
+""",
+    ]
+    INVALID = [
+        """
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 1)
+
+    def forward(self, x):
+        return self.fc(x)
+
+def train_epoch(net, loader, optimizer):
+    for inputs, targets in loader:
+        optimizer.zero_grad()
+        loss = nn.functional.mse_loss(net(inputs), targets)
+        loss.backward()
+        optimizer.step()
+
+dataset = TensorDataset(torch.randn(100, 8), torch.randn(100, 1))
+net = Net()
+optimizer = torch.optim.SGD(net.parameters(), lr=0.1)
+train_loader = DataLoader(dataset, batch_size=32, shuffle=True)  # expect: WSC551
+train_epoch(net, train_loader, optimizer)
+""",
+        """
+from transformers import Trainer, TrainingArguments
+
+args = TrainingArguments(output_dir="out", per_device_train_batch_size=16)  # expect: WSC551
+trainer = Trainer(model=model, args=args, train_dataset=train_dataset)
+trainer.train()
+""",
+    ]
+
+    def check_module(self, ctx) -> None:  # type: ignore[no-untyped-def]
+        found = pipeline(ctx.module, ctx.project)
+        if found is None:
+            return
+        effect = consequence(ctx, found)
+        if effect is None:
+            return
+        for loader in found.loaders:
+            self._check_loader(ctx, loader, effect)
+        if found.hf_trainer:
+            for call in _hf_training_arguments(ctx):
+                arg = keyword(call, "dataloader_drop_last")
+                if arg is None or is_literal(arg.value, "False"):
+                    fix = add_keyword_fix(call, "dataloader_drop_last", "True", "unsafe",
+                                          "Set `dataloader_drop_last=True`")
+                    ctx.report(call, f"`{ctx.code(call)}` keeps the last partial batch "
+                                     f"(`dataloader_drop_last` is False): {effect}", fix)
+
+    @staticmethod
+    def _check_loader(ctx, loader: Loader, effect: str) -> None:  # type: ignore[no-untyped-def]
+        call = loader.call
+        if not loader.feeds or keyword(call, "batch_sampler") is not None or \
+                is_literal(_value(keyword(call, "batch_size")), "None"):
+            return  # a batch sampler decides the batch sizes; batch_size=None yields single samples
+        arg = keyword(call, "drop_last")
+        if arg is not None and not is_literal(arg.value, "False"):
+            return  # True, or a value this file cannot read (a flag)
+        if any(a.star for a in call.args):
+            return  # `**loader_kwargs` may set it
+        feed = loader.feeds[0]
+        applicability = "safe" if loader.training_only else "unsafe"
+        fix = add_keyword_fix(call, "drop_last", "True", applicability, "Set `drop_last=True`")
+        ctx.report(call, f"`{ctx.code(call)}` feeds {feed.how} without `drop_last=True`: its last batch "
+                         f"is smaller, and {effect}", fix)
+
+
+def _value(arg: cst.Arg | None) -> cst.BaseExpression | None:
+    return arg.value if arg is not None else None
+
+
+def _hf_training_arguments(ctx):  # type: ignore[no-untyped-def]
+    for node in _walk(ctx.module.tree):
+        if isinstance(node, cst.Call) and ctx.resolve(node.func) in HF_TRAINING_ARGUMENTS and \
+                not any(a.star for a in node.args):
+            yield node
+
+
+def _walk(node: cst.CSTNode):  # type: ignore[no-untyped-def]
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(current.children)

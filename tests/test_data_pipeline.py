@@ -1,0 +1,269 @@
+"""WSC55x on whole training scripts: a plain PyTorch loop, a Hugging Face Trainer script, a Lightning
+module, a torch_xla loop; and silence for data code that feeds no traced step."""
+
+from __future__ import annotations
+
+PLAIN_LOOP = '''
+import argparse
+
+import torch
+from torch import nn
+from torch.nn.utils.rnn import pad_sequence
+from torch.utils.data import DataLoader, Dataset
+
+
+class TextDataset(Dataset):
+    def __init__(self, path):
+        self.lines = [torch.tensor([int(t) for t in line.split()]) for line in open(path)]
+
+    def __len__(self):
+        return len(self.lines)
+
+    def __getitem__(self, index):
+        return self.lines[index]
+
+
+def collate(batch):
+    inputs = pad_sequence(batch, batch_first=True, padding_value=0)
+    return inputs[:, :-1], inputs[:, 1:]
+
+
+class LanguageModel(nn.Module):
+    def __init__(self, vocab, dim):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, dim)
+        self.rnn = nn.GRU(dim, dim, batch_first=True)
+        self.head = nn.Linear(dim, vocab)
+
+    def forward(self, tokens):
+        hidden, _ = self.rnn(self.embed(tokens))
+        return self.head(hidden)
+
+
+def evaluate(model, loader):
+    model.eval()
+    total = 0.0
+    with torch.no_grad():
+        for inputs, targets in loader:
+            logits = model(inputs)
+            total += nn.functional.cross_entropy(logits.transpose(1, 2), targets).item()
+    return total / len(loader)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--train", default="train.txt")
+    parser.add_argument("--valid", default="valid.txt")
+    args = parser.parse_args()
+    model = LanguageModel(32000, 256)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4)
+    train_loader = DataLoader(TextDataset(args.train), batch_size=32, shuffle=True, collate_fn=collate)
+    valid_loader = DataLoader(TextDataset(args.valid), batch_size=64, collate_fn=collate)
+    for epoch in range(10):
+        model.train()
+        for step, (inputs, targets) in enumerate(train_loader):
+            optimizer.zero_grad()
+            loss = nn.functional.cross_entropy(model(inputs).transpose(1, 2), targets)
+            loss.backward()
+            optimizer.step()
+        print(epoch, evaluate(model, valid_loader))
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+HF_TRAINER = '''
+from datasets import load_dataset
+from transformers import (AutoModelForSequenceClassification, AutoTokenizer, DataCollatorWithPadding, Trainer,
+                          TrainingArguments)
+
+tokenizer = AutoTokenizer.from_pretrained("bert-base-uncased")
+raw = load_dataset("glue", "sst2")
+
+
+def tokenize(examples):
+    return tokenizer(examples["sentence"], truncation=True, max_length=128)
+
+
+tokenized = raw.map(tokenize, batched=True)
+model = AutoModelForSequenceClassification.from_pretrained("bert-base-uncased", num_labels=2)
+args = TrainingArguments(
+    output_dir="sst2",
+    per_device_train_batch_size=32,
+    num_train_epochs=3,
+)
+trainer = Trainer(
+    model=model,
+    args=args,
+    train_dataset=tokenized["train"],
+    eval_dataset=tokenized["validation"],
+    data_collator=DataCollatorWithPadding(tokenizer),
+)
+trainer.train()
+'''
+
+LIGHTNING = '''
+import lightning as L
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, random_split
+from torchvision import datasets, transforms
+
+
+class LitClassifier(L.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Sequential(nn.Flatten(), nn.Linear(28 * 28, 128), nn.ReLU(), nn.Linear(128, 10))
+
+    def forward(self, x):
+        return self.net(x)
+
+    def training_step(self, batch, batch_idx):
+        x, y = batch
+        return nn.functional.cross_entropy(self(x), y)
+
+    def configure_optimizers(self):
+        return torch.optim.Adam(self.parameters(), lr=1e-3)
+
+
+class MNISTData(L.LightningDataModule):
+    def setup(self, stage=None):
+        full = datasets.MNIST(".", train=True, download=True, transform=transforms.ToTensor())
+        self.train_set, self.val_set = random_split(full, [55000, 5000])
+
+    def train_dataloader(self):
+        return DataLoader(self.train_set, batch_size=64, shuffle=True, num_workers=4)
+
+    def val_dataloader(self):
+        return DataLoader(self.val_set, batch_size=256)
+
+
+trainer = L.Trainer(max_epochs=5)
+trainer.fit(LitClassifier(), datamodule=MNISTData())
+'''
+
+XLA_LOOP = '''
+import torch
+import torch_xla.core.xla_model as xm
+import torch_xla.distributed.parallel_loader as pl
+from torch import nn
+from torch.utils.data import DataLoader
+from torchvision import datasets, transforms
+
+
+def train(model, epochs):
+    device = xm.xla_device()
+    model = model.to(device)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    dataset = datasets.CIFAR10(".", train=True, download=True, transform=transforms.ToTensor())
+    loader = DataLoader(dataset, batch_size=128, shuffle=True, num_workers=8)
+    device_loader = pl.MpDeviceLoader(loader, device)
+    for epoch in range(epochs):
+        for images, labels in device_loader:
+            optimizer.zero_grad()
+            loss = nn.functional.cross_entropy(model(images), labels)
+            loss.backward()
+            xm.optimizer_step(optimizer)
+            xm.mark_step()
+'''
+
+PREPROCESSING_ONLY = '''
+import numpy as np
+import torch
+from torch.utils.data import DataLoader
+from torchvision import datasets, transforms
+
+dataset = datasets.ImageFolder("images", transform=transforms.ToTensor())
+loader = DataLoader(dataset, batch_size=64, num_workers=4)
+mean = torch.zeros(3)
+for images, _ in loader:
+    mean += images.mean(dim=(0, 2, 3))
+np.save("mean.npy", (mean / len(loader)).numpy())
+'''
+
+
+def _codes(diagnostics, prefix="WSC55"):  # type: ignore[no-untyped-def]
+    return sorted((d.line, d.code) for d in diagnostics if d.code.startswith(prefix))
+
+
+def test_plain_loop_reports_both_loaders_and_fixes_only_training_safely(lint, fix) -> None:
+    found = lint(PLAIN_LOOP)
+    lines = PLAIN_LOOP.lstrip("\n").splitlines()
+    train = next(i for i, line in enumerate(lines, 1) if "train_loader = DataLoader" in line)
+    valid = next(i for i, line in enumerate(lines, 1) if "valid_loader = DataLoader" in line)
+    assert (train, "WSC551") in _codes(found) and (valid, "WSC551") in _codes(found)
+    message = next(d.message for d in found if d.line == valid and d.code == "WSC551")
+    assert "model(...)" in message and "new compile on the wafer" in message
+    fixed = fix(PLAIN_LOOP)
+    assert "shuffle=True, collate_fn=collate, drop_last=True)" in fixed  # training loader: safe
+    assert "batch_size=64, collate_fn=collate)" in fixed  # evaluation loader: only with unsafe fixes
+    assert "batch_size=64, collate_fn=collate, drop_last=True)" in fix(PLAIN_LOOP, unsafe=True)
+
+
+def test_hf_trainer_script(lint, fix) -> None:
+    found = _codes(lint(HF_TRAINER))
+    assert [code for _, code in found].count("WSC551") == 1
+    fixed = fix(HF_TRAINER, unsafe=True)
+    assert "    num_train_epochs=3,\n    dataloader_drop_last=True,\n)" in fixed
+
+
+def test_lightning_hooks(lint, fix) -> None:
+    found = lint(LIGHTNING)
+    assert [d.code for d in found if d.code.startswith("WSC55")] == ["WSC551", "WSC551"]
+    fixed = fix(LIGHTNING)
+    assert "shuffle=True, num_workers=4, drop_last=True)" in fixed
+    assert "DataLoader(self.val_set, batch_size=256)" in fixed  # validation: unsafe
+
+
+def test_torch_xla_loop_through_mp_device_loader(lint, fix) -> None:
+    found = lint(XLA_LOOP, target="xla")
+    message = next(d.message for d in found if d.code == "WSC551")
+    assert "new XLA graph compile" in message and "recompiles the XLA graph" not in message
+    assert "num_workers=8, drop_last=True)" in fix(XLA_LOOP)
+
+
+def test_quiet_outside_training_code(lint) -> None:
+    assert _codes(lint(PREPROCESSING_ONLY)) == []
+
+
+def test_compile_target_reports_only_when_static_shapes_are_asked_for(lint) -> None:
+    script = '''
+import torch
+from torch import nn
+from torch.utils.data import DataLoader
+
+model = nn.Linear(8, 1)
+compiled = torch.compile(model{options})
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for x, y in DataLoader(dataset, batch_size=32):
+    loss = nn.functional.mse_loss(compiled(x), y)
+    loss.backward()
+    optimizer.step()
+'''
+    assert _codes(lint(script.format(options=""), target="compile")) == []
+    found = lint(script.format(options=", dynamic=False"), target="compile")
+    assert [d.code for d in found if d.code.startswith("WSC55")] == ["WSC551"]
+    assert "torch.compile(dynamic=False)" in found[0].message
+
+
+def test_drop_last_from_a_flag_or_a_batch_sampler_is_not_reported(lint) -> None:
+    script = '''
+import torch
+from torch import nn
+from torch.utils.data import BatchSampler, DataLoader, RandomSampler
+
+model = nn.Linear(8, 1)
+a = DataLoader(dataset, batch_size=32, drop_last=args.drop_last)
+b = DataLoader(dataset, batch_sampler=BatchSampler(RandomSampler(dataset), 32, drop_last=False))
+c = DataLoader(dataset, **loader_kwargs)
+for loader in (a, b, c):
+    pass
+for x, y in a:
+    model(x).sum().backward()
+for x, y in b:
+    model(x).sum().backward()
+for x, y in c:
+    model(x).sum().backward()
+'''
+    assert _codes(lint(script)) == []
