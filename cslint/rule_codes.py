@@ -26,6 +26,7 @@ RULE_CODES: tuple[tuple[str, bool], ...] = (
     ("WSC501", True),
     ("WSC502", True),
     ("WSC551", True),
+    ("WSC552", True),
     ("WSC601", True),
     ("WSC602", True),
     ("WSC701", True),

@@ -267,3 +267,55 @@ for x, y in c:
     model(x).sum().backward()
 '''
     assert _codes(lint(script)) == []
+
+
+def test_padding_to_the_longest_in_a_collate_function_and_a_collator(lint, fix) -> None:
+    plain = lint(PLAIN_LOOP)
+    pad_line = next(i for i, line in enumerate(PLAIN_LOOP.lstrip("\n").splitlines(), 1) if "pad_sequence(batch" in line)
+    assert (pad_line, "WSC552") in _codes(plain)
+    hf = [d for d in lint(HF_TRAINER) if d.code == "WSC552"]
+    assert len(hf) == 1 and "DataCollatorWithPadding(tokenizer)" in hf[0].message
+    assert "DataCollatorWithPadding(tokenizer, pad_to_multiple_of=64)" in fix(HF_TRAINER, unsafe=True)
+    assert "DataCollatorWithPadding(tokenizer)" in fix(HF_TRAINER)  # unsafe only
+
+
+def test_padding_in_a_collator_class_and_a_batched_map(lint, fix) -> None:
+    script = '''
+from torch.utils.data import DataLoader
+from transformers import AutoTokenizer
+
+
+class Collator:
+    def __init__(self, tokenizer):
+        self.tokenizer = tokenizer
+
+    def __call__(self, batch):
+        return self.tokenizer([b["text"] for b in batch], padding="longest", truncation=True, max_length=128,
+                              return_tensors="pt")
+
+
+tokenizer = AutoTokenizer.from_pretrained("gpt2")
+train = raw.map(lambda ex: tokenizer(ex["text"], padding=True), batched=True)
+eval_only = raw.map(lambda ex: tokenizer(ex["text"], padding=True))
+loader = DataLoader(train, batch_size=8, collate_fn=Collator(tokenizer), drop_last=True)
+for batch in loader:
+    model(**batch).loss.backward()
+'''
+    found = _codes(lint(script), "WSC552")
+    assert [line for line, _ in found] == [10, 15]
+    fixed = fix(script, unsafe=True)
+    assert 'padding="max_length", truncation=True, max_length=128' in fixed
+    assert 'tokenizer(ex["text"], padding=True), batched=True)' in fixed  # no max_length: no fix
+
+
+def test_padding_is_quiet_when_nothing_traced_reads_the_batches(lint) -> None:
+    script = '''
+from transformers import DataCollatorWithPadding
+
+def tokenize(ex):
+    return tokenizer(ex["text"], padding=True)
+
+features = raw.map(tokenize, batched=True)
+collator = DataCollatorWithPadding(tokenizer)
+'''
+    assert _codes(lint(script)) == []

@@ -67,7 +67,7 @@ class Loader:
 @dataclass
 class Pipeline:
     loaders: list[Loader]
-    collate_functions: dict[str, cst.CSTNode]  # names passed as `collate_fn=` of a feeding loader
+    batch_functions: list[tuple[cst.FunctionDef | cst.Lambda, str]]  # code run on each batch, and why
     hf_trainer: bool  # a transformers Trainer is built here: its datasets are batched for its traced step
     compile_static: str | None  # how a `torch.compile` here asks for static shapes (`dynamic=False`)
 
@@ -148,9 +148,11 @@ class _Scan:
                 if name is not None:
                     self.bindings.setdefault(name, []).append(current.value)
             elif isinstance(current, cst.Call):
-                called = dotted_name(current.func)
-                if called is not None:
-                    self.calls_by_name.setdefault(called.rsplit(".", 1)[-1], []).append(current)
+                func = current.func
+                called = func.attr.value if isinstance(func, cst.Attribute) else \
+                    func.value if isinstance(func, cst.Name) else None
+                if called is not None:  # by the last name: `raw["train"].map(...)` too
+                    self.calls_by_name.setdefault(called, []).append(current)
             for child in current.children:
                 self.parents[id(child)] = current
                 stack.append((child, inner))
@@ -228,7 +230,6 @@ class _Scan:
 
     def run(self) -> Pipeline:
         loaders: list[Loader] = []
-        collate: dict[str, cst.CSTNode] = {}
         hf_trainer = False
         compile_static: str | None = None
         for call in _calls_everywhere(self.tree):
@@ -241,11 +242,44 @@ class _Scan:
                 compile_static = "torch.compile(dynamic=False)"
             elif qualified in {"torch._dynamo.mark_static", "torch._dynamo.decorators.mark_static"}:
                 compile_static = compile_static or "torch._dynamo.mark_static"
+        feeds = hf_trainer or any(loader.feeds for loader in loaders)
+        return Pipeline(loaders, self._batch_functions(loaders) if feeds else [], hf_trainer, compile_static)
+
+    def _batch_functions(self, loaders: list[Loader]) -> list[tuple[cst.FunctionDef | cst.Lambda, str]]:
+        """The collate functions of the feeding loaders, and the functions `datasets.map(batched=True)`
+        applies to groups of examples: what pads there pads to the longest of that group."""
+        found: list[tuple[cst.FunctionDef | cst.Lambda, str]] = []
         for loader in loaders:
             arg = keyword(loader.call, "collate_fn")
-            if loader.feeds and arg is not None and (name := dotted_name(arg.value)) is not None:
-                collate[name.rsplit(".", 1)[-1]] = arg.value
-        return Pipeline(loaders, collate, hf_trainer, compile_static)
+            if loader.feeds and arg is not None:
+                found += [(f, f"the collate function of a loader feeding {loader.feeds[0].how}")
+                          for f in self._functions_of(arg.value)]
+        for call in self.calls_by_name.get("map", ()):
+            if isinstance(call.func, cst.Attribute) and is_literal(_value(keyword(call, "batched")), "True") \
+                    and call.args and call.args[0].keyword is None:
+                found += [(f, "a function `.map(batched=True)` applies to groups of examples")
+                          for f in self._functions_of(call.args[0].value)]
+        return found
+
+    def _class_of(self, func: cst.FunctionDef) -> str | None:
+        block = self.parents.get(id(func))
+        owner = self.parents.get(id(block)) if block is not None else None
+        return owner.name.value if isinstance(owner, cst.ClassDef) else None
+
+    def _functions_of(self, expr: cst.BaseExpression) -> list[cst.FunctionDef | cst.Lambda]:
+        """The code a callable expression runs: a function of this file (`collate`, `self.collate`), a
+        lambda, `partial(f, ...)`, or the `__call__` of a class of this file built there (`Collator(tok)`)."""
+        if isinstance(expr, cst.Lambda):
+            return [expr]
+        if isinstance(expr, cst.Call):
+            name = dotted_name(expr.func) or ""
+            if name.rsplit(".", 1)[-1] == "partial" and expr.args:
+                return self._functions_of(expr.args[0].value)
+            return [f for f in self.functions.get("__call__", ()) if self._class_of(f) == name]
+        name = dotted_name(expr)
+        if name is None or name.count(".") > 1 or "." in name and not name.startswith("self."):
+            return []
+        return list(self.functions.get(name.rsplit(".", 1)[-1], ()))
 
     def _loader(self, call: cst.Call) -> Loader:
         loader = Loader(call)

@@ -192,3 +192,146 @@ def _walk(node: cst.CSTNode):  # type: ignore[no-untyped-def]
         current = stack.pop()
         yield current
         stack.extend(current.children)
+
+
+TOKENIZER_METHODS = frozenset({"pad", "batch_encode_plus", "encode_plus", "__call__"})
+PADS_TO_LONGEST = ("True", "longest")
+LANGUAGE_MODEL_COLLATORS = ("DataCollatorForLanguageModeling", "DataCollatorForWholeWordMask")
+
+
+class PaddingToLongest(Rule):
+    code = "WSC552"
+    name = "padding-to-longest"
+    scope = "module"
+    summary = ("Checks for batches padded to their longest sequence: `pad_sequence` or `tokenizer(..., "
+               "padding=True)` in a collate function (or a batched `map`), and Hugging Face padding "
+               "collators without `pad_to_multiple_of`, in a script that feeds a traced step.")
+    why = ("Padding to the longest sequence of each batch gives almost every batch another sequence length. "
+           "The step is compiled for the first batch's shapes, so each new length is another compile "
+           "(minutes on the wafer, a failure on some stacks) or a recompile under "
+           "`torch.compile(dynamic=False)`.")
+    example = """
+def collate(batch):
+    return pad_sequence(batch, batch_first=True)
+
+collator = DataCollatorWithPadding(tokenizer)
+"""
+    use_instead = """
+def collate(batch):
+    return tokenizer.pad(batch, padding="max_length", max_length=512, return_tensors="pt")
+
+collator = DataCollatorWithPadding(tokenizer, pad_to_multiple_of=64)  # a few lengths: a few graphs
+"""
+    fix_safety = ("Unsafe: padding to a fixed length or a multiple costs memory and compute, and the right "
+                  "length is the model's to choose. A collator gets `pad_to_multiple_of=64`; a tokenizer call "
+                  "that already names `max_length` gets `padding=\"max_length\"`; `pad_sequence` has no fix.")
+    VALID = [
+        """
+import torch
+from torch.utils.data import DataLoader
+from transformers import DataCollatorWithPadding, Trainer
+
+def collate(batch):
+    return tokenizer(batch, padding="max_length", max_length=256, truncation=True, return_tensors="pt")
+
+loader = DataLoader(texts, batch_size=16, collate_fn=collate, drop_last=True)
+for batch in loader:
+    model(**batch).loss.backward()
+
+collator = DataCollatorWithPadding(tokenizer, pad_to_multiple_of=64)
+trainer = Trainer(model=model, data_collator=collator, train_dataset=train)
+""",
+        """
+from torch.nn.utils.rnn import pad_sequence
+from torch.utils.data import DataLoader
+
+def collate(batch):
+    return pad_sequence(batch, batch_first=True)
+
+# nothing traced reads these batches
+lengths = [len(b) for b in DataLoader(texts, batch_size=16, collate_fn=collate)]
+""",
+    ]
+    INVALID = [
+        """
+import torch
+from torch import nn
+from torch.nn.utils.rnn import pad_sequence
+from torch.utils.data import DataLoader
+
+def collate(batch):
+    tokens = pad_sequence([b["tokens"] for b in batch], batch_first=True)  # expect: WSC552
+    return tokens, torch.tensor([b["label"] for b in batch])
+
+model = nn.Sequential(nn.Embedding(1000, 64), nn.Flatten(1), nn.LazyLinear(2))
+loader = DataLoader(examples, batch_size=32, collate_fn=collate, drop_last=True)
+for tokens, labels in loader:
+    nn.functional.cross_entropy(model(tokens), labels).backward()
+""",
+        """
+from transformers import DataCollatorForSeq2Seq, Seq2SeqTrainer
+
+def preprocess(examples):
+    return tokenizer(examples["text"], padding=True, truncation=True, max_length=512)  # expect: WSC552
+
+train = raw.map(preprocess, batched=True)
+collator = DataCollatorForSeq2Seq(tokenizer, model=model)  # expect: WSC552
+trainer = Seq2SeqTrainer(model=model, args=args, train_dataset=train, data_collator=collator)
+""",
+    ]
+
+    def check_module(self, ctx) -> None:  # type: ignore[no-untyped-def]
+        found = pipeline(ctx.module, ctx.project)
+        if found is None or not found.feeds_a_step:
+            return
+        effect = consequence(ctx, found)
+        if effect is None:
+            return
+        effect = effect.replace("batch shape", "sequence length")
+        for function, why in found.batch_functions:
+            for call in _walk_calls(function.body):
+                self._check_batch_call(ctx, call, why, effect)
+        grouped = "block_size" in ctx.module.source  # examples cut into fixed blocks: an LM collator pads nothing
+        for call in _walk_calls(ctx.module.tree):
+            qualified = ctx.resolve(call.func) or ""
+            if qualified not in HF_COLLATORS or any(a.star for a in call.args) or \
+                    grouped and qualified.endswith(LANGUAGE_MODEL_COLLATORS):
+                continue
+            multiple = keyword(call, "pad_to_multiple_of")
+            padding = keyword(call, "padding")
+            if multiple is not None and not is_literal(multiple.value, "None") or \
+                    padding is not None and not is_literal(padding.value, *PADS_TO_LONGEST):
+                continue
+            fix = add_keyword_fix(call, "pad_to_multiple_of", "64", "unsafe", "Pad to a multiple of 64")
+            ctx.report(call, f"`{ctx.code(call)}` pads each batch to its longest example: {effect}; pass "
+                             "`pad_to_multiple_of` (a few lengths) or `padding=\"max_length\"` with `max_length`",
+                       fix)
+
+    @staticmethod
+    def _check_batch_call(ctx, call: cst.Call, why: str, effect: str) -> None:  # type: ignore[no-untyped-def]
+        if ctx.resolve(call.func) in PAD_SEQUENCE:
+            ctx.report(call, f"`{ctx.code(call)}` in {why} pads to the longest sequence of each batch: {effect}; "
+                             "pad to a fixed length (`torch.nn.functional.pad` to `max_length`)")
+            return
+        if not _is_tokenizer_call(call):
+            return
+        padding = keyword(call, "padding")
+        if padding is None or not is_literal(padding.value, *PADS_TO_LONGEST):
+            return
+        fix = None
+        if keyword(call, "max_length") is not None:
+            fix = add_keyword_fix(call, "padding", '"max_length"', "unsafe", "Pad to `max_length`")
+        ctx.report(call, f"`{ctx.code(call)}` in {why} pads to the longest sequence: {effect}; use "
+                         "`padding=\"max_length\"` with `max_length`, or `pad_to_multiple_of`", fix)
+
+
+def _is_tokenizer_call(call: cst.Call) -> bool:
+    func = call.func
+    if isinstance(func, cst.Attribute) and func.attr.value in TOKENIZER_METHODS:
+        func = func.value
+    last = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+    return last.lower().endswith("tokenizer") or last in ("tok", "processor")
+
+
+def _walk_calls(node: cst.CSTNode):  # type: ignore[no-untyped-def]
+    return (n for n in _walk(node) if isinstance(n, cst.Call))

@@ -1,0 +1,16 @@
+from transformers import DataCollatorWithPadding, Trainer
+
+
+def tokenize(examples):
+    return tokenizer(
+        examples["sentence"],
+        padding="max_length",
+        truncation=True,
+        max_length=128,
+    )
+
+
+train = raw["train"].map(tokenize, batched=True)
+collator = DataCollatorWithPadding(tokenizer=tokenizer, pad_to_multiple_of=64)
+trainer = Trainer(model=model, args=args, train_dataset=train, data_collator=collator)
+trainer.train()
