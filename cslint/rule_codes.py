@@ -27,6 +27,7 @@ RULE_CODES: tuple[tuple[str, bool], ...] = (
     ("WSC502", True),
     ("WSC551", True),
     ("WSC552", True),
+    ("WSC553", True),
     ("WSC601", True),
     ("WSC602", True),
     ("WSC701", True),

@@ -319,3 +319,26 @@ features = raw.map(tokenize, batched=True)
 collator = DataCollatorWithPadding(tokenizer)
 '''
     assert _codes(lint(script)) == []
+
+
+def test_resize_keeping_the_aspect_ratio_reported_once_for_shared_transforms(lint) -> None:
+    script = '''
+import torch
+from torch.utils.data import DataLoader
+from torchvision import datasets, transforms
+
+plain = transforms.Compose([transforms.Resize(size=384), transforms.ToTensor()])
+cropped = transforms.Compose([transforms.Resize(384), transforms.RandomCrop(320), transforms.ToTensor()])
+train_set = datasets.ImageFolder("train", transform=plain)
+val_set = datasets.ImageFolder("val", transform=plain)
+crop_set = datasets.ImageFolder("train", transform=cropped)
+train_loader = DataLoader(train_set, batch_size=1)
+val_loader = DataLoader(val_set, batch_size=1)
+for images, labels in train_loader:
+    model(images).sum().backward()
+for images, labels in val_loader:
+    model(images)
+for images, labels in DataLoader(crop_set, batch_size=8, drop_last=True):
+    model(images).sum().backward()
+'''
+    assert _codes(lint(script), "WSC553") == [(5, "WSC553")]

@@ -51,6 +51,7 @@ class Feed:
 
     how: str
     training: bool
+    loop: cst.For | None = None  # the loop whose body runs the step, when it is a loop
 
 
 @dataclass
@@ -69,7 +70,17 @@ class Pipeline:
     loaders: list[Loader]
     batch_functions: list[tuple[cst.FunctionDef | cst.Lambda, str]]  # code run on each batch, and why
     hf_trainer: bool  # a transformers Trainer is built here: its datasets are batched for its traced step
+    transforms: list[tuple[cst.BaseExpression, str]]  # `transform=` values of the feeding loaders' datasets
     compile_static: str | None  # how a `torch.compile` here asks for static shapes (`dynamic=False`)
+
+    def step_loops(self) -> list[tuple[cst.For, str]]:
+        """The loops that iterate a loader and run a traced step, each with how a message names it."""
+        loops: dict[int, tuple[cst.For, str]] = {}
+        for loader in self.loaders:
+            for feed in loader.feeds:
+                if feed.loop is not None:
+                    loops.setdefault(id(feed.loop), (feed.loop, feed.how))
+        return list(loops.values())
 
     @property
     def feeds_a_step(self) -> bool:
@@ -243,7 +254,29 @@ class _Scan:
             elif qualified in {"torch._dynamo.mark_static", "torch._dynamo.decorators.mark_static"}:
                 compile_static = compile_static or "torch._dynamo.mark_static"
         feeds = hf_trainer or any(loader.feeds for loader in loaders)
-        return Pipeline(loaders, self._batch_functions(loaders) if feeds else [], hf_trainer, compile_static)
+        return Pipeline(loaders, self._batch_functions(loaders) if feeds else [], hf_trainer,
+                        self._transforms(loaders), compile_static)
+
+    def _transforms(self, loaders: list[Loader]) -> list[tuple[cst.BaseExpression, str]]:
+        """The `transform=` of each feeding loader's dataset, where this file builds both
+        (`DataLoader(ImageFolder(root, transform=tf))`, through names bound once in the file)."""
+        found: list[tuple[cst.BaseExpression, str]] = []
+        for loader in loaders:
+            dataset = keyword(loader.call, "dataset") or \
+                (loader.call.args[0] if loader.call.args and loader.call.args[0].keyword is None else None)
+            if not loader.feeds or dataset is None:
+                continue
+            for built in self._values(dataset.value):
+                transform = keyword(built, "transform") if isinstance(built, cst.Call) else None
+                if transform is not None:
+                    found += [(value, loader.feeds[0].how) for value in self._values(transform.value)
+                              if all(value is not seen for seen, _ in found)]
+        return found
+
+    def _values(self, expr: cst.BaseExpression) -> list[cst.BaseExpression]:
+        """`expr`, or what the name it is was bound to (every binding in the file)."""
+        name = dotted_name(expr) if isinstance(expr, (cst.Name, cst.Attribute)) else None
+        return list(self.bindings.get(name, ())) if name is not None else [expr]
 
     def _batch_functions(self, loaders: list[Loader]) -> list[tuple[cst.FunctionDef | cst.Lambda, str]]:
         """The collate functions of the feeding loaders, and the functions `datasets.map(batched=True)`
@@ -366,7 +399,7 @@ class _Scan:
     def _loop_use(self, loop: cst.For, loader: Loader) -> None:
         step, training = self._loop_step(loop.body)
         if step is not None:
-            loader.feeds.append(Feed(f"the loop that calls `{step}`", training=training))
+            loader.feeds.append(Feed(f"the loop that calls `{step}`", training=training, loop=loop))
 
     def _uses(self, target: str, binding: cst.Assign) -> Iterator[cst.CSTNode]:
         """Reads of `target`: in the binding's function (and functions nested in it), or anywhere in the

@@ -203,8 +203,8 @@ class PaddingToLongest(Rule):
     code = "WSC552"
     name = "padding-to-longest"
     scope = "module"
-    summary = ("Checks for batches padded to their longest sequence: `pad_sequence` or `tokenizer(..., "
-               "padding=True)` in a collate function (or a batched `map`), and Hugging Face padding "
+    summary = ("Checks for batches padded to their longest sequence: `pad_sequence`, `tokenizer(..., "
+               "padding=True)` or `max(len(s) for s in batch)` in a collate function (or a batched `map`), and Hugging Face padding "
                "collators without `pad_to_multiple_of`, in a script that feeds a traced step.")
     why = ("Padding to the longest sequence of each batch gives almost every batch another sequence length. "
            "The step is compiled for the first batch's shapes, so each new length is another compile "
@@ -263,9 +263,18 @@ def collate(batch):
     tokens = pad_sequence([b["tokens"] for b in batch], batch_first=True)  # expect: WSC552
     return tokens, torch.tensor([b["label"] for b in batch])
 
+def collate_by_hand(batch):
+    longest = max(len(b["tokens"]) for b in batch)  # expect: WSC552
+    tokens = torch.zeros(len(batch), longest, dtype=torch.long)
+    for i, b in enumerate(batch):
+        tokens[i, :len(b["tokens"])] = b["tokens"]
+    return tokens, torch.tensor([b["label"] for b in batch])
+
 model = nn.Sequential(nn.Embedding(1000, 64), nn.Flatten(1), nn.LazyLinear(2))
 loader = DataLoader(examples, batch_size=32, collate_fn=collate, drop_last=True)
 for tokens, labels in loader:
+    nn.functional.cross_entropy(model(tokens), labels).backward()
+for tokens, labels in DataLoader(examples, batch_size=32, collate_fn=collate_by_hand, drop_last=True):
     nn.functional.cross_entropy(model(tokens), labels).backward()
 """,
         """
@@ -313,6 +322,10 @@ trainer = Seq2SeqTrainer(model=model, args=args, train_dataset=train, data_colla
             ctx.report(call, f"`{ctx.code(call)}` in {why} pads to the longest sequence of each batch: {effect}; "
                              "pad to a fixed length (`torch.nn.functional.pad` to `max_length`)")
             return
+        if _longest_length(ctx, call):
+            ctx.report(call, f"`{ctx.code(call)}` in {why} takes the longest length of each batch, to pad to "
+                             f"it: {effect}; pad to a fixed `max_length` (or round up to a multiple)")
+            return
         if not _is_tokenizer_call(call):
             return
         padding = keyword(call, "padding")
@@ -325,6 +338,13 @@ trainer = Seq2SeqTrainer(model=model, args=args, train_dataset=train, data_colla
                          "`padding=\"max_length\"` with `max_length`, or `pad_to_multiple_of`", fix)
 
 
+def _longest_length(ctx, call: cst.Call) -> bool:  # type: ignore[no-untyped-def]
+    """`max(len(s) for s in batch)`, `max(map(len, batch))`: the builtin max over lengths."""
+    if not (isinstance(call.func, cst.Name) and call.func.value == "max" and ctx.resolve(call.func) is None):
+        return False
+    return any(isinstance(n, cst.Name) and n.value == "len" for a in call.args for n in _walk(a.value))
+
+
 def _is_tokenizer_call(call: cst.Call) -> bool:
     func = call.func
     if isinstance(func, cst.Attribute) and func.attr.value in TOKENIZER_METHODS:
@@ -335,3 +355,126 @@ def _is_tokenizer_call(call: cst.Call) -> bool:
 
 def _walk_calls(node: cst.CSTNode):  # type: ignore[no-untyped-def]
     return (n for n in _walk(node) if isinstance(n, cst.Call))
+
+
+RESIZES = frozenset({"torchvision.transforms.Resize", "torchvision.transforms.v2.Resize",
+                     "torchvision.transforms.transforms.Resize"})
+COMPOSES = frozenset({"torchvision.transforms.Compose", "torchvision.transforms.v2.Compose",
+                      "torchvision.transforms.transforms.Compose"})
+INTERPOLATES = frozenset({"torch.nn.functional.interpolate", "torch.nn.functional.upsample",
+                          "torchvision.transforms.functional.resize", "torchvision.transforms.v2.functional.resize"})
+RANDOM_MODULES = ("random.", "numpy.random.", "torch.randint")
+
+
+class VariableImageSize(Rule):
+    code = "WSC553"
+    name = "variable-image-size"
+    scope = "module"
+    summary = ("Checks for image sizes that vary between batches feeding a traced step: `Resize(int)` (which "
+               "keeps the aspect ratio) in a `Compose` without a crop, and a size drawn at random in the "
+               "training loop and passed to `F.interpolate` (multi-scale training).")
+    why = ("The step is compiled for the first batch's image size. `Resize(256)` only fixes the shorter side, "
+           "so images of another aspect ratio come out in another shape; a size picked per batch is another "
+           "shape by design. Each new shape is another compile (minutes on the wafer, a failure on some "
+           "stacks) or a recompile under `torch.compile(dynamic=False)`.")
+    example = """
+train_tf = transforms.Compose([transforms.Resize(256), transforms.ToTensor()])
+for images, labels in loader:
+    size = random.choice([320, 416, 512])
+    images = F.interpolate(images, size=size)
+"""
+    use_instead = """
+train_tf = transforms.Compose([transforms.Resize(256), transforms.CenterCrop(224), transforms.ToTensor()])
+for images, labels in loader:  # one size, or a few named buckets compiled ahead
+    images = F.interpolate(images, size=416)
+"""
+    fix_safety = ("Unsafe: `Resize(n)` becomes `Resize((n, n))`, which distorts images that are not square "
+                  "(a crop may be what the model wants). A random size per batch has no fix.")
+    VALID = [
+        """
+import torch
+import torch.nn.functional as F
+from torch.utils.data import DataLoader
+from torchvision import datasets, transforms
+
+tf = transforms.Compose([transforms.Resize(256), transforms.CenterCrop(224), transforms.ToTensor()])
+loader = DataLoader(datasets.ImageFolder("train", transform=tf), batch_size=32, drop_last=True)
+for images, labels in loader:
+    images = F.interpolate(images, size=(192, 192))
+    model(images).sum().backward()
+
+# a thumbnail tool: nothing traced reads these
+thumbs = transforms.Compose([transforms.Resize(64), transforms.ToTensor()])
+""",
+    ]
+    INVALID = [
+        """
+import random
+
+import torch.nn.functional as F
+from torch.utils.data import DataLoader
+from torchvision import datasets, transforms
+
+tf = transforms.Compose([transforms.Resize(512), transforms.ToTensor()])  # expect: WSC553
+loader = DataLoader(datasets.ImageFolder("train", transform=tf), batch_size=1, drop_last=True)
+for images, targets in loader:
+    size = random.choice([320, 416, 512]) // 32 * 32
+    images = F.interpolate(images, size=(size, size), mode="bilinear")  # expect: WSC553
+    model(images, targets).backward()
+""",
+    ]
+
+    def check_module(self, ctx) -> None:  # type: ignore[no-untyped-def]
+        found = pipeline(ctx.module, ctx.project)
+        if found is None or not found.feeds_a_step:
+            return
+        effect = consequence(ctx, found)
+        if effect is None:
+            return
+        effect = effect.replace("batch shape", "image size")
+        for transform, _ in found.transforms:
+            if isinstance(transform, cst.Call) and ctx.resolve(transform.func) in COMPOSES and transform.args and \
+                    isinstance(transform.args[0].value, (cst.List, cst.Tuple)):
+                self._check_compose(ctx, transform.args[0].value, effect)
+        for loop, how in found.step_loops():
+            self._check_loop(ctx, loop, how, effect)
+
+    @staticmethod
+    def _check_compose(ctx, steps: cst.List | cst.Tuple, effect: str) -> None:  # type: ignore[no-untyped-def]
+        calls = [e.value for e in steps.elements if isinstance(e.value, cst.Call)]
+        if any("Crop" in (ctx.resolve(c.func) or "") for c in calls):
+            return
+        for call in calls:
+            if ctx.resolve(call.func) not in RESIZES:
+                continue
+            size = keyword(call, "size") or (call.args[0] if call.args and call.args[0].keyword is None else None)
+            if size is None or not isinstance(size.value, cst.Integer):
+                continue
+            square = f"({size.value.value}, {size.value.value})"
+            fix = Fix("unsafe", f"Resize to {square}", [(size.value, cst.parse_expression(square))])
+            ctx.report(call, f"`{ctx.code(call)}` fixes only the shorter side and the transforms crop nothing: "
+                             f"images of another aspect ratio give another shape, and {effect}; resize to a "
+                             f"fixed `{square}` or crop after it", fix)
+
+    @staticmethod
+    def _check_loop(ctx, loop: cst.For, how: str, effect: str) -> None:  # type: ignore[no-untyped-def]
+        drawn: set[str] = set()
+        assigns = [n for n in _walk(loop.body) if isinstance(n, cst.Assign)]
+        for _ in range(2):  # `sz = random.randrange(...)`, then `ns = [sz * s for s in shape]`
+            for assign in assigns:
+                if _mentions_random(ctx, assign.value, drawn):
+                    drawn |= {n.value for t in assign.targets for n in _walk(t.target) if isinstance(n, cst.Name)}
+        for call in _walk_calls(loop.body):
+            if ctx.resolve(call.func) in INTERPOLATES and \
+                    any(_mentions_random(ctx, a.value, drawn) for a in call.args[1:]):
+                ctx.report(call, f"`{ctx.code(call)}` resizes each batch to a size drawn at random in "
+                                 f"{how}: {effect}; use one size, or a few sizes compiled as buckets")
+
+
+def _mentions_random(ctx, expr: cst.CSTNode, drawn: set[str]) -> bool:  # type: ignore[no-untyped-def]
+    for node in _walk(expr):
+        if isinstance(node, cst.Name) and node.value in drawn:
+            return True
+        if isinstance(node, cst.Call) and (ctx.resolve(node.func) or "").startswith(RANDOM_MODULES):
+            return True
+    return False
