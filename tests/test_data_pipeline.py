@@ -342,3 +342,38 @@ for images, labels in DataLoader(crop_set, batch_size=8, drop_last=True):
     model(images).sum().backward()
 '''
     assert _codes(lint(script), "WSC553") == [(5, "WSC553")]
+
+
+def test_batches_of_one_are_never_partial(lint) -> None:
+    script = '''
+from torch.utils.data import DataLoader
+
+for loader in (DataLoader(dataset), DataLoader(dataset, 1), DataLoader(dataset, batch_size=None)):
+    pass
+for x in DataLoader(dataset):
+    model(x).sum().backward()
+for x in DataLoader(dataset, batch_size=1, shuffle=True):
+    model(x).sum().backward()
+for x in DataLoader(dataset, 4, shuffle=True):  # a second positional argument is the batch size
+    model(x).sum().backward()
+'''
+    assert _codes(lint(script)) == [(9, "WSC551")]
+
+
+def test_accelerate_prepare_keeps_a_training_loader_training_only(lint, fix) -> None:
+    script = '''
+import torch
+from accelerate import Accelerator
+from torch.utils.data import DataLoader
+
+accelerator = Accelerator()
+model = torch.nn.Linear(4, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+train_dl = DataLoader(dataset, batch_size=16, shuffle=True)
+model, optimizer, train_dl = accelerator.prepare(model, optimizer, train_dl)
+for batch in train_dl:
+    accelerator.backward(model(batch["x"]).sum())
+    optimizer.step()
+'''
+    assert _codes(lint(script)) == [(8, "WSC551")]
+    assert "shuffle=True, drop_last=True)" in fix(script)

@@ -357,6 +357,8 @@ class _Scan:
         qualified = self.resolve(call.func) or ""
         if short in NOT_A_LOADER:
             return
+        if short == "prepare" and self._follow_unpacked(call, arg, loader, depth):
+            return
         if short in ITERATION_WRAPPERS or qualified in DEVICE_LOADERS or short in {"prepare", "MpDeviceLoader"}:
             self._follow(call, loader, depth + 1)
             return
@@ -368,6 +370,23 @@ class _Scan:
         helpers = self.functions.get(name, ()) if "." not in name else ()
         if len(helpers) != 1 or not self._follow_parameter(helpers[0], call, arg, loader, depth):
             loader.other_uses = True
+
+    def _follow_unpacked(self, call: cst.Call, arg: cst.Arg, loader: Loader, depth: int) -> bool:
+        """`model, optimizer, loader = accelerator.prepare(model, optimizer, loader)`: each argument comes
+        back in its place."""
+        binding = self.parents.get(id(call))
+        if not (isinstance(binding, cst.Assign) and len(binding.targets) == 1 and binding.value is call):
+            return False
+        target = binding.targets[0].target
+        if not isinstance(target, (cst.Tuple, cst.List)) or len(target.elements) != len(call.args) or \
+                any(a.keyword is not None or a.star for a in call.args):
+            return False
+        name = dotted_name(target.elements[list(call.args).index(arg)].value)
+        if name is None:
+            return False
+        for use in self._uses(name, binding):
+            self._follow(use, loader, depth + 1)
+        return True
 
     def _follow_parameter(self, func: cst.FunctionDef, call: cst.Call, arg: cst.Arg, loader: Loader,
                           depth: int) -> bool:
@@ -419,7 +438,10 @@ class _Scan:
         return False
 
     def _is_store(self, node: cst.CSTNode) -> bool:
+        """A name being bound: an assignment's or a `for`'s target, or an element of one (`a, b = ...`)."""
         parent = self.parents.get(id(node))
+        while isinstance(parent, (cst.Element, cst.StarredElement, cst.Tuple, cst.List)):
+            node, parent = parent, self.parents.get(id(parent))
         return isinstance(parent, cst.AssignTarget) or isinstance(parent, cst.For) and parent.target is node
 
     def _calls_of(self, name: str) -> list[cst.Call]:

@@ -160,9 +160,12 @@ trainer.train()
     @staticmethod
     def _check_loader(ctx, loader: Loader, effect: str) -> None:  # type: ignore[no-untyped-def]
         call = loader.call
-        if not loader.feeds or keyword(call, "batch_sampler") is not None or \
-                is_literal(_value(keyword(call, "batch_size")), "None"):
-            return  # a batch sampler decides the batch sizes; batch_size=None yields single samples
+        batch_size = keyword(call, "batch_size") or \
+            (call.args[1] if len(call.args) > 1 and call.args[1].keyword is None and not call.args[1].star else None)
+        if not loader.feeds or keyword(call, "batch_sampler") is not None or batch_size is None or \
+                is_literal(batch_size.value, "None") or \
+                isinstance(batch_size.value, cst.Integer) and batch_size.value.evaluated_value == 1:
+            return  # a batch sampler decides the batch sizes; one sample per batch is never partial
         arg = keyword(call, "drop_last")
         if arg is not None and not is_literal(arg.value, "False"):
             return  # True, or a value this file cannot read (a flag)
