@@ -377,3 +377,24 @@ for batch in train_dl:
 '''
     assert _codes(lint(script)) == [(8, "WSC551")]
     assert "shuffle=True, drop_last=True)" in fix(script)
+
+
+def test_sizes_written_out_that_divide_give_full_batches(lint) -> None:
+    script = '''
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+even = DataLoader(RegressionDataset(length=128, seed=0), batch_size=16)
+tensors = TensorDataset(torch.randn(96, 4), torch.randn(96, 1))
+also_even = DataLoader(tensors, batch_size=32)
+uneven = DataLoader(TensorDataset(torch.randn(100, 4)), batch_size=32)
+for loader in (even, also_even, uneven):
+    pass
+for x in even:
+    model(x).sum().backward()
+for x in also_even:
+    model(x).sum().backward()
+for x in uneven:
+    model(x).sum().backward()
+'''
+    assert _codes(lint(script)) == [(7, "WSC551")]

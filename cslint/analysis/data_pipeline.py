@@ -43,6 +43,9 @@ ITERATION_WRAPPERS = frozenset({"enumerate", "tqdm", "zip", "iter", "islice", "t
 NOT_A_LOADER = frozenset({"len", "print", "str", "repr", "int", "type", "isinstance", "hasattr", "getattr",
                           "next", "range", "id", "bool"})
 BACKWARD_METHODS = frozenset({"backward"})
+SIZE_KEYWORDS = frozenset({"length", "size", "num_samples", "n_samples", "samples"})
+TENSOR_DATASETS = frozenset({"torch.utils.data.TensorDataset", "torch.utils.data.dataset.TensorDataset"})
+TENSOR_FACTORIES = frozenset({"torch.randn", "torch.rand", "torch.zeros", "torch.ones", "torch.empty", "torch.randint"})
 
 
 @dataclass
@@ -58,6 +61,7 @@ class Feed:
 class Loader:
     call: cst.Call
     feeds: list[Feed] = field(default_factory=list)
+    dataset_size: int | None = None  # when the file builds the dataset with a literal size
     other_uses: bool = False  # used in a way this analysis does not follow (passed to an unknown function)
 
     @property
@@ -317,7 +321,26 @@ class _Scan:
     def _loader(self, call: cst.Call) -> Loader:
         loader = Loader(call)
         self._follow(call, loader, depth=0)
+        dataset = keyword(call, "dataset") or (call.args[0] if call.args and call.args[0].keyword is None else None)
+        if dataset is not None:
+            sizes = {self._literal_size(value) for value in self._values(dataset.value)}
+            loader.dataset_size = sizes.pop() if len(sizes) == 1 else None
         return loader
+
+    def _literal_size(self, built: cst.BaseExpression) -> int | None:
+        """The number of samples of a dataset built with it written out: `RegressionDataset(length=128)`,
+        `TensorDataset(torch.randn(100, 8), ...)`."""
+        if not isinstance(built, cst.Call):
+            return None
+        for arg in built.args:
+            if arg.keyword is not None and arg.keyword.value in SIZE_KEYWORDS and isinstance(arg.value, cst.Integer):
+                return int(arg.value.evaluated_value)
+        if self.resolve(built.func) in TENSOR_DATASETS and built.args:
+            first = built.args[0].value
+            if isinstance(first, cst.Call) and (self.resolve(first.func) or "") in TENSOR_FACTORIES and \
+                    first.args and isinstance(first.args[0].value, cst.Integer):
+                return int(first.args[0].value.evaluated_value)
+        return None
 
     def _follow(self, expr: cst.CSTNode, loader: Loader, depth: int) -> None:
         """Record the uses of the value `expr` evaluates to: the loops, wrappers and trainers it reaches."""

@@ -166,16 +166,20 @@ trainer.train()
                 is_literal(batch_size.value, "None") or \
                 isinstance(batch_size.value, cst.Integer) and batch_size.value.evaluated_value == 1:
             return  # a batch sampler decides the batch sizes; one sample per batch is never partial
+        if loader.dataset_size is not None and isinstance(batch_size.value, cst.Integer) and \
+                loader.dataset_size % int(batch_size.value.evaluated_value) == 0:
+            return  # the sizes are written out and divide: every batch is full
         arg = keyword(call, "drop_last")
         if arg is not None and not is_literal(arg.value, "False"):
             return  # True, or a value this file cannot read (a flag)
         if any(a.star for a in call.args):
             return  # `**loader_kwargs` may set it
-        feed = loader.feeds[0]
+        hows = list(dict.fromkeys(f.how for f in sorted(loader.feeds, key=lambda f: not f.training)))
         applicability = "safe" if loader.training_only else "unsafe"
         fix = add_keyword_fix(call, "drop_last", "True", applicability, "Set `drop_last=True`")
-        ctx.report(call, f"`{ctx.code(call)}` feeds {feed.how} without `drop_last=True`: its last batch "
-                         f"is smaller, and {effect}", fix)
+        ctx.report(call, f"`{ctx.code(call)}` feeds {' and '.join(hows[:2])} without `drop_last=True`: unless "
+                         f"the dataset's size is a multiple of the batch size its last batch is smaller, and "
+                         f"{effect}", fix)
 
 
 def _value(arg: cst.Arg | None) -> cst.BaseExpression | None:

@@ -11,9 +11,9 @@ def train(model, loader, optimizer):
         optimizer.step()
 
 
-def run(seed):
+def run(seed, samples=64):  # 64 samples: full batches, the fix changes nothing
     torch.manual_seed(seed)
-    dataset = TensorDataset(torch.randn(64, 8), torch.randn(64, 1))
+    dataset = TensorDataset(torch.randn(samples, 8), torch.randn(samples, 1))
     model = nn.Linear(8, 1)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     loader = DataLoader(
