@@ -398,3 +398,26 @@ for x in uneven:
     model(x).sum().backward()
 '''
     assert _codes(lint(script)) == [(7, "WSC551")]
+
+
+def test_a_collate_function_keeping_one_sample_makes_full_batches(lint) -> None:
+    script = '''
+from torch.utils.data import DataLoader
+
+
+def first_only(batch):
+    input_ids, labels = batch[0]
+    return {"input_ids": input_ids[None], "labels": labels[None]}
+
+
+def stacked(batch):
+    first = batch[0]
+    return torch.stack([b for b in batch])
+
+
+for batch in DataLoader(dataset, batch_size=4, collate_fn=first_only):
+    model(**batch).loss.backward()
+for batch in DataLoader(dataset, batch_size=4, collate_fn=stacked):
+    model(batch).sum().backward()
+'''
+    assert _codes(lint(script)) == [(16, "WSC551")]

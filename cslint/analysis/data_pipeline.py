@@ -62,6 +62,7 @@ class Loader:
     call: cst.Call
     feeds: list[Feed] = field(default_factory=list)
     dataset_size: int | None = None  # when the file builds the dataset with a literal size
+    single_sample: bool = False  # its collate function keeps only the first sample of each batch
     other_uses: bool = False  # used in a way this analysis does not follow (passed to an unknown function)
 
     @property
@@ -321,11 +322,27 @@ class _Scan:
     def _loader(self, call: cst.Call) -> Loader:
         loader = Loader(call)
         self._follow(call, loader, depth=0)
+        collate = keyword(call, "collate_fn")
+        loader.single_sample = collate is not None and any(
+            self._keeps_first_sample(f) for f in self._functions_of(collate.value))
         dataset = keyword(call, "dataset") or (call.args[0] if call.args and call.args[0].keyword is None else None)
         if dataset is not None:
             sizes = {self._literal_size(value) for value in self._values(dataset.value)}
             loader.dataset_size = sizes.pop() if len(sizes) == 1 else None
         return loader
+
+    @staticmethod
+    def _keeps_first_sample(func: cst.FunctionDef | cst.Lambda) -> bool:
+        """A collate function that reads only `batch[0]`: every batch it makes has the same size."""
+        params = func.params.params
+        if not params:
+            return False
+        name = params[0].name.value
+        reads = [n for n in _walk(func.body) if isinstance(n, cst.Name) and n.value == name]
+        firsts = [n for n in _walk(func.body) if isinstance(n, cst.Subscript) and isinstance(n.value, cst.Name)
+                  and n.value.value == name and len(n.slice) == 1 and isinstance(n.slice[0].slice, cst.Index)
+                  and isinstance(n.slice[0].slice.value, cst.Integer) and n.slice[0].slice.value.value == "0"]
+        return bool(reads) and len(reads) == len(firsts)
 
     def _literal_size(self, built: cst.BaseExpression) -> int | None:
         """The number of samples of a dataset built with it written out: `RegressionDataset(length=128)`,
