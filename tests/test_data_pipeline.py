@@ -421,3 +421,30 @@ for batch in DataLoader(dataset, batch_size=4, collate_fn=stacked):
     model(batch).sum().backward()
 '''
     assert _codes(lint(script)) == [(16, "WSC551")]
+
+
+def test_an_iterable_dataset_of_the_project_is_a_stream_of_unknown_length(lint) -> None:
+    files = {
+        "experience.py": '''
+from torch.utils.data import IterableDataset
+
+
+class ExperienceSource(IterableDataset):
+    def __init__(self, generate):
+        self.generate = generate
+
+    def __iter__(self):
+        return self.generate()
+''',
+        "train.py": '''
+from torch.utils.data import DataLoader
+
+from experience import ExperienceSource
+
+for batch in DataLoader(ExperienceSource(play), batch_size=32):
+    model(batch).sum().backward()
+for batch in DataLoader(replay_buffer, batch_size=32):
+    model(batch).sum().backward()
+''',
+    }
+    assert [(d.path.name, d.line) for d in lint(files) if d.code == "WSC551"] == [("train.py", 7)]

@@ -63,6 +63,7 @@ class Loader:
     feeds: list[Feed] = field(default_factory=list)
     dataset_size: int | None = None  # when the file builds the dataset with a literal size
     single_sample: bool = False  # its collate function keeps only the first sample of each batch
+    iterable: bool = False  # its dataset is an IterableDataset: a stream of unknown, often unbounded, length
     other_uses: bool = False  # used in a way this analysis does not follow (passed to an unknown function)
 
     @property
@@ -327,9 +328,19 @@ class _Scan:
             self._keeps_first_sample(f) for f in self._functions_of(collate.value))
         dataset = keyword(call, "dataset") or (call.args[0] if call.args and call.args[0].keyword is None else None)
         if dataset is not None:
-            sizes = {self._literal_size(value) for value in self._values(dataset.value)}
+            values = self._values(dataset.value)
+            sizes = {self._literal_size(value) for value in values}
             loader.dataset_size = sizes.pop() if len(sizes) == 1 else None
+            loader.iterable = any(self._is_iterable_dataset(value) for value in values)
         return loader
+
+    def _is_iterable_dataset(self, built: cst.BaseExpression) -> bool:
+        """An instance of a `torch.utils.data.IterableDataset` subclass of the project."""
+        if not isinstance(built, cst.Call) or (name := dotted_name(built.func)) is None:
+            return False
+        cls = self.project.lookup_class(self.resolve(built.func) or f"{self.module.name}.{name}")
+        return cls is not None and any(base.rsplit(".", 1)[-1] == "IterableDataset"
+                                       for base in self.project.external_bases(cls))
 
     @staticmethod
     def _keeps_first_sample(func: cst.FunctionDef | cst.Lambda) -> bool:

@@ -166,8 +166,8 @@ trainer.train()
                 is_literal(batch_size.value, "None") or \
                 isinstance(batch_size.value, cst.Integer) and batch_size.value.evaluated_value == 1:
             return  # a batch sampler decides the batch sizes; one sample per batch is never partial
-        if loader.single_sample:
-            return  # the collate function keeps one sample: every batch has the same size
+        if loader.single_sample or loader.iterable:
+            return  # one sample per batch; a stream (often endless, or yielding whole batches) of unknown length
         if loader.dataset_size is not None and isinstance(batch_size.value, cst.Integer) and \
                 loader.dataset_size % int(batch_size.value.evaluated_value) == 0:
             return  # the sizes are written out and divide: every batch is full
