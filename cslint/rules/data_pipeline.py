@@ -213,8 +213,9 @@ class PaddingToLongest(Rule):
     name = "padding-to-longest"
     scope = "module"
     summary = ("Checks for batches padded to their longest sequence: `pad_sequence`, `tokenizer(..., "
-               "padding=True)` or `max(len(s) for s in batch)` in a collate function (or a batched `map`), and Hugging Face padding "
-               "collators without `pad_to_multiple_of`, in a script that feeds a traced step.")
+               "padding=True)` or `max(len(s) for s in batch)` in a collate function (or a batched `map`), "
+               "and Hugging Face padding collators without `pad_to_multiple_of`, in a script that feeds a "
+               "traced step.")
     why = ("Padding to the longest sequence of each batch gives almost every batch another sequence length. "
            "The step is compiled for the first batch's shapes, so each new length is another compile "
            "(minutes on the wafer, a failure on some stacks) or a recompile under "
