@@ -277,3 +277,54 @@ def test_a_decorator_wrapping_a_traced_method_is_traced(lint):
 def test_a_decorator_of_untraced_code_is_not_traced(lint):
     assert [c for c, _ in codes(lint(ROPE.replace("class RotaryEmbedding(nn.Module):", "class RotaryEmbedding:")))
             if c.startswith("WSC1")] == []
+
+
+CUSTOM_AUTOGRAD = """
+import torch
+from torch import nn
+from torch.autograd import Function
+
+
+class ClampedScale(Function):
+    @staticmethod
+    def forward(ctx, x, scale):
+        ctx.save_for_backward(x)
+        ctx.scale = scale
+        if x.abs().max() > 1e4:  # expect: WSC101
+            x = x.clamp(-1e4, 1e4)
+        return x * scale
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (x,) = ctx.saved_tensors
+        grad_scale = None
+        if ctx.needs_input_grad[1]:
+            grad_scale = (grad_output * x).sum()
+        if grad_output.norm() > 1.0:  # expect: WSC101
+            grad_output = grad_output / grad_output.norm()
+        return grad_output, grad_scale
+
+
+class Block(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        return ClampedScale.apply(self.proj(x), 0.5)
+"""
+
+
+def test_a_custom_autograd_function_applied_in_a_traced_forward_is_traced_forward_and_backward(lint):
+    """`Fn.apply(x)` runs the static `forward(ctx, x)` in the step and `backward(ctx, grad)` in its backward
+    (#37 item 4): a branch on a tensor in either is reported; `ctx.needs_input_grad[1]` is not a tensor."""
+    found = lint(CUSTOM_AUTOGRAD)
+    expected = [i + 1 for i, line in enumerate(CUSTOM_AUTOGRAD.lstrip("\n").splitlines()) if "# expect" in line]
+    assert sorted(line for code, line in codes(found) if code.startswith("WSC1")) == expected
+    backward = next(d for d in found if d.line == expected[1])
+    assert backward.chain == ["model.Block.forward", "model.ClampedScale.backward"]
+
+
+def test_a_custom_autograd_function_applied_outside_traced_code_is_not_traced(lint):
+    untraced = CUSTOM_AUTOGRAD.replace("class Block(nn.Module):", "class Block:")
+    assert [c for c, _ in codes(lint(untraced)) if c.startswith("WSC1")] == []

@@ -44,6 +44,10 @@ NUMPY_RANDOM_STATE = frozenset({"seed", "default_rng", "RandomState", "Generator
 STATIC_FLAG_PREFIXES = ("use_", "return_", "output_", "is_", "has_", "do_", "enable_", "training")
 
 
+# The `ctx` autograd passes a custom Function's `forward` and `backward`.
+AUTOGRAD_CONTEXT = obj("autograd_context")
+
+
 @dataclass
 class CallSite:
     node: cst.Call
@@ -1181,6 +1185,10 @@ class FunctionInference:
         return base  # STATIC stays static (config.hidden_size), UNKNOWN stays unknown
 
     def _object_attribute(self, base: Kind, attr: str) -> Kind:
+        if base == AUTOGRAD_CONTEXT:
+            if attr == "saved_tensors":
+                return sequence_of(TENSOR)
+            return sequence_of(STATIC) if attr == "needs_input_grad" else UNKNOWN
         if base.role == "optimizer":
             if attr == "param_groups":
                 return sequence_of(obj("group"))
@@ -1283,6 +1291,11 @@ class FunctionInference:
     def _call(self, node: cst.Call, env: Env) -> Kind:
         arg_kinds = [self.ev(arg.value, env) for arg in node.args]
         func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "apply":
+            applied = self._autograd_function(func.value, env)
+            if applied is not None:
+                self._record(func, STATIC)
+                return self._apply_autograd_function(node, *applied, arg_kinds)
         qualified = self._is_import(func, env)
         if qualified is not None and not (isinstance(func, cst.Attribute) and self._imported_object(func.value, env)):
             self._record(func, STATIC)
@@ -1529,6 +1542,37 @@ class FunctionInference:
             return None
         return self.oracle.self_kind(target.cls)
 
+    def _autograd_function(self, node: cst.BaseExpression, env: Env) -> tuple[Project, ClassInfo] | None:
+        """The custom autograd function `node` names (`MyFn` in `MyFn.apply(x)`), with the project defining it."""
+        qualified = self._is_import(node, env)
+        if qualified is None:
+            if not isinstance(node, cst.Name) or node.value in env:
+                return None
+            qualified = f"{self.module.name}.{node.value}"
+        owners = [self.project]
+        if self.project.libraries is not None:
+            owners.append(self.project.libraries.project)
+        for owner in owners:
+            cls = owner.lookup_class(qualified)
+            if cls is not None:
+                return (owner, cls) if owner.is_autograd_function_class(cls) else None
+        return None
+
+    def _apply_autograd_function(self, node: cst.Call, owner: Project, cls: ClassInfo, arg_kinds: list[Kind]) -> Kind:
+        """`MyFn.apply(x)`: autograd calls the static `forward(ctx, x)` in the step and `backward(ctx, grad)`
+        in the step's backward, both traced (`backward` given a tensor for each gradient)."""
+        forward = owner.find_method(cls, "forward")
+        result = self._call_project_function(node, forward, arg_kinds, receiver=AUTOGRAD_CONTEXT) \
+            if forward is not None else TENSOR
+        backward = owner.find_method(cls, "backward")
+        if backward is not None and backward.module.library is None:
+            names, star = backward.signature
+            bound = {name: AUTOGRAD_CONTEXT if i == 0 else TENSOR for i, name in enumerate(names)}
+            if star is not None:
+                bound[star] = sequence_of(TENSOR)
+            self._record_call(node, backward, bound)
+        return TENSOR if result.tag is Tag.UNKNOWN else result
+
     def _call_project_function(self, node: cst.Call, target: FunctionInfo, arg_kinds: list[Kind],
                                receiver: Kind | None, overriding: str | None = None) -> Kind:
         """`overriding`: the method (or, when it has none, the class) whose `self.name()` call reaches
@@ -1549,6 +1593,11 @@ class FunctionInference:
             for name, kind in self.keywords.items():  # by name beats a `*args` spread over every position
                 if name not in explicit:
                     bound[name] = kind
+        self._record_call(node, target, bound, overriding)
+        return self._project_result(target, bound)
+
+    def _record_call(self, node: cst.Call, target: FunctionInfo, bound: dict[str, Kind],
+                     overriding: str | None = None) -> None:
         site = self.result.calls.get((id(node), target.qualname))
         if site is not None:
             for name, kind in bound.items():
@@ -1556,7 +1605,6 @@ class FunctionInference:
         else:
             self.result.calls[(id(node), target.qualname)] = CallSite(node=node, callee=target, args=bound,
                                                                       overriding=overriding)
-        return self._project_result(target, bound)
 
     def _project_result(self, target: FunctionInfo, bound: dict[str, Kind]) -> Kind:
         specific = self.oracle.call_return(target.qualname, bound)
@@ -1626,7 +1674,7 @@ def bind_arguments(target: FunctionInfo, node: cst.Call, arg_kinds: list[Kind],
     names, star = target.signature
     positional = list(names)
     bound: dict[str, Kind] = {}
-    if receiver is not None and positional and not target.is_static_method:
+    if receiver is not None and positional and (not target.is_static_method or receiver == AUTOGRAD_CONTEXT):
         bound[positional[0]] = receiver
         positional = positional[1:]
     index = 0

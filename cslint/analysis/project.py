@@ -35,6 +35,12 @@ def is_external_module_base(name: str) -> bool:
     return bool(last) and (last[0].isupper() or last.startswith("_") and last[1:2].isupper())
 
 
+# Bases outside the linted tree whose subclasses are custom autograd functions (`MyFn.apply(x)` runs their
+# `forward` in the step and their `backward` in the step's backward).
+AUTOGRAD_FUNCTION_BASES = frozenset({"torch.autograd.Function", "torch.autograd.function.Function",
+                                     "torch.autograd.function.InplaceFunction"})
+
+
 def is_external_optimizer_base(name: str) -> bool:
     if not name.startswith(OPTIMIZER_BASE_PREFIXES) or name.startswith(OPTIMIZER_EXCLUDED):
         return False
@@ -293,6 +299,10 @@ class Project:
 
     def is_optimizer_class(self, cls: ClassInfo) -> bool:
         return self._is(cls, "optimizer")
+
+    def is_autograd_function_class(self, cls: ClassInfo) -> bool:
+        return any(base in AUTOGRAD_FUNCTION_BASES for base in self.external_bases(cls)) or any(
+            name in AUTOGRAD_FUNCTION_BASES for klass in self.mro(cls) for name in self.qualnames(klass))
 
     def functions(self) -> Iterator[FunctionInfo]:
         for module in self.modules.values():
