@@ -78,7 +78,7 @@ TARGETS: dict[str, Target] = {t.name: t for t in (
     ),
     Target(
         name="compile", title="torch.compile (TorchDynamo/Inductor, fullgraph or export)",
-        families=("WSC0", "WSC1", "WSC2", "WSC5", "WSC7"),
+        families=("WSC0", "WSC1", "WSC2", "WSC402", "WSC5", "WSC7"),
         roots=COMMON_ROOTS + ("functions passed to or decorated with `torch.compile`",),
         graph="the compiled graph",
         hints={"WSC1": "under torch.compile `torch.cond(pred, true_fn, false_fn, operands)` also keeps both "
@@ -87,7 +87,7 @@ TARGETS: dict[str, Target] = {t.name: t for t in (
                "WSC5": "mark the dimension with `torch._dynamo.mark_dynamic` or bound it with `torch._check`",
                "WSC7": "a side effect here is a graph break; log outside the compiled function",
                # the rules say what dynamo does with a host generator, a counter it guards, state made on step 1
-               "WSC702": "", "WSC703": "", "WSC704": "", "WSC55": ""},
+               "WSC702": "", "WSC703": "", "WSC704": "", "WSC706": "", "WSC55": ""},
         choose_when="you want `torch.compile(fullgraph=True)` or `torch.export` to capture the step in one graph",
         tracer="dynamo",
         breaks=("WSC1", "WSC2", "WSC501", "WSC502", "WSC701"),

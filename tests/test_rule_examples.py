@@ -37,13 +37,17 @@ def expected_lines(code: str, rule_code: str) -> set[int]:
 def test_invalid_example_is_reported(lint, rule: type[Rule], index: int, code: str) -> None:
     expected = expected_lines(code, rule.code)
     assert expected, f"{rule.code} INVALID[{index}] marks no line with `# expect: {rule.code}`"
-    found = {d.line for d in lint(code, select=(rule.code,)) if d.code == rule.code}
+    found = {d.line for d in lint(code, select=(rule.code,), **_target(rule)) if d.code == rule.code}
     assert found == expected
 
 
 @pytest.mark.parametrize(("rule", "index", "code"), _cases("VALID"), ids=_ids(_cases("VALID")))
 def test_valid_example_is_quiet(lint, rule: type[Rule], index: int, code: str) -> None:
-    assert [d for d in lint(code, select=(rule.code,)) if d.code == rule.code] == []
+    assert [d for d in lint(code, select=(rule.code,), **_target(rule)) if d.code == rule.code] == []
+
+
+def _target(rule: type[Rule]) -> dict[str, str]:
+    return {"target": rule.example_target} if rule.example_target else {}
 
 
 @pytest.mark.parametrize("rule", all_rules(), ids=[r.code for r in all_rules()])

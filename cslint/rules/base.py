@@ -240,6 +240,8 @@ class Rule:
     INVALID: ClassVar[list[str]] = []
     # Rules of an opt-in family (performance advice) run only when selected explicitly.
     default_enabled: ClassVar[bool] = True
+    # The target the examples are linted for, for a rule that reports on one target only ("" for the default).
+    example_target: ClassVar[str] = ""
 
     def handlers(self) -> dict[str, Callable[[cst.CSTNode, RuleContext], None]]:
         return {attr[len("visit_"):]: getattr(self, attr) for attr in _visit_names(type(self))}

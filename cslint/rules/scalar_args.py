@@ -1,4 +1,5 @@
-"""WSC4xx: traced tensors passed where a PyTorch operator takes a Python number."""
+"""WSC4xx: operator arguments a static trace cannot take: traced tensors where a PyTorch operator takes a
+Python number, `out=` tensors it cannot write in place."""
 
 from __future__ import annotations
 
@@ -6,8 +7,11 @@ import libcst as cst
 
 from cslint.analysis.kinds import Tag
 from cslint.analysis.number_params import NUMBER_PARAMS
+from cslint.analysis.walk import bound_names
+from cslint.fixers.out_argument import copy_into_out
 from cslint.fixers.scalar_args import POSITIONAL_FILL, fill_from_zeros, fold_scalar_argument
 from cslint.rules.base import Rule, RuleContext
+from cslint.targets import get_target
 
 
 def _operator_name(call: cst.Call, ctx: RuleContext) -> tuple[str, bool] | None:
@@ -137,3 +141,124 @@ def sgd_update(params, grads, lr: torch.Tensor):
                                   "multiply the tensor operand instead",
                        fill_from_zeros(node, op, arg) if keyword == "fill_value" else
                        fold_scalar_argument(node, op, is_method, ctx))
+
+
+# Calls whose result is a new contiguous tensor (the `*_like` factories keep their input's strides: not these).
+CONTIGUOUS_FACTORIES = frozenset({
+    "torch.empty", "torch.zeros", "torch.ones", "torch.full", "torch.rand", "torch.randn", "torch.randint",
+    "torch.arange", "torch.linspace", "torch.tensor", "torch.eye",
+})
+CONTIGUOUS_METHODS = frozenset({"contiguous", "new_empty", "new_zeros", "new_ones", "new_full", "new_tensor"})
+
+
+class OutIntoNonContiguous(Rule):
+    code = "WSC402"
+    name = "out-into-non-contiguous"
+    example_target = "compile"
+    summary = ("Checks for `out=` tensors in traced code that may be non-contiguous (under `--target compile`): "
+               "anything but a tensor the function itself makes contiguous.")
+    why = (
+        "torch.compile writes an operator's result into its `out=` tensor only when that tensor is contiguous; "
+        "a transposed, sliced or strided `out=` (\"Attempted to call op with non-contiguous `out=` tensor\") "
+        "breaks the graph at the call. A parameter, an attribute or a view can be any of these."
+    )
+    example = """
+def forward(self, a, b):
+    torch.mm(a, b, out=self.scores[:, : b.shape[1]])
+    return self.scores
+"""
+    use_instead = """
+def forward(self, a, b):
+    self.scores[:, : b.shape[1]].copy_(torch.mm(a, b))
+    return self.scores
+"""
+    fix_safety = (
+        "Unsafe: `out.copy_(op(...))` writes the same memory and returns the same tensor, but casts to the out "
+        "tensor's dtype and broadcasts to its shape where `out=` would raise or resize, and computes the "
+        "result in a temporary first. Offered only when the out tensor is a plain name or attribute."
+    )
+    VALID = [
+        """
+import torch
+from torch import nn
+
+class Attention(nn.Module):
+    def forward(self, q, k):
+        scores = torch.empty(q.shape[0], k.shape[0], device=q.device)
+        torch.mm(q, k.t(), out=scores)
+        flat = q.new_zeros(q.shape).contiguous()
+        torch.add(q, 1.0, out=flat)
+        return scores, flat
+
+
+def evaluate(a, b, buf):
+    return torch.mm(a, b, out=buf.t())
+
+
+model = torch.compile(Attention())
+""",
+    ]
+    INVALID = [
+        """
+import torch
+from torch import nn
+
+class Attention(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.register_buffer("cache", torch.zeros(dim, dim))
+
+    def forward(self, q, k, out):
+        torch.mm(q, k.t(), out=out)  # expect: WSC402
+        torch.mm(q, k.t(), out=self.cache[:, : k.shape[0]])  # expect: WSC402
+        view = self.cache.t()
+        torch.matmul(q, k.t(), out=view)  # expect: WSC402
+        return out
+
+
+model = torch.compile(Attention(8))
+""",
+    ]
+
+    def visit_Call(self, node: cst.Call, ctx: RuleContext) -> None:
+        out = next((a for a in node.args if a.keyword is not None and a.keyword.value == "out"), None)
+        if out is None or get_target(ctx.settings.target).tracer != "dynamo":
+            return
+        qualified = ctx.resolve(node.func)
+        if qualified is None or not qualified.startswith("torch.") or not ctx.is_tensor(out.value) \
+                or _made_contiguous(out.value, ctx):
+            return
+        ctx.report(node, f"`{ctx.code(node)}` writes into `{ctx.code(out.value)}`, which may be non-contiguous: "
+                         "torch.compile breaks the graph on a non-contiguous `out=`; compute the result and "
+                         "`copy_` it into the tensor", copy_into_out(node, out))
+
+
+def _made_contiguous(out: cst.BaseExpression, ctx: RuleContext) -> bool:
+    """A contiguous tensor made here: a factory call, or a local name every assignment in the function
+    binds to one (a parameter, an attribute or a view may have any strides)."""
+    if isinstance(out, cst.Call):
+        return _contiguous_call(out, ctx)
+    if not isinstance(out, cst.Name) or out.value in ctx.traced.analysis.params:  # type: ignore[union-attr]
+        return False
+    values = []
+    for n in ctx.walk():
+        if type(n) is cst.Assign and any(b.value == out.value for t in n.targets for b in bound_names(t.target)):
+            if len(n.targets) != 1 or not isinstance(n.targets[0].target, cst.Name):
+                return False  # unpacked from something: its strides are unknown
+            values.append(n.value)
+        elif type(n) in (cst.AugAssign, cst.AnnAssign, cst.For, cst.NamedExpr, cst.WithItem) \
+                and _binds(n, out.value):
+            return False
+    return bool(values) and all(isinstance(v, cst.Call) and _contiguous_call(v, ctx) for v in values)
+
+
+def _binds(node: cst.CSTNode, name: str) -> bool:
+    target = getattr(node, "target", None) or getattr(getattr(node, "asname", None), "name", None)
+    return target is not None and any(b.value == name for b in bound_names(target))
+
+
+def _contiguous_call(call: cst.Call, ctx: RuleContext) -> bool:
+    if ctx.resolve(call.func) in CONTIGUOUS_FACTORIES:
+        return True
+    return isinstance(call.func, cst.Attribute) and call.func.attr.value in CONTIGUOUS_METHODS \
+        and ctx.is_tensor(call.func.value)

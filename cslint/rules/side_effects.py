@@ -644,6 +644,99 @@ class Net(nn.Module):
                                  f"step: {ONCE}; set it before training")
 
 
+# Context managers that set backend flags for the kernels run inside them, and the registry id of the break
+# torch.compile reports on each (it cannot trace the context manager they return).
+BACKEND_FLAG_CONTEXTS = {
+    "torch.backends.cudnn.flags": "GB0208", "torch.backends.mkldnn.flags": "GB0208",
+    "torch.backends.cuda.sdp_kernel": "GB0208", "torch.backends.opt_einsum.flags": "GB0007",
+}
+
+
+class BackendFlagsInStep(Rule):
+    code = "WSC706"
+    name = "backend-flags-in-step"
+    example_target = "compile"
+    summary = ("Checks for `with torch.backends.cudnn.flags(...)` and the other backend-flag context managers "
+               "(`mkldnn.flags`, `cuda.sdp_kernel`, `opt_einsum.flags`) inside traced code (under `--target compile`).")
+    why = (
+        "These context managers set global flags that choose the CUDA/oneDNN kernels run inside them. "
+        "torch.compile cannot trace the context manager they return, so the graph breaks at the `with` "
+        "(\"torch.* op returned non-Tensor\") and the step runs as several graphs."
+    )
+    example = """
+def forward(self, x):
+    with torch.backends.cudnn.flags(enabled=False):
+        return self.rnn(x)
+"""
+    use_instead = """
+torch.backends.cudnn.enabled = False      # before compiling the step: one setting for every step
+compiled = torch.compile(model)
+"""
+    fix_safety = (
+        "No fix: dropping the context manager changes which kernels run inside it on GPU (cuDNN off, "
+        "deterministic, TF32, which attention backend). Set the flags once before compiling, or run the "
+        "region outside the compiled step."
+    )
+    VALID = [
+        """
+import torch
+from torch import nn
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+class Encoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rnn = nn.LSTM(8, 8)
+
+    def forward(self, x):
+        with sdpa_kernel(SDPBackend.MATH):
+            x = nn.functional.scaled_dot_product_attention(x, x, x)
+        with torch.no_grad():
+            h = self.rnn(x)[0]
+        return h
+
+
+def benchmark(model, x):
+    with torch.backends.cudnn.flags(enabled=True, benchmark=True):
+        return model(x)
+
+
+model = torch.compile(Encoder())
+""",
+    ]
+    INVALID = [
+        """
+import torch
+from torch import nn
+from torch.backends import cudnn
+
+class Encoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rnn = nn.LSTM(8, 8)
+
+    def forward(self, x):
+        with cudnn.flags(enabled=False):  # expect: WSC706
+            h = self.rnn(x)[0]
+        with torch.no_grad(), torch.backends.cuda.sdp_kernel(enable_flash=False):  # expect: WSC706
+            return nn.functional.scaled_dot_product_attention(h, h, h)
+
+
+model = torch.compile(Encoder())
+""",
+    ]
+
+    def visit_With(self, node: cst.With, ctx: RuleContext) -> None:
+        if get_target(ctx.settings.target).tracer != "dynamo":
+            return
+        for item in node.items:
+            context = item.item
+            if isinstance(context, cst.Call) and ctx.resolve(context.func) in BACKEND_FLAG_CONTEXTS:
+                ctx.report(node, f"`with {ctx.code(context)}` sets backend flags inside the traced step: {BREAKS}; "
+                                 "set the flags before compiling the step")
+                return
+
+
 def _made_in_step(tensor: cst.BaseExpression, ctx: RuleContext, at: cst.CSTNode) -> bool:
     """A tensor the step itself makes (`torch.zeros(...).requires_grad_()`; `bias = torch.zeros(...)` just
     before `bias.requires_grad = True`): its `requires_grad` is recorded with it every step, not a switch of

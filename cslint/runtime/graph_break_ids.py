@@ -20,10 +20,12 @@ GRAPH_BREAK_IDS: dict[str, str] = {
     "WSC204": "GB0033",  # Data dependent operator
     "WSC206": "GB0059",  # Failed to trace builtin operator (str)
     "WSC401": "GB0033",
+    "WSC402": "GB0242",  # Attempted to call op with non-contiguous `out=` tensor
     "WSC501": "GB0036",  # Dynamic shape operator
     "WSC502": "GB0036",
     "WSC701": "GB0059",  # print
     "WSC704": "GB0033",  # np.random.* through torch._numpy
+    "WSC706": "GB0208",  # torch.* op returned non-Tensor (the flags' context manager)
 }
 
 # (code, text in the source the finding's message quotes first; `^` anchors it at the start) -> the id when
@@ -37,6 +39,7 @@ CONSTRUCT_IDS: dict[tuple[str, str], str | None] = {
     ("WSC206", "f'"): "GB0088",
     ("WSC701", "log"): "GB0291",  # logging.Logger method not supported
     ("WSC704", "^random."): "GB0007",  # Attempted to call function marked as skipped
+    ("WSC706", "opt_einsum.flags"): "GB0007",
 }
 
 
