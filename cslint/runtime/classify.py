@@ -265,6 +265,30 @@ def called_name(path: str, line: int) -> str | None:
     return None
 
 
+# The backend-flag context managers WSC706 reports, by the end of their dotted name.
+_BACKEND_FLAGS = ("cudnn.flags", "mkldnn.flags", "sdp_kernel", "opt_einsum.flags")
+
+
+def sets_backend_flags(path: str, line: int) -> bool:
+    """Is `line` a `with` entering a backend-flag context manager (`with torch.backends.cudnn.flags(...)`)?"""
+    parsed = _parsed(path)
+    if parsed is None:
+        return False
+    for node in parsed.at(line).on_line.get(line, ()):
+        if isinstance(node, ast.With):
+            for item in node.items:
+                call = item.context_expr
+                if isinstance(call, ast.Call) and _dotted(call.func).endswith(_BACKEND_FLAGS):
+                    return True
+    return False
+
+
+def _dotted(node: ast.expr) -> str:
+    if isinstance(node, ast.Attribute):
+        return f"{_dotted(node.value)}.{node.attr}"
+    return node.id if isinstance(node, ast.Name) else ""
+
+
 _RESUMED_AT = re.compile(r"torch_dynamo_resume_in_\w+_at_(\d+)$")
 _EMPTY = re.compile(r"^(?:not (?P<a>[\w.\[\]'\"]+)|len\((?P<b>[\w.\[\]'\"]+)\) == 0)$")
 

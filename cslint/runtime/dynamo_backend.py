@@ -22,6 +22,7 @@ import torch._dynamo
 from cslint import graph_break_registry
 from cslint.runtime.classify import (
     Classified, called_name, classify_guard_line, classify_line, enclosing_if, guard_origin,
+    sets_backend_flags,
 )
 from cslint.runtime.findings import RuntimeFinding, RuntimeReport
 from cslint.runtime.frames import is_library_file
@@ -203,6 +204,11 @@ _VALUE_READS = ("Data-dependent branching", "Data-dependent assertion", "Unsuppo
                 "Data dependent operator")  # an op whose Python output is a tensor's value (`x[t]`, t 0-d)
 _DYNAMIC_SHAPES = ("Dynamic shape operator", "Attempted to use `torch.nn.functional.one_hot`")
 _LOGGING = ("logging.Logger method",)
+_NON_CONTIGUOUS_OUT = ("Attempted to call op with non-contiguous `out=`",)
+# what dynamo reports for a call or context manager it cannot trace: a backend-flag context manager's among
+# them (WSC706), at its `with` and again in the frame resumed after that break
+_UNTRACEABLE_CALL = ("torch.* op returned non-Tensor", "Attempted to call function marked as skipped",
+                     "Unsupported context manager")
 _CONDITIONS = ("WSC101", "WSC102", "WSC103", "WSC104")
 # What every training step does and a static-graph compiler handles itself: not a finding.
 _STEP_CALLS = ("backward", "zero_grad")
@@ -240,6 +246,10 @@ def _break_code(found: Break, path: str, line: int) -> Classified | None:
         return Classified("WSC501", "an op whose output shape depends on tensor values")
     if found.gb_type.startswith(_LOGGING) or called_name(path, line) == "print":
         return Classified("WSC701", "a print/log call in the traced step")
+    if found.gb_type.startswith(_NON_CONTIGUOUS_OUT):
+        return Classified("WSC402", "an op writing into a non-contiguous `out=` tensor")
+    if found.gb_type.startswith(_UNTRACEABLE_CALL) and sets_backend_flags(path, line):
+        return Classified("WSC706", "backend flags set inside the traced step")
     named = classify_line(path, line)
     # a statement's form (`if`, `while`, `assert`) names the problem only when its condition was read, a break
     # of the value-read types above; another break on such a line (dynamo cannot trace Lamb's

@@ -16,6 +16,7 @@ class EveryBreak(nn.Module):
     def __init__(self):
         super().__init__()
         self.proj = nn.Linear(4, 4)
+        self.register_buffer("scores", torch.zeros(4, 4))
 
     def forward(self, x):
         h = self.proj(x)
@@ -36,7 +37,13 @@ class EveryBreak(nn.Module):
         for _ in range(int(h.sum() > -100)):
             h = h + 1
         picked = h[h > 0]
+        torch.mm(x, x.t(), out=self.scores[:2, :2])
+        h = self.without_cudnn(h)
         return h.sum() + picked.sum() + len(h.tolist())
+
+    def without_cudnn(self, h):  # its own frame: dynamo runs the rest of a frame eagerly after this break
+        with torch.backends.cudnn.flags(enabled=False):
+            return h + self.scores.sum()
 
 
 def step():
