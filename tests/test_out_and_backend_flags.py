@@ -46,7 +46,8 @@ def _line(text: str) -> int:
 
 def test_both_are_reported_in_the_step_under_compile(lint):
     found = [c for c in codes(lint(MODEL, target="compile")) if c[0] in ("WSC402", "WSC706")]
-    assert found == [("WSC402", _line("out=self.scores")), ("WSC706", _line("with torch.backends.cudnn.flags(enabled=False, d"))]
+    flags = _line("with torch.backends.cudnn.flags(enabled=False, d")
+    assert found == [("WSC402", _line("out=self.scores")), ("WSC706", flags)]
 
 
 def test_they_carry_the_graph_break_ids_dynamo_reports():

@@ -278,15 +278,9 @@ def sets_backend_flags(path: str, line: int) -> bool:
         if isinstance(node, ast.With):
             for item in node.items:
                 call = item.context_expr
-                if isinstance(call, ast.Call) and _dotted(call.func).endswith(_BACKEND_FLAGS):
+                if isinstance(call, ast.Call) and (_dotted(call.func) or "").endswith(_BACKEND_FLAGS):
                     return True
     return False
-
-
-def _dotted(node: ast.expr) -> str:
-    if isinstance(node, ast.Attribute):
-        return f"{_dotted(node.value)}.{node.attr}"
-    return node.id if isinstance(node, ast.Name) else ""
 
 
 _RESUMED_AT = re.compile(r"torch_dynamo_resume_in_\w+_at_(\d+)$")
