@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from cslint.cli import main
+from tests.signals import as_on_a_terminal
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -383,7 +384,7 @@ def test_watch_reruns_on_change_and_ctrl_c_exits_130(tmp_path: Path) -> None:
     env = {**os.environ, "CSLINT_NO_CACHE": "1"}
     with out.open("w") as stdout, err.open("w") as stderr:
         run = subprocess.Popen([sys.executable, "-m", "cslint", "check", "--watch", "--output-format", "json", "."],
-                               cwd=tmp_path, stdout=stdout, stderr=stderr, env=env)
+                               cwd=tmp_path, stdout=stdout, stderr=stderr, env=env, preexec_fn=as_on_a_terminal)
         try:
             wait_for(err, "Watching for file changes.")
             first = out.read_text()

@@ -24,6 +24,7 @@ import pytest
 from cslint.server.address import code_fingerprint
 from cslint.server.client import directory_problem
 from tests.samples import FIXED_LINE, TENSOR_BRANCH
+from tests.signals import as_on_a_terminal
 from tests.test_precommit import HELPER, MODEL
 from tests.test_server import start_server, status
 
@@ -246,12 +247,6 @@ if hold:
 """
 
 
-def interruptible() -> None:
-    """In the client's process before it starts: Ctrl-C as on a terminal, also when this test run was
-    started as a background job (the shell then ignores SIGINT for it, and children inherit that)."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
 def test_ctrl_c_on_a_served_fix_cancels_it_before_any_write(env: dict[str, str], project: Path,
                                                              tmp_path: Path) -> None:
     hooks, hold = tmp_path / "hooks", tmp_path / "hold"
@@ -263,7 +258,7 @@ def test_ctrl_c_on_a_served_fix_cancels_it_before_any_write(env: dict[str, str],
     before = {p: p.read_bytes() for p in project.iterdir() if p.is_file()}
     client = subprocess.Popen([*CSLINT, "check", "--server", "--fix", "--no-cache", "model.py", "helpers.py"],
                               cwd=project, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                              preexec_fn=interruptible)
+                              preexec_fn=as_on_a_terminal)
     deadline = time.monotonic() + 60
     while not (hold / "reached").exists():  # the analysis is done and the fixes are about to be written
         assert time.monotonic() < deadline and client.poll() is None
@@ -300,7 +295,7 @@ def test_interrupt_during_the_writes_lets_them_finish(tmp_path: Path) -> None:
         (project / f"model_{i}.py").write_text(TENSOR_BRANCH)
     env = {**os.environ, "PYTHONPATH": str(hooks), "CSLINT_TEST_HOLD": str(hold), "CSLINT_NO_SERVER": "1"}
     client = subprocess.Popen([*CSLINT, "check", "--fix", "--no-cache", "."], cwd=project, env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=interruptible)
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=as_on_a_terminal)
     deadline = time.monotonic() + 60
     while not (hold / "reached").exists():  # the first file is written, the others not yet
         assert time.monotonic() < deadline and client.poll() is None

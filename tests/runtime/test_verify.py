@@ -21,6 +21,7 @@ from cslint.cli import main as cslint_main  # noqa: E402
 from cslint.runtime import RuntimeReport, check  # noqa: E402
 from cslint.runtime.verify import incomplete, original_lines, outputs_differ  # noqa: E402
 from cslint.runtime.findings import COMPLETE, TIMED_OUT, stopped  # noqa: E402
+from tests.signals import as_on_a_terminal  # noqa: E402
 
 MODEL = textwrap.dedent('''
     import torch
@@ -264,7 +265,7 @@ def _waiting_project(tmp_path: Path) -> tuple[Path, Path, dict[str, str]]:
 
 def _start_verify(project: Path, waiting: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
     process = subprocess.Popen([sys.executable, "-m", "cslint", "check", "model.py", "--fix", "--verify"],
-                               cwd=project, env=env, start_new_session=True,
+                               cwd=project, env=env, start_new_session=True, preexec_fn=as_on_a_terminal,
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 120
     while not (waiting.exists() and waiting.read_text()) and process.poll() is None and time.monotonic() < deadline:
