@@ -1,6 +1,7 @@
 """Golden fixer tests: every `tests/golden/**/NAME.in.py` fixed by cslint equals `NAME.out.py`.
 
-`NAME.in.py` gets safe fixes only; `NAME.unsafe.in.py` gets unsafe fixes too. Each pair also:
+`NAME.in.py` gets safe fixes only; `NAME.unsafe.in.py` gets unsafe fixes too; `NAME.compile.[unsafe.]in.py`
+is fixed for `--target compile` (the others for the default target). Each pair also:
 - re-parses, and a second `--fix` run changes nothing (idempotent);
 - when torch is installed and the file defines `run(seed)`, the original and fixed modules return
   equal tensors for several seeds (the file's own `run` builds the model and random inputs).
@@ -26,9 +27,15 @@ def _out_path(case: Path) -> Path:
     return case.with_name(case.name.replace(".in.py", ".out.py"))
 
 
+def target_of(case: Path) -> str | None:
+    """The target a golden file is fixed for: `compile` when its name says so, else the default."""
+    return "compile" if ".compile." in case.name else None
+
+
 def _fix_text(tmp_path: Path, case: Path, text: str) -> str:
     unsafe = ".unsafe." in case.name
-    _, texts = run_linter(tmp_path, {case.name.replace(".in.py", ".py"): text}, fix=True, unsafe=unsafe)
+    _, texts = run_linter(tmp_path, {case.name.replace(".in.py", ".py"): text}, fix=True, unsafe=unsafe,
+                          target=target_of(case))
     return next(iter(texts.values()))
 
 

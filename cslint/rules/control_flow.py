@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from cslint.analysis.libraries import BRANCH
-from cslint.fixers.checks import remove_raising_check
+from cslint.fixers.checks import keep_assert, keep_raising_check
 from cslint.fixers.masked_block import masked_block
 from cslint.fixers.first_match import first_match
 from cslint.fixers.masked_tail import early_return
@@ -70,8 +70,12 @@ def forward(self, x):
         " Conditions joined with `and`/`or` whose sides are both boolean tensors become "
         "`torch.logical_and`/`torch.logical_or` (both sides are evaluated, as the tensors have no side "
         "effects)."
-        " A check that only raises (`if group_lr not in [lr, 0.0]: raise RuntimeError(...)`) is removed "
-        "(unsafe: the step no longer stops on that input; check the values where they are set)."
+        " A check that only raises (`if group_lr not in [lr, 0.0]: raise RuntimeError(...)`) is never removed: "
+        "under torch.compile it becomes `torch._assert_async(<tensor that holds when the check passes>, message)`,"
+        " leading Python-valued conditions (`labels is not None and ...`) staying as its `if` (unsafe: the "
+        "check raises RuntimeError, on an accelerator when the value is computed). On the lazy-tensor targets "
+        "(wsc, rdu, xla) no device-side assertion is documented, so the check gets no fix: move it to where "
+        "the data is loaded."
         " A condition that may be a Python value when the step runs eagerly on CPU/GPU (an unannotated input "
         "such as `step`, or `group[\"lr\"]`) is wrapped in `torch.as_tensor(...)`, so the fixed code runs "
         "with a Python number and with a tensor; a division by such a value in a branch becomes a tensor "
@@ -125,7 +129,7 @@ class Clamp(nn.Module):
         keyword = "elif" if id(node) in elifs else "if"
         fix: Fix | None = None if keyword == "elif" else \
             if_to_where(node, ctx) or inplace_if_to_where(node, ctx) or masked_block(node, ctx) or \
-            early_return(node, ctx) or first_match(node, ctx) or remove_raising_check(node, ctx)
+            early_return(node, ctx) or first_match(node, ctx) or keep_raising_check(node, ctx)
         what = ctx.kind(node.test).describe() if ctx.is_data_dependent(node.test) else "computed from a tensor"
         ctx.report(node.test, f"`{keyword} {ctx.code(node.test)}` branches on {what}: {FROZEN}; "
                               "compute both sides and select with torch.where", fix)
@@ -264,7 +268,13 @@ def forward(self, h):
     return h * 2
 # check torch.isfinite(...) on the outputs outside the traced step, e.g. every N steps in the loop
 """
-    fix_safety = "Unsafe: the fix removes the check; move it out of the step if you still want it."
+    fix_safety = (
+        "Under torch.compile the assert becomes `torch._assert_async(<condition as a tensor>, message)`, which "
+        "stays in the graph (unsafe: it raises RuntimeError instead of AssertionError, on an accelerator when "
+        "the value is computed). No fix when the condition has a Python-valued part (`mask is None or ...`), "
+        "and none on the lazy-tensor targets (wsc, rdu, xla), which document no device-side assertion: move "
+        "the check out of the step. A fix never removes the check."
+    )
     VALID = [
         """
 import torch
@@ -291,10 +301,8 @@ class Block(nn.Module):
 
     def visit_Assert(self, node: cst.Assert, ctx: RuleContext) -> None:
         if ctx.truth_is_data_dependent(node.test):
-            fix = Fix("unsafe", "Remove the assert (check the values outside the traced step)",
-                      [(node, cst.RemovalSentinel.REMOVE)])
             ctx.report(node.test, f"`assert {ctx.code(node.test)}` needs a tensor's value while tracing; "
-                                  "move the check out of the traced step", fix)
+                                  "move the check out of the traced step", keep_assert(node, ctx))
 
 
 class TensorBoolOp(Rule):

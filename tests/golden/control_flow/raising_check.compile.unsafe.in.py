@@ -1,5 +1,6 @@
 """D-Adaptation-style validation inside step(): with traced learning rates the check needs their values
-while tracing. The fix removes it (unsafe: validate where the learning rates are set)."""
+while tracing. Under --target compile the fix keeps it as a device-side assertion, `torch._assert_async` of the
+membership test made of tensor comparisons (unsafe: it raises RuntimeError when the value is computed)."""
 
 import torch
 
@@ -19,6 +20,8 @@ class LayerScaled(torch.optim.Optimizer):
         lr = self.param_groups[0]["lr"]
         for group in self.param_groups:
             group_lr = group["lr"]
+            if group_lr not in [lr, 0.0]:
+                raise RuntimeError("different lr values in different parameter groups are only supported for 0")
             for p in group["params"]:
                 buf = self.state[p]["momentum"]
                 buf.mul_(0.9).add_(p.grad)

@@ -4,9 +4,10 @@ from torch import nn
 
 class Block(nn.Module):
     def forward(self, h):
+        torch._assert_async(torch.isfinite(h).all(), "non-finite activations")
         h = h * 2
         if h.dim() == 2:
-            pass
+            torch._assert_async((h > -1e9).all(), 'assert (h > -1e9).all()')
         return h
 
 
