@@ -48,6 +48,22 @@ def test_fix_matches_golden(tmp_path: Path, case: Path) -> None:
     assert again == fixed, "a second --fix run changed the file"
 
 
+@pytest.mark.parametrize("case", CASES, ids=[str(c.relative_to(GOLDEN)) for c in CASES])
+def test_a_fix_leaves_no_finding_of_its_kind(tmp_path: Path, case: Path) -> None:
+    """Per rule code, the fixed file has at most the findings the fixes did not address: a fix that moves
+    the problem to a line it writes (`to_drop = torch.where(...)` then `if not to_drop:`) fails here."""
+    unsafe = ".unsafe." in case.name
+    before, _ = run_linter(tmp_path / "before", {"m.py": case.read_text(encoding="utf-8")}, target=target_of(case))
+    after, _ = run_linter(tmp_path / "after", {"m.py": _out_path(case).read_text(encoding="utf-8")},
+                          target=target_of(case))
+    for code in {d.code for d in before.diagnostics}:
+        fixed = sum(1 for d in before.diagnostics if d.code == code and d.fix is not None
+                    and (unsafe or d.fix.applicability == "safe"))
+        total = sum(1 for d in before.diagnostics if d.code == code)
+        left = [d.line for d in after.diagnostics if d.code == code]
+        assert len(left) <= total - fixed, f"{code}: {fixed} of {total} fixed, {len(left)} left at lines {left}"
+
+
 def _load(path: Path, name: str):  # type: ignore[no-untyped-def]
     spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
