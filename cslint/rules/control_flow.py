@@ -6,6 +6,7 @@ import libcst as cst
 
 from cslint.analysis.libraries import BRANCH
 from cslint.fixers.checks import keep_assert, keep_raising_check
+from cslint.fixers.expert_loops import dense_expert_loop
 from cslint.fixers.masked_block import masked_block
 from cslint.fixers.first_match import first_match
 from cslint.fixers.masked_tail import early_return
@@ -433,7 +434,13 @@ def forward(self, x, n, max_n: int = 8):
         x = torch.where(i < n, x * 0.5, x)
     return x
 """
-    fix_safety = "No fix: the static bound has to be chosen by a person."
+    fix_safety = (
+        "Unsafe, for a mixture-of-experts loop over the experts that received tokens "
+        "(`for e in hit: a, b = torch.where(mask[e]); out.index_add_(0, tok, expert(x[tok]) * w[tok, slot])`): "
+        "every expert runs on every token, weighted by its routing mask (the same values up to float summation "
+        "order, num_experts / top_k times the expert compute). No fix otherwise: the static bound has to be "
+        "chosen by a person."
+    )
     VALID = [
         """
 import torch
@@ -473,12 +480,12 @@ class Repeat(nn.Module):
     ]
 
     def visit_For(self, node: cst.For, ctx: RuleContext) -> None:
-        self._check(node.iter, ctx)
+        self._check(node.iter, ctx, node)
 
     def visit_CompFor(self, node: cst.CompFor, ctx: RuleContext) -> None:
         self._check(node.iter, ctx)
 
-    def _check(self, iterable: cst.BaseExpression, ctx: RuleContext) -> None:
+    def _check(self, iterable: cst.BaseExpression, ctx: RuleContext, loop: cst.For | None = None) -> None:
         kind = ctx.kind(iterable)
         if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name) and iterable.func.value == "range":
             if any(ctx.is_data_dependent(arg.value) for arg in iterable.args):
@@ -488,4 +495,4 @@ class Repeat(nn.Module):
         if kind.length_is_data:
             ctx.report(iterable, f"iterating over `{ctx.code(iterable)}`, whose length depends on tensor "
                                  "values: the loop is unrolled to the first step's count; use a fixed-size "
-                                 "mask or top-k instead")
+                                 "mask or top-k instead", dense_expert_loop(loop, ctx) if loop is not None else None)
