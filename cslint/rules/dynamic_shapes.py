@@ -11,6 +11,7 @@ from cslint.analysis import torch_api as api
 from cslint.analysis.dynamo_config import DYNAMIC_OUTPUT_SHAPES
 from cslint.analysis.libraries import SHAPE
 from cslint.fixers.masked import masked_reduction_fix, masked_store_fix
+from cslint.fixers.masked_select import masked_select_reduction_fix
 from cslint.rules.base import Fix, Rule, RuleContext
 from cslint.targets import get_target
 
@@ -92,7 +93,12 @@ def forward(self, tokens, hidden):
     is_masked = tokens == self.mask_id
     return torch.where(is_masked.unsqueeze(-1), hidden, 0)  # same shape every step
 """
-    fix_safety = "No fix: what replaces a variable-size selection (a mask, a top-k) is a design choice."
+    fix_safety = (
+        "Safe for `masked_select(x, m).sum()` (-> `torch.where(m, x, 0).sum()`: the same elements, broadcast "
+        "alike); `.mean()` is safe when the mask is visibly elementwise over `x`, unsafe otherwise (the count "
+        "assumes the mask has the broadcast shape). No fix otherwise: what replaces a variable-size selection "
+        "(a mask, a top-k) is a design choice."
+    )
     VALID = [
         """
 import torch
@@ -144,12 +150,16 @@ class MoE(nn.Module):
     def visit_Call(self, node: cst.Call, ctx: RuleContext) -> None:
         if ctx.report_library_effects(node, SHAPE, "makes a tensor whose shape depends on its values", FIXED_SHAPE):
             return
+        reduced = masked_select_reduction_fix(node, ctx, assigned_once(ctx))
+        if reduced is not None:  # the reduction is visited before the masked_select call inside it
+            ctx.scratch.setdefault("masked_select_fixes", {})[id(reduced[0])] = reduced[1]
         name = dynamic_op_name(node, ctx)
         if name is None or ctx.captures(DYNAMIC_OUTPUT_SHAPES):  # dynamo keeps it in the graph, of unbacked size
             return
         what = "one-argument torch.where" if name == "where" else f"`{name}`"
         ctx.report(node, f"{what} in `{ctx.code(node)}` returns a tensor whose shape depends on its values; "
-                         f"{FIXED_SHAPE}: {ALTERNATIVES[name]}")
+                         f"{FIXED_SHAPE}: {ALTERNATIVES[name]}",
+                   ctx.scratch.get("masked_select_fixes", {}).get(id(node)))
 
 
 def _assignments(ctx: RuleContext) -> list[tuple[str, cst.BaseExpression]]:
