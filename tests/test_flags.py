@@ -81,16 +81,18 @@ def test_diff_with_nothing_to_fix_exits_zero(project: Path, capsys: pytest.Captu
 
 def test_diff_summary_counts_unsafe_fixes_left_out(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (project / "asserts.py").write_text(ASSERTS)
-    code, out, err = _run(capsys, "check", "--diff", "asserts.py", "bad.py")
+    # the assert's fix (a device-side assertion, unsafe) exists under compile; lazy targets keep it unfixed
+    code, out, err = _run(capsys, "check", "--diff", "--target", "compile", "asserts.py", "bad.py")
     assert code == 1 and "torch.where" in out and "-        assert" not in out
     assert "1 fix would be applied; 1 more with --unsafe-fixes." in err
-    code, out, err = _run(capsys, "check", "--diff", "--unsafe-fixes", "asserts.py")
-    assert code == 1 and "-        assert x.sum() > 0" in out and "1 fix would be applied." in err
+    code, out, err = _run(capsys, "check", "--diff", "--unsafe-fixes", "--target", "compile", "asserts.py")
+    assert code == 1 and "-        assert x.sum() > 0" in out and "+        torch._assert_async(x.sum() > 0" in out
+    assert "1 fix would be applied." in err
 
 
 def test_diff_with_only_unsafe_fixes_left_exits_zero(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (project / "asserts.py").write_text(ASSERTS)
-    code, out, err = _run(capsys, "check", "--diff", "asserts.py")
+    code, out, err = _run(capsys, "check", "--diff", "--target", "compile", "asserts.py")
     assert code == 0 and out == ""
     assert "No fixes would be applied; 1 more with --unsafe-fixes." in err
 
