@@ -310,7 +310,7 @@ class _Masker:
 def masked_block(node: cst.If, ctx: RuleContext) -> Fix | None:
     """The fix for `if <boolean tensor>:` (no else) guarding assignments and in-place updates, or None."""
     if node.orelse is not None or not isinstance(node.body, cst.IndentedBlock) or \
-            not is_boolean_condition(node.test, ctx):
+            not is_boolean_condition(node.test, ctx) or _binds_none(node.body):
         return None
     torch, imports = ctx.torch_name()
     masker = _Masker(ctx, node, torch)
@@ -330,6 +330,24 @@ def masked_block(node: cst.If, ctx: RuleContext) -> Fix | None:
                          f"({torch}.where over {updated}); unsafe: both outcomes are computed, in-place and "
                          "augmented updates become out-of-place values selected afterwards, and the selected "
                          "values are tensors", [(node, cst.FlattenSentinel(lines))], imports)
+
+
+def _binds_none(body: cst.BaseSuite) -> bool:
+    """Whether the block assigns `None` to a name: `torch.where` selects between tensors, and has no form
+    for a mask helper's `mask = None` fast path."""
+    found = False
+
+    class Finder(cst.CSTVisitor):
+        def visit_Assign(self, node: cst.Assign) -> None:
+            nonlocal found
+            found = found or (isinstance(node.value, cst.Name) and node.value.value == "None")
+
+        def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+            nonlocal found
+            found = found or (isinstance(node.value, cst.Name) and node.value.value == "None")
+
+    body.visit(Finder())
+    return found
 
 
 def _read_before_bound(statements: Sequence[cst.BaseStatement], name: str, skip: cst.CSTNode) -> bool:
