@@ -24,7 +24,8 @@ import libcst as cst
 
 from cslint.analysis import torch_api as api
 from cslint.fixers.host import assignments
-from cslint.fixers.where import _call_reason, _condition, _inplace_chain, is_boolean_condition
+from cslint.analysis.walk import iter_nodes
+from cslint.fixers.where import _call_reason, _condition, _inplace_chain, is_boolean_condition, is_none
 from cslint.rules.base import Fix, RuleContext
 
 AUGMENTED = {cst.AddAssign: cst.Add, cst.SubtractAssign: cst.Subtract, cst.MultiplyAssign: cst.Multiply,
@@ -335,19 +336,8 @@ def masked_block(node: cst.If, ctx: RuleContext) -> Fix | None:
 def _binds_none(body: cst.BaseSuite) -> bool:
     """Whether the block assigns `None` to a name: `torch.where` selects between tensors, and has no form
     for a mask helper's `mask = None` fast path."""
-    found = False
-
-    class Finder(cst.CSTVisitor):
-        def visit_Assign(self, node: cst.Assign) -> None:
-            nonlocal found
-            found = found or (isinstance(node.value, cst.Name) and node.value.value == "None")
-
-        def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-            nonlocal found
-            found = found or (isinstance(node.value, cst.Name) and node.value.value == "None")
-
-    body.visit(Finder())
-    return found
+    return any(isinstance(node, (cst.Assign, cst.AnnAssign)) and node.value is not None and is_none(node.value)
+               for node in iter_nodes(body))
 
 
 def _read_before_bound(statements: Sequence[cst.BaseStatement], name: str, skip: cst.CSTNode) -> bool:

@@ -217,7 +217,7 @@ def if_to_where(node: cst.If, ctx: RuleContext) -> Fix | None:
         if any(name not in b.assigns for b in branches) and name not in bound:
             return None
         branch_values = [b.assigns.get(name) for b in branches] + [final.get(name)]
-        if any(_is_none(v) for v in branch_values if v is not None):
+        if any(is_none(v) for v in branch_values if v is not None):
             return None  # torch.where selects between tensors: `x = None` in a branch has no such form
         values.extend(v for v in branch_values if v is not None)
         if all(v is None or ctx.kind(v).tag is not Tag.TENSOR for v in branch_values) and \
@@ -245,12 +245,12 @@ def if_to_where(node: cst.If, ctx: RuleContext) -> Fix | None:
     return Fix(applicability, message, [(node, cst.FlattenSentinel(new_lines))], imports)
 
 
-def _is_none(expr: cst.BaseExpression) -> bool:
+def is_none(expr: cst.BaseExpression) -> bool:
     return isinstance(expr, cst.Name) and expr.value == "None"
 
 
 def ifexp_to_where(node: cst.IfExp, ctx: RuleContext) -> Fix | None:
-    if not is_boolean_condition(node.test, ctx) or _is_none(node.body) or _is_none(node.orelse):
+    if not is_boolean_condition(node.test, ctx) or is_none(node.body) or is_none(node.orelse):
         return None
     torch, imports = ctx.torch_name()
     guarded: list[bool] = []
