@@ -28,6 +28,10 @@ def _first_difference(first: Sequence[Any], other: Sequence[Any]) -> tuple[int, 
     return None
 
 
+def graphs_differ(first: Sequence[Any], other: Sequence[Any]) -> bool:
+    return _first_difference(first, other) is not None
+
+
 _VALUE_READ = "aten._local_scalar_dense.default"
 
 

@@ -4,6 +4,7 @@ The factory builds what to run. It may take one argument, the device ("lazy" or 
 its model and inputs there; without that argument the checker moves modules and tensors itself. It returns
 - `Step(fn, batches)` or a tuple `(fn, inputs)`: `fn(*batch)` is one training/inference step; inputs are
   one tensor, one tuple of arguments, or a list of batches (several steps, for graph stability);
+- `Step(fn, loader=loader)`: the batches are those the user's own DataLoader yields (loader.py);
 - a `torch.optim.Optimizer` (or `OptimizerStep(optimizer)`): its state is checked across `step()` calls.
 """
 
@@ -28,6 +29,7 @@ class TargetError(Exception):
 class Step:
     fn: Callable[..., Any]
     batches: list[tuple[Any, ...]] = field(default_factory=list)
+    loader: Any = None  # a DataLoader (any iterable of batches) to take the batches from, instead of `batches`
 
 
 @dataclass
@@ -64,8 +66,11 @@ def load_module(location: str) -> ModuleType:
 
 
 def load_factory(target: str) -> Callable[..., Any]:
+    from cslint.runtime.loader import recording_loaders
+
     location, name = split_target(target)
-    module = load_module(location)
+    with recording_loaders():  # a loader the target's module builds
+        module = load_module(location)
     factory = getattr(module, name, None)
     if not callable(factory):
         raise TargetError(f"`{name}` in {location} is not a function")
@@ -87,7 +92,10 @@ def build(factory: Callable[..., Any], device: str) -> Step | OptimizerStep:
     """Call the factory for `device` and normalise what it returns."""
     import torch
 
-    made = factory(device) if _takes_device(factory) else factory()
+    from cslint.runtime.loader import batches_from, recording_loaders
+
+    with recording_loaders():
+        made = factory(device) if _takes_device(factory) else factory()
     if isinstance(made, torch.optim.Optimizer):
         made = OptimizerStep(made)
     if isinstance(made, OptimizerStep):
@@ -96,11 +104,18 @@ def build(factory: Callable[..., Any], device: str) -> Step | OptimizerStep:
         inputs = made[1]
         batches = [_as_batch(b) for b in inputs] if isinstance(inputs, list) else [_as_batch(inputs)]
         made = Step(made[0], batches)
+    if isinstance(made, Step) and made.loader is not None:
+        if made.batches:
+            raise TargetError("give Step either batches or loader=, not both")
+        code = getattr(factory, "__code__", None)
+        fallback = (os.path.abspath(code.co_filename), code.co_firstlineno) if code is not None else None
+        made = Step(made.fn, batches_from(made.loader, device, fallback), made.loader)
     if not isinstance(made, Step) or not callable(made.fn) or not made.batches:
         raise TargetError("the factory must return Step(fn, batches), (fn, inputs) or a torch optimizer; "
                           f"got {type(made).__name__}")
     if not _takes_device(factory):
-        made = Step(_moved(made.fn, device), [tuple(_moved(a, device) for a in b) for b in made.batches])
+        made = Step(_moved(made.fn, device), [tuple(_moved(a, device) for a in b) for b in made.batches],
+                    made.loader)
     return made
 
 

@@ -74,6 +74,7 @@ def execute(target: str, backends: tuple[str, ...] = BACKENDS, outputs: bool = F
         return fail(f"importing the target raised:\n{_user_traceback(exc)}")
     import torch
 
+    from cslint.runtime.loader import compare_loader_steps
     from cslint.runtime.stability import compare_steps
 
     def built(device: str) -> Step | OptimizerStep:
@@ -113,7 +114,11 @@ def execute(target: str, backends: tuple[str, ...] = BACKENDS, outputs: bool = F
             init()  # before the factory: moving a module to the lazy device needs the backend
             step = built("lazy")
             assert isinstance(step, Step)
-            compare_steps(run_lazy(step, report, say), report)  # type: ignore[arg-type]
+            per_step = run_lazy(step, report, say)
+            if step.loader is None:
+                compare_steps(per_step, report)  # type: ignore[arg-type]
+            else:
+                compare_loader_steps(step.loader, step.batches, per_step, report)
             report.set_status("lazy", COMPLETE)
         except Exception as exc:  # noqa: BLE001 - ops the lazy backend lacks; the CPU run worked
             report.set_status("lazy", _stopped_by(exc))
