@@ -34,6 +34,9 @@ _GUARD = re.compile(r"- \d+/\d+: (?P<guard>.+?)\s{2,}#.*?\n\s*- User stack trace
                     r"line (?P<line>\d+)")
 
 
+_INPUT_SIZE = re.compile(r"- \d+/\d+: tensor '[^']+' size mismatch at index \d+")
+
+
 class _Collect(logging.Handler):
     """Dynamo's recompile messages, each with the index of the step that logged it."""
 
@@ -295,14 +298,15 @@ _ADVICE = {"WSC702": "keep the value in a tensor buffer",
            "WSC704": "draw on the device with torch.rand*"}
 
 
-def run_dynamo(step: Step, report: RuntimeReport, progress: Any = None) -> None:
+def run_dynamo(step: Step, report: RuntimeReport, progress: Any = None) -> list[int]:
     """Run every batch under dynamo; report graph breaks, and guards that fail on a step after the first.
 
     A recompile during the first step is not instability: one code object entered with different arguments
     (a decorator's wrapper shared by every module's `forward`, the frame resuming a loop after a break, entered
     at each iteration with the loop one step further) is compiled once per variant, and later steps
     find every variant in dynamo's cache. Only a guard that fails again on a later step means the graph
-    changes per step.
+    changes per step. Returns the steps recompiled because an input tensor had another size than before
+    (those guards name no user line: the caller knows where the batches came from).
     """
     torch._dynamo.reset()
     graphs: list[torch.fx.GraphModule] = []
@@ -343,10 +347,13 @@ def run_dynamo(step: Step, report: RuntimeReport, progress: Any = None) -> None:
                                   f"graph break: {code.what} ({graph_break.gb_type}: {graph_break.reason})",
                                   "dynamo", chain=chain, graph_break=registry.id_of(graph_break.gb_type) or ""))
     first_step_recompiles = 0
+    resized: list[int] = []
     for step_index, message in logs.records:
         if step_index == 0:
             first_step_recompiles += 1
             continue
+        if _INPUT_SIZE.search(message):
+            resized.append(step_index)
         recompiled = _RECOMPILED.search(message)
         for guard in _GUARD.finditer(message):
             path = os.path.abspath(guard["path"])
@@ -374,3 +381,4 @@ def run_dynamo(step: Step, report: RuntimeReport, progress: Any = None) -> None:
         report.notes.append(f"dynamo: {first_step_recompiles} recompile(s) during the first step only (a function "
                             "entered with different arguments, a loop resumed after a break at each iteration); "
                             "later steps reuse every compiled graph")
+    return resized

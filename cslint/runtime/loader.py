@@ -119,18 +119,29 @@ def compare_loader_steps(loader: Any, batches: Sequence[tuple[Any, ...]], per_st
     loader's doing, reported at the line that built it (not as a Python value changing inside the step)."""
     signatures = [shapes(batch) for batch in batches]
     compare_steps([ops for ops, s in zip(per_step, signatures) if s == signatures[0]], report)
+    changed = [index for index, ops in enumerate(per_step) if graphs_differ(per_step[0], ops)]
+    report_new_shapes(loader, batches, changed, report, "stability")
+
+
+def report_new_shapes(loader: Any, batches: Sequence[tuple[Any, ...]], changed: Sequence[int],
+                      report: RuntimeReport, backend: str) -> None:
+    """For the steps (0-based) whose graph changed or was recompiled, those whose batch has other shapes than
+    the first batch: one finding per new shape at the line that built the loader."""
     site = _BUILT_AT.get(loader)
     positions, total = _READ.get(loader, ([], 0))
-    if site is None or len(positions) != len(per_step):
+    if site is None or len(positions) != len(batches):
         return
-    for index, (ops, signature) in enumerate(zip(per_step, signatures)):
-        if signature == signatures[0] or not graphs_differ(per_step[0], ops):
+    signatures = [shapes(batch) for batch in batches]
+    seen = {signatures[0]}
+    for index in sorted(set(changed)):
+        if not 0 < index < len(batches) or signatures[index] in seen:
             continue
-        code, what, fix = _what_changed(signatures[0], signature, positions[index], total)
+        seen.add(signatures[index])
+        code, what, fix = _what_changed(signatures[0], signatures[index], positions[index], total)
         report.add(RuntimeFinding(
             code, *site, f"the DataLoader built here hands the step batches of another shape: {what}; the traced "
             f"graph changes between step 1 and step {index + 1}, and a static-graph device compiles again for "
-            f"each new shape ({fix})", "stability"))
+            f"each new shape ({fix})", backend))
 
 
 def _what_changed(first: Shapes, other: Shapes, position: int, total: int) -> tuple[str, str, str]:

@@ -74,7 +74,7 @@ def execute(target: str, backends: tuple[str, ...] = BACKENDS, outputs: bool = F
         return fail(f"importing the target raised:\n{_user_traceback(exc)}")
     import torch
 
-    from cslint.runtime.loader import compare_loader_steps
+    from cslint.runtime.loader import compare_loader_steps, report_new_shapes
     from cslint.runtime.stability import compare_steps
 
     def built(device: str) -> Step | OptimizerStep:
@@ -129,7 +129,9 @@ def execute(target: str, backends: tuple[str, ...] = BACKENDS, outputs: bool = F
         try:
             step = built("cpu")
             assert isinstance(step, Step)
-            run_dynamo(step, report, say)
+            resized = run_dynamo(step, report, say)
+            if step.loader is not None:
+                report_new_shapes(step.loader, step.batches, resized, report, "dynamo")
             report.set_status("dynamo", COMPLETE)
         except Exception as exc:  # noqa: BLE001
             report.set_status("dynamo", _stopped_by(exc))

@@ -16,8 +16,8 @@ from tests.runtime.test_runtime import expected_line  # noqa: E402
 LOADERS = Path(__file__).parent / "targets" / "loaders.py"
 
 
-def run(factory: str) -> RuntimeReport:
-    report = check(f"{LOADERS}:{factory}", ("lazy",), isolate=False)
+def run(factory: str, backends: tuple[str, ...] = ("lazy",)) -> RuntimeReport:
+    report = check(f"{LOADERS}:{factory}", backends, isolate=False)
     assert not report.error, report.error
     assert report.complete, report.status
     return report
@@ -30,8 +30,17 @@ def test_a_last_partial_batch_is_reported_at_the_loaders_line() -> None:
     assert "drop_last=True" in report.findings[0].message
 
 
+def test_dynamo_recompiling_for_the_last_batch_is_the_same_finding() -> None:
+    """torch.compile(dynamic=False) recompiles the step for the smaller batch; its guard names no user line."""
+    report = run("partial_last_batch", ("dynamo",))
+    assert [(f.code, f.line, f.backend) for f in report.findings] == \
+        [("WSC551", expected_line(LOADERS, "WSC551"), "dynamo")]
+    both = run("partial_last_batch", ("lazy", "dynamo"))
+    assert [(f.code, f.backend) for f in both.findings] == [("WSC551", "stability+dynamo")]
+
+
 def test_drop_last_gives_no_finding() -> None:
-    report = run("full_batches")
+    report = run("full_batches", ("lazy", "dynamo"))
     assert report.findings == []
     assert report.steps == 2
 
