@@ -13,6 +13,7 @@ import sys
 import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from cslint.runtime.findings import RuntimeFinding, RuntimeReport
@@ -87,9 +88,8 @@ def shapes(value: Any) -> Shapes:
 def batches_from(loader: Any, device: str, fallback: tuple[str, int] | None) -> list[tuple[Any, ...]]:
     """The step's arguments for the first two batches and for the first batch of every other shape; a tuple
     or list batch is unpacked into arguments, anything else (a dict) is one argument. `fallback` is where to
-    report a loader built before the checker could see it (the factory's line)."""
-    if fallback is not None:
-        _BUILT_AT.setdefault(loader, fallback)
+    report a loader built before the checker could see it, or an iterable that is not a DataLoader (the
+    factory's line)."""
     kept: list[tuple[Any, ...]] = []
     positions: list[int] = []
     seen: set[Shapes] = set()
@@ -100,12 +100,27 @@ def batches_from(loader: Any, device: str, fallback: tuple[str, int] | None) -> 
             kept.append(_arguments(_on(batch, device)))
             positions.append(count)
         seen.add(signature)
-    _READ[loader] = (positions, count)
+    _READ[id(loader)] = _Read(positions, count, fallback)
     return kept
 
 
-# loader -> (the 1-based position in the loader of each batch the step runs, how many batches it yielded)
-_READ: weakref.WeakKeyDictionary[Any, tuple[list[int], int]] = weakref.WeakKeyDictionary()
+@dataclass(frozen=True)
+class _Read:
+    positions: list[int]  # the 1-based position in the loader of each batch the step runs
+    total: int  # how many batches the loader yielded
+    fallback: tuple[str, int] | None
+
+
+# by id: any iterable may be given (a list of batches cannot be weakly referenced); each build reads its
+# loader again, and the report is made from the Step that holds it, before the next build
+_READ: dict[int, _Read] = {}
+
+
+def _site(loader: Any, read: _Read) -> tuple[str, int] | None:
+    try:
+        return _BUILT_AT.get(loader) or read.fallback
+    except TypeError:  # not weakly referenceable, so not a DataLoader
+        return read.fallback
 
 
 def _arguments(batch: Any) -> tuple[Any, ...]:
@@ -127,10 +142,11 @@ def report_new_shapes(loader: Any, batches: Sequence[tuple[Any, ...]], changed: 
                       report: RuntimeReport, backend: str) -> None:
     """For the steps (0-based) whose graph changed or was recompiled, those whose batch has other shapes than
     the first batch: one finding per new shape at the line that built the loader."""
-    site = _BUILT_AT.get(loader)
-    positions, total = _READ.get(loader, ([], 0))
-    if site is None or len(positions) != len(batches):
+    read = _READ.get(id(loader))
+    site = _site(loader, read) if read is not None else None
+    if read is None or site is None or len(read.positions) != len(batches):
         return
+    positions, total = read.positions, read.total
     signatures = [shapes(batch) for batch in batches]
     seen = {signatures[0]}
     for index in sorted(set(changed)):

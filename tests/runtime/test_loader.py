@@ -53,3 +53,9 @@ def test_a_loader_built_when_the_module_is_imported_is_reported_there() -> None:
 def test_padding_to_the_longest_in_the_batch_is_wsc552() -> None:
     report = run("padded_to_the_longest")
     assert [(f.code, f.line) for f in report.findings] == [("WSC552", expected_line(LOADERS, "WSC552"))]
+
+
+def test_an_iterable_that_is_not_a_dataloader_is_reported_at_the_factory() -> None:
+    report = run("batches_in_a_list")
+    assert [(f.code, f.line) for f in report.findings] == [("WSC551", expected_line(LOADERS, "LIST"))]
+

@@ -47,6 +47,12 @@ def loader_from_the_module(device):
     return Step(_regression_step(device), loader=MODULE_LOADER)
 
 
+def batches_in_a_list(device):  # runtime: LIST
+    batches = [(torch.randn(4, 3), torch.randn(4, 2)), (torch.randn(4, 3), torch.randn(4, 2)),
+               (torch.randn(2, 3), torch.randn(2, 2))]
+    return Step(_regression_step(device), loader=batches)
+
+
 class Sentences(torch.utils.data.Dataset):
     def __len__(self):
         return 8
