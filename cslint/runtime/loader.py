@@ -22,6 +22,8 @@ from cslint.runtime.stability import compare_steps, graphs_differ
 
 _BUILT_AT: weakref.WeakKeyDictionary[Any, tuple[str, int]] = weakref.WeakKeyDictionary()
 
+MAX_BATCHES = 10_000
+
 Shapes = tuple[tuple[int, ...], ...]  # the shapes of a batch's tensors, in the order they are found
 
 
@@ -95,6 +97,12 @@ def batches_from(loader: Any, device: str, fallback: tuple[str, int] | None) -> 
     seen: set[Shapes] = set()
     count = 0
     for count, batch in enumerate(loader, start=1):
+        if count > MAX_BATCHES:
+            from cslint.runtime.targets import TargetError
+
+            raise TargetError(f"the loader yielded more than {MAX_BATCHES} batches (an endless stream?): the "
+                              "checker reads the whole loader to see its last batch; give it one over a small "
+                              "data set")
         signature = shapes(batch)
         if count <= 2 or signature not in seen:
             kept.append(_arguments(_on(batch, device)))

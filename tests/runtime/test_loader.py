@@ -59,3 +59,9 @@ def test_an_iterable_that_is_not_a_dataloader_is_reported_at_the_factory() -> No
     report = run("batches_in_a_list")
     assert [(f.code, f.line) for f in report.findings] == [("WSC551", expected_line(LOADERS, "LIST"))]
 
+
+def test_an_endless_loader_is_a_clear_error_not_a_hang() -> None:
+    report = check(f"{LOADERS}:endless_stream", ("lazy",), isolate=False)
+    assert "the loader yielded more than 10000 batches" in report.error
+    assert not report.complete
+

@@ -1,6 +1,8 @@
 """Steps fed by their own DataLoader (`Step(fn, loader=...)`), for the runtime checker's tests: ten samples
 in batches of four leave a last batch of two."""
 
+import itertools
+
 import torch
 from torch.nn.utils.rnn import pad_sequence
 from torch.utils.data import DataLoader, TensorDataset
@@ -51,6 +53,11 @@ def batches_in_a_list(device):  # runtime: LIST
     batches = [(torch.randn(4, 3), torch.randn(4, 2)), (torch.randn(4, 3), torch.randn(4, 2)),
                (torch.randn(2, 3), torch.randn(2, 2))]
     return Step(_regression_step(device), loader=batches)
+
+
+def endless_stream(device):
+    batch = (torch.randn(4, 3), torch.randn(4, 2))
+    return Step(_regression_step(device), loader=itertools.repeat(batch))
 
 
 class Sentences(torch.utils.data.Dataset):
