@@ -448,3 +448,68 @@ for batch in DataLoader(replay_buffer, batch_size=32):
 ''',
     }
     assert [(d.path.name, d.line) for d in lint(files) if d.code == "WSC551"] == [("train.py", 7)]
+
+
+def test_multi_scale_over_a_loader_built_in_another_module(lint) -> None:
+    """A detector's training script (yolov5's shape): the loader comes from the project's own
+    `create_dataloader`, and the size drawn per batch reaches `interpolate` through two more names."""
+    files = {
+        "utils.py": '''
+from torch.utils.data import DataLoader
+
+
+def create_dataloader(path, imgsz, batch_size):
+    dataset = ImageFolderWithBoxes(path, imgsz)
+    return DataLoader(dataset, batch_size=batch_size, shuffle=True, drop_last=True), dataset
+''',
+        "train.py": '''
+import math
+import random
+
+import torch
+import torch.nn as nn
+
+from utils import create_dataloader
+from models import Detector
+
+
+def train(opt, imgsz=640, gs=32):
+    model = Detector(opt.cfg)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    train_loader, dataset = create_dataloader(opt.train, imgsz, opt.batch_size)
+    for epoch in range(opt.epochs):
+        for i, (imgs, targets) in enumerate(train_loader):
+            imgs = imgs.float() / 255
+            if opt.multi_scale:
+                sz = random.randrange(int(imgsz * 0.5), int(imgsz * 1.5) + gs) // gs * gs
+                sf = sz / max(imgs.shape[2:])
+                if sf != 1:
+                    ns = [math.ceil(x * sf / gs) * gs for x in imgs.shape[2:]]
+                    imgs = nn.functional.interpolate(imgs, size=ns, mode="bilinear")
+            loss = model(imgs, targets)
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+''',
+    }
+    found = [(d.path.name, d.line, d.code) for d in lint(files) if d.code.startswith("WSC55")]
+    assert found == [("train.py", 23, "WSC553")]
+
+
+def test_no_multi_scale_finding_for_a_fixed_size_or_a_loop_without_a_model(lint) -> None:
+    script = '''
+import random
+
+import torch.nn.functional as F
+
+from data import make_loader
+
+loader = make_loader()
+for images, targets in loader:  # one size for every batch
+    images = F.interpolate(images, size=(416, 416))
+    model(images, targets).backward()
+for images, _ in loader:  # a preview of the augmentation: nothing traced runs here
+    size = random.choice([320, 416, 512])
+    save_grid(F.interpolate(images, size=size), "preview.png")
+'''
+    assert _codes(lint(script)) == []

@@ -78,6 +78,9 @@ class Pipeline:
     hf_trainer: bool  # a transformers Trainer is built here: its datasets are batched for its traced step
     transforms: list[tuple[cst.BaseExpression, str]]  # `transform=` values of the feeding loaders' datasets
     compile_static: str | None  # how a `torch.compile` here asks for static shapes (`dynamic=False`)
+    # the innermost loops that resize their batch and run a traced step over batches no loader of this file
+    # makes (a loader built in another module: `train_loader, dataset = create_dataloader(...)`)
+    unfed_step_loops: list[tuple[cst.For, str]] = field(default_factory=list)
 
     def step_loops(self) -> list[tuple[cst.For, str]]:
         """The loops that iterate a loader and run a traced step, each with how a message names it."""
@@ -93,12 +96,15 @@ class Pipeline:
         return self.hf_trainer or any(loader.feeds for loader in self.loaders)
 
 
+RESIZE_CALLS = ("interpolate", "upsample", "resize")
 _WORDS = ("DataLoader", "TrainingArguments", "DataCollator", "pad_sequence", "padding")
 
 
 def pipeline(module: ModuleInfo, project: Project) -> Pipeline | None:
     """The file's data pipeline (cached with its tree), or None when its text names none of it."""
-    if not any(word in module.source for word in _WORDS):
+    source = module.source
+    if not any(word in source for word in _WORDS) and \
+            not ("rand" in source and any(word in source for word in RESIZE_CALLS)):  # a size drawn per batch
         return None
     cached = module.tree_data.get("data_pipeline")
     if cached is None:
@@ -260,8 +266,25 @@ class _Scan:
             elif qualified in {"torch._dynamo.mark_static", "torch._dynamo.decorators.mark_static"}:
                 compile_static = compile_static or "torch._dynamo.mark_static"
         feeds = hf_trainer or any(loader.feeds for loader in loaders)
+        fed = {id(feed.loop) for loader in loaders for feed in loader.feeds if feed.loop is not None}
         return Pipeline(loaders, self._batch_functions(loaders) if feeds else [], hf_trainer,
-                        self._transforms(loaders), compile_static)
+                        self._transforms(loaders), compile_static, self._unfed_step_loops(fed))
+
+    def _unfed_step_loops(self, fed: set[int]) -> list[tuple[cst.For, str]]:
+        """For each call that resizes (WSC553 looks for what is resized per batch), the innermost loop around
+        it, in its function, that runs a traced step; those no loader of this file feeds."""
+        found: dict[int, tuple[cst.For, str]] = {}
+        for call in (c for name in RESIZE_CALLS for c in self.calls_by_name.get(name, ())):
+            node = self.parents.get(id(call))
+            while node is not None and not isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+                if isinstance(node, cst.For):
+                    step, _ = self._loop_step(node.body)
+                    if step is not None:
+                        if id(node) not in fed:
+                            found[id(node)] = (node, f"the loop that calls `{step}`")
+                        break
+                node = self.parents.get(id(node))
+        return list(found.values())
 
     def _transforms(self, loaders: list[Loader]) -> list[tuple[cst.BaseExpression, str]]:
         """The `transform=` of each feeding loader's dataset, where this file builds both

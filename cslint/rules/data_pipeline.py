@@ -436,7 +436,7 @@ for images, targets in loader:
 
     def check_module(self, ctx) -> None:  # type: ignore[no-untyped-def]
         found = pipeline(ctx.module, ctx.project)
-        if found is None or not found.feeds_a_step:
+        if found is None or not (found.feeds_a_step or found.unfed_step_loops):
             return
         effect = consequence(ctx, found)
         if effect is None:
@@ -446,7 +446,8 @@ for images, targets in loader:
             if isinstance(transform, cst.Call) and ctx.resolve(transform.func) in COMPOSES and transform.args and \
                     isinstance(transform.args[0].value, (cst.List, cst.Tuple)):
                 self._check_compose(ctx, transform.args[0].value, effect)
-        for loop, how in found.step_loops():
+        # a size drawn per batch varies the shape wherever the batches come from
+        for loop, how in found.step_loops() + found.unfed_step_loops:
             self._check_loop(ctx, loop, how, effect)
 
     @staticmethod
@@ -470,10 +471,13 @@ for images, targets in loader:
     def _check_loop(ctx, loop: cst.For, how: str, effect: str) -> None:  # type: ignore[no-untyped-def]
         drawn: set[str] = set()
         assigns = [n for n in _walk(loop.body) if isinstance(n, cst.Assign)]
-        for _ in range(2):  # `sz = random.randrange(...)`, then `ns = [sz * s for s in shape]`
+        grew = True
+        while grew:  # `sz = random.randrange(...)`, `sf = sz / max(shape)`, `ns = [x * sf for x in shape]`
+            before = len(drawn)
             for assign in assigns:
                 if _mentions_random(ctx, assign.value, drawn):
                     drawn |= {n.value for t in assign.targets for n in _walk(t.target) if isinstance(n, cst.Name)}
+            grew = len(drawn) > before
         for call in _walk_calls(loop.body):
             if ctx.resolve(call.func) in INTERPOLATES and \
                     any(_mentions_random(ctx, a.value, drawn) for a in call.args[1:]):
