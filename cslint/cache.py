@@ -34,7 +34,7 @@ from cslint import __version__, sealed
 from cslint.config import Settings
 
 CACHE_DIR_NAME = ".cslint_cache"
-FORMAT = 1
+FORMAT = 2
 
 
 @dataclass
@@ -49,6 +49,7 @@ class CachedDiagnostic:
     chain: list[str]
     reason: str
     source_line: str
+    notes: list[str]
 
 
 @dataclass
@@ -86,7 +87,8 @@ _ABSENT = object()
 _ENTRY = {"hash": "str", "mtime_ns": "int", "size": "int", "module": "str", "imports": "[str]",
           "reach": "[str]?", "deps": "str?", "diagnostics": "[dict]|None?", "hints": "hints|None?"}
 _DIAGNOSTIC = {"line": "int", "column": "int", "end_line": "int", "end_column": "int", "code": "str",
-               "message": "str", "fix": "pair|None", "chain": "[str]", "reason": "str", "source_line": "str"}
+               "message": "str", "fix": "pair|None", "chain": "[str]", "reason": "str", "source_line": "str",
+               "notes": "[str]"}
 
 
 def _is(value: Any, kind: str) -> bool:

@@ -17,7 +17,8 @@ from cslint.config import Settings
 from cslint.profile import Profile
 from cslint.report import BUG_HINT, INTERNAL_ERROR
 from cslint.rules import Finding, Fix, Rule, RuleContext
-from cslint.targets import adapt_message, get_target, is_cerebras_fix
+from cslint.messages import compose
+from cslint.targets import get_target, is_cerebras_fix
 
 
 Handler = Callable[[cst.CSTNode, RuleContext], None]
@@ -141,14 +142,15 @@ def _placed_by_guards(ctx: RuleContext, dead: set[int], unguarded: dict[int, str
         if key not in regions or finding.code == INTERNAL_ERROR:
             kept.append(finding)
         elif regions[key] is not None:
-            finding.message = f"{finding.message.rstrip('.')} ({guard_note(regions[key], tracer)})"
+            finding.notes.append(guard_note(regions[key], tracer))
             kept.append(finding)
     return kept
 
 
 def adapt_to_target(findings: list[Finding], settings: Settings, module: ModuleInfo | None = None,
                     compiled: CompileOptions | None = None) -> list[Finding]:
-    """The target's message wording (and what a graph break costs under the root's `compiled` options);
+    """Each message composed (cslint/messages.py) with the target's note (what a graph break costs under the
+    root's `compiled` options) and the analysis's notes;
     fixes that write cerebras.pytorch calls only on the WSC target, no fix that imports a package neither
     the file nor the project imports already, and none of a rule the settings make unfixable."""
     from cslint.fixability import is_fixable
@@ -158,7 +160,8 @@ def adapt_to_target(findings: list[Finding], settings: Settings, module: ModuleI
     for finding in findings:
         if finding.code == INTERNAL_ERROR:
             continue
-        finding.message = adapt_message(finding.message, finding.code, target, compiled)
+        finding.message = compose(finding.message, finding.code, target, compiled, finding.consequence)
+        finding.consequence = ""
         if finding.fix is None:
             continue
         if not is_fixable(finding.code, settings):

@@ -48,7 +48,22 @@ def render_rule(rule: type[Rule]) -> str:
         "## Fix safety",
         rule.fix_safety,
         "",
+        *_on_targets(rule),
     ])
+
+
+def _on_targets(rule: type[Rule]) -> list[str]:
+    """The rule's long-form advice per target (`--target`), and the short note its messages carry there."""
+    targets = sorted(set(rule.target_advice) | set(rule.target_notes))
+    if not targets:
+        return []
+    lines = ["## On other targets"]
+    for name in targets:
+        advice = rule.target_advice.get(name, "")
+        note = rule.target_notes.get(name)
+        said = f" Messages add: \"{note}\"." if note else ""
+        lines.append(f"- `--target {name}`: {advice}{said}".replace(":  ", ": ").rstrip())
+    return lines + [""]
 
 
 def render_rule_page(rule: type[Rule]) -> str:

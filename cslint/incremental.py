@@ -893,10 +893,10 @@ def _key(path: Path) -> str:
 def _freeze(d: Diagnostic) -> CachedDiagnostic:
     return CachedDiagnostic(d.line, d.column, d.end_line, d.end_column, d.code, d.message,
                             (d.fix.applicability, d.fix.message) if d.fix is not None else None,
-                            list(d.chain), d.reason, d.source_line)
+                            list(d.chain), d.reason, d.source_line, list(d.notes))
 
 
 def _restore(path: Path, d: CachedDiagnostic) -> Diagnostic:
     fix = FixSummary(d.fix[0], d.fix[1]) if d.fix is not None else None
     return Diagnostic(path, d.line, d.column, d.end_line, d.end_column, d.code, d.message, fix, list(d.chain),
-                      d.reason, d.source_line)
+                      d.reason, d.source_line, notes=list(d.notes))

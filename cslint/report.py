@@ -50,6 +50,7 @@ class Diagnostic:
     source_line: str = ""
     cell: int | None = None  # a notebook's cell (1-based); `line` and `end_line` are then within it
     graph_break: GraphBreak | None = None  # under --target compile: the break dynamo reports for this construct
+    notes: list[str] = field(default_factory=list)  # what explains the message, shown under it
 
     @property
     def labelled_code(self) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Collection, Iterable, Mapping
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -63,6 +63,7 @@ class Located:
     fix: Fix | FixSummary | None
     traced: TracedFunction | None
     span: CodeRange
+    notes: list[str] = field(default_factory=list)
 
 
 class Linter:
@@ -522,7 +523,7 @@ class Linter:
             span = positions.get(f.node) if module is not None else FILE_START  # no module: an index error
             if span is not None:
                 fix = FixSummary(f.fix.applicability, f.fix.message) if f.fix is not None else None
-                out.append(Located(f.code, f.message, fix, f.traced, span))
+                out.append(Located(f.code, f.message, fix, f.traced, span, f.notes))
         return out
 
     def _module_positions(self, module: ModuleInfo, findings: list[Finding]) -> dict[cst.CSTNode, CodeRange]:
@@ -568,7 +569,7 @@ class Linter:
                 positions = self._positions(source, findings, check_noqa)
         except RecursionError:
             return [self._too_deep(source, len(findings))]
-        located = [Located(f.code, f.message, f.fix, f.traced, positions[f.node]) for f in findings
+        located = [Located(f.code, f.message, f.fix, f.traced, positions[f.node], f.notes) for f in findings
                    if f.node in positions]
         return self._diagnostics(source, located, positions if check_noqa else None)
 
@@ -629,7 +630,7 @@ class Linter:
                 path=source.path, line=line, column=column, end_line=span.end.line,
                 end_column=span.end.column + 1, code=item.code, message=item.message, fix=item.fix,
                 chain=traced.chain if traced else [], reason=traced.root.reason if traced else "",
-                source_line=lines[line - 1] if 0 < line <= len(lines) else "",
+                source_line=lines[line - 1] if 0 < line <= len(lines) else "", notes=list(item.notes),
             ))
         if noqa_positions is not None and not any(UNUSED_NOQA.startswith(c) for c in per_file):
             known = [r.code for r in all_rules()] + [SYNTAX_ERROR, INTERNAL_ERROR]

@@ -163,7 +163,7 @@ def test_without_fullgraph_a_break_says_it_splits_the_step(lint):
     found = lint(COMPILED.format(options=""), target="compile")
     assert codes(found) == [("WSC201", 6), ("WSC101", 7), ("WSC501", 9)]
     for diagnostic in found:
-        assert "`step` is compiled without `fullgraph=True`, so the step runs as several graphs" \
+        assert "a graph break, not an error: `step` is compiled without `fullgraph=True`" \
             in diagnostic.message, diagnostic.message
     assert "an error with `fullgraph=True`" not in found[0].message  # WSC2's generic hint gives way
 
@@ -198,7 +198,7 @@ def test_a_wrapper_call_gives_the_options(lint):
 def test_a_fullgraph_that_is_not_a_literal_keeps_the_generic_words(lint):
     found = lint(COMPILED.format(options="(fullgraph=STRICT)"), target="compile")
     assert codes(found) == [("WSC201", 6), ("WSC101", 7), ("WSC501", 9)]
-    assert "this is a graph break (an error with `fullgraph=True`" in found[0].message
+    assert "a graph break (an error under `fullgraph=True`)" in found[0].message
     assert not any("compiled with" in d.message for d in found)
 
 

@@ -518,7 +518,7 @@ def test_callers_passing_tensors_win_over_a_number_annotation_and_the_message_sa
     """
     found = lint(code, target=target)
     assert codes(found) == [("WSC101", 6)]
-    assert "`timestep` is annotated `int`, but the traced callers pass a tensor" in found[0].message
+    assert "`timestep` is annotated `int`, but the traced callers pass a tensor" in found[0].notes
 
 
 def test_a_number_annotation_outside_traced_code_stays_quiet(lint):

@@ -42,8 +42,7 @@ class CompileOptions:
             return None
         if self.fullgraph:
             return f"an error: `{self.root}` is compiled with `fullgraph=True`"
-        return (f"a graph break: `{self.root}` is compiled without `fullgraph=True`, so the step runs as "
-                "several graphs with Python between them (slower, not an error)")
+        return f"a graph break, not an error: `{self.root}` is compiled without `fullgraph=True`"
 
 
 def _fullgraph(call: cst.Call | None) -> bool | None:

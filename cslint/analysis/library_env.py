@@ -44,7 +44,12 @@ class Effect:
     line: int
 
     def describe(self) -> str:
-        return f"via {' -> '.join(self.via)}: `{self.text}` ({os.path.basename(self.path)}:{self.line})"
+        """Where the library does it: `in `fn` (file.py:12)`."""
+        return f"in `{self.via[-1].rsplit('.', 1)[-1]}` ({os.path.basename(self.path)}:{self.line})"
+
+    def trail(self) -> str:
+        """How the call gets there, and the code that does it."""
+        return f"via {' -> '.join(self.via)}: `{self.text}`"
 
 
 @dataclass(frozen=True)

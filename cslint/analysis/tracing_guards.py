@@ -150,5 +150,5 @@ def guard_regions(tree: FlatTree, dead: set[int], unguarded: dict[int, str]) -> 
 
 
 def guard_note(guard: str, tracer: str) -> str:
-    how = "lazy-tensor tracing" if tracer == LAZY else "torch.compile"
-    return f"the guard `{guard}` is false under {how}, so this code runs traced"
+    how = "lazy tracing" if tracer == LAZY else "torch.compile"
+    return f"traced: `{guard}` is false under {how}"

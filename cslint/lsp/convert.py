@@ -36,7 +36,8 @@ def to_lsp(d: Diagnostic, lines: list[str], codec: Any,
     rule = rule_by_code(d.code)
     return types.Diagnostic(
         range=lsp_range(d, lines, codec),
-        message=d.message + (f"\n(fix, {d.fix.applicability}: {d.fix.message})" if d.fix is not None else ""),
+        message=d.message + "".join(f"\n{note}" for note in d.notes)
+        + (f"\n(fix, {d.fix.applicability}: {d.fix.message})" if d.fix is not None else ""),
         severity=types.DiagnosticSeverity.Error if rule is None else types.DiagnosticSeverity.Warning,
         code=d.code,
         code_description=types.CodeDescription(href=rule_url(d.code)) if rule is not None else None,
@@ -110,7 +111,7 @@ def hover_text(d: Diagnostic) -> str:
     from cslint.rules import rule_by_code
 
     rule = rule_by_code(d.code)
-    parts = [f"**{d.code}** {rule.name if rule else ''}".rstrip(), "", d.message]
+    parts = [f"**{d.code}** {rule.name if rule else ''}".rstrip(), "", d.message, *d.notes]
     if rule is not None:
         parts += ["", f"**What**: {rule.summary}", "", f"**Why**: {rule.why}", "",
                   f"**Use instead**: {rule.use_instead}"]

@@ -25,6 +25,7 @@ def diagnostic_dict(d: Diagnostic) -> dict[str, Any]:
         "fix": None if d.fix is None else {"applicability": d.fix.applicability, "message": d.fix.message},
         "trace_chain": d.chain,
         "traced_because": d.reason,
+        "notes": d.notes,
         "cell": d.cell,  # a notebook's cell (1-based; the lines are within it), else null (as ruff)
     }
     if d.graph_break is not None:  # only under --target compile: other targets' reports keep their shape

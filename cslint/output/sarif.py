@@ -66,6 +66,8 @@ def _result(d: Diagnostic, index: int) -> dict[str, Any]:
         }}],
     }
     properties: dict[str, Any] = {}
+    if d.notes:
+        properties["notes"] = d.notes
     if d.chain:
         properties["traceChain"] = d.chain
         properties["tracedBecause"] = d.reason

@@ -112,6 +112,7 @@ def render(result: RunResult, options: FormatOptions) -> str:
             out.append(_header(d, options.unsafe_fixes, options.style))
             if options.show_source:
                 out.extend(_excerpt(d))
+            out.extend(escape_text(f"  = note: {note}") for note in d.notes)
             if options.show_chain and d.chain:
                 out.append(escape_text(f"  = traced: {' -> '.join(d.chain)} ({d.reason})"))
             if d.graph_break is not None:

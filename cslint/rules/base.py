@@ -16,6 +16,7 @@ import libcst as cst
 from cslint.analysis.imports import dotted_name
 from cslint.analysis.kinds import Kind
 from cslint.analysis.walk import FlatTree
+from cslint.messages import annotation_note
 from cslint.overlay import warm_indexes
 
 if TYPE_CHECKING:
@@ -42,6 +43,10 @@ class Finding:
     node: cst.CSTNode
     traced: TracedFunction | None
     fix: Fix | None = None
+    consequence: str = ""  # what it does on a lazy tracer; a target's note replaces it (cslint/messages.py)
+    # what the analysis adds to the rule's clause (an annotation the callers contradict, a guard that does
+    # not hold, the library code that does it): shown under the message, not in it
+    notes: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -209,23 +214,26 @@ class RuleContext:
         effects = [e for e in called[1].effects if e.what == what] if called is not None else []
         if not effects:
             return False
-        more = f" (and {len(effects) - 1} more like it)" if len(effects) > 1 else ""
-        self.report(node, f"`{self.code(node)}` {does} {effects[0].describe()}{more}: {why}")
+        notes = [effects[0].trail()] + ([f"and {len(effects) - 1} more like it"] if len(effects) > 1 else [])
+        call = f"{self.code(node.func, 40)}(...)" if node.args else self.code(node)
+        self.report(node, f"`{call}` {does} {effects[0].describe()}", consequence=why, notes=notes)
         return True
 
     # ---- reporting -------------------------------------------------------------------------------
 
-    def report(self, node: cst.CSTNode, message: str, fix: Fix | None = None) -> None:
+    def report(self, node: cst.CSTNode, message: str, fix: Fix | None = None, consequence: str = "",
+               notes: list[str] | None = None) -> None:
+        """`message` says what is wrong; `consequence`, what it does on a lazy tracer, which a target's own
+        note replaces (cslint/messages.py): under torch.compile, for instance, the break and its cost."""
         rule = self.current_rule
         assert rule is not None
         overrides = self.traced.annotation_overrides
+        notes = list(notes or ())
         if overrides:  # `timestep: int` that the traced callers pass a tensor: the callers win, and we say so
-            named = sorted({n.value for n in self.walk(node) if type(n) is cst.Name and n.value in overrides})
-            if named:
-                message = f"{message.rstrip('.')} (" + "; ".join(
-                    f"`{name}` is annotated `{overrides[name]}`, but the traced callers pass a tensor"
-                    for name in named) + ")"
-        self.findings.append(Finding(code=rule.code, message=message, node=node, traced=self.traced, fix=fix))
+            notes += [annotation_note(name, overrides[name]) for name in
+                     sorted({n.value for n in self.walk(node) if type(n) is cst.Name and n.value in overrides})]
+        self.findings.append(Finding(code=rule.code, message=message, node=node, traced=self.traced, fix=fix,
+                                     consequence=consequence, notes=notes))
 
 
 class Rule:
@@ -242,6 +250,10 @@ class Rule:
     default_enabled: ClassVar[bool] = True
     # The target the examples are linted for, for a rule that reports on one target only ("" for the default).
     example_target: ClassVar[str] = ""
+    # target name -> a short note the message carries on that target (cslint/messages.py), only where the
+    # rule's clause needs it there; target name -> the long form, on the rule's page
+    target_notes: ClassVar[dict[str, str]] = {}
+    target_advice: ClassVar[dict[str, str]] = {}
 
     def handlers(self) -> dict[str, Callable[[cst.CSTNode, RuleContext], None]]:
         return {attr[len("visit_"):]: getattr(self, attr) for attr in _visit_names(type(self))}

@@ -13,11 +13,13 @@ from cslint.fixers.masked_tail import early_return
 from cslint.fixers.where import if_to_where, ifexp_to_where, inplace_if_to_where
 from cslint.rules.base import Fix, Rule, RuleContext
 
-FROZEN = "the branch taken while tracing is frozen into the graph"
+FROZEN = "the first step's branch is frozen into the graph"
+UNROLLED = "unrolled to the first step's count"
 
 
 class TensorIf(Rule):
     code = "WSC101"
+    target_advice = {"compile": "`torch.cond(pred, true_fn, false_fn, operands)` also keeps both branches in one graph."}
     name = "tensor-if"
     summary = "Checks for `if`/`elif` statements whose condition is a tensor value in traced code."
     why = (
@@ -132,8 +134,7 @@ class Clamp(nn.Module):
             if_to_where(node, ctx) or inplace_if_to_where(node, ctx) or masked_block(node, ctx) or \
             early_return(node, ctx) or first_match(node, ctx) or keep_raising_check(node, ctx)
         what = ctx.kind(node.test).describe() if ctx.is_data_dependent(node.test) else "computed from a tensor"
-        ctx.report(node.test, f"`{keyword} {ctx.code(node.test)}` branches on {what}: {FROZEN}; "
-                              "compute both sides and select with torch.where", fix)
+        ctx.report(node.test, f"`{keyword} {ctx.code(node.test)}` branches on {what}", fix, consequence=FROZEN)
 
 
 class TensorWhile(Rule):
@@ -192,12 +193,12 @@ class Normalize(nn.Module):
 
     def visit_While(self, node: cst.While, ctx: RuleContext) -> None:
         if ctx.truth_is_data_dependent(node.test):
-            ctx.report(node.test, f"`while {ctx.code(node.test)}` loops on a tensor value: the trace unrolls it "
-                                  "to the first step's iteration count; use a static bound with torch.where")
+            ctx.report(node.test, f"`while {ctx.code(node.test)}` loops on a tensor value", consequence=UNROLLED)
 
 
 class TensorTernary(Rule):
     code = "WSC103"
+    target_advice = {"compile": "`torch.cond(pred, true_fn, false_fn, operands)` also keeps both branches in one graph."}
     name = "tensor-ternary"
     summary = "Checks for conditional expressions (`a if cond else b`) whose condition is a tensor value."
     why = TensorIf.why
@@ -247,8 +248,8 @@ class Pick(nn.Module):
 
     def visit_IfExp(self, node: cst.IfExp, ctx: RuleContext) -> None:
         if ctx.truth_is_data_dependent(node.test):
-            ctx.report(node.test, f"conditional expression on `{ctx.code(node.test)}`, a tensor value: {FROZEN}; "
-                                  "use torch.where", ifexp_to_where(node, ctx))
+            ctx.report(node.test, f"ternary on `{ctx.code(node.test)}`, a tensor value", ifexp_to_where(node, ctx),
+                       consequence=FROZEN)
 
 
 class TensorAssert(Rule):
@@ -302,8 +303,8 @@ class Block(nn.Module):
 
     def visit_Assert(self, node: cst.Assert, ctx: RuleContext) -> None:
         if ctx.truth_is_data_dependent(node.test):
-            ctx.report(node.test, f"`assert {ctx.code(node.test)}` needs a tensor's value while tracing; "
-                                  "move the check out of the traced step", keep_assert(node, ctx))
+            ctx.report(node.test, f"`assert {ctx.code(node.test)}` tests a tensor value", keep_assert(node, ctx),
+                       consequence="the value is not known while tracing")
 
 
 class TensorBoolOp(Rule):
@@ -353,14 +354,12 @@ class Gate(nn.Module):
     def visit_BooleanOperation(self, node: cst.BooleanOperation, ctx: RuleContext) -> None:
         if not ctx.is_condition_part(node) and ctx.truth_is_data_dependent(node.left):
             op = "and" if isinstance(node.operator, cst.And) else "or"
-            ctx.report(node, f"`{op}` calls bool() on `{ctx.code(node.left)}`, a tensor value; "
-                             f"use `{'&' if op == 'and' else '|'}` or torch.logical_{op}")
+            ctx.report(node, f"`{op}` calls bool() on `{ctx.code(node.left)}`, a tensor value")
 
     def visit_UnaryOperation(self, node: cst.UnaryOperation, ctx: RuleContext) -> None:
         if isinstance(node.operator, cst.Not) and not ctx.is_condition_part(node) \
                 and ctx.truth_is_data_dependent(node.expression):
-            ctx.report(node, f"`not` calls bool() on `{ctx.code(node.expression)}`, a tensor value; "
-                             "use `~` or torch.logical_not")
+            ctx.report(node, f"`not` calls bool() on `{ctx.code(node.expression)}`, a tensor value")
 
 
 class TensorComprehensionIf(Rule):
@@ -407,8 +406,8 @@ class Sum(nn.Module):
 
     def visit_CompIf(self, node: cst.CompIf, ctx: RuleContext) -> None:
         if ctx.truth_is_data_dependent(node.test):
-            ctx.report(node.test, f"comprehension filter `if {ctx.code(node.test)}` tests a tensor value: "
-                                  "which elements exist is frozen at trace time; use a mask and torch.where")
+            ctx.report(node.test, f"comprehension filter `if {ctx.code(node.test)}` tests a tensor value",
+                       consequence="which elements exist is frozen")
 
 
 class TensorTripCount(Rule):
@@ -489,10 +488,9 @@ class Repeat(nn.Module):
         kind = ctx.kind(iterable)
         if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name) and iterable.func.value == "range":
             if any(ctx.is_data_dependent(arg.value) for arg in iterable.args):
-                ctx.report(iterable, f"`{ctx.code(iterable)}` takes its trip count from a tensor value: the "
-                                     "loop is unrolled to the first step's count; use a static bound and a mask")
+                ctx.report(iterable, f"`{ctx.code(iterable)}` takes its trip count from a tensor value",
+                           consequence=UNROLLED)
             return
         if kind.length_is_data:
-            ctx.report(iterable, f"iterating over `{ctx.code(iterable)}`, whose length depends on tensor "
-                                 "values: the loop is unrolled to the first step's count; use a fixed-size "
-                                 "mask or top-k instead", dense_expert_loop(loop, ctx) if loop is not None else None)
+            ctx.report(iterable, f"iterating over `{ctx.code(iterable)}`, whose length depends on tensor values",
+                       dense_expert_loop(loop, ctx) if loop is not None else None, consequence=UNROLLED)

@@ -8,7 +8,7 @@ from cslint.analysis.kinds import Tag
 from cslint.fixers.dtypes import double_method_fix, dtype_attribute_fix, python_float_dtype_fix
 from cslint.rules.base import Rule, RuleContext
 
-SUPPORTED = "WSC computes in float32 and one 16-bit type (bfloat16 or float16)"
+SUPPORTED = "WSC computes in float32 and bfloat16/float16"
 FLOAT64_NAMES = frozenset({"torch.float64", "torch.double", "torch.DoubleTensor", "torch.cuda.DoubleTensor"})
 COMPLEX_DTYPES = frozenset({"torch.complex32", "torch.complex64", "torch.complex128", "torch.cfloat",
                             "torch.cdouble", "torch.chalf"})
@@ -128,7 +128,7 @@ class StableLoss(nn.Module):
         qualified = ctx.resolve(node)
         if qualified not in FLOAT64_NAMES or id(node) in _inspections(ctx):
             return
-        ctx.report(node, f"`{ctx.code(node)}` makes float64 tensors in the traced step; {SUPPORTED}: use float32",
+        ctx.report(node, f"`{ctx.code(node)}` makes float64 tensors: {SUPPORTED}",
                    dtype_attribute_fix(node))
 
     def visit_Call(self, node: cst.Call, ctx: RuleContext) -> None:
@@ -136,12 +136,11 @@ class StableLoss(nn.Module):
         func = node.func
         if isinstance(func, cst.Attribute) and func.attr.value == "double" and not node.args \
                 and ctx.resolve(func) is None and ctx.kind(func.value).tag in (Tag.TENSOR, Tag.OBJECT):
-            ctx.report(node, f"`{ctx.code(node)}` converts to float64 in the traced step; {SUPPORTED}: use "
-                             "`.float()`", double_method_fix(node))
+            ctx.report(node, f"`{ctx.code(node)}` converts to float64: {SUPPORTED}", double_method_fix(node))
             return
         for value in self._python_float_dtypes(node, ctx):
-            ctx.report(value, f"`{ctx.code(node)}` passes Python `float` as a dtype, which torch reads as "
-                              f"float64; {SUPPORTED}: use torch.float32", python_float_dtype_fix(value, ctx))
+            ctx.report(value, f"`{ctx.code(node)}` passes `float` as a dtype, read as float64: {SUPPORTED}",
+                       python_float_dtype_fix(value, ctx))
 
     def _python_float_dtypes(self, node: cst.Call, ctx: RuleContext) -> list[cst.Name]:
         qualified = ctx.resolve(node.func)
@@ -219,8 +218,7 @@ class Rotary(nn.Module):
 
     def visit_Attribute(self, node: cst.Attribute, ctx: RuleContext) -> None:
         if ctx.resolve(node) in COMPLEX_DTYPES and id(node) not in _inspections(ctx):
-            ctx.report(node, f"`{ctx.code(node)}` makes complex tensors in the traced step; {SUPPORTED}: "
-                             "keep real and imaginary parts as two real tensors")
+            ctx.report(node, f"`{ctx.code(node)}` makes complex tensors: {SUPPORTED}")
 
     def visit_Call(self, node: cst.Call, ctx: RuleContext) -> None:
         _mark_if_inspection(node, ctx)
@@ -230,6 +228,4 @@ class Rotary(nn.Module):
         complex_method = qualified is None and isinstance(func, cst.Attribute) \
             and func.attr.value in COMPLEX_METHODS and ctx.is_tensor(func.value)
         if complex_op or complex_method:
-            ctx.report(node, f"`{ctx.code(node)}` computes with complex tensors in the traced step; {SUPPORTED}: "
-                             "write it with real tensors (for rotary embeddings: x1 * cos - x2 * sin, "
-                             "x1 * sin + x2 * cos)")
+            ctx.report(node, f"`{ctx.code(node)}` computes with complex tensors: {SUPPORTED}")

@@ -16,6 +16,9 @@ from cslint.rules.base import Fix, Rule, RuleContext
 from cslint.targets import get_target
 
 FIXED_SHAPE = "a static graph needs shapes known before the data"
+SHAPE_ADVICE = {"xla": "a value-dependent shape recompiles the XLA graph; use `torch._check` or a static bound.",
+                "compile": "mark the dimension with `torch._dynamo.mark_dynamic` or bound it with `torch._check`."}
+OP_ALTERNATIVES = "\n\nWhat to write instead, per op:\n"
 
 # op -> the fixed-shape way to write what it is usually used for
 ALTERNATIVES = {
@@ -32,6 +35,7 @@ ALTERNATIVES = {
                          "(or pass output_size=)",
 }
 DYNAMIC_OPS = frozenset(ALTERNATIVES) - {"where", "repeat_interleave"}
+OP_ALTERNATIVES += "".join(f"- `{op}`: {alternative}\n" for op, alternative in ALTERNATIVES.items())
 CAPTURED_SHAPES = (
     "Under `--target compile` it is not reported where dynamo keeps it in the graph with a size only known at run "
     "time: when the project sets `torch._dynamo.config.capture_dynamic_output_shape_ops = True` at module level, "
@@ -75,6 +79,8 @@ def dynamic_op_name(call: cst.Call, ctx: RuleContext) -> str | None:
 
 class DynamicShapeOp(Rule):
     code = "WSC501"
+    target_notes = {"xla": "XLA recompiles for each shape"}
+    target_advice = SHAPE_ADVICE
     name = "dynamic-shape-op"
     summary = ("Checks for `nonzero`, `argwhere`, one-argument `torch.where`, `masked_select`, `unique`, "
                "`unique_consecutive`, `bincount` and `repeat_interleave` with tensor repeats in traced code.")
@@ -82,7 +88,7 @@ class DynamicShapeOp(Rule):
         "These return as many elements as the data selects, so the output shape is only known once the values "
         "are. A static graph is compiled for fixed shapes: the trace fails, or it freezes the first step's "
         "shape and is wrong (or recompiles) on every step whose data selects a different number. "
-    ) + CAPTURED_SHAPES
+    ) + CAPTURED_SHAPES + OP_ALTERNATIVES.rstrip()
     example = """
 def forward(self, tokens, hidden):
     positions = (tokens == self.mask_id).nonzero(as_tuple=True)
@@ -157,8 +163,7 @@ class MoE(nn.Module):
         if name is None or ctx.captures(DYNAMIC_OUTPUT_SHAPES):  # dynamo keeps it in the graph, of unbacked size
             return
         what = "one-argument torch.where" if name == "where" else f"`{name}`"
-        ctx.report(node, f"{what} in `{ctx.code(node)}` returns a tensor whose shape depends on its values; "
-                         f"{FIXED_SHAPE}: {ALTERNATIVES[name]}",
+        ctx.report(node, f"{what} in `{ctx.code(node)}` returns a tensor whose shape depends on its values",
                    ctx.scratch.get("masked_select_fixes", {}).get(id(node)))
 
 
@@ -207,6 +212,8 @@ def boolean_index(node: cst.Subscript, ctx: RuleContext) -> cst.BaseExpression |
 
 class BooleanMaskIndex(Rule):
     code = "WSC502"
+    target_notes = {"xla": "XLA recompiles for each shape"}
+    target_advice = SHAPE_ADVICE
     name = "boolean-mask-index"
     summary = "Checks for indexing a tensor with a boolean mask (`x[mask]`, `x[t > 0]`) in traced code."
     why = (
@@ -214,7 +221,9 @@ class BooleanMaskIndex(Rule):
         "A static graph is compiled for fixed shapes; storing through a mask (`x[mask] = 0`) is lowered "
         "through the same value-dependent index computation on lazy-tensor and XLA graphs; under torch.compile "
         "a store keeps the tensor's shape (dynamo traces it as a select over the whole tensor) and is not reported. "
-    ) + CAPTURED_SHAPES
+    ) + CAPTURED_SHAPES + (" Keep the full shape with torch.where(mask, x, 0) or masked_fill and reduce with the "
+                           "mask; a reduction of a selection becomes torch.where(mask, x, 0).sum() (divided by "
+                           "mask.sum() for a mean).")
     example = """
 def forward(self, logits, labels):
     loss = F.cross_entropy(logits.flatten(0, 1), labels.flatten(), reduction="none")
@@ -294,9 +303,8 @@ class MaskedLMLoss(nn.Module):
                         continue
                     fix = masked_store_fix(node, target.target.value, mask, ctx, assigned_once(ctx)) \
                         if len(target.target.slice) == 1 else None
-                    ctx.report(target.target, f"storing through the boolean mask `{ctx.code(mask)}` indexes a "
-                                              f"data-dependent set of positions; {FIXED_SHAPE}: use "
-                                              "masked_fill or torch.where(mask, value, x)", fix)
+                    ctx.report(target.target, f"storing through the mask `{ctx.code(mask)}` indexes a "
+                                              "data-dependent set of positions", fix)
 
     def visit_Subscript(self, node: cst.Subscript, ctx: RuleContext) -> None:
         if id(node) in self._handled(ctx):
@@ -312,7 +320,5 @@ class MaskedLMLoss(nn.Module):
                 reduction: str) -> None:
         if ctx.captures(DYNAMIC_OUTPUT_SHAPES):  # dynamo keeps the selection in the graph, of unbacked size
             return
-        alternative = "reduce with torch.where(mask, x, 0).sum() (divide by mask.sum() for a mean)" if reduction \
-            else "keep the full shape with torch.where(mask, x, 0) or masked_fill and reduce with the mask"
-        ctx.report(node, f"`{ctx.code(node)}` selects by the boolean mask `{ctx.code(mask)}`, so its shape "
-                         f"depends on the data; {FIXED_SHAPE}: {alternative}", fix)
+        ctx.report(node, f"`{ctx.code(node)}` selects by the mask `{ctx.code(mask)}`", fix,
+                   consequence="its shape depends on the data")

@@ -16,7 +16,9 @@ from cslint.fixers.summaries import log_call_kind
 from cslint.rules.base import Rule, RuleContext
 from cslint.analysis.walk import visit
 
-NO_VALUE = "a traced tensor has no value while the step is traced"
+NO_VALUE = "no value while tracing"
+XLA_READ_NOTE = {"xla": "on XLA it runs the graph so far"}
+XLA_READ_ADVICE = {"xla": "this forces a graph execution and a device-to-host copy before `xm.mark_step()`."}
 ARITHMETIC_KEY = "host.arithmetic_operands"
 
 
@@ -50,6 +52,8 @@ def _is_builtin(func: cst.BaseExpression, names: frozenset[str] | set[str], ctx:
 
 class TensorItem(Rule):
     code = "WSC201"
+    target_notes = XLA_READ_NOTE
+    target_advice = XLA_READ_ADVICE
     name = "tensor-item"
     summary = "Checks for `.item()`, `.tolist()` and `.numpy()` on tensors in traced code."
     why = (
@@ -140,12 +144,13 @@ class Scale(nn.Module):
             return
         fix = drop_conversion(node, ctx) if id(node) in ctx.scratch.get(ARITHMETIC_KEY, ()) else \
             keep_tensor_name(node, ctx) or keep_bookkeeping_on_device(node, ctx)
-        ctx.report(node, f"`{ctx.code(node)}` reads tensor values into Python: {NO_VALUE}; keep it a tensor"
-                         + (" (move inspection out of the step)" if method != "item" else ""), fix)
+        ctx.report(node, f"`{ctx.code(node)}` reads tensor values into Python", fix, consequence=NO_VALUE)
 
 
 class TensorToHost(Rule):
     code = "WSC202"
+    target_notes = XLA_READ_NOTE
+    target_advice = XLA_READ_ADVICE
     name = "tensor-to-cpu"
     summary = "Checks for `.cpu()` and `.to(\"cpu\")` (any spelling of the CPU device) on tensors in traced code."
     why = (
@@ -200,8 +205,7 @@ class Head(nn.Module):
         if func.attr.value == "cpu" or (func.attr.value == "to" and any(
                 (arg.keyword is None or arg.keyword.value == "device") and _is_cpu(arg.value, ctx)
                 for arg in node.args)):
-            ctx.report(node, f"`{ctx.code(node)}` copies a tensor to the host inside the traced step: {NO_VALUE}; "
-                             "keep it on the device and move results after the step")
+            ctx.report(node, f"`{ctx.code(node)}` copies a tensor to the host in the traced step", consequence=NO_VALUE)
 
 
 def _is_cpu(expr: cst.BaseExpression, ctx: RuleContext) -> bool:
@@ -215,6 +219,8 @@ def _is_cpu(expr: cst.BaseExpression, ctx: RuleContext) -> bool:
 
 class PythonNumberConversion(Rule):
     code = "WSC203"
+    target_notes = XLA_READ_NOTE
+    target_advice = XLA_READ_ADVICE
     name = "tensor-to-python-number"
     summary = "Checks for `float(t)`, `int(t)`, `bool(t)` and `complex(t)` on tensors in traced code."
     why = (
@@ -295,8 +301,7 @@ class Mix(nn.Module):
             return
         fix = drop_conversion(node, ctx) if id(node) in ctx.scratch.get(ARITHMETIC_KEY, ()) else \
             keep_tensor_name(node, ctx) or keep_bookkeeping_on_device(node, ctx)
-        ctx.report(node, f"`{ctx.code(node)}` converts a tensor to a Python {name}: {NO_VALUE}; keep it a tensor",
-                   fix)
+        ctx.report(node, f"`{ctx.code(node)}` converts a tensor to a Python {name}", fix, consequence=NO_VALUE)
 
 
 class MathOnTensor(Rule):
@@ -357,9 +362,8 @@ class Attn(nn.Module):
             return
         if any(ctx.is_tensor(arg.value) for arg in node.args):
             name = qualified.split(".", 1)[1]
-            ctx.report(node, f"`{ctx.code(node)}` applies math.{name} to a tensor, converting it to a Python "
-                             f"float: {NO_VALUE}; use the torch function (e.g. torch.{name})",
-                       math_to_torch(node, name, ctx))
+            ctx.report(node, f"`{ctx.code(node)}` applies math.{name} to a tensor, a Python float",
+                       math_to_torch(node, name, ctx), consequence=NO_VALUE)
 
 
 class PythonBuiltinOnTensor(Rule):
@@ -443,17 +447,15 @@ class Pool(nn.Module):
             if not any(ctx.is_tensor(v) for v in values) and not converted:
                 if not (len(values) == 1 and _iterates_tensors(values[0], ctx)):
                     return
-            ctx.report(node, f"`{ctx.code(node)}`: Python's {name}() compares with bool() on tensor values: "
-                             f"{NO_VALUE}; use torch.clamp or torch.{name}imum",
-                       builtin_to_clamp(node, ctx) or builtin_over_iterable(node, ctx))
+            ctx.report(node, f"`{ctx.code(node)}`: Python's {name}() compares tensor values with bool()",
+                       builtin_to_clamp(node, ctx) or builtin_over_iterable(node, ctx), consequence=NO_VALUE)
         elif name == "sum":
             if values and ctx.kind(values[0]).tag is Tag.TENSOR:
-                ctx.report(node, f"`{ctx.code(node)}` iterates a tensor in Python, unrolling one addition per row "
-                                 "into the graph; use `.sum(0)`")
+                ctx.report(node, f"`{ctx.code(node)}` iterates a tensor in Python",
+                           consequence="one addition per row in the graph")
         elif values and ctx.is_tensor(values[0]):
             ctx.report(node, f"`{ctx.code(node)}` applies Python's {name}() to a tensor"
-                             + (" (a TypeError: tensors define no __round__)" if name == "round" else "")
-                             + f"; use torch.{name}",
+                             + (" (a TypeError: tensors define no __round__)" if name == "round" else ""),
                        builtin_to_torch(node, ctx))
 
 
@@ -558,8 +560,7 @@ class Block(nn.Module):
         return id(node) in ctx.scratch.get("host.logged", ()) or _in_raise(node, ctx)
 
     def _report(self, node: cst.CSTNode, ctx: RuleContext) -> None:
-        ctx.report(node, f"`{ctx.code(node)}` formats a tensor's values into a string: {NO_VALUE}; format "
-                         "values after the step")
+        ctx.report(node, f"`{ctx.code(node)}` formats a tensor's values into a string", consequence=NO_VALUE)
 
 
 def _in_raise(node: cst.CSTNode, ctx: RuleContext) -> bool:

@@ -17,7 +17,7 @@ from cslint.fixers.preinitialize import (
 from cslint.fixers.state_entries import preinitialized_entry
 from cslint.rules.base import Fix, Rule, RuleContext
 
-NO_IDENTITY = "state created inside step() has no identity before the first step: the trace re-creates it every step"
+NO_IDENTITY = "the trace re-creates it every step"
 
 
 def in_optimizer_step(ctx: RuleContext) -> bool:
@@ -147,6 +147,7 @@ def known_state_keys(ctx: RuleContext) -> set[str]:
 
 class LazyOptimizerState(Rule):
     code = "WSC301"
+    target_advice = {"rdu": "`trace_graph(optim=...)` initialises optimizer state on the device before tracing."}
     name = "lazy-optimizer-state"
     summary = "Checks for optimizer state created the first time `step()` runs, behind a guard."
     why = (
@@ -286,12 +287,13 @@ class SGD(Optimizer):
         class_fix = shared_class_fix(ctx)
         aliases = _state_aliases(ctx)
         fixable = class_fix is not None and is_lazy_guard(node, aliases)
-        ctx.report(node.test, f"`if {ctx.code(node.test)}` creates optimizer state inside step(): {NO_IDENTITY}; "
-                              "create it in preinitialize()", class_fix.fix if fixable and class_fix else None)
+        ctx.report(node.test, f"`if {ctx.code(node.test)}` creates optimizer state in step(): {NO_IDENTITY}",
+                   class_fix.fix if fixable and class_fix else None)
 
 
 class OptimizerStateCreatedInStep(Rule):
     code = "WSC302"
+    target_advice = {"rdu": "`trace_graph(optim=...)` initialises optimizer state on the device before tracing."}
     name = "optimizer-state-created-in-step"
     summary = "Checks for new optimizer state entries that `step()` creates without a guard (or with `setdefault`)."
     why = (
@@ -382,15 +384,14 @@ class SGD(Optimizer):
             if isinstance(t, cst.Subscript) and _is_state_expr(ctx, t.value):
                 key = string_key(t)
                 if key is not None and key not in known_state_keys(ctx):
-                    ctx.report(t, f"`{ctx.code(t)}` creates a new optimizer state entry inside step(): "
-                                  f"{NO_IDENTITY}; create it in preinitialize()", preinitialized_entry(node, t, ctx))
+                    ctx.report(t, f"`{ctx.code(t)}` creates an optimizer state entry in step(): {NO_IDENTITY}",
+                               preinitialized_entry(node, t, ctx))
 
     def visit_Call(self, node: cst.Call, ctx: RuleContext) -> None:
         func = node.func
         if isinstance(func, cst.Attribute) and func.attr.value == "setdefault" and in_optimizer_step(ctx) \
                 and _is_state_expr(ctx, func.value):
-            ctx.report(node, f"`{ctx.code(node)}` creates optimizer state the first time step() runs: "
-                             f"{NO_IDENTITY}; create it in preinitialize()")
+            ctx.report(node, f"`{ctx.code(node)}` creates optimizer state the first time step() runs: {NO_IDENTITY}")
 
 
 class PythonStepCounter(Rule):
@@ -516,8 +517,7 @@ class Adam(Optimizer):
         name = target.attr.value if isinstance(target, cst.Attribute) else string_key(target)
         if name is not None and not _is_read(ctx.module_text(), name, where):
             return  # a count nothing in the file reads (`self.steps_taken += 1`) puts no value in the graph
-        ctx.report(target, f"`{ctx.code(target)}` is a Python-number step counter in {where}: its value is "
-                           "frozen into the traced graph (or changes it every step); keep it as a float32 tensor",
+        ctx.report(target, f"`{ctx.code(target)}` is a Python-number step counter in {where}: frozen into the graph",
                    fix)
 
 

@@ -130,8 +130,7 @@ def main(args):
                     losses = [i for i, v in enumerate(values) if _looks_like_loss(v)]
                     if losses and len(losses) < len(values):
                         ctx.report(call.node, f"`{cls.name}.forward` returns `{ctx.code(returned)}` and trace_graph "
-                                              "has no `loss_indices`: the compiler back-propagates from every "
-                                              f"output; pass `loss_indices={losses}`")
+                                              f"has no `loss_indices={losses}`")
                         break
                 else:
                     continue
@@ -199,10 +198,9 @@ def train(graph, loader):
             used = {n.value for n in _all_names(graph)}
             looped = any(not (used & loop) for loop in call.loops)
             if text in seen:
-                ctx.report(call.node, f"trace_multigraph is called again for `{text}`: trace each graph once")
+                ctx.report(call.node, f"trace_multigraph is called again for `{text}`")
             elif looped:
-                ctx.report(call.node, f"trace_multigraph for `{text}` runs in a loop, once per iteration: "
-                                      "trace each graph once, before the loop")
+                ctx.report(call.node, f"trace_multigraph for `{text}` runs in a loop, once per iteration")
             seen.add(text)
 
 

@@ -129,16 +129,14 @@ def sgd_update(params, grads, lr: torch.Tensor):
         positional = [a for a in node.args if a.keyword is None and not a.star]
         if fill_at is not None and len(positional) > fill_at and ctx.is_tensor(positional[fill_at].value):
             value = positional[fill_at].value
-            ctx.report(value, f"`{ctx.code(value)}` is the fill value of `{op}`, which takes a Python number: its "
-                              "value is read while tracing and drops out of the graph; add the tensor to zeros "
-                              "instead", fill_from_zeros(node, op, positional[fill_at]))
+            ctx.report(value, f"`{ctx.code(value)}` is the fill value of `{op}`, a Python number: read while "
+                              "tracing, not in the graph", fill_from_zeros(node, op, positional[fill_at]))
         for arg in node.args:
             if arg.keyword is None or arg.keyword.value not in number_params or not ctx.is_tensor(arg.value):
                 continue
             keyword = arg.keyword.value
-            ctx.report(arg.value, f"`{keyword}={ctx.code(arg.value)}` passes a traced tensor where `{op}` takes a "
-                                  "Python number: its value is read while tracing and drops out of the graph; "
-                                  "multiply the tensor operand instead",
+            ctx.report(arg.value, f"`{keyword}={ctx.code(arg.value)}` is a tensor where `{op}` takes a Python "
+                                  "number: read while tracing, not in the graph",
                        fill_from_zeros(node, op, arg) if keyword == "fill_value" else
                        fold_scalar_argument(node, op, is_method, ctx))
 
@@ -229,8 +227,7 @@ model = torch.compile(Attention(8))
                 or _made_contiguous(out.value, ctx):
             return
         ctx.report(node, f"`{ctx.code(node)}` writes into `{ctx.code(out.value)}`, which may be non-contiguous: "
-                         "torch.compile breaks the graph on a non-contiguous `out=`; compute the result and "
-                         "`copy_` it into the tensor", copy_into_out(node, out))
+                         "torch.compile breaks the graph on a non-contiguous `out=`", copy_into_out(node, out))
 
 
 def _made_contiguous(out: cst.BaseExpression, ctx: RuleContext) -> bool:

@@ -18,10 +18,10 @@ from cslint.rules.optimizer_state import made_by_first_step, python_counter
 from cslint.targets import get_target
 from cslint.analysis.walk import child_nodes, iter_nodes, visit
 
-ONCE = "it runs once, while the step is traced, not on every step"
-BREAKS = "torch.compile cannot trace it, so the graph breaks here (an error with `fullgraph=True`)"
-GUARDED = ("torch.compile guards on its value: each step's new value fails the guard and the step is compiled "
-           "again (every step with `dynamic=False`, up to the recompile limit)")
+ONCE = "runs once, at trace time, not every step"
+BREAKS = "a graph break under torch.compile"
+GUARDED = "torch.compile recompiles the step when it changes"
+FIRST_VALUE = "its first value is frozen into the graph"
 SEED_FUNCTIONS = frozenset({
     "torch.manual_seed", "torch.seed", "torch.random.manual_seed", "torch.random.seed",
     "torch.cuda.manual_seed", "torch.cuda.manual_seed_all", "torch.cuda.seed", "torch.cuda.seed_all",
@@ -31,6 +31,12 @@ SEED_FUNCTIONS = frozenset({
 
 class LogTensor(Rule):
     code = "WSC701"
+    target_notes = {"xla": "on XLA it runs the graph so far, on every step"}
+    target_advice = {
+        "rdu": "read outputs on the host after `samba.session.run(...)` returns instead.",
+        "xla": "print after `xm.mark_step()` or with `xm.add_step_closure`.",
+        "compile": "log outside the compiled function.",
+    }
     name = "print-tensor"
     summary = ("Checks for `print`, `logging` and `warnings.warn` calls that take tensor values in traced code "
                "(under `--target compile`, every such call).")
@@ -117,17 +123,14 @@ class Net(nn.Module):
         if not data_dependent_parts(node, ctx):
             if get_target(ctx.settings.target).tracer == "dynamo":  # any print or log breaks dynamo's graph
                 ctx.report(node, f"`{ctx.code(node)}` {'prints' if kind == 'print' else 'logs'} inside the "
-                                 "compiled step: under torch.compile every print, log or warning is a graph "
-                                 "break, whatever it holds")
+                                 "compiled step, whatever it holds")
             return
         fix = report_through_summaries(node, ctx) if kind != "warnings" else None
         verb = "prints" if kind == "print" else "logs"
         if get_target(ctx.settings.target).tracer == "dynamo":  # no step closure: the target's hint says what to do
-            ctx.report(node, f"`{ctx.code(node)}` {verb} tensor values inside the compiled step, which "
-                             "`fullgraph=True` rejects", fix)
+            ctx.report(node, f"`{ctx.code(node)}` {verb} tensor values inside the compiled step", fix)
             return
-        ctx.report(node, f"`{ctx.code(node)}` {verb} tensor values inside the traced step: {ONCE}; use a step "
-                         "closure or the summary API", fix)
+        ctx.report(node, f"`{ctx.code(node)}` {verb} tensor values in the traced step", fix, consequence=ONCE)
 
 
 def _log_once_kind(node: cst.Call) -> str | None:
@@ -313,7 +316,7 @@ class Net(nn.Module):
             where = python_counter(node, ctx)
             if where in ("optimizer state", "a param group"):  # an optimizer attribute is `_check`'s
                 ctx.report(node.target, f"`{ctx.code(node.target)}` is a Python-number step counter in {where}: "
-                                        f"{GUARDED}; keep it as a tensor (`torch.tensor(0.0)`)")
+                                        f"{GUARDED}")
 
     def visit_Assign(self, node: cst.Assign, ctx: RuleContext) -> None:
         for target in node.targets:
@@ -329,12 +332,10 @@ class Net(nn.Module):
         if key is None:
             return
         if isinstance(target, cst.Name) and key in globals_:
-            ctx.report(node, f"global `{key}` is assigned inside traced code: {ONCE}; keep it a tensor buffer "
-                             "or update it outside the step")
+            ctx.report(node, f"global `{key}` is assigned in traced code: {ONCE}")
         elif key in attributes and (isinstance(node, cst.AugAssign) or _reads(node.value, {key}, ctx)):
             fix = counter_to_buffer(node, ctx) if isinstance(node, cst.AugAssign) else None
-            ctx.report(node, f"Python attribute `{key}` is updated inside traced code: {ONCE}; keep it as a "
-                             "registered tensor buffer updated in place", fix)
+            ctx.report(node, f"Python attribute `{key}` is updated in traced code: {ONCE}", fix)
 
 
 class PythonStateInGraph(Rule):
@@ -402,8 +403,7 @@ class Net(nn.Module):
     def visit_If(self, node: cst.If, ctx: RuleContext) -> None:
         if get_target(ctx.settings.target).tracer == "dynamo" and made_by_first_step(node, ctx):
             ctx.report(node.test, f"`if {ctx.code(node.test)}` creates optimizer state on the first step only: "
-                                  "torch.compile traces that step with the state empty and guards on it, so the "
-                                  "step is compiled again on the second; create the state in `__init__`")
+                                  "compiled again on the second")
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation, ctx: RuleContext) -> None:
         derived = _derived(ctx)
@@ -411,8 +411,8 @@ class Net(nn.Module):
             return
         for side, other in ((node.left, node.right), (node.right, node.left)):
             if ctx.is_tensor(other) and not ctx.is_tensor(side) and _reads(side, derived, ctx):
-                ctx.report(node, f"`{ctx.code(side)}` comes from Python state mutated in the traced step and "
-                                 "feeds a tensor op: its first value is frozen into the graph")
+                ctx.report(node, f"`{ctx.code(side)}` is Python state the traced step changes, fed to a "
+                                 "tensor op", consequence=FIRST_VALUE)
                 return
 
     def visit_Subscript(self, node: cst.Subscript, ctx: RuleContext) -> None:
@@ -428,8 +428,8 @@ class Net(nn.Module):
                 [v for v in (part.lower, part.upper, part.step) if v is not None]  # type: ignore[union-attr]
             for value in values:
                 if not ctx.is_tensor(value) and _reads(value, derived, ctx):
-                    ctx.report(value, f"`{ctx.code(value)}` comes from Python state mutated in the traced step and "
-                                      "indexes a tensor: its first value is frozen into the graph")
+                    ctx.report(value, f"`{ctx.code(value)}` is Python state the traced step changes, used as a "
+                                      "tensor index", consequence=FIRST_VALUE)
                     return
 
     def visit_Call(self, node: cst.Call, ctx: RuleContext) -> None:
@@ -442,8 +442,8 @@ class Net(nn.Module):
             return
         for arg in node.args:
             if not ctx.is_tensor(arg.value) and _reads(arg.value, derived, ctx):
-                ctx.report(arg.value, f"`{ctx.code(arg.value)}` comes from Python state mutated in the traced "
-                                      "step and feeds a tensor op: its first value is frozen into the graph")
+                ctx.report(arg.value, f"`{ctx.code(arg.value)}` is Python state the traced step changes, fed "
+                                      "to a tensor op", consequence=FIRST_VALUE)
 
 
 def _derived(ctx: RuleContext) -> set[str]:
@@ -538,12 +538,10 @@ class Noise(nn.Module):
         dynamo = get_target(ctx.settings.target).tracer == "dynamo"  # it does not trace these: it breaks
         if qualified in SEED_FUNCTIONS:
             effect = BREAKS if dynamo else ONCE
-            ctx.report(node, f"`{ctx.code(node)}` seeds the generator inside the traced step: {effect}; seed once "
-                             "before training")
+            ctx.report(node, f"`{ctx.code(node)}` seeds the generator in the traced step: {effect}")
         elif qualified.startswith(("random.", "numpy.random.")):
-            effect = BREAKS if dynamo else f"{ONCE}, so its value is a constant of the graph"
-            ctx.report(node, f"`{ctx.code(node)}` uses the host's random generator inside the traced step: "
-                             f"{effect}; use torch.rand* on the device")
+            effect = BREAKS if dynamo else "its value is a constant of the graph"
+            ctx.report(node, f"`{ctx.code(node)}` uses the host's random generator in the traced step: {effect}")
 
 
 class GradModeToggle(Rule):
@@ -628,20 +626,18 @@ class Net(nn.Module):
         is_module = receiver.tag is Tag.OBJECT and receiver.role == "module"
         if method == "requires_grad_" and (is_module or receiver.is_tensor) \
                 and not _made_in_step(func.value, ctx, node):
-            ctx.report(node, f"`{ctx.code(node)}` changes which tensors need gradients inside the traced step: "
-                             f"{ONCE}; set it before training")
+            ctx.report(node, f"`{ctx.code(node)}` changes which tensors need gradients in the traced step: {ONCE}")
         elif method in ("train", "eval") and len(node.args) <= 1 and not receiver.is_tensor \
                 and receiver.tag is not Tag.SEQUENCE:  # `self.encoder` may be a constructor argument
-            ctx.report(node, f"`{ctx.code(node)}` switches module mode inside the traced step: {ONCE}; switch "
-                             "modes outside the step")
+            ctx.report(node, f"`{ctx.code(node)}` switches module mode in the traced step: {ONCE}")
 
     def visit_Assign(self, node: cst.Assign, ctx: RuleContext) -> None:
         for target in node.targets:
             t = target.target
             if isinstance(t, cst.Attribute) and t.attr.value == "requires_grad" \
                     and not _made_in_step(t.value, ctx, node):
-                ctx.report(node, f"`{ctx.code(t)} = ...` changes which tensors need gradients inside the traced "
-                                 f"step: {ONCE}; set it before training")
+                ctx.report(node, f"`{ctx.code(t)} = ...` changes which tensors need gradients in the traced "
+                                 f"step: {ONCE}")
 
 
 # Context managers that set backend flags for the kernels run inside them, and the registry id of the break

@@ -45,7 +45,7 @@ class TensorAsSize(Rule):
                "`F.interpolate(size=...)`, `range(n)`, and a zero-dimensional tensor as an index (`w[t.argmax()]`).")
     why = ("A slice bound, a size or a shape is a Python int when an operator runs: given a 0-dim tensor, "
            "PyTorch reads its value. So does indexing by a 0-dim integer tensor (`w[i]` selects with `int(i)`; "
-           "a 1-dim index is a gather that stays in the graph). Under torch.compile that is a graph break "
+           "a 1-dim index is a gather that stays in the graph: `w.index_select(0, i.view(1)).squeeze(0)`). Under torch.compile that is a graph break "
            "(an error with `fullgraph=True`); on lazy tensors (WSC, XLA, RDU) it syncs with the device while "
            "tracing, or the first step's value is frozen into the graph as a constant and every later step reuses it.")
     example = """
@@ -155,19 +155,13 @@ class Experts(nn.Module):
             if isinstance(element.slice, cst.Index) and ctx.kind(element.slice.value).rank == 0 \
                     and ctx.is_tensor(element.slice.value):
                 index = element.slice.value
-                operand = ctx.code(index, 24)
-                if not isinstance(index, (cst.Name, cst.Attribute, cst.Subscript, cst.Call)):
-                    operand = f"({operand})"
-                ctx.report(index, f"`{ctx.code(index)}` is a zero-dimensional tensor used as an index: PyTorch "
-                                  "reads its value as a Python int while tracing (a sync, or the first step's "
-                                  "value frozen into the graph); select with a 1-dim index instead "
-                                  f"(`.index_select(0, {operand}.view(1)).squeeze(0)`)")
+                ctx.report(index, f"`{ctx.code(index)}` is a 0-dim tensor used as an index: read as a Python int "
+                                  "while tracing")
                 return
 
     def _check(self, node: cst.CSTNode, parts: list[cst.BaseExpression], where: str, ctx: RuleContext) -> None:
         for part in parts:
             if ctx.is_tensor(part):
-                ctx.report(part, f"`{ctx.code(part)}` is a tensor where {where} needs a Python int: its value is "
-                                 "read while tracing (a sync, or the first step's value frozen into the graph); "
-                                 "use a static size and a mask")
+                ctx.report(part, f"`{ctx.code(part)}` is a tensor where {where} needs a Python int: read while "
+                                 "tracing")
                 return

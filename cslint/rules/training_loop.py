@@ -153,8 +153,7 @@ def step_with_local_scaler(inputs, targets):
 
     @staticmethod
     def _advice() -> str:
-        return ("it skips steps by reading the found-inf flag with .item(), which is frozen at trace time; "
-                "use cstorch.amp.GradScaler with cstorch.amp.optimizer_step")
+        return "it reads the found-inf flag with .item(), frozen at trace time"
 
 
 class ZeroGradKeepsZeros(Rule):
@@ -233,8 +232,7 @@ def training_step(inputs):
         if _is_literal(arg, "False"):
             assert arg is not None
             fix = drop_argument_fix(node, arg, "Drop `set_to_none=False` (the default sets gradients to None)")
-            ctx.report(node, f"`{ctx.code(node)}` keeps zero-filled gradients in the traced step; drop the "
-                             "argument so gradients are set to None", fix)
+            ctx.report(node, f"`{ctx.code(node)}` keeps zero-filled gradients in the traced step", fix)
 
 
 class ClipGradErrorIfNonfinite(Rule):
@@ -305,8 +303,8 @@ def training_step(inputs):
         if _is_literal(arg, "True"):
             assert arg is not None
             fix = drop_argument_fix(node, arg, "Drop `error_if_nonfinite=True`")
-            ctx.report(arg, "`error_if_nonfinite=True` reads the gradient norm in Python to raise, a host sync "
-                            "in the traced step; drop it and check the returned norm outside the step", fix)
+            ctx.report(arg, "`error_if_nonfinite=True` reads the gradient norm in Python: a host sync in the "
+                            "traced step", fix)
 
 
 class TorchLrScheduler(Rule):
@@ -398,5 +396,4 @@ def training_step(inputs):
 
     @staticmethod
     def _advice() -> str:
-        return ("its learning rate is a Python number, frozen into the graph (or recompiled each step); use "
-                "the matching cstorch.optim.lr_scheduler class, which computes lr as a tensor in the graph")
+        return "its learning rate is a Python number, frozen into the graph"
