@@ -29,9 +29,10 @@ text a publish was for is written to its file and `cslint check` (with the proje
 project: the publish must equal the check's report of that file (code, line, column, message), else
 the bench says which and exits 1. Prints p50/p95 per kind and over all, first diagnostics, the
 server's CPU time per edit, its memory, and the load average before and after (the figures depend on
-it). `--profile OUT` runs the server under cProfile during the timed edits only (the protocol's
-thread, the analysis worker and the analysis's deep-stack thread, merged) and writes the stats to OUT
-(`python -m pstats OUT`).
+it). `--under-load DIR` keeps a cold `cslint check --no-cache DIR` running (started again each time it
+ends) while the server is measured: the issue's "loaded machine" case. `--profile OUT` runs the server
+under cProfile during the timed edits only (the protocol's thread, the analysis worker and the
+analysis's deep-stack thread, merged) and writes the stats to OUT (`python -m pstats OUT`).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from __future__ import annotations
 import argparse
 import ast
 import asyncio
+import contextlib
 import importlib.util
 import json
 import math
@@ -49,7 +51,9 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from lsprotocol import types
@@ -333,6 +337,32 @@ async def measure(root: Path, files: list[Path], rounds: int, debounce: str | No
             "hwm": hwm, "texts": texts, "shown": shown, "memory": memory}
 
 
+@contextlib.contextmanager
+def cold_checks(tree: Path | None) -> Iterator[None]:
+    """A cold `cslint check` of `tree` kept running meanwhile (nothing when `tree` is None)."""
+    if tree is None:
+        yield
+        return
+    stop = threading.Event()
+    running: list[subprocess.Popen[bytes]] = []
+
+    def loop() -> None:
+        while not stop.is_set():
+            running[:] = [subprocess.Popen([sys.executable, "-m", "cslint", "check", "--no-cache", "--exit-zero",
+                                            "-q", str(tree)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+            running[0].wait()
+
+    thread = threading.Thread(target=loop, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        for process in running:
+            process.terminate()
+        thread.join()
+
+
 def percentile(values: list[float], share: float) -> float:
     ordered = sorted(values)
     return ordered[max(0, math.ceil(len(ordered) * share) - 1)]
@@ -400,6 +430,8 @@ def main() -> None:
     parser.add_argument("--project", type=Path, help="a project directory used in place (its cache as it is; the "
                         "edits are only sent to the server, never written, so the publishes are not compared)")
     parser.add_argument("--file", type=Path, nargs="+", help="with --project: the files edited, relative to it")
+    parser.add_argument("--under-load", type=Path, metavar="DIR", help="keep a cold `cslint check --no-cache DIR` "
+                        "running while the server is measured")
     args = parser.parse_args()
     if args.project is not None:
         if not args.file:
@@ -408,7 +440,8 @@ def main() -> None:
         files = [root / f for f in args.file]
         args.no_verify = True
         before = os.getloadavg()[0]
-        found = asyncio.run(measure(root, files, args.rounds, args.debounce, args.endurance, args.profile))
+        with cold_checks(args.under_load):
+            found = asyncio.run(measure(root, files, args.rounds, args.debounce, args.endurance, args.profile))
         report(found, root, files, args, 0.0, before, os.getloadavg()[0], [])
         return
     libraries = [p.resolve() for p in args.libraries] if args.libraries else default_libraries()
@@ -423,7 +456,8 @@ def main() -> None:
                        stdout=subprocess.DEVNULL, check=False)
         warmed = time.perf_counter() - started
         before = os.getloadavg()[0]
-        found = asyncio.run(measure(root, files, args.rounds, args.debounce, args.endurance, args.profile))
+        with cold_checks(args.under_load):
+            found = asyncio.run(measure(root, files, args.rounds, args.debounce, args.endurance, args.profile))
         after = os.getloadavg()[0]
         checked = not (args.no_verify or args.endurance)
         problems = verify(root, found["texts"], found["shown"]) if checked else []  # type: ignore[arg-type]
@@ -462,6 +496,8 @@ def report(found: dict[str, object], root: Path, files: list[Path], args: argpar
         print(f"{'memory after edits':<36} {at_early:.0f} MB after {early}, {at_late:.0f} MB after {late} "
               f"({100 * (at_late / at_early - 1):+.0f}%)")
     print(f"{'load average (1 min) before / after':<36} {before:8.1f} / {after:.1f}  ({os.cpu_count()} cores)")
+    if args.under_load is not None:
+        print(f"{'under load':<36} a cold `cslint check --no-cache {args.under_load}` running throughout")
     if args.endurance or args.no_verify:
         print("publishes not compared with `cslint check`")
     elif problems:
