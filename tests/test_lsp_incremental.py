@@ -379,3 +379,34 @@ def test_a_line_inserted_above_functions_moves_them_without_parsing_or_analysing
     found = sorted((d.line, d.code) for d in workspace.findings[model][1])
     assert [line for line, _ in found] == [MODEL.splitlines().index("        if act(y).max() > 3:") + 4,
                                            MODEL.splitlines().index("        if x.mean() > 0:") + 4]
+
+
+def test_a_line_inserted_in_a_model_file_that_says_padding_parses_and_walks_none_of_its_moved_code(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Most model files say `padding` (`padding_idx`), one of the words of a data pipeline (WSC55x). Those
+    rules report only a loader or a trainer feeding a step; a file naming neither is not parsed whole and
+    walked by them on every keystroke (as it was: the whole file's libcst tree, every function moved by
+    the edit included, made and walked again), and the moved functions keep their analyses and findings."""
+    monkeypatch.setenv("CSLINT_NO_CACHE", "1")
+    root = tmp_path / "project"
+    root.mkdir()
+    workspace = _project(root)
+    model = root / "pkg/model.py"
+    padded = MODEL.replace("        self.attn = Attention()\n",
+                           "        self.attn = Attention()\n        self.padding_idx = 0\n")
+    workspace.open(model, padded, 1)
+    workspace.analyse(model)
+    kept = next(iter(workspace._warm.values())).analyses
+    profile = Profile(enabled=True)
+    monkeypatch.setattr("cslint.runner.Profile", lambda enabled=False: profile)
+    attention = "        y = scale(x)\n"
+    text = padded
+    for number in range(3):
+        text = text.replace(attention, f"        z = {number}\n" + attention)
+        analysed, reused = kept.analysed, profile.counts.get("functions whose rule findings were reused", 0)
+        workspace.change(model, text, number + 2)
+        workspace.analyse(model)
+        assert profile.counts.get("files parsed on demand", 0) == 0  # no whole-file libcst tree
+        assert kept.analysed - analysed <= 3  # Attention.forward, until its callees' results settle
+        assert profile.counts.get("functions whose rule findings were reused", 0) - reused >= 2
+    assert [d.code for d in workspace.findings[model][1]]

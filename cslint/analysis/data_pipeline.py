@@ -98,13 +98,22 @@ class Pipeline:
 
 RESIZE_CALLS = ("interpolate", "upsample", "resize")
 _WORDS = ("DataLoader", "TrainingArguments", "DataCollator", "pad_sequence", "padding")
+# What every finding of the WSC55x rules starts from: a loader or a Hugging Face trainer feeding a traced
+# step (`Pipeline.feeds_a_step`), each found as a call whose name resolves to one of DATALOADERS or
+# HF_TRAINERS through the file's imports and definitions. The last part of such a name is always written
+# in the file, so a file naming neither has nothing to report, however much else it says about padding
+# (most model files do): its whole tree is then never parsed nor walked, which an editor would otherwise
+# do again on every keystroke in it. The exception is a size drawn at random for a resize (WSC553), which
+# follows the loop around it whatever module built its loader.
+_FEEDERS = ("DataLoader", "Trainer")
 
 
 def pipeline(module: ModuleInfo, project: Project) -> Pipeline | None:
-    """The file's data pipeline (cached with its tree), or None when its text names none of it."""
+    """The file's data pipeline (cached with its tree), or None when its text names none of it or nothing
+    that could feed a traced step."""
     source = module.source
-    if not any(word in source for word in _WORDS) and \
-            not ("rand" in source and any(word in source for word in RESIZE_CALLS)):  # a size drawn per batch
+    feeds = any(word in source for word in _WORDS) and any(word in source for word in _FEEDERS)
+    if not feeds and not ("rand" in source and any(word in source for word in RESIZE_CALLS)):
         return None
     cached = module.tree_data.get("data_pipeline")
     if cached is None:
