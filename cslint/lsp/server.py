@@ -78,6 +78,7 @@ class CslintServer(LanguageServer):
         self.checks: dict[Path, str | None] = {}  # projects checked in the background: their progress token
         self.progress_tokens = 0  # tokens made so far
         self.uris: dict[Path, str] = {}  # the URI each open document was opened under, byte for byte
+        self.again: set[Path] = set()  # analysed again even with their text covered: saved (files on disk changed)
 
     def uri_of(self, path: Path) -> str:
         """The URI to name `path` by: the client's own for an open document (editors match URIs as
@@ -126,6 +127,9 @@ class CslintServer(LanguageServer):
 
     async def analyse(self, path: Path) -> None:
         self.timers.pop(path, None)
+        document = self.state.documents.get(path)
+        if document is not None and path not in self.again and self._covered(path, document):
+            return  # its newest text was analysed since this was asked for (with another document's analysis)
         if self.busy:  # superseded edits coalesce: analysed once when the running analysis ends
             self.waiting[path] = None
             return
@@ -142,7 +146,7 @@ class CslintServer(LanguageServer):
         related to its own, so each project's first one waiting is analysed, and so on while any remain."""
         for other in list(self.waiting):
             document = self.state.documents.get(other)
-            if document is None or self._covered(other, document):  # closed, or covered with this text
+            if document is None or other not in self.again and self._covered(other, document):  # closed, or covered
                 del self.waiting[other]
         projects: set[Path] = set()
         for other in list(self.waiting):
@@ -162,6 +166,7 @@ class CslintServer(LanguageServer):
             return
         loop = asyncio.get_running_loop()
         epoch = self.epoch  # a settings change or a warm cache while this runs asks for another analysis
+        self.again.discard(path)
         unprompted = path in self.unprompted  # not an edit of it: the client will not pull it by itself
         self.unprompted.discard(path)
         try:
@@ -374,6 +379,7 @@ def did_save(ls: CslintServer, params: types.DidSaveTextDocumentParams) -> None:
         ls.reanalyse_all()
     elif path in ls.state.documents:
         ls.state.files_changed()  # a new file may have been saved for the first time
+        ls.again.add(path)
         ls.schedule(path, 0)
 
 
@@ -384,6 +390,7 @@ def did_close(ls: CslintServer, params: types.DidCloseTextDocumentParams) -> Non
     ls.uris.pop(path, None)
     ls.published.pop(path, None)
     ls.current.pop(path, None)
+    ls.again.discard(path)
     timer = ls.timers.pop(path, None)
     if timer is not None:
         timer.cancel()
@@ -448,6 +455,7 @@ def notebook_did_close(ls: CslintServer, params: types.DidCloseNotebookDocumentP
     ls.state.close(path)
     ls.uris.pop(path, None)
     ls.current.pop(path, None)
+    ls.again.discard(path)
     timer = ls.timers.pop(path, None)
     if timer is not None:
         timer.cancel()
