@@ -182,3 +182,21 @@ def test_a_deepcopy_of_the_gradient_is_a_clone(tmp_path):
     assert "deepcopy" not in texts["opt.py"].split("def step")[0]
     _, safe = run_linter(tmp_path / "safe", {"opt.py": code}, fix=True)
     assert "preinitialize" not in safe["opt.py"]  # only with --unsafe-fixes
+
+
+def test_a_methods_state_aliases_are_worked_out_once_and_handed_out_as_copies(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The rules and the preinitialize fix ask for one method's aliases once per guard in it: the method
+    is walked once, and a caller changing its answer does not change the next one."""
+    import libcst as cst
+
+    from cslint.fixers import preinitialize
+
+    method = cst.parse_module("def step(self):\n    state = self.state[p]\n    s2 = self.state[q]\n").body[0]
+    walks: list[object] = []
+    plain = preinitialize._state_aliases
+    monkeypatch.setattr(preinitialize, "_state_aliases", lambda m: walks.append(m) or plain(m))
+    first = preinitialize.state_aliases(method)  # type: ignore[arg-type]
+    first.add("changed by a caller")
+    assert preinitialize.state_aliases(method) == {"state", "s2"}  # type: ignore[arg-type]
+    assert walks == [method]

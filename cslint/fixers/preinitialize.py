@@ -17,6 +17,7 @@ constructing the optimizer and its first step, e.g. by loading a checkpoint).
 from __future__ import annotations
 
 import ast
+import threading
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -38,8 +39,28 @@ MATH_TO_TORCH = {"math.sqrt": "sqrt", "math.exp": "exp", "math.log": "log", "mat
 
 # ---- recognising lazy guards (also used by the rule) -------------------------------------------------
 
+# The last methods' aliases: the rules and this fixer ask for those of one method once per guard in it,
+# and each answer walks the whole method (a node is never changed, so its answer never changes).
+_KNOWN_ALIASES: dict[int, tuple[cst.FunctionDef, frozenset[str]]] = {}
+_KNOWN_ALIASES_LOCK = threading.Lock()
+KNOWN_ALIASES_KEPT = 64
+
+
 def state_aliases(method: cst.FunctionDef) -> set[str]:
     """Names bound to one parameter's state: `state = self.state[p]`."""
+    with _KNOWN_ALIASES_LOCK:
+        known = _KNOWN_ALIASES.get(id(method))
+    if known is not None and known[0] is method:
+        return set(known[1])
+    found = _state_aliases(method)
+    with _KNOWN_ALIASES_LOCK:
+        if len(_KNOWN_ALIASES) >= KNOWN_ALIASES_KEPT:
+            del _KNOWN_ALIASES[next(iter(_KNOWN_ALIASES))]
+        _KNOWN_ALIASES[id(method)] = (method, frozenset(found))
+    return found
+
+
+def _state_aliases(method: cst.FunctionDef) -> set[str]:
     found: set[str] = set()
 
     class Collector(cst.CSTVisitor):
