@@ -114,6 +114,9 @@ def build(factory: Callable[..., Any], device: str) -> Step | OptimizerStep:
         raise TargetError("the factory must return Step(fn, batches), (fn, inputs) or a torch optimizer; "
                           f"got {type(made).__name__}")
     if not _takes_device(factory):
+        from cslint.runtime.captures import move_captures
+
+        move_captures(made.fn, device)
         made = Step(_moved(made.fn, device), [tuple(_moved(a, device) for a in b) for b in made.batches],
                     made.loader)
     return made
