@@ -477,9 +477,8 @@ def run_check(args: argparse.Namespace) -> int:
         report = (render_json if output_format in ("json", "json-lines") else render_text)(log_report)
     else:
         report = FORMATS[output_format](result, options)
-        if settings.target_reason.startswith("inferred") and output_format == "text" \
-                and not args.quiet:
-            report = f"target: {settings.target} ({settings.target_reason})\n" + report
+        if output_format == "text" and not args.quiet:  # which target the findings are for, and why
+            report += f"target: {settings.target} ({settings.target_reason or 'the default'})\n"
     if args.output_file is not None:
         try:
             args.output_file.write_text(report, encoding="utf-8")

@@ -20,15 +20,16 @@ from cslint import __version__
 from cslint import memo_file
 from cslint.cache import settled
 
-FORMAT = 2
+FORMAT = 3
 
 
 @dataclass(frozen=True)
 class FileImports:
     modules: frozenset[str]  # dotted names of the modules the file imports (relative imports excluded)
-    uses_compile: bool  # it calls or decorates with torch.compile
+    uses_compile: bool  # it hands its model or training step to torch.compile (cslint/compile_uses.py)
     # the dynamo settings its module-level code assigns, in order (analysis/dynamo_config.py)
     dynamo_config: tuple[tuple[str, bool], ...] = ()
+    compiled_helpers: tuple[str, ...] = ()  # the internal functions it hands to torch.compile
     packages: frozenset[str] = field(init=False)  # the top-level packages of `modules`
 
     def __post_init__(self) -> None:
@@ -67,7 +68,8 @@ class ImportMemo:
             return
         kept = {path: entry for path, entry in self._entries.items() if path in self._seen or os.path.exists(path)}
         payload = {"format": FORMAT, "files": {
-            path: [mtime_ns, size, sorted(facts.modules), facts.uses_compile, [list(p) for p in facts.dynamo_config]]
+            path: [mtime_ns, size, sorted(facts.modules), facts.uses_compile, [list(p) for p in facts.dynamo_config],
+                   list(facts.compiled_helpers)]
             for path, (mtime_ns, size, facts) in kept.items()}}
         memo_file.write(self.directory, self.name, payload)
 
@@ -80,8 +82,9 @@ def _entries(raw: dict) -> dict[str, tuple[int, int, FileImports]]:
     if raw.get("format") != FORMAT:
         return {}
     return {path: (mtime_ns, size, FileImports(frozenset(modules), bool(uses_compile),
-                                               tuple((str(name), bool(value)) for name, value in settings)))
-            for path, (mtime_ns, size, modules, uses_compile, settings) in raw["files"].items()}
+                                               tuple((str(name), bool(value)) for name, value in settings),
+                                               tuple(str(name) for name in helpers)))
+            for path, (mtime_ns, size, modules, uses_compile, settings, helpers) in raw["files"].items()}
 
 
 def preload(directory: Path) -> None:

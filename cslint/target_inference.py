@@ -2,9 +2,12 @@
 configuration names one.
 
 A project that imports `cerebras.pytorch` is `wsc`, one that imports `torch_xla` is `xla`, one that
-imports SambaNova's `samba`/`sambaflow` is `rdu`, and one that only calls `torch.compile` is `compile`;
-otherwise the default target (`wsc`). The scan reads the import lines of the files being checked (no
-file is parsed or executed), so it is cheap, and what a file imports is remembered from one run to the
+imports SambaNova's `samba`/`sambaflow` is `rdu`, and one that hands its model or training step to
+`torch.compile` is `compile`; otherwise the default target (`wsc`). A `torch.compile` of an internal function
+only (an optimizer's `torch.compile(_update_fn)`, cslint/compile_uses.py) does not make the project a
+`torch.compile` project: its other roots keep the default, and the reason says so. The scan reads the
+import lines of the files being checked (only a file that calls `torch.compile` is parsed, with `ast`, and
+none is executed), so it is cheap, and what a file imports is remembered from one run to the
 next (cslint/import_memo.py). It also records the top-level packages those files import:
 a fix never adds an import of any other package (no `import cerebras.pytorch` into a torch.compile
 project).
@@ -19,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cslint.analysis.dynamo_config import assigned_settings, project_settings
+from cslint.compile_uses import compile_uses
 from cslint.config import DEFAULT_MAX_FILE_SIZE, Settings
 from cslint.deferred import defer
 from cslint.import_memo import FileImports, ImportMemo
@@ -96,8 +100,11 @@ def file_imports(path: Path, max_size: int) -> FileImports | None:
         return None
     text = data.decode("utf-8", errors="replace")
     modules = imported_modules(text)
-    return FileImports(frozenset(modules), "compile" in text and _imports(modules, "torch")
-                       and _uses_torch_compile(text), assigned_settings(text) if _imports(modules, "torch") else ())
+    uses = compile_uses(text) if "compile" in text and _imports(modules, "torch") and _uses_torch_compile(text) \
+        else None
+    return FileImports(frozenset(modules), uses is not None and uses.compiles_entry,
+                       assigned_settings(text) if _imports(modules, "torch") else (),
+                       uses.helpers if uses is not None else ())
 
 
 def _uses_torch_compile(text: str) -> bool:
@@ -136,6 +143,7 @@ def infer_target(paths: Iterable[Path], max_size: int = DEFAULT_MAX_FILE_SIZE,
     packages: set[str] = set()
     first_with: dict[str, Path] = {}
     compile_file: Path | None = None
+    helper_compiled: tuple[str, Path] | None = None  # the first internal function handed to torch.compile
     assigned: list[tuple[tuple[str, bool], ...]] = []
     seen: set[str] = set()
     for path in paths:
@@ -155,6 +163,8 @@ def infer_target(paths: Iterable[Path], max_size: int = DEFAULT_MAX_FILE_SIZE,
                     first_with[target] = path
         if compile_file is None and found.uses_compile:
             compile_file = path
+        if helper_compiled is None and found.compiled_helpers:
+            helper_compiled = (found.compiled_helpers[0], path)
     if memo is not None:
         defer(memo.save)  # in a server's child, after the client has its answer
     settings = project_settings(assigned)
@@ -163,8 +173,14 @@ def infer_target(paths: Iterable[Path], max_size: int = DEFAULT_MAX_FILE_SIZE,
             return TargetChoice(target, f"inferred: the project imports {names[0]} ({first_with[target].name})",
                                 tuple(sorted(packages)), settings)
     if compile_file is not None:
-        return TargetChoice("compile", f"inferred: the project uses torch.compile ({compile_file.name}) and imports "
-                                       "no accelerator package", tuple(sorted(packages)), settings)
+        return TargetChoice("compile", f"inferred: the project hands its model or step to torch.compile "
+                                       f"({compile_file.name}) and imports no accelerator package",
+                            tuple(sorted(packages)), settings)
+    if helper_compiled is not None:
+        name, path = helper_compiled
+        return TargetChoice(DEFAULT_TARGET, f"default: the project imports no accelerator package, and torch.compile "
+                                            f"is given only internal functions (`{name}` in {path.name}), not a model "
+                                            "or a training step", tuple(sorted(packages)), settings)
     return TargetChoice(DEFAULT_TARGET, "default: the project imports no accelerator package and does not use "
                                         "torch.compile", tuple(sorted(packages)), settings)
 
