@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from cslint.analysis.device_guards import which_branch
 from cslint.analysis.kinds import Tag
 from cslint.fixers.dtypes import double_method_fix, dtype_attribute_fix, python_float_dtype_fix
 from cslint.rules.base import Rule, RuleContext
@@ -35,6 +36,23 @@ def _mark_if_inspection(node: cst.CSTNode, ctx: RuleContext) -> None:
         qualified = ctx.resolve(node.func)
         if qualified in DTYPE_INSPECTORS - {"torch.set_default_dtype"} or qualified in ("isinstance",):
             _mark_inspection(node, ctx)
+
+
+def _guarded(ctx: RuleContext, code: str) -> set[int]:
+    """The nodes under a device or dtype guard (device_guards.py), for the rule `code`."""
+    return ctx.scratch.setdefault(f"dtype_guarded:{code}", set())  # type: ignore[no-any-return]
+
+
+def _mark_guarded(node: cst.If | cst.IfExp, ctx: RuleContext, code: str, dtypes: frozenset[str]) -> None:
+    """The branch of `node` that runs only off the device, or only for a tensor already of one of `dtypes`
+    (`if x.device.type == "cpu": x = x.double()`, `if x.dtype == torch.float64:`), makes none of them in
+    the traced graph."""
+    branch = which_branch(node.test, ctx.resolve, dtypes)
+    if branch is None:
+        return
+    region = getattr(node, branch)
+    if region is not None:
+        _guarded(ctx, code).update(id(n) for n in ctx.walk(region))
 
 
 TORCH_DTYPES = frozenset({
@@ -117,22 +135,28 @@ class StableLoss(nn.Module):
     def visit_Set(self, node: cst.Set, ctx: RuleContext) -> None:
         _mark_if_dtype_collection(node, ctx)
 
+    def visit_If(self, node: cst.If, ctx: RuleContext) -> None:
+        _mark_guarded(node, ctx, self.code, FLOAT64_NAMES)
+
     def visit_IfExp(self, node: cst.IfExp, ctx: RuleContext) -> None:
         """`torch.float64 if torch.get_default_dtype() == torch.float64 else torch.float32` follows the
         default dtype: it makes float64 only where everything already is."""
+        _mark_guarded(node, ctx, self.code, FLOAT64_NAMES)
         if any(type(n) is cst.Call and ctx.resolve(n.func) == "torch.get_default_dtype"  # type: ignore[attr-defined]
                for n in ctx.walk(node.test)):
             _mark_inspection(node, ctx)
 
     def visit_Attribute(self, node: cst.Attribute, ctx: RuleContext) -> None:
         qualified = ctx.resolve(node)
-        if qualified not in FLOAT64_NAMES or id(node) in _inspections(ctx):
+        if qualified not in FLOAT64_NAMES or id(node) in _inspections(ctx) or id(node) in _guarded(ctx, self.code):
             return
         ctx.report(node, f"`{ctx.code(node)}` makes float64 tensors: {SUPPORTED}",
                    dtype_attribute_fix(node))
 
     def visit_Call(self, node: cst.Call, ctx: RuleContext) -> None:
         _mark_if_inspection(node, ctx)
+        if id(node) in _guarded(ctx, self.code):
+            return
         func = node.func
         if isinstance(func, cst.Attribute) and func.attr.value == "double" and not node.args \
                 and ctx.resolve(func) is None and ctx.kind(func.value).tag in (Tag.TENSOR, Tag.OBJECT):
@@ -216,12 +240,21 @@ class Rotary(nn.Module):
     def visit_Comparison(self, node: cst.Comparison, ctx: RuleContext) -> None:
         _mark_if_inspection(node, ctx)
 
+    def visit_If(self, node: cst.If, ctx: RuleContext) -> None:
+        _mark_guarded(node, ctx, self.code, COMPLEX_DTYPES)
+
+    def visit_IfExp(self, node: cst.IfExp, ctx: RuleContext) -> None:
+        _mark_guarded(node, ctx, self.code, COMPLEX_DTYPES)
+
     def visit_Attribute(self, node: cst.Attribute, ctx: RuleContext) -> None:
-        if ctx.resolve(node) in COMPLEX_DTYPES and id(node) not in _inspections(ctx):
+        if ctx.resolve(node) in COMPLEX_DTYPES and id(node) not in _inspections(ctx) \
+                and id(node) not in _guarded(ctx, self.code):
             ctx.report(node, f"`{ctx.code(node)}` makes complex tensors: {SUPPORTED}")
 
     def visit_Call(self, node: cst.Call, ctx: RuleContext) -> None:
         _mark_if_inspection(node, ctx)
+        if id(node) in _guarded(ctx, self.code):
+            return
         func = node.func
         qualified = ctx.resolve(func)
         complex_op = qualified in COMPLEX_FUNCTIONS or (qualified or "").startswith("torch.fft.")
