@@ -150,3 +150,74 @@ def test_every_log_breaks_the_compiled_graph(lint):
 @pytest.mark.parametrize("target", LAZY)
 def test_plain_messages_run_once_on_lazy_targets(lint, target):
     assert codes(lint(LOGGING, target=target)) == []
+
+
+# A project's own `is_compiling()`: the predicate looked up behind a fallback so that old torch versions
+# still import (kornia's core/utils.py has the `getattr(...) or getattr(...)` shape).
+PROJECT_PREDICATES = {
+    "getattr_or": """
+import torch
+_torch_is_compiling = getattr(torch.compiler, "is_compiling", None) or getattr(torch._dynamo, "is_compiling", None)
+
+
+def is_compiling() -> bool:
+    return bool(_torch_is_compiling()) if _torch_is_compiling is not None else False
+""",
+    "hasattr_choice": """
+import torch
+is_compiling = torch.compiler.is_compiling if hasattr(torch.compiler, "is_compiling") else lambda: False
+""",
+    "version_check": """
+import torch
+from packaging import version
+
+if version.parse(torch.__version__) >= version.parse("2.3"):
+    is_compiling = torch.compiler.is_compiling
+else:
+    is_compiling = torch._dynamo.is_compiling
+""",
+    "try_except": """
+import torch
+
+
+def is_compiling():
+    try:
+        return torch.compiler.is_compiling()
+    except AttributeError:
+        return torch._dynamo.is_compiling()
+""",
+}
+
+GUARDED_BY_PROJECT_PREDICATE = """
+import torch
+from torch import nn
+
+from utils import is_compiling
+
+
+class Blur(nn.Module):
+    def forward(self, x, sigma):
+        if not is_compiling():
+            if not bool((sigma > 0).all()):
+                raise ValueError("sigma must be positive")
+        return x * sigma
+"""
+
+
+@pytest.mark.parametrize("shape", sorted(PROJECT_PREDICATES))
+def test_a_project_is_compiling_helper_is_a_guard(lint, shape):
+    files = {"utils.py": PROJECT_PREDICATES[shape], "model.py": GUARDED_BY_PROJECT_PREDICATE}
+    assert [d for d in lint(files, target="compile") if d.path.name == "model.py"] == []
+    assert ("WSC203", 10) in codes(lint(files, target="wsc"))  # lazy tensors: false, the read runs traced
+
+
+@pytest.mark.parametrize("utils", [
+    # not predicates: a plain flag, fallbacks only, a getattr whose default is a real function
+    "import torch\nis_compiling = lambda: False\n",
+    "import torch\nimport os\nis_compiling = os.environ.get\n",
+    "import torch\nis_compiling = getattr(torch.compiler, 'is_compiling', torch.is_grad_enabled)\n",
+    "import torch\nis_compiling = torch.compiler.is_compiling if hasattr(torch, 'x') else torch.is_grad_enabled\n",
+])
+def test_a_name_that_is_not_only_a_predicate_is_no_guard(lint, utils):
+    files = {"utils.py": utils, "model.py": GUARDED_BY_PROJECT_PREDICATE}
+    assert ("WSC203", 10) in codes(lint(files, target="compile"))

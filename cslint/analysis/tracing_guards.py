@@ -4,10 +4,15 @@ Library code guards itself with them (`if is_torchdynamo_compiling(): return Fal
 torch.compile (dynamo) the compile predicates are true while tracing and the code they skip is dead there;
 lazy-tensor tracing (WSC, XLA, RDU) is none of dynamo, TorchScript or FX, so every one of them is false
 and the code after the guard runs traced. A project function whose returns are such predicates (or
-constants) is a predicate too.
+constants) is a predicate too, and so is a module-level name bound to one behind a fallback
+(`_is_compiling = torch.compiler.is_compiling if hasattr(torch.compiler, "is_compiling") else lambda: False`,
+`getattr(torch.compiler, "is_compiling", None) or getattr(torch._dynamo, "is_compiling", None)`, one
+binding per branch of a version check): projects wrap the predicate so that old torch versions still import.
 """
 
 from __future__ import annotations
+
+import ast
 
 import libcst as cst
 
@@ -42,6 +47,8 @@ LIBRARY_HELPERS: dict[str, frozenset[str]] = {
     "is_fx_tracing": frozenset(),
 }
 LIBRARY_ROOTS = ("transformers.", "diffusers.", "timm.", "accelerate.", "peft.")
+_PREDICATE_NAMES = tuple(sorted({name.rsplit(".", 1)[-1] for name in PREDICATES}))
+_FALLBACK = "fallback"  # a constant or None beside a predicate: what the name is when torch has no predicate
 
 
 class Guards:
@@ -51,20 +58,30 @@ class Guards:
         self.project = project
         self.tracer = tracer
         self._helpers: dict[str, bool | None] = {}
+        self._bindings: dict[str, dict[str, list[ast.expr]]] = {}  # module -> its module-level assignments
+        self._aliases: dict[tuple[str, str], bool | None] = {}
 
     def call_value(self, module: ModuleInfo, call: cst.Call) -> bool | None:
         """True/False when `call` is a tracing predicate (or a helper built on one), else None."""
         dotted = dotted_name(call.func)
         if dotted is None:
             return None
+        if dotted == "bool" and len(call.args) == 1 and not call.args[0].keyword and not call.args[0].star:
+            return self.value(module, call.args[0].value)
         qualified = module.imports.resolve(call.func)
         if qualified is None:  # `import torch._dynamo as dynamo` inside the helper: not a module-level import
+            if "." not in dotted:  # a module-level name of this module
+                return self._alias_value(module, dotted)
             last = dotted.rsplit(".", 1)[-1]
-            return self.tracer in LIBRARY_HELPERS[last] if "." in dotted and last in LIBRARY_HELPERS else None
+            return self.tracer in LIBRARY_HELPERS[last] if last in LIBRARY_HELPERS else None
         if qualified in PREDICATES:
             return self.tracer in PREDICATES[qualified]
         helper = self.project.lookup_function(qualified)
         found = self._helper_value(helper) if helper is not None else None
+        if found is None and helper is None:
+            owner, _, name = qualified.rpartition(".")
+            defining = self.project.modules.get(owner)
+            found = self._alias_value(defining, name) if defining is not None else None
         if found is not None:
             return found
         last = qualified.rsplit(".", 1)[-1]
@@ -84,6 +101,9 @@ class Guards:
         if type(expr) is cst.UnaryOperation and type(expr.operator) is cst.Not:
             inner = self.value(module, expr.expression, names)
             return None if inner is None else not inner
+        if type(expr) is cst.IfExp:  # `pred() if pred is not None else False`: the predicate decides
+            return _combined([self.value(module, expr.body, names), self.value(module, expr.orelse, names)],
+                             [_constant(expr.body), _constant(expr.orelse)])
         if type(expr) is cst.BooleanOperation:
             left = self.value(module, expr.left, names)
             is_or = type(expr.operator) is cst.Or
@@ -122,6 +142,102 @@ class Guards:
                 if not _constant(node.value):
                     predicates.append(found)
         return any(predicates) if predicates else None
+
+    # ---- module-level names bound to a predicate ------------------------------------------------
+
+    def _alias_value(self, module: ModuleInfo, name: str) -> bool | None:
+        """What calling the module-level `name` answers, when every binding of it is a tracing predicate or
+        a fallback (None, a constant, `lambda: False`) and at least one is a predicate."""
+        key = (module.name, name)
+        if key in self._aliases:
+            return self._aliases[key]
+        self._aliases[key] = None  # recursion: undecided
+        values = [self._reference(module, value) for value in self._module_bindings(module).get(name, ())]
+        self._aliases[key] = found = _combined(values, [v == _FALLBACK for v in values])  # type: ignore[arg-type]
+        return found
+
+    def _module_bindings(self, module: ModuleInfo) -> dict[str, list[ast.expr]]:
+        """The module's module-level assignments by name (inside `if`/`try` blocks too), read only from a
+        file that names a tracing predicate."""
+        found = self._bindings.get(module.name)
+        if found is None:
+            found = self._bindings[module.name] = {}
+            if any(name in module.source for name in _PREDICATE_NAMES):
+                try:
+                    body = ast.parse(module.source).body
+                except (SyntaxError, ValueError, RecursionError, MemoryError):
+                    body = []
+                for stmt in _module_level(body):
+                    if isinstance(stmt, ast.Assign):
+                        for target in stmt.targets:
+                            if isinstance(target, ast.Name):
+                                found.setdefault(target.id, []).append(stmt.value)
+                    elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value:
+                        found.setdefault(stmt.target.id, []).append(stmt.value)
+        return found
+
+    def _reference(self, module: ModuleInfo, expr: ast.expr) -> bool | str | None:
+        """What calling the object `expr` evaluates to answers: True/False for a predicate, `_FALLBACK` for
+        None, a constant or a lambda returning one, None when it is anything else."""
+        if isinstance(expr, ast.Constant) and (expr.value is None or isinstance(expr.value, bool)):
+            return _FALLBACK
+        if isinstance(expr, ast.Lambda):
+            body = expr.body
+            if isinstance(body, ast.Constant) and isinstance(body.value, bool):
+                return _FALLBACK
+            return self._reference(module, body.func) if isinstance(body, ast.Call) and not body.args else None
+        if isinstance(expr, ast.IfExp):
+            values = [self._reference(module, expr.body), self._reference(module, expr.orelse)]
+            return _combined(values, [v == _FALLBACK for v in values])  # type: ignore[arg-type]
+        if isinstance(expr, ast.BoolOp):
+            values = [self._reference(module, v) for v in expr.values]
+            return _combined(values, [v == _FALLBACK for v in values])  # type: ignore[arg-type]
+        dotted = _ast_dotted(expr)
+        if isinstance(expr, ast.Call) and _ast_dotted(expr.func) == "getattr" and len(expr.args) in (2, 3) \
+                and isinstance(expr.args[1], ast.Constant) and isinstance(expr.args[1].value, str):
+            owner = _ast_dotted(expr.args[0])  # `getattr(torch.compiler, "is_compiling", None)`
+            dotted = f"{owner}.{expr.args[1].value}" if owner else None
+            if len(expr.args) == 3 and self._reference(module, expr.args[2]) != _FALLBACK:
+                return None
+        if dotted is None:
+            return None
+        qualified = module.imports.qualify(dotted)
+        if qualified in PREDICATES:
+            return self.tracer in PREDICATES[qualified]
+        if "." not in dotted and dotted not in module.imports.names:
+            return self._alias_value(module, dotted)
+        helper = self.project.lookup_function(qualified)
+        return self._helper_value(helper) if helper is not None else None
+
+
+def _combined(values: list[bool | None], fallbacks: list[bool]) -> bool | None:
+    """The answer of a choice between `values` (the branches of a return set, an `if`/`else`, an `or`):
+    the predicates decide, constants beside them are fallbacks; None when one is unknown or none is a
+    predicate."""
+    if any(v is None for v in values):
+        return None
+    predicates = [v for v, fallback in zip(values, fallbacks) if not fallback]
+    return any(predicates) if predicates else None
+
+
+def _module_level(body: list[ast.stmt]) -> list[ast.stmt]:
+    found: list[ast.stmt] = []
+    for stmt in body:
+        found.append(stmt)
+        if isinstance(stmt, (ast.If, ast.Try, ast.With)):
+            for block in (stmt.body, getattr(stmt, "orelse", []), getattr(stmt, "finalbody", []),
+                          *(h.body for h in getattr(stmt, "handlers", []))):
+                found.extend(_module_level(block))
+    return found
+
+
+def _ast_dotted(expr: ast.expr) -> str | None:
+    if isinstance(expr, ast.Name):
+        return expr.id
+    if isinstance(expr, ast.Attribute):
+        inner = _ast_dotted(expr.value)
+        return f"{inner}.{expr.attr}" if inner else None
+    return None
 
 
 def _constant(expr: cst.BaseExpression) -> bool:
