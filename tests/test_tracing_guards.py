@@ -221,3 +221,34 @@ def test_a_project_is_compiling_helper_is_a_guard(lint, shape):
 def test_a_name_that_is_not_only_a_predicate_is_no_guard(lint, utils):
     files = {"utils.py": utils, "model.py": GUARDED_BY_PROJECT_PREDICATE}
     assert ("WSC203", 10) in codes(lint(files, target="compile"))
+
+
+def test_an_availability_check_picks_the_predicate_the_installed_torch_has(lint):
+    # kornia's is_exporting: torch.compiler.is_exporting when it exists (false under torch.compile), else
+    # is_compiling (true there): the installed torch has the first, so a compiled step takes the loop.
+    utils = """
+import torch
+_torch_is_exporting = getattr(torch.compiler, "is_exporting", None)
+
+
+def is_exporting() -> bool:
+    if _torch_is_exporting is not None:
+        return bool(_torch_is_exporting())
+    return torch.compiler.is_compiling()
+"""
+    model = """
+import torch
+from torch import nn
+
+from utils import is_exporting
+
+
+class Edges(nn.Module):
+    def forward(self, x):
+        if is_exporting():
+            return x
+        while (x > 1).any():
+            x = x / 2
+        return x
+"""
+    assert ("WSC102", 11) in codes(lint({"utils.py": utils, "model.py": model}, target="compile"))

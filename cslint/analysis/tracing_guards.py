@@ -128,7 +128,10 @@ class Guards:
         `except ImportError: return False`), at least one a predicate: true when any predicate is."""
         names: dict[str, bool] = {}
         predicates: list[bool] = []
+        dead = self._unavailable_paths(func)
         for node in iter_nodes(func.node.body, prune=(cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            if id(node) in dead:
+                continue
             if type(node) is cst.Assign and len(node.targets) == 1 and type(node.targets[0].target) is cst.Name:
                 found = self.value(func.module, node.value, names)
                 if found is not None:
@@ -142,6 +145,50 @@ class Guards:
                 if not _constant(node.value):
                     predicates.append(found)
         return any(predicates) if predicates else None
+
+    def _unavailable_paths(self, func: FunctionInfo) -> set[int]:
+        """The nodes of `func` that a check of the predicate's availability skips: `if _pred is not None:
+        return bool(_pred())` (then what follows the `if` is the fallback for an older torch, which the
+        installed one does not take), `if hasattr(torch.compiler, "is_exporting"):`."""
+        dead: set[int] = set()
+        prune = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+        for block in iter_nodes(func.node.body, prune=prune):
+            statements = getattr(block, "body", None)
+            if type(block) is not cst.IndentedBlock or not isinstance(statements, (list, tuple)):
+                continue
+            for i, stmt in enumerate(statements):
+                available = self._available(func.module, stmt.test) if type(stmt) is cst.If else None
+                if available is None:
+                    continue
+                skipped: list[cst.CSTNode] = [stmt.orelse] if available and stmt.orelse is not None else []
+                if not available:
+                    skipped.append(stmt.body)
+                elif type(stmt.body) is cst.IndentedBlock and stmt.body.body and _returns(stmt.body.body[-1]):
+                    skipped.extend(statements[i + 1:])
+                for root in skipped:
+                    dead.update(id(n) for n in iter_nodes(root))
+        return dead
+
+    def _available(self, module: ModuleInfo, test: cst.BaseExpression) -> bool | None:
+        """True/False when `test` asks whether a tracing predicate exists (`_pred is not None`, `hasattr(torch.
+        compiler, "is_compiling")`): the ones cslint knows all exist in the torch it supports."""
+        if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
+            inner = self._available(module, test.expression)
+            return None if inner is None else not inner
+        if type(test) is cst.Comparison and len(test.comparisons) == 1 and type(test.left) is cst.Name \
+                and type(test.comparisons[0].comparator) is cst.Name and test.comparisons[0].comparator.value == "None":
+            operator = type(test.comparisons[0].operator)
+            bindings = self._module_bindings(module).get(test.left.value, ())
+            if operator in (cst.Is, cst.IsNot) and bindings and all(
+                    isinstance(self._reference(module, b), bool) for b in bindings):
+                return operator is cst.IsNot
+        if type(test) is cst.Call and dotted_name(test.func) == "hasattr" and len(test.args) == 2 \
+                and type(test.args[1].value) is cst.SimpleString:
+            owner = dotted_name(test.args[0].value)
+            name = test.args[1].value.evaluated_value
+            if owner is not None and isinstance(name, str) and module.imports.qualify(f"{owner}.{name}") in PREDICATES:
+                return True
+        return None
 
     # ---- module-level names bound to a predicate ------------------------------------------------
 
@@ -211,13 +258,17 @@ class Guards:
 
 
 def _combined(values: list[bool | None], fallbacks: list[bool]) -> bool | None:
-    """The answer of a choice between `values` (the branches of a return set, an `if`/`else`, an `or`):
-    the predicates decide, constants beside them are fallbacks; None when one is unknown or none is a
-    predicate."""
+    """The answer of a choice between `values` (the branches of an `if`/`else`, an `or`): the predicates
+    decide, constants beside them are fallbacks; None when one is unknown, none is a predicate, or the
+    predicates disagree (which one the installed torch takes is not known here)."""
     if any(v is None for v in values):
         return None
-    predicates = [v for v, fallback in zip(values, fallbacks) if not fallback]
-    return any(predicates) if predicates else None
+    predicates = {v for v, fallback in zip(values, fallbacks) if not fallback}
+    return predicates.pop() if len(predicates) == 1 else None
+
+
+def _returns(stmt: cst.BaseStatement) -> bool:
+    return type(stmt) is cst.SimpleStatementLine and any(type(s) is cst.Return for s in stmt.body)
 
 
 def _module_level(body: list[ast.stmt]) -> list[ast.stmt]:
