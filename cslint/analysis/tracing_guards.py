@@ -13,6 +13,8 @@ binding per branch of a version check): projects wrap the predicate so that old 
 from __future__ import annotations
 
 import ast
+import builtins
+import re
 
 import libcst as cst
 
@@ -49,6 +51,7 @@ LIBRARY_HELPERS: dict[str, frozenset[str]] = {
 LIBRARY_ROOTS = ("transformers.", "diffusers.", "timm.", "accelerate.", "peft.")
 _PREDICATE_NAMES = tuple(sorted({name.rsplit(".", 1)[-1] for name in PREDICATES}))
 _FALLBACK = "fallback"  # a constant or None beside a predicate: what the name is when torch has no predicate
+_BUILTINS = frozenset(dir(builtins))
 
 
 class Guards:
@@ -178,7 +181,7 @@ class Guards:
         if type(test) is cst.Comparison and len(test.comparisons) == 1 and type(test.left) is cst.Name \
                 and type(test.comparisons[0].comparator) is cst.Name and test.comparisons[0].comparator.value == "None":
             operator = type(test.comparisons[0].operator)
-            bindings = self._module_bindings(module).get(test.left.value, ())
+            bindings = self._bindings_of(module, test.left.value)
             if operator in (cst.Is, cst.IsNot) and bindings and all(
                     isinstance(self._reference(module, b), bool) for b in bindings):
                 return operator is cst.IsNot
@@ -199,9 +202,17 @@ class Guards:
         if key in self._aliases:
             return self._aliases[key]
         self._aliases[key] = None  # recursion: undecided
-        values = [self._reference(module, value) for value in self._module_bindings(module).get(name, ())]
+        values = [self._reference(module, value) for value in self._bindings_of(module, name)]
         self._aliases[key] = found = _combined(values, [v == _FALLBACK for v in values])  # type: ignore[arg-type]
         return found
+
+    def _bindings_of(self, module: ModuleInfo, name: str) -> list[ast.expr]:
+        """The values the module's module-level code assigns to `name`; the file is parsed only when a line
+        of it assigns the name (most plain calls in traced code are of builtins, locals and functions)."""
+        if name in _BUILTINS or not re.search(rf"^[ \t]*{re.escape(name)}[ \t]*(?::[^=\n]*)?=(?!=)", module.source,
+                                              re.MULTILINE):
+            return []
+        return self._module_bindings(module).get(name, [])
 
     def _module_bindings(self, module: ModuleInfo) -> dict[str, list[ast.expr]]:
         """The module's module-level assignments by name (inside `if`/`try` blocks too), read only from a
