@@ -46,7 +46,7 @@ def _apply_uses(oracle: ProjectOracle, func: FunctionInfo, params: dict[str, Kin
     for name in uses.flags:
         if name in assumed:
             params[name] = STATIC
-    for name in uses.numbers:
+    for name in uses.numbers | uses.options:
         if name in assumed:
             params[name] = STATIC
     for name, attribute in uses.fallbacks:

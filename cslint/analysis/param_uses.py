@@ -39,6 +39,10 @@ class ParamUses:
     # the author passes a number; a tensor there comes from the data flow (`n = lengths.max()`), not from
     # a parameter nothing else describes
     numbers: frozenset[str] = frozenset()
+    # optional options: a parameter defaulting to None that the body only tests for None, passes to a
+    # predicate (`exists(beam_size)`), compares with number literals (`beam_size > 1`) or converts with
+    # `int()`/`float()` -- nothing it does needs a tensor, and a number is what `> 1` and `int()` are for
+    options: frozenset[str] = frozenset()
 
 
 _CACHE: weakref.WeakKeyDictionary[FunctionInfo, ParamUses] = weakref.WeakKeyDictionary()
@@ -183,6 +187,7 @@ def _scan(node: cst.FunctionDef) -> ParamUses:
     uses: dict[str, set[str]] = {name: set() for name in names}
     parents: dict[int, cst.CSTNode | None] = {}
     numbers: set[str] = set()
+    option_uses: dict[str, set[str]] = {name: set() for name in _none_defaults(p)}
     for child, parent in iter_with_parents(node.body, prune=(cst.FunctionDef, cst.Lambda, cst.ClassDef)):
         parents[id(child)] = parent
         if type(child) is cst.Name and child.value in uses and parent is not None:
@@ -194,12 +199,52 @@ def _scan(node: cst.FunctionDef) -> ParamUses:
                 continue
             if _in_int_slot(child, parent, parents):
                 numbers.add(child.value)
-            uses[child.value].add(_use(child, parent, grand))
+            use = _use(child, parent, grand)
+            uses[child.value].add(use)
+            if child.value in option_uses:
+                option_uses[child.value].add(_option_use(child, parent, grand, parents.get(id(grand)), use))
     fallbacks = frozenset(_fallbacks(node, names))
     containers = frozenset(n for n, u in uses.items() if "container" in u)
     flags = frozenset(n for n, u in uses.items() if "flag" in u and u <= {"flag", "neutral"}
                       and not _tensor_like(n))
-    return ParamUses(containers, flags, fallbacks, frozenset(n for n in numbers if not _tensor_like(n)))
+    options = frozenset(n for n, u in option_uses.items() if "number" in u and u <= {"number", "flag", "neutral"}
+                        and not _tensor_like(n))
+    return ParamUses(containers, flags, fallbacks, frozenset(n for n in numbers if not _tensor_like(n)), options)
+
+
+def _none_defaults(p: cst.Parameters) -> set[str]:
+    return {param.name.value for param in (*p.posonly_params, *p.params, *p.kwonly_params)
+            if isinstance(param.default, cst.Name) and param.default.value == "None"}
+
+
+_NUMBER_CONVERSIONS = frozenset({"int", "float", "round"})
+_ORDERING = (cst.LessThan, cst.LessThanEqual, cst.GreaterThan, cst.GreaterThanEqual, cst.Equal, cst.NotEqual)
+_TESTS = (cst.If, cst.While, cst.IfExp, cst.UnaryOperation, cst.BooleanOperation, cst.Assert)
+
+
+def _number_literal(node: cst.BaseExpression) -> bool:
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+        node = node.expression
+    return isinstance(node, (cst.Integer, cst.Float))
+
+
+def _option_use(name: cst.Name, parent: cst.CSTNode | None, grand: cst.CSTNode | None, above: cst.CSTNode | None,
+                use: str) -> str:
+    """How one load of a None-defaulted parameter uses it: "number" (compared with a number literal or
+    converted to one), a predicate's argument in a test (`exists(x) and ...`: "neutral"), else `use`."""
+    if isinstance(parent, cst.Comparison) and parent.left is name and all(
+            isinstance(t.operator, _ORDERING) and _number_literal(t.comparator) for t in parent.comparisons):
+        return "number"
+    if isinstance(parent, cst.ComparisonTarget) and isinstance(grand, cst.Comparison) \
+            and isinstance(parent.operator, _ORDERING) and _number_literal(grand.left) and len(grand.comparisons) == 1:
+        return "number"
+    if isinstance(parent, cst.Arg) and parent.keyword is None and not parent.star and isinstance(grand, cst.Call) \
+            and isinstance(grand.func, cst.Name) and len(grand.args) == 1:
+        if grand.func.value in _NUMBER_CONVERSIONS:
+            return "number"
+        if not _builtin_call(grand) and isinstance(above, _TESTS):
+            return "neutral"
+    return use
 
 
 def _tensor_like(name: str) -> bool:
