@@ -101,3 +101,44 @@ def test_a_tensor_passed_by_the_caller_still_branches(lint, target):
             return clip(x, x.amax())
     """
     assert [c for c, _ in codes(lint(code, target=target))] == ["WSC101"]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_an_option_tested_once_and_given_to_einops_is_a_python_value(lint, target):
+    code = """
+    import torch
+    from torch import nn
+    from einops import repeat
+
+    def exists(v):
+        return v is not None
+
+    class Codebook(nn.Module):
+        def forward(self, x, topk=None):
+            is_topk = exists(topk)
+            if is_topk:
+                topk = min(int(topk), x.shape[-1])
+                assert topk > 0
+                x = repeat(x, "... d -> ... k d", k=topk)
+            return x.sum()
+    """
+    assert codes(lint(code, target=target)) == []
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_an_optional_tensor_handed_to_a_helper_still_branches(lint, target):
+    code = """
+    import torch
+    from torch import nn
+
+    def exists(v):
+        return v is not None
+
+    class Gate(nn.Module):
+        def forward(self, x, gate=None):
+            has_gate = exists(gate)
+            if has_gate and gate.sum() > 0:
+                x = x * 2
+            return x
+    """
+    assert [c for c, _ in codes(lint(code, target=target))] == ["WSC101"]

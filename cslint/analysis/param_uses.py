@@ -242,9 +242,24 @@ def _option_use(name: cst.Name, parent: cst.CSTNode | None, grand: cst.CSTNode |
             and isinstance(grand.func, cst.Name) and len(grand.args) == 1:
         if grand.func.value in _NUMBER_CONVERSIONS:
             return "number"
-        if not _builtin_call(grand) and isinstance(above, _TESTS):
-            return "neutral"
+        if not _builtin_call(grand) and (isinstance(above, _TESTS) or isinstance(above, cst.Assign)
+                                         and above.value is grand):
+            return "neutral"  # `is_topk = exists(topk)`, `if exists(x) and ...`: a question about the value
+    if isinstance(parent, cst.Arg) and parent.keyword is not None and _einops_call(grand):
+        return "number"  # `repeat(x, "b d -> b k d", k=topk)`: an axis length
     return use
+
+
+_EINOPS = frozenset({"repeat", "rearrange", "reduce"})
+
+
+def _einops_call(call: cst.CSTNode | None) -> bool:
+    """An einops call: its keyword arguments are axis lengths, Python ints."""
+    if not isinstance(call, cst.Call) or len(call.args) < 2 or not isinstance(call.args[1].value, _STRINGS):
+        return False
+    func = call.func
+    name = func.value if isinstance(func, cst.Name) else func.attr.value if isinstance(func, cst.Attribute) else None
+    return name in _EINOPS
 
 
 def _tensor_like(name: str) -> bool:
