@@ -14,6 +14,7 @@ from cslint.analysis.project import Project
 from cslint.analysis.traced import TracedFunction
 from cslint.analysis.tracing_guards import guard_note, guard_regions
 from cslint.config import Settings
+from cslint.fixers.preinitialize import aliases_remembered
 from cslint.profile import Profile
 from cslint.report import BUG_HINT, INTERNAL_ERROR
 from cslint.rules import Finding, Fix, Rule, RuleContext
@@ -90,7 +91,8 @@ class Checker:
         if traced.analysis is None or not self.table or traced.eager:
             return [], False
         ctx = RuleContext(traced=traced, settings=self.settings)
-        _dispatch(self.table, ctx, self.profile)
+        with aliases_remembered():
+            _dispatch(self.table, ctx, self.profile)
         analysis = traced.analysis
         if analysis.dead or analysis.unguarded:
             ctx.findings = _placed_by_guards(ctx, analysis.dead, analysis.unguarded)

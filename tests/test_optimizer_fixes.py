@@ -196,7 +196,10 @@ def test_a_methods_state_aliases_are_worked_out_once_and_handed_out_as_copies(
     walks: list[object] = []
     plain = preinitialize._state_aliases
     monkeypatch.setattr(preinitialize, "_state_aliases", lambda m: walks.append(m) or plain(m))
-    first = preinitialize.state_aliases(method)  # type: ignore[arg-type]
-    first.add("changed by a caller")
-    assert preinitialize.state_aliases(method) == {"state", "s2"}  # type: ignore[arg-type]
+    with preinitialize.aliases_remembered():
+        first = preinitialize.state_aliases(method)  # type: ignore[arg-type]
+        first.add("changed by a caller")
+        assert preinitialize.state_aliases(method) == {"state", "s2"}  # type: ignore[arg-type]
     assert walks == [method]
+    preinitialize.state_aliases(method)  # type: ignore[arg-type]
+    assert walks == [method, method]  # remembered only while the rules of one function run

@@ -17,9 +17,10 @@ constructing the optimizer and its first step, e.g. by loading a checkpoint).
 from __future__ import annotations
 
 import ast
-import threading
 
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -39,24 +40,32 @@ MATH_TO_TORCH = {"math.sqrt": "sqrt", "math.exp": "exp", "math.log": "log", "mat
 
 # ---- recognising lazy guards (also used by the rule) -------------------------------------------------
 
-# The last methods' aliases: the rules and this fixer ask for those of one method once per guard in it,
-# and each answer walks the whole method (a node is never changed, so its answer never changes).
-_KNOWN_ALIASES: dict[int, tuple[cst.FunctionDef, frozenset[str]]] = {}
-_KNOWN_ALIASES_LOCK = threading.Lock()
-KNOWN_ALIASES_KEPT = 64
+# Methods' aliases while one function's rules run (`aliases_remembered`): the rules and this fixer ask for
+# those of one method once per guard in it, and each answer walks the whole method. Kept no longer than
+# that, so no tree outlives the run that gave it back (a node is never changed: its answer never changes).
+_KNOWN_ALIASES: ContextVar[dict[int, tuple[cst.FunctionDef, frozenset[str]]] | None] = \
+    ContextVar("known_state_aliases", default=None)
+
+
+@contextmanager
+def aliases_remembered() -> Iterator[None]:
+    token = _KNOWN_ALIASES.set({})
+    try:
+        yield
+    finally:
+        _KNOWN_ALIASES.reset(token)
 
 
 def state_aliases(method: cst.FunctionDef) -> set[str]:
     """Names bound to one parameter's state: `state = self.state[p]`."""
-    with _KNOWN_ALIASES_LOCK:
-        known = _KNOWN_ALIASES.get(id(method))
-    if known is not None and known[0] is method:
-        return set(known[1])
+    known = _KNOWN_ALIASES.get()
+    if known is None:
+        return _state_aliases(method)
+    remembered = known.get(id(method))
+    if remembered is not None and remembered[0] is method:
+        return set(remembered[1])
     found = _state_aliases(method)
-    with _KNOWN_ALIASES_LOCK:
-        if len(_KNOWN_ALIASES) >= KNOWN_ALIASES_KEPT:
-            del _KNOWN_ALIASES[next(iter(_KNOWN_ALIASES))]
-        _KNOWN_ALIASES[id(method)] = (method, frozenset(found))
+    known[id(method)] = (method, frozenset(found))
     return found
 
 
