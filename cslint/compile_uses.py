@@ -18,6 +18,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from cslint.analysis.imports import ast_dotted_name
+
 _ENTRY_METHODS = frozenset({"forward", "step", "__call__"})
 
 
@@ -73,7 +75,7 @@ class _Scan:
         return CompileUses(entry, tuple(dict.fromkeys(helpers)))
 
     def _is_compile(self, func: ast.expr) -> bool:
-        return _dotted(func) in self.compile_names
+        return ast_dotted_name(func) in self.compile_names
 
     def _is_decorator(self, call: ast.Call) -> bool:
         parent = self.parents.get(call)
@@ -114,11 +116,3 @@ class _Scan:
                 return True
         return False
 
-
-def _dotted(node: ast.expr) -> str:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        inner = _dotted(node.value)
-        return f"{inner}.{node.attr}" if inner else ""
-    return ""

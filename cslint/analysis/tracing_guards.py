@@ -18,7 +18,7 @@ import re
 
 import libcst as cst
 
-from cslint.analysis.imports import dotted_name
+from cslint.analysis.imports import ast_dotted_name, dotted_name
 from cslint.analysis.index import FunctionInfo, ModuleInfo
 from cslint.analysis.project import Project
 from cslint.analysis.walk import FlatTree, iter_nodes
@@ -250,10 +250,10 @@ class Guards:
         if isinstance(expr, ast.BoolOp):
             values = [self._reference(module, v) for v in expr.values]
             return _combined(values, [v == _FALLBACK for v in values])  # type: ignore[arg-type]
-        dotted = _ast_dotted(expr)
-        if isinstance(expr, ast.Call) and _ast_dotted(expr.func) == "getattr" and len(expr.args) in (2, 3) \
+        dotted = ast_dotted_name(expr)
+        if isinstance(expr, ast.Call) and ast_dotted_name(expr.func) == "getattr" and len(expr.args) in (2, 3) \
                 and isinstance(expr.args[1], ast.Constant) and isinstance(expr.args[1].value, str):
-            owner = _ast_dotted(expr.args[0])  # `getattr(torch.compiler, "is_compiling", None)`
+            owner = ast_dotted_name(expr.args[0])  # `getattr(torch.compiler, "is_compiling", None)`
             dotted = f"{owner}.{expr.args[1].value}" if owner else None
             if len(expr.args) == 3 and self._reference(module, expr.args[2]) != _FALLBACK:
                 return None
@@ -292,14 +292,6 @@ def _module_level(body: list[ast.stmt]) -> list[ast.stmt]:
                 found.extend(_module_level(block))
     return found
 
-
-def _ast_dotted(expr: ast.expr) -> str | None:
-    if isinstance(expr, ast.Name):
-        return expr.id
-    if isinstance(expr, ast.Attribute):
-        inner = _ast_dotted(expr.value)
-        return f"{inner}.{expr.attr}" if inner else None
-    return None
 
 
 def _constant(expr: cst.BaseExpression) -> bool:
