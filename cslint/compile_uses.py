@@ -18,7 +18,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from cslint.analysis.imports import ast_dotted_name
+from cslint.analysis.import_scan import ast_dotted_name
 
 _ENTRY_METHODS = frozenset({"forward", "step", "__call__"})
 

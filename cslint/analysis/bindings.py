@@ -19,7 +19,8 @@ from typing import Any
 
 import libcst as cst
 
-from cslint.analysis.imports import ast_dotted_name, dotted_name
+from cslint.analysis.import_scan import ast_dotted_name
+from cslint.analysis.imports import dotted_name
 
 Value = Any  # None | tuple, as above
 Binding = tuple[tuple[str, ...], Value]  # the plain names an assignment binds, and its value

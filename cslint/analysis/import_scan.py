@@ -152,3 +152,13 @@ def _parsed_imports(text: str, package: str) -> set[str]:
             found.update(f"{base}.{alias.name}" if base else alias.name
                          for alias in node.names if alias.name != "*")
     return found
+
+
+def ast_dotted_name(node: ast.expr) -> str | None:
+    """`dotted_name` for a node of Python's `ast`."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        base = ast_dotted_name(node.value)
+        return f"{base}.{node.attr}" if base is not None else None
+    return None

@@ -7,8 +7,6 @@ part of a libcst linter; one pass over the import statements gives what rules ne
 
 from __future__ import annotations
 
-import ast
-
 import libcst as cst
 
 from cslint.analysis.import_scan import resolve_relative
@@ -22,16 +20,6 @@ def dotted_name(node: cst.BaseExpression) -> str | None:
     if kind is cst.Attribute:
         base = dotted_name(node.value)  # type: ignore[attr-defined]
         return f"{base}.{node.attr.value}" if base is not None else None  # type: ignore[attr-defined]
-    return None
-
-
-def ast_dotted_name(node: ast.expr) -> str | None:
-    """`dotted_name` for a node of Python's `ast`."""
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        base = ast_dotted_name(node.value)
-        return f"{base}.{node.attr}" if base is not None else None
     return None
 
 

@@ -19,10 +19,10 @@ from typing import Any
 import libcst as cst
 
 from cslint.analysis.bindings import Binding, ast_bindings
-from cslint.analysis.import_scan import resolve_relative
+from cslint.analysis.import_scan import ast_dotted_name, resolve_relative
 from cslint.analysis.piece_pool import PiecePool
 from cslint.analysis.torch_api import TRACE_WRAPPERS
-from cslint.analysis.imports import ImportTable, ast_dotted_name, dotted_name
+from cslint.analysis.imports import ImportTable, dotted_name
 from cslint.analysis.walk import visit
 from cslint.line_shifts import line_shifts
 

@@ -18,7 +18,8 @@ import re
 
 import libcst as cst
 
-from cslint.analysis.imports import ast_dotted_name, dotted_name
+from cslint.analysis.import_scan import ast_dotted_name
+from cslint.analysis.imports import dotted_name
 from cslint.analysis.index import FunctionInfo, ModuleInfo
 from cslint.analysis.project import Project
 from cslint.analysis.walk import FlatTree, iter_nodes
