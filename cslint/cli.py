@@ -413,7 +413,7 @@ def run_check(args: argparse.Namespace) -> int:
         result = lint_texts(buffers, settings, codes, fix=fixing, unsafe_fixes=settings.unsafe_fixes,
                             cache=cache, context=context, profile=profile)
     elif args.verify:
-        result = _verified_fix(args, settings, lint, files)
+        result = _verified_fix(args, settings, lint, files, progress)
     elif args.runtime_log:
         from cslint.runtime_logs.command import lint_with_logs
 
@@ -585,20 +585,24 @@ def _check_verify(args: argparse.Namespace, settings: Settings) -> None:
 
 
 def _verified_fix(args: argparse.Namespace, settings: Settings, lint: Callable[..., RunResult],
-                  files: list[Path]) -> RunResult:
-    """The fix run when its fixes pass verification, else the plain run (the files stay as they are)."""
-    from cslint.fixed import fixed_findings
+                  files: list[Path], progress: Progress) -> RunResult:
+    """The fix run with the fixes that pass verification (all, some, or none: then the plain run, and the
+    files stay as they are)."""
     from cslint.runtime.verify import verify_fixes
+
+    def say(text: str) -> None:
+        progress.finish()  # the terminal's progress line, before a line of its own
+        print(f"cslint: --verify: {text}", file=sys.stderr, flush=True)
 
     plain = lint(files, False)
     fixed = lint(files, True)
-    verdict = verify_fixes(settings, fixed.changed_files, fixed_findings(
-        plain.diagnostics, fixed.diagnostics, fixed.changed_files, settings.unsafe_fixes),
-        1e-5 if args.verify_tolerance is None else args.verify_tolerance)
+    verdict = verify_fixes(settings, plain, fixed, lambda choice: lint(files, choice),
+                           1e-5 if args.verify_tolerance is None else args.verify_tolerance,
+                           say=None if args.quiet else say, progress=not args.quiet)
     for note in verdict.notes:
         print(f"cslint: {note}", file=sys.stderr)
-    if verdict.kept:
-        return fixed
+    if verdict.result is not None:
+        return verdict.result
     plain.errors = list(dict.fromkeys(plain.errors + fixed.errors))
     return plain
 

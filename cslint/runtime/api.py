@@ -67,21 +67,24 @@ def _kill_group(process: subprocess.Popen[bytes]) -> None:
 
 def check(target: str, backends: tuple[str, ...] = ("lazy", "dynamo"), *, timeout: float = DEFAULT_TIMEOUT,
           outputs: bool = False, isolate: bool = True, progress: bool = False, cwd: str | None = None,
-          memory_limit_mb: int = DEFAULT_MEMORY_LIMIT_MB) -> RuntimeReport:
-    """Run `target` (`file.py:factory` or `module:factory`) under the runtime backends.
+          memory_limit_mb: int = DEFAULT_MEMORY_LIMIT_MB,
+          compiled_backends: tuple[str, ...] | None = None) -> RuntimeReport:
+    """Run `target` (`file.py:factory` or `module:factory`) under the runtime backends (a torch.compile
+    step under `compiled_backends` instead, when given).
 
     `isolate=False` runs in this process (faster; for tests of trusted targets only: no timeout, no limit).
     """
     if not isolate:
         from cslint.runtime.worker import execute
 
-        return execute(target, backends, outputs, progress)
+        return execute(target, backends, outputs, progress, compiled_backends=compiled_backends)
     from cslint.scratch import scratch_directory
 
     with scratch_directory("cslint-runtime-") as scratch:
         result_path = os.path.join(scratch, "report.json")
         options = {"target": target, "backends": list(backends), "outputs": outputs, "progress": progress,
-                   "result_path": result_path, "memory_limit_mb": memory_limit_mb}
+                   "result_path": result_path, "memory_limit_mb": memory_limit_mb,
+                   "compiled_backends": list(compiled_backends) if compiled_backends is not None else None}
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         process = subprocess.Popen([sys.executable, "-m", "cslint.runtime.worker", json.dumps(options)],
                                    stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,

@@ -8,6 +8,7 @@ import os
 import sys
 
 from cslint.runtime.api import DEFAULT_MEMORY_LIMIT_MB, DEFAULT_TIMEOUT, INSTALL_HINT, check, torch_available
+from cslint.runtime.failures import cause_lines, indented
 from cslint.runtime.findings import TIMED_OUT, RuntimeReport
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -65,7 +66,7 @@ def render_text(report: RuntimeReport, show_chain: bool = False) -> str:
     if report.error:
         lines.append(f"{report.target}: error: {report.error}")
     for backend, status in report.status.items():
-        lines.append(f"{report.target}: {backend}: {status}")
+        lines.append(f"{report.target}: {backend}: {status}" + indented(cause_lines(report, backend)))
     for note in report.notes:
         lines.append(f"{report.target}: note: {note}")
     return "\n".join(lines) + ("\n" if lines else "")

@@ -117,8 +117,16 @@ def _inside_the_static_block(static: dict[Key, str], runtime: dict[Key, str]) ->
 def _block_ends(path: str) -> dict[int, int]:
     """For each line that starts an `if`/`for`/`while`/`with` block in the file, the block's last line."""
     try:
-        tree = ast.parse(Path(path).read_text(encoding="utf-8"))
-    except (OSError, SyntaxError, ValueError):
+        return block_ends(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
+def block_ends(text: str) -> dict[int, int]:
+    """For each line that starts an `if`/`for`/`while`/`with` block in `text`, the block's last line."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
         return {}
     blocks = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith)
     return {node.lineno: node.end_lineno or node.lineno for node in ast.walk(tree) if isinstance(node, blocks)}

@@ -69,6 +69,7 @@ class RuntimeReport:
     graph_breaks: int = 0
     steps: int = 0
     status: dict[str, str] = field(default_factory=dict)  # backend -> complete / stopped at ... / timed out
+    causes: dict[str, str] = field(default_factory=dict)  # backend -> the whole exception that stopped it
     changed: Callable[[RuntimeReport], None] | None = field(default=None, repr=False, compare=False)  # the worker saves
 
     def set_status(self, backend: str, status: str) -> None:
@@ -113,12 +114,12 @@ class RuntimeReport:
     def to_json(self) -> dict[str, Any]:
         return {"target": self.target, "findings": [f.to_json() for f in self.sorted_findings()],
                 "notes": self.notes, "error": self.error, "graph_breaks": self.graph_breaks, "steps": self.steps,
-                "status": dict(self.status)}
+                "status": dict(self.status), "causes": dict(self.causes)}
 
     @staticmethod
     def from_json(data: dict[str, Any]) -> RuntimeReport:
         report = RuntimeReport(data["target"], notes=list(data.get("notes", [])), error=data.get("error", ""),
                                graph_breaks=data.get("graph_breaks", 0), steps=data.get("steps", 0),
-                               status=dict(data.get("status", {})))
+                               status=dict(data.get("status", {})), causes=dict(data.get("causes", {})))
         report.findings = [RuntimeFinding.from_json(f) for f in data.get("findings", [])]
         return report

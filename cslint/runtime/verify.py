@@ -1,11 +1,17 @@
-"""`cslint check --fix --verify`: keep the fixes only when the runtime shows they work, all or none.
+"""`cslint check --fix --verify`: write the fixes the runtime shows to work, and say why for each other one.
 
 The user's files are never written while verifying: the project is copied to a temporary directory, and
-each `runtime-targets` entry runs there (in a child process, lazy backend and dynamo) on the original text
-and then on the fixed text. The fixes are kept, all of them, only when for every target both runs
-completed on both backends, every fixed finding was seen by the runtime at its line before and is gone
-after, no runtime finding is new and every output is allclose. Otherwise none is kept, and each reason is
-one line naming the fix or target. Nothing here imports torch; outputs come back as nested lists.
+each `runtime-targets` entry runs there in a child process, on the original text and then on fixed text. A
+target runs on its target's backend (lazy tensors for wsc, xla and rdu; dynamo for compile), and a
+torch.compile step under dynamo only (cslint/runtime/compiled_steps.py).
+
+A set of fixes passes when, for every target, the run completed, no runtime finding is new and every output
+is allclose, and each of its fixes was seen by the runtime at its line before fixing and is gone after. A
+fix the runtime never saw is not verified and is not written. The whole set is tried first; when it does not
+pass, each file's fixes on their own, and when a file's set does not pass, each of its fixes on its own
+(trials.py). The fixes of the sets that passed are written: as verified, or, when they come from several
+sets, after a run of them together. Every other fix is reported on one line with its reason, and the whole
+cause of a run that stopped under it. Nothing here imports torch; outputs come back as nested lists.
 """
 
 from __future__ import annotations
@@ -21,22 +27,35 @@ from pathlib import Path
 from typing import Any
 
 from cslint.config import Settings
-from cslint.fixed import FixedFinding, original_lines
+from cslint.fixed import FixedFinding, fixed_findings, original_lines
+from cslint.report import RunResult
 from cslint.runtime.api import INSTALL_HINT, check, torch_available
+from cslint.runtime.compare import block_ends
+from cslint.runtime.failures import cause_lines, error_lines, indented
 from cslint.runtime.findings import RuntimeFinding, RuntimeReport
 from cslint.runtime.targets import TargetError, split_target
+from cslint.runtime.trials import FixChooser, Trial, TrialError, Trials, verified
 from cslint.scratch import scratch_directory
 from cslint.sources import SourceFile, content_hash, safe_resolve
+from cslint.targets import get_target
 
-VERIFY_BACKENDS = ("lazy", "dynamo")
 NOT_COPIED = (".git", ".hg", ".svn", ".venv", "venv", "__pycache__", ".tox", ".nox", ".mypy_cache",
               ".ruff_cache", ".pytest_cache", ".cslint_cache", "node_modules", "*.egg-info")
+COMPILED_BACKENDS = ("dynamo",)  # a torch.compile step is a compile root, whatever the project's target
+Say = Callable[[str], None]
 
 
 @dataclass
 class Verdict:
-    kept: bool
+    """`result`: the run whose changed files are to be written (all the fixes or the verified ones), None
+    to write nothing; `notes`: what was kept and, one line each, why each other fix was not."""
+
+    result: RunResult | None
     notes: list[str] = field(default_factory=list)
+
+    @property
+    def kept(self) -> bool:
+        return self.result is not None
 
 
 def usage_error(settings: Settings) -> str | None:
@@ -49,15 +68,22 @@ def usage_error(settings: Settings) -> str | None:
     return None
 
 
+def backends_for(settings: Settings) -> tuple[str, ...]:
+    """The backend of the project's target: the one that traces its steps as its compiler does."""
+    return (get_target(settings.target).tracer,)
+
+
 def incomplete(report: RuntimeReport) -> str | None:
-    """Why a runtime run did not complete on every backend it ran (so it proves nothing), or None."""
+    """Why a runtime run did not complete on every backend it ran (so it proves nothing), or None: one
+    line, then (indented) the whole cause of each stop and the whole error."""
     if report.error:
-        return f"it failed: {report.error.strip().splitlines()[-1]}"
+        return f"it failed: {report.error.strip().splitlines()[-1]}" + indented(error_lines(report))
     if report.complete:
         return None
     if not report.status:
         return "no backend ran"
-    return "; ".join(f"{backend} {status}" for backend, status in sorted(report.incomplete().items()))
+    return "; ".join(f"{backend} {status}" for backend, status in sorted(report.incomplete().items())) + \
+        "".join(indented(cause_lines(report, backend)) for backend in sorted(report.incomplete()))
 
 
 def _flatten(value: Any) -> list[Any]:
@@ -90,62 +116,6 @@ def _relative(path: Path | str, root: Path) -> str:
         return str(safe_resolve(Path(path)).relative_to(root))
     except ValueError:
         return str(path)
-
-
-@dataclass
-class _Run:
-    """One target's runs before and after, its findings keyed by path relative to the project."""
-
-    target: str
-    before: RuntimeReport
-    after: RuntimeReport
-
-    def findings(self, report: RuntimeReport, copy: Path) -> list[tuple[str, RuntimeFinding]]:
-        return [(_relative(f.path, copy), f) for f in report.findings]
-
-
-def _judge(runs: list[_Run], fixed: list[FixedFinding], changed: dict[str, SourceFile], root: Path, copy: Path,
-           tolerance: float) -> list[str]:
-    """Every reason not to keep the fixes, one line each (none: keep them)."""
-    reasons = []
-    for run in runs:
-        for when, report in (("before fixing", run.before), ("after fixing", run.after)):
-            why = incomplete(report)
-            if why is not None:
-                reasons.append(f"{run.target}: the runtime run {when} did not complete: {why}")
-            strays = sorted({f.path for f in report.findings if _inside(f.path, root) and not _inside(f.path, copy)})
-            if strays:
-                reasons.append(f"{run.target}: the run {when} used the project's own files ({strays[0]}), not the "
-                               "temporary copy under verification (is the project installed in this environment?)")
-    if reasons:
-        return reasons
-    for run in runs:
-        before = run.findings(run.before, copy)
-        after = run.findings(run.after, copy)
-        new = Counter((p, f.code) for p, f in after) - Counter((p, f.code) for p, f in before)
-        if new:
-            found = ", ".join(f"{code} in {path}" for path, code in sorted(new))
-            reasons.append(f"{run.target}: the fixed code has runtime finding(s) the original had not: {found}")
-        why = outputs_differ(run.before.outputs, run.after.outputs, tolerance)
-        if why is not None:
-            reasons.append(f"{run.target}: {why}")
-    for fix in fixed:
-        path = _relative(fix.path, root)
-        name = f"{path}:{fix.line} {fix.code}"
-        lines = range(fix.line, fix.end_line + 1)
-        seen = any(p == path and f.code == fix.code and f.line in lines
-                   for run in runs for p, f in run.findings(run.before, copy))
-        if not seen:
-            reasons.append(f"{name}: the runtime never saw this finding before fixing (no target reaches "
-                           "this line, or it is not a runtime problem); the fix is unverified")
-            continue
-        mapped = original_lines(changed[path].original_text or "", changed[path].text) if path in changed else None
-        still = [f for run in runs for p, f in run.findings(run.after, copy)
-                 if p == path and f.code == fix.code and mapped is not None
-                 and any(line in lines for line in mapped(f.line))]
-        if still:
-            reasons.append(f"{name}: the runtime still finds it after fixing (line {still[0].line})")
-    return reasons
 
 
 def _inside(path: str | Path, directory: Path) -> bool:
@@ -214,41 +184,158 @@ def _importing_from(copy: Path) -> Iterator[None]:
             os.environ["PYTHONPATH"] = saved
 
 
-def verify_fixes(settings: Settings, changed: list[SourceFile], fixed: list[FixedFinding],
-                 tolerance: float = 1e-5, timeout: float = 300.0) -> Verdict:
-    """Whether to write the `changed` files (all of them or none), with one line per reason."""
-    if not changed:
-        return Verdict(True)
+class _Lab:
+    """The project's copy, where the targets run on the original text with some files replaced."""
+
+    def __init__(self, settings: Settings, root: Path, scratch: Path, sources: dict[str, SourceFile],
+                 tolerance: float, timeout: float, say: Say, progress: bool) -> None:
+        self.root, self.sources, self.tolerance, self.timeout = root, sources, tolerance, timeout
+        self.say, self.progress = say, progress
+        self.copy = _copy_project(root, scratch)
+        self.targets = [(t, _target_in(t, root, self.copy)) for t in settings.runtime_targets]
+        self.backends = backends_for(settings)
+        self.before: list[RuntimeReport] = []
+        self.blocks: dict[Path, dict[int, int]] = {}
+
+    def where(self) -> str:
+        """Where the targets run, in words."""
+        names = " and ".join(self.backends)
+        if self.backends == COMPILED_BACKENDS:
+            return f"the {names} backend"
+        return f"the {names} backend (a torch.compile step: the {' and '.join(COMPILED_BACKENDS)} backend)"
+
+    def run(self, texts: dict[str, str], what: str) -> list[RuntimeReport]:
+        """Each target's report with the files of `texts` (relative path -> text) fixed, the others original."""
+        for relative, source in self.sources.items():
+            _write(self.copy / relative, source, texts.get(relative, source.original_text or ""))
+        reports = []
+        with _importing_from(self.copy):
+            for name, there in self.targets:
+                self.say(f"running {name} on {what}")
+                reports.append(check(there, self.backends, outputs=True, timeout=self.timeout, cwd=str(self.copy),
+                                     progress=self.progress, compiled_backends=COMPILED_BACKENDS))
+        return reports
+
+    def text(self, message: str) -> str:
+        """A message about the copy, naming the project's files by their paths in the project."""
+        return message.replace(str(self.copy) + os.sep, "")
+
+    def findings(self, report: RuntimeReport) -> list[tuple[str, RuntimeFinding]]:
+        return [(_relative(f.path, self.copy), f) for f in report.findings]
+
+    def strays(self, reports: list[RuntimeReport], when: str) -> list[str]:
+        reasons = []
+        for (name, _), report in zip(self.targets, reports):
+            outside = sorted({f.path for f in report.findings if _inside(f.path, self.root)
+                              and not _inside(f.path, self.copy)})
+            if outside:
+                reasons.append(f"{name}: the run {when} used the project's own files ({outside[0]}), not the "
+                               "temporary copy under verification (is the project installed in this environment?)")
+        return reasons
+
+    def lines(self, fix: FixedFinding) -> range:
+        """The lines of the original text where the runtime reports the fix's problem: its own, and the
+        block it heads (the static WSC301 is at `if len(state) == 0:`, the runtime's at the assignment in it)."""
+        ends = self.blocks.setdefault(fix.path, block_ends(self.sources[self.relative(fix.path)].original_text or ""))
+        return range(fix.line, max(fix.end_line, ends.get(fix.line, 0)) + 1)
+
+    def relative(self, path: Path | str) -> str:
+        return _relative(path, self.root)
+
+    def seen_before(self, fix: FixedFinding) -> bool:
+        path, lines = self.relative(fix.path), self.lines(fix)
+        return any(p == path and f.code == fix.code and f.line in lines
+                   for report in self.before for p, f in self.findings(report))
+
+    def judge(self, trial: Trial, after: list[RuntimeReport]) -> tuple[list[str], dict[FixedFinding, str]]:
+        """Why the trial's fixes cannot all be kept: reasons of the whole run, and reasons of single fixes."""
+        shared = []
+        for (name, _), report in zip(self.targets, after):
+            why = incomplete(report)
+            if why is not None:
+                shared.append(self.text(f"{name}: the runtime run after fixing did not complete: {why}"))
+        shared += self.strays(after, "after fixing")
+        if shared:
+            return shared, {}
+        for (name, _), before, report in zip(self.targets, self.before, after):
+            new = Counter((p, f.code) for p, f in self.findings(report)) - \
+                Counter((p, f.code) for p, f in self.findings(before))
+            if new:
+                found = ", ".join(f"{code} in {path}" for path, code in sorted(new))
+                shared.append(f"{name}: the fixed code has runtime finding(s) the original had not: {found}")
+            why = outputs_differ(before.outputs, report.outputs, self.tolerance)
+            if why is not None:
+                shared.append(f"{name}: {why}")
+        single = {}
+        for fix in trial.fixes:
+            path, lines = self.relative(fix.path), self.lines(fix)
+            text = trial.texts.get(path)
+            mapped = original_lines(self.sources[path].original_text or "", text) if text is not None else None
+            still = [f for report in after for p, f in self.findings(report)
+                     if p == path and f.code == fix.code and mapped is not None
+                     and any(line in lines for line in mapped(f.line))]
+            if still:
+                single[fix] = f"the runtime still finds it after fixing (line {still[0].line})"
+        return shared, single
+
+    def summary(self, after: list[RuntimeReport]) -> str:
+        return "; ".join(f"{name}: runtime findings {len(before.findings)} -> {len(report.findings)}, outputs "
+                         f"allclose ({', '.join(report.status) or 'no backend'})"
+                         for (name, _), before, report in zip(self.targets, self.before, after))
+
+
+def verify_fixes(settings: Settings, plain: RunResult, fixed: RunResult, fix_only: FixChooser,
+                 tolerance: float = 1e-5, timeout: float = 300.0, say: Say | None = None,
+                 progress: bool = False) -> Verdict:
+    """Which of the fixes of `fixed` (the fix run of the files `plain` linted) to write. `fix_only(choice)`
+    lints again, applying only the fixes of the findings `choice` picks; `say` reports progress, and with
+    `progress` the runs' own progress lines go to stderr too."""
+    if not fixed.changed_files:
+        return Verdict(fixed)
     problem = usage_error(settings)
     if problem is not None:
-        return Verdict(False, [problem])
+        return Verdict(None, [problem])
     root = safe_resolve(settings.project_root or Path.cwd())
-    outside = [s.path for s in changed if not _inside(s.path, root)]
+    outside = [s.path for s in fixed.changed_files if not _inside(s.path, root)]
     if outside:
-        return Verdict(False, [f"{outside[0]}: outside the project ({root}), so it cannot be verified there"])
+        return Verdict(None, [f"{outside[0]}: outside the project ({root}), so it cannot be verified there"])
+    say = say or (lambda text: None)
+    fixes = fixed_findings(plain.diagnostics, fixed.diagnostics, fixed.changed_files, settings.unsafe_fixes)
+    sources = {_relative(s.path, root): s for s in fixed.changed_files}
     with scratch_directory("cslint-verify-") as scratch:
         try:
-            copy = _copy_project(root, Path(scratch))
-            targets = [(t, _target_in(t, root, copy)) for t in settings.runtime_targets]
+            lab = _Lab(settings, root, Path(scratch), sources, tolerance, timeout, say, progress)
         except (OSError, shutil.Error, TargetError) as exc:
-            return Verdict(False, [f"cannot prepare the verification: {exc}"])
-        by_path = {_relative(s.path, root): s for s in changed}
-
-        def run_all(text_of: Callable[[SourceFile], str]) -> list[RuntimeReport]:
-            for relative, source in by_path.items():
-                _write(copy / relative, source, text_of(source))
-            with _importing_from(copy):
-                return [check(there, VERIFY_BACKENDS, outputs=True, timeout=timeout, cwd=str(copy))
-                        for _, there in targets]
-
-        before = run_all(lambda s: s.original_text or "")
-        after = run_all(lambda s: s.text)
-        runs = [_Run(name, b, a) for (name, _), b, a in zip(targets, before, after)]
-        reasons = _judge(runs, fixed, by_path, root, copy, tolerance)
-    reasons += [f"{_relative(s.path, root)}: changed on disk during verification; not overwritten"
-                for s in changed if not _unchanged_on_disk(s)]
-    if reasons:
-        return Verdict(False, [f"--verify: no fix written: {reason}" for reason in reasons])
-    return Verdict(True, [f"--verify: {run.target}: runtime findings {len(run.before.findings)} -> "
-                          f"{len(run.after.findings)}, outputs allclose on both backends; fixes kept"
-                          for run in runs])
+            return Verdict(None, [f"--verify: no fix written: cannot prepare the verification: {exc}"])
+        say(f"verifying {len(fixes)} fix{'es' if len(fixes) != 1 else ''} in a copy of the project: "
+            f"{len(lab.targets)} target{'s' if len(lab.targets) != 1 else ''} on {lab.where()}")
+        lab.before = lab.run({}, "the original code")
+        reasons = [lab.text(f"{name}: the runtime run before fixing did not complete: {why}")
+                   for (name, _), report in zip(lab.targets, lab.before) if (why := incomplete(report)) is not None]
+        reasons += lab.strays(lab.before, "before fixing")
+        if reasons:
+            return Verdict(None, [f"--verify: no fix written: {reason}" for reason in reasons])
+        unseen = {fix: "the runtime never saw this finding before fixing (no target reaches this line, or it is "
+                       "not a runtime problem); the fix is unverified" for fix in fixes if not lab.seen_before(fix)}
+        trials = Trials(plain, sources, fix_only, settings.unsafe_fixes, lambda path: _relative(path, root),
+                        lab.run, lab.judge, say)
+        trials.rejected.update(unseen)
+        try:
+            outcome = verified([f for f in fixes if f not in unseen], None if unseen else fixed, trials)
+        except TrialError as exc:
+            return Verdict(None, [f"--verify: no fix written: {exc}"])
+    notes = [f"--verify: not written: {_relative(fix.path, root)}:{fix.line} {fix.code}: {reason}"
+             for fix, reason in sorted(outcome.rejected.items(), key=lambda item: (str(item[0].path), item[0].line))]
+    kept = outcome.kept
+    if kept is not None:
+        moved = [s for s in kept.result.changed_files if not _unchanged_on_disk(s)]
+        if moved:
+            return Verdict(None, notes + [f"--verify: no fix written: {_relative(s.path, root)}: changed on disk "
+                                          "during verification; not overwritten" for s in moved])
+    if kept is None:
+        return Verdict(None, notes + ["--verify: no fix written"])
+    if not outcome.rejected:
+        return Verdict(kept.result, [f"--verify: {lab.summary(kept.after)}; fixes kept"])
+    notes += [f"--verify: kept: {_relative(fix.path, root)}:{fix.line} {fix.code}" for fix in kept.fixes]
+    return Verdict(kept.result, notes + [f"--verify: {lab.summary(kept.after)}; {len(kept.fixes)} of "
+                                         f"{len(fixes)} fixes kept"])

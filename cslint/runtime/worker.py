@@ -12,6 +12,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
+from cslint.runtime.compiled_steps import is_compiled_step
 from cslint.runtime.findings import COMPLETE, RUNNING, RuntimeReport, stopped
 from cslint.runtime.targets import OptimizerStep, Step, TargetError, build, load_factory
 
@@ -49,9 +50,18 @@ def _stopped_by(exc: BaseException) -> str:
     return stopped(reason, *site) if site else stopped(reason)
 
 
+def _stop(report: RuntimeReport, backend: str, exc: BaseException) -> None:
+    """The backend's status names the first line of what stopped it; its cause keeps the whole message."""
+    message = str(exc).strip()
+    report.causes[backend] = f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+    report.set_status(backend, _stopped_by(exc))
+
+
 def execute(target: str, backends: tuple[str, ...] = BACKENDS, outputs: bool = False,
-            progress: bool = False, changed: Callable[[RuntimeReport], None] | None = None) -> RuntimeReport:
-    """Run the target on the CPU, then under each backend; `changed` is called whenever the report grows."""
+            progress: bool = False, changed: Callable[[RuntimeReport], None] | None = None,
+            compiled_backends: tuple[str, ...] | None = None) -> RuntimeReport:
+    """Run the target on the CPU, then under each backend; `changed` is called whenever the report grows.
+    With `compiled_backends`, a torch.compile step (compiled_steps.py) runs under those instead."""
     report = RuntimeReport(target)
     report.changed = changed
     def say(text: str) -> None:
@@ -97,6 +107,9 @@ def execute(target: str, backends: tuple[str, ...] = BACKENDS, outputs: bool = F
             check_optimizer(reference, report)
             report.set_status("optimizer", COMPLETE)
             return report
+        if compiled_backends is not None and is_compiled_step(reference.fn):
+            backends = compiled_backends
+            say(f"a torch.compile step: running it under {' and '.join(backends)} only")
         results = [reference.fn(*batch) for batch in reference.batches]
         report.steps = len(reference.batches)
         if outputs:
@@ -121,7 +134,7 @@ def execute(target: str, backends: tuple[str, ...] = BACKENDS, outputs: bool = F
                 compare_loader_steps(step.loader, step.batches, per_step, report)
             report.set_status("lazy", COMPLETE)
         except Exception as exc:  # noqa: BLE001 - ops the lazy backend lacks; the CPU run worked
-            report.set_status("lazy", _stopped_by(exc))
+            _stop(report, "lazy", exc)
     if "dynamo" in backends:
         from cslint.runtime.dynamo_backend import run_dynamo
 
@@ -134,7 +147,7 @@ def execute(target: str, backends: tuple[str, ...] = BACKENDS, outputs: bool = F
                 report_new_shapes(step.loader, step.batches, resized, report, "dynamo")
             report.set_status("dynamo", COMPLETE)
         except Exception as exc:  # noqa: BLE001
-            report.set_status("dynamo", _stopped_by(exc))
+            _stop(report, "dynamo", exc)
     return report
 
 
@@ -178,7 +191,9 @@ def main() -> int:
     _limit_memory(int(options.get("memory_limit_mb", 0)))
     save = _saver(options["result_path"])
     report = execute(options["target"], tuple(options.get("backends", BACKENDS)), options.get("outputs", False),
-                     options.get("progress", False), changed=lambda partial: save(partial, False))
+                     options.get("progress", False), changed=lambda partial: save(partial, False),
+                     compiled_backends=tuple(options["compiled_backends"]) if options.get("compiled_backends")
+                     else None)
     save(report, True)
     return 0
 

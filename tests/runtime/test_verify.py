@@ -46,6 +46,13 @@ MODEL = textwrap.dedent('''
         return Gate().to(device), [torch.randn(3, 6, device=device) * 3 for _ in range(2)]
 ''').lstrip()
 
+GATE_IF = """        if h.mean() > 0:
+            y = h * 2
+        else:
+            y = h - 1
+"""
+GATE_WHERE = "        y = torch.where(h.mean() > 0, h * 2, h - 1)\n"
+
 UNREACHED = textwrap.dedent('''
 
     class Unused(nn.Module):
@@ -66,8 +73,10 @@ SPY = textwrap.dedent('''
 ''')
 
 
-def _in_process(target: str, backends: tuple[str, ...] = ("lazy",), **kwargs: object) -> RuntimeReport:
-    return check(target, backends, outputs=True, isolate=False)  # the child process costs seconds per run
+def _in_process(target: str, backends: tuple[str, ...] = ("lazy",), *, compiled_backends: tuple[str, ...] | None = None,
+                **kwargs: object) -> RuntimeReport:
+    return check(target, backends, outputs=True, isolate=False,  # the child process costs seconds per run
+                 compiled_backends=compiled_backends)
 
 
 @pytest.fixture
@@ -90,7 +99,7 @@ def test_verified_fix_is_kept(project: Path, capsys: pytest.CaptureFixture[str])
     code, out, err = _run(capsys, "check", str(project / "model.py"), "--fix", "--verify")
     assert code == 0
     assert "torch.where" in (project / "model.py").read_text()
-    assert "runtime findings 1 -> 0, outputs allclose on both backends; fixes kept" in err
+    assert "model.py:target: runtime findings 1 -> 0, outputs allclose (lazy); fixes kept" in err
     assert "Fixed 1 finding in 1 file." in out
     assert check(f"{project / 'model.py'}:target", ("lazy",), isolate=False).findings == []
 
@@ -105,7 +114,8 @@ def test_wrong_fix_is_rolled_back(project: Path, monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(where, "_where", swapped)
     code, out, err = _run(capsys, "check", str(project / "model.py"), "--fix", "--verify")
     assert (project / "model.py").read_text() == MODEL
-    assert "no fix written: model.py:target: the outputs changed" in err
+    assert "not written: model.py:12 WSC101: model.py:target: the outputs changed" in err
+    assert err.rstrip().endswith("cslint: --verify: no fix written")
     assert code == 1 and "Fixed" not in out
 
 
@@ -123,14 +133,17 @@ def test_fixed_code_that_fails_to_import_is_rolled_back_and_exit_code_is_true(
     assert f"{project / 'model.py'}:12:12: WSC101" in out  # the line on disk, not a line of unwritten text
 
 
-def test_fix_the_runtime_never_reached_is_not_kept(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_fix_the_runtime_never_reached_is_not_kept_and_the_verified_one_is(
+        project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (project / "model.py").write_text(MODEL + UNREACHED)
-    original = (project / "model.py").read_text()
     code, out, err = _run(capsys, "check", str(project / "model.py"), "--fix", "--verify")
-    assert (project / "model.py").read_text() == original  # all or nothing: Gate's verified fix goes too
+    written = (project / "model.py").read_text()
+    assert written.count("torch.where") == 1 and "if x.sum() > 0:" in written  # Gate's fix only
+    assert written == MODEL.replace(GATE_IF, GATE_WHERE) + UNREACHED
     unseen = [line for line in err.splitlines() if "never saw" in line]
-    assert len(unseen) == 1 and "model.py:25 WSC101" in unseen[0]
-    assert code == 1 and out.count("WSC101") == 2
+    assert len(unseen) == 1 and unseen[0].startswith("cslint: --verify: not written: model.py:25 WSC101: ")
+    assert "model.py:target: runtime findings 1 -> 0, outputs allclose (lazy); 1 of 2 fixes kept" in err
+    assert code == 1 and out.count("WSC101") == 1 and "Fixed 1 finding" in out
 
 
 def test_the_users_file_is_never_written_while_verifying(project: Path, monkeypatch: pytest.MonkeyPatch,
