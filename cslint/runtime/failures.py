@@ -11,8 +11,8 @@ from __future__ import annotations
 from cslint.runtime.findings import RuntimeReport
 
 CAUSE_INDENT = "    "
-LAZY_DEFERRED = ("(the lazy backend runs the ops it recorded since its last sync at this line, so the op at "
-                 "fault may be on an earlier line)")
+LAZY_DEFERRED = "(the lazy backend runs the ops it recorded since its last sync {when}, so the op at fault may " \
+                "be on an earlier line)"
 
 
 def cause_lines(report: RuntimeReport, backend: str) -> list[str]:
@@ -22,7 +22,8 @@ def cause_lines(report: RuntimeReport, backend: str) -> list[str]:
     if len(lines) < 2:
         return []
     if backend == "lazy" and "TorchScript interpreter" in cause:
-        lines.append(LAZY_DEFERRED)
+        at_line = report.status.get(backend, "").startswith("stopped at ")
+        lines.append(LAZY_DEFERRED.format(when="at this line" if at_line else "at the end of each step"))
     return lines
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import shutil
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -216,9 +217,21 @@ class _Lab:
                                      progress=self.progress, compiled_backends=COMPILED_BACKENDS))
         return reports
 
-    def text(self, message: str) -> str:
-        """A message about the copy, naming the project's files by their paths in the project."""
-        return message.replace(str(self.copy) + os.sep, "")
+    def text(self, message: str, texts: dict[str, str] | None = None) -> str:
+        """A message about the copy, naming the project's files by their paths in the project and, in a
+        file the run had fixed (`texts`), the line of the original text (the one the user has)."""
+        def place(match: re.Match[str]) -> str:
+            path, line = match[1], int(match[2])
+            fixed = (texts or {}).get(path)
+            if fixed is None or path not in self.sources:
+                return f"{path}:{line}"
+            lines = original_lines(self.sources[path].original_text or "", fixed)(line)
+            if len(lines) == 1:
+                return f"{path}:{lines[0]}"
+            return f"{path}:{lines.start} (in the fixed code)" if lines else f"{path}:{line} (of the fixed code)"
+
+        located = re.sub(re.escape(str(self.copy) + os.sep) + r"([^\s:()]+):(\d+)", place, message)
+        return located.replace(str(self.copy) + os.sep, "")
 
     def findings(self, report: RuntimeReport) -> list[tuple[str, RuntimeFinding]]:
         return [(_relative(f.path, self.copy), f) for f in report.findings]
@@ -253,7 +266,7 @@ class _Lab:
         for (name, _), report in zip(self.targets, after):
             why = incomplete(report)
             if why is not None:
-                shared.append(self.text(f"{name}: the runtime run after fixing did not complete: {why}"))
+                shared.append(self.text(f"{name}: the runtime run after fixing did not complete: {why}", trial.texts))
         shared += self.strays(after, "after fixing")
         if shared:
             return shared, {}
