@@ -129,7 +129,7 @@ class Trials:
 def verified(candidates: list[FixedFinding], whole: RunResult | None, trials: Trials) -> Outcome:
     """Search the candidates' trials; `whole`: the run that applied exactly all of them, if there is one."""
     if candidates:
-        name = f"all {_fixes(len(candidates))}" if len(candidates) > 1 else \
-            f"the fix of {_name(candidates[0], trials.relative)}"
+        name = f"the fix of {_name(candidates[0], trials.relative)}" if len(candidates) == 1 else \
+            "both fixes" if len(candidates) == 2 else f"all {_fixes(len(candidates))}"
         trials.search(trials.make(candidates, name, whole))
     return Outcome(trials.settle(), trials.rejected)

@@ -150,8 +150,8 @@ def test_the_fixes_of_a_file_that_pass_are_written_and_the_other_file_s_fix_is_r
     progress = [line.removeprefix("cslint: --verify: ") for line in notes if "running" in line or "trying" in line]
     assert progress == [
         "running model.py:target on the original code",
-        "running model.py:target on all 2 fixes",
-        "all 2 fixes did not pass together; trying each file's fixes on its own",
+        "running model.py:target on both fixes",
+        "both fixes did not pass together; trying each file's fixes on its own",
         "running model.py:target on the fix of gate.py:12 WSC101",
         "running model.py:target on the fix of head.py:12 WSC101",
     ]
@@ -159,14 +159,15 @@ def test_the_fixes_of_a_file_that_pass_are_written_and_the_other_file_s_fix_is_r
     assert code == 1 and "Fixed 1 finding in 1 file." in out and out.count("WSC101") == 1
 
 
-def test_the_fixes_of_one_file_are_verified_one_by_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                      wrong_head_fix: None, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_fixes_of_one_file_are_verified_one_by_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, wrong_head_fix: None,
+        capsys: pytest.CaptureFixture[str]) -> None:
     root = _project(tmp_path, ONE_FILE)
     monkeypatch.chdir(root)
     monkeypatch.setattr("cslint.runtime.verify.check", _in_process)
     code, out, err = _verify(capsys, root)
     assert (root / "model.py").read_text() == ONE_FILE["model.py"].replace(GATE_IF, GATE_WHERE)
-    assert "all 2 fixes did not pass together; trying each fix on its own" in err
+    assert "both fixes did not pass together; trying each fix on its own" in err
     head_if = ONE_FILE["model.py"].splitlines().index("        if loss > 10.0:") + 1
     assert f"cslint: --verify: not written: model.py:{head_if} WSC101: model.py:target: the outputs changed" in err
     assert "cslint: --verify: kept: model.py:12 WSC101" in err and "1 of 2 fixes kept" in err
@@ -343,13 +344,13 @@ def test_fixes_that_pass_apart_and_together_are_kept_together() -> None:
     project = _Project()
     outcome = verified(project.fixes, None, project.trials(fails_together=False))
     assert outcome.kept is not None and outcome.kept.fixes == project.fixes and not outcome.rejected
-    assert project.runs == ["all 2 fixes"]
+    assert project.runs == ["both fixes"]
 
 
 def test_fixes_that_pass_apart_but_not_together_keep_the_first_and_report_the_other() -> None:
     project = _Project()
     outcome = verified(project.fixes, None, project.trials(fails_together=True))
-    assert project.runs == ["all 2 fixes", "the fix of a.py:1 WSC101", "the fix of b.py:1 WSC101",
+    assert project.runs == ["both fixes", "the fix of a.py:1 WSC101", "the fix of b.py:1 WSC101",
                             "the 2 fixes that passed, together"]
     assert outcome.kept is not None and outcome.kept.fixes == project.fixes[:1]
     assert outcome.kept.texts == {"a.py": "a = 2\n"}

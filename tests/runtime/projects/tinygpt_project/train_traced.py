@@ -1,5 +1,3 @@
-import torch
-
 from tinygpt import GPTConfig, Lion, TinyGPT
 
 try:
