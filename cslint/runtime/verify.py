@@ -54,10 +54,6 @@ class Verdict:
     result: RunResult | None
     notes: list[str] = field(default_factory=list)
 
-    @property
-    def kept(self) -> bool:
-        return self.result is not None
-
 
 def usage_error(settings: Settings) -> str | None:
     """Why `--verify` cannot run in this project at all (a usage error), or None."""
@@ -325,6 +321,9 @@ def verify_fixes(settings: Settings, plain: RunResult, fixed: RunResult, fix_onl
     say = say or (lambda text: None)
     fixes = fixed_findings(plain.diagnostics, fixed.diagnostics, fixed.changed_files, settings.unsafe_fixes)
     sources = {_relative(s.path, root): s for s in fixed.changed_files}
+    if not fixes:  # text changed, no finding removed: no run can tell whether that worked
+        return Verdict(None, [f"--verify: no fix written: the fixes of {', '.join(sorted(sources))} remove no "
+                              "finding, so there is nothing to verify"])
     with scratch_directory("cslint-verify-") as scratch:
         try:
             lab = _Lab(settings, root, Path(scratch), sources, tolerance, timeout, say, progress)

@@ -174,6 +174,30 @@ def test_the_fixes_of_one_file_are_verified_one_by_one(
     assert code == 1 and "Fixed 1 finding in 1 file." in out
 
 
+def test_a_file_edited_while_its_fixes_are_tried_one_by_one_is_not_written(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, wrong_head_fix: None,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The trials re-lint the files to apply fixes one by one: a file the user saved meanwhile is read in its
+    new text, whose fixes were never run; nothing is written."""
+    root = _project(tmp_path, TWO_FILES)
+    monkeypatch.chdir(root)
+    runs = []
+    edited = GATE.replace("h * 2", "h * 3")
+
+    def edit_after_the_first_trial(target: str, backends: tuple[str, ...] = ("lazy",), **kwargs: object
+                                   ) -> RuntimeReport:
+        runs.append(target)
+        if len(runs) == 2:  # the run of both fixes: the user saves gate.py
+            (root / "gate.py").write_text(edited)
+        return _in_process(target, backends, **kwargs)  # type: ignore[arg-type]
+    monkeypatch.setattr("cslint.runtime.verify.check", edit_after_the_first_trial)
+    code, _, err = _verify(capsys, root)
+    assert (root / "gate.py").read_text() == edited and (root / "head.py").read_text() == HEAD
+    assert err.rstrip().endswith("cslint: --verify: no fix written: gate.py: changed on disk during verification; "
+                                 "not overwritten")
+    assert len(runs) == 2 and code == 1
+
+
 SINGLE = GATE + textwrap.dedent('''
 
 
