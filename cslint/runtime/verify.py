@@ -192,6 +192,12 @@ def _problem(found: tuple[str, RuntimeFinding]) -> tuple[str, str]:
     return ("", "recompile") if finding.code in RECOMPILES else (path, finding.code)
 
 
+def new_problems(before: list[tuple[str, RuntimeFinding]], after: list[tuple[str, RuntimeFinding]]) -> str:
+    """The problems of `after` that `before` had not, in words ("" for none); findings are (path, finding)."""
+    new = Counter(map(_problem, after)) - Counter(map(_problem, before))
+    return ", ".join(f"{code} in {path}" if path else f"a {code}" for path, code in sorted(new))
+
+
 class _Lab:
     """The project's copy, where the targets run on the original text with some files replaced."""
 
@@ -278,10 +284,9 @@ class _Lab:
         if shared:
             return shared, {}
         for (name, _), before, report in zip(self.targets, self.before, after):
-            new = Counter(map(_problem, self.findings(report))) - Counter(map(_problem, self.findings(before)))
+            new = new_problems(self.findings(before), self.findings(report))
             if new:
-                found = ", ".join(f"{code} in {path}" if path else f"a {code}" for path, code in sorted(new))
-                shared.append(f"{name}: the fixed code has runtime finding(s) the original had not: {found}")
+                shared.append(f"{name}: the fixed code has runtime finding(s) the original had not: {new}")
             why = outputs_differ(before.outputs, report.outputs, self.tolerance)
             if why is not None:
                 shared.append(f"{name}: {why}")

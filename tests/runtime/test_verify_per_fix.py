@@ -25,7 +25,8 @@ from cslint.runtime import RuntimeReport, check  # noqa: E402
 from cslint.runtime.cli import render_text  # noqa: E402
 from cslint.runtime.findings import COMPLETE, stopped  # noqa: E402
 from cslint.runtime.trials import Trials, verified  # noqa: E402
-from cslint.runtime.verify import backends_for, incomplete  # noqa: E402
+from cslint.runtime.findings import RuntimeFinding  # noqa: E402
+from cslint.runtime.verify import backends_for, incomplete, new_problems  # noqa: E402
 from cslint.sources import SourceFile  # noqa: E402
 
 GATE = textwrap.dedent('''
@@ -327,6 +328,21 @@ def test_compiled_steps_are_recognised() -> None:
 def test_each_target_runs_on_its_targets_backend() -> None:
     assert backends_for(Settings(target="compile")) == ("dynamo",)
     assert backends_for(Settings(target="wsc")) == backends_for(Settings(target="xla")) == ("lazy",)
+
+
+def test_a_recompile_the_fix_moves_into_the_step_s_frame_is_not_new() -> None:
+    """The walk-through's classifier: once the WSC101 fix removed the graph break in `forward`, dynamo inlines
+    the model into the step and reports the counter's recompile (WSC702 at model.py:14 before) as WSC703 at
+    the step's `model(x, labels)` in train.py; the fix was refused for it."""
+    def found(path: str, line: int, code: str) -> tuple[str, RuntimeFinding]:
+        return path, RuntimeFinding(code, path, line, "m", "dynamo")
+
+    before = [found("model.py", 14, "WSC702"), found("model.py", 19, "WSC101")]
+    assert new_problems(before, [found("train.py", 12, "WSC703")]) == ""
+    assert new_problems(before, [found("train.py", 12, "WSC703"), found("train.py", 13, "WSC704")]) == \
+        "a recompile"
+    assert new_problems(before, [found("model.py", 14, "WSC702"), found("train.py", 9, "WSC201")]) == \
+        "WSC201 in train.py"
 
 
 # ---- trials, with a fake linter and runtime --------------------------------------------------------------
