@@ -133,9 +133,10 @@ def build_parser() -> argparse.ArgumentParser:
                        help="parsing work a file may cost before it is reported (WSC004), not analysed "
                             "(default 200000; docs/configuration.md)")
     check.add_argument("--config", type=Path, help="read settings from this file instead of pyproject.toml")
-    check.add_argument("--verify", action="store_true", help="with --fix: write the fixes only if, run from a "
-                       "temporary copy of the project, `runtime-targets` complete on both backends, lose the "
-                       "runtime finding of every fix and keep allclose outputs; else none (needs torch)")
+    check.add_argument("--verify", action="store_true", help="with --fix: run `runtime-targets` from a temporary "
+                       "copy of the project and write the fixes whose runtime findings go away with the runs "
+                       "complete and the outputs allclose (all, else each file's, else each fix); says why for "
+                       "the others (needs torch)")
     check.add_argument("--verify-tolerance", type=float, help="rtol and atol for --verify (default 1e-5)")
     check.add_argument("--runtime-log", type=Path, nargs="+", action="extend", metavar="LOG",
                        help="runtime logs (TORCH_LOGS output, a TORCH_TRACE directory, a torch_xla or lazy metrics "
