@@ -28,6 +28,7 @@ from cslint.runtime.findings import RuntimeFinding, RuntimeReport
 from cslint.runtime.frames import is_library_file
 from cslint.runtime.optimizer_check import GroupsBefore, StepProbe, optimizers_of, probe_step
 from cslint.runtime.targets import Step
+from cslint.runtime.wording import guard_expression, title_and_reason
 
 _RECOMPILED = re.compile(r"Recompiling function (?P<function>\S+) in ")
 _GUARD = re.compile(r"- \d+/\d+: (?P<guard>.+?)\s{2,}#.*?\n\s*- User stack trace:\s*\n\s*-\s+File \"(?P<path>.+?)\", "
@@ -343,8 +344,8 @@ def run_dynamo(step: Step, report: RuntimeReport, progress: Any = None) -> list[
             continue
         breaks.add((path, line, graph_break.gb_type))
         chain = tuple(f"{p}:{n} in {f}" for p, n, f in graph_break.stack)
-        report.add(RuntimeFinding(code.code, path, line,
-                                  f"graph break: {code.what} ({graph_break.gb_type}: {graph_break.reason})",
+        why = title_and_reason(graph_break.gb_type, graph_break.reason)
+        report.add(RuntimeFinding(code.code, path, line, f"graph break: {code.what} ({why})",
                                   "dynamo", chain=chain, graph_break=registry.id_of(graph_break.gb_type) or ""))
     first_step_recompiles = 0
     resized: list[int] = []
@@ -368,10 +369,13 @@ def run_dynamo(step: Step, report: RuntimeReport, progress: Any = None) -> list[
             if inside is not None:
                 path, line, origin = inside
             mutated = origin or classify_guard_line(path, line)
+            expression = guard_expression(guard["guard"])
+            changed = f"`{expression}` no longer holds" if expression is not None else \
+                "a Python value the step reads changed"
             report.add(RuntimeFinding(
                 mutated.code, path, line,
-                f"{mutated.what}: the graph is recompiled on step {step_index + 1} because guard "
-                f"`{guard['guard'].strip()}` failed ({_ADVICE.get(mutated.code, _ADVICE['WSC702'])})", "dynamo"))
+                f"{mutated.what}: the graph is recompiled on step {step_index + 1} because {changed} "
+                f"({_ADVICE.get(mutated.code, _ADVICE['WSC702'])})", "dynamo"))
     report.graph_breaks = len(breaks)
     report.notes.append(f"dynamo: {len(graphs)} graph(s) captured, {len(breaks)} distinct graph break(s)")
     for (path, line), gb_type in sorted(uncovered.items()):
