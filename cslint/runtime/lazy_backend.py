@@ -25,6 +25,7 @@ from cslint.runtime.on_device import REPLACEMENTS
 from cslint.runtime.frames import UserFrame, call_chain, instruction_span, is_library_file, is_plumbing, user_frame
 from cslint.runtime.optimizer_check import StateRecorder, class_files, recording_state
 from cslint.runtime.targets import Step
+from cslint.runtime.wording import op_words
 
 aten = torch.ops.aten
 _WIDE_DTYPES = {torch.float64, torch.complex64, torch.complex128}
@@ -37,6 +38,8 @@ _CONSEQUENCES = {
     "boolean_store": "the device lowers it through a value-dependent index (the backend ran it on the CPU)",
     "dtype": "the device cannot run it",
 }
+# The kinds whose words do not say which call did it (a value read, a copy to the CPU, a mask say it).
+_OP_UNSAID = {"dynamic_shape", "dtype"}
 
 
 @dataclass(frozen=True)
@@ -164,8 +167,10 @@ class Watcher(TorchDispatchMode):
                 found = named
                 inside = f" inside `{site.f_code.co_name}` ({os.path.basename(site.f_code.co_filename)})"
                 break
-        what = f"{found.what}: {base}" if found.what != base else base
-        message = f"{what} ({op}) in `{frame.function}`{inside}; {_CONSEQUENCES[kind]}"
+        # the construct the user wrote names the problem; without one, the op, in Python's words
+        what = f"{found.what}: {base}" if found.what != base else \
+            f"{op_words(op)}: {base}" if kind in _OP_UNSAID else base
+        message = f"{what} in `{frame.function}`{inside}; {_CONSEQUENCES[kind]}"
         self.report.add(RuntimeFinding(found.code, frame.path, frame.line, message, "lazy",
                                        chain=call_chain(start)))
 

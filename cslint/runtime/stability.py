@@ -6,6 +6,7 @@ from typing import Any, Protocol
 from collections.abc import Sequence
 
 from cslint.runtime.findings import RuntimeFinding, RuntimeReport
+from cslint.runtime.wording import op_words
 
 
 class Op(Protocol):
@@ -15,16 +16,19 @@ class Op(Protocol):
     args: tuple[Any, ...]
 
 
-def _first_difference(first: Sequence[Any], other: Sequence[Any]) -> tuple[int, str] | None:
+def _first_difference(first: Sequence[Any], other: Sequence[Any]) -> tuple[int, str, bool] | None:
+    """Where the graphs part ways, what changed there (said of "this line"), and whether the ops themselves
+    differ (not only their Python arguments)."""
     for index, (a, b) in enumerate(zip(first, other)):
         if a.op != b.op or (a.path, a.line) != (b.path, b.line):
-            return index, f"runs `{b.op}` where the first step ran `{a.op}`"
+            return index, f"this line runs {op_words(b.op)} where the first step ran {op_words(a.op)}", True
         if a.args != b.args:
             changed = [f"{x!r} -> {y!r}" for x, y in zip(a.args, b.args) if x != y]
-            return index, f"`{a.op}` gets a different Python value ({', '.join(changed)})"
+            return index, f"{op_words(a.op)} on this line gets a different Python value ({', '.join(changed)})", \
+                False
     if len(first) != len(other):
         index = min(len(first), len(other))
-        return max(index - 1, 0), f"traces {len(other)} ops where the first step traced {len(first)}"
+        return max(index - 1, 0), f"this line traces {len(other)} ops where the first step traced {len(first)}", True
     return None
 
 
@@ -60,9 +64,9 @@ def compare_steps(per_step: list[list[Op]], report: RuntimeReport) -> None:
         found = _first_difference(first, ops)
         if found is None:
             continue
-        index, what = found
+        index, what, ops_differ = found
         where = ops[index] if index < len(ops) else first[index]
-        cause = _cause(ops, index, report) if not what.startswith(f"`{where.op}` gets") else None
+        cause = _cause(ops, index, report) if ops_differ else None
         if cause is not None:
             read, code = cause
             report.add(RuntimeFinding(
@@ -71,7 +75,7 @@ def compare_steps(per_step: list[list[Op]], report: RuntimeReport) -> None:
             return
         report.add(RuntimeFinding(
             "WSC703", where.path, where.line,
-            f"the traced graph changes between step 1 and step {number}: this line {what}; a Python value "
+            f"the traced graph changes between step 1 and step {number}: {what}; a Python value "
             "that changes per step feeds the graph and forces a recompile (keep it in a tensor buffer)",
             "stability"))
         return

@@ -32,6 +32,23 @@ def test_a_graph_break_whose_reason_is_its_type_says_it_once(factory: str, said:
     assert finding.message == said and not REPEATED.search(finding.message), finding.message
 
 
+@pytest.mark.parametrize("factory, said", [
+    ("control_flow", "`if` on a tensor condition: a tensor's value is read on the host while tracing in `forward`"),
+    ("host_transfer", "`.item()`: a tensor's value is read on the host while tracing in `forward`"),
+    ("wide_dtype", "a conversion (`.to()`, `.double()`): a float64/complex tensor is created"),
+])
+def test_a_lazy_finding_says_the_python_not_the_aten_op(factory: str, said: str) -> None:
+    (finding,) = run(f"{FAMILIES}:{factory}", ("lazy",)).findings
+    assert not INTERNAL.search(finding.message) and finding.message.startswith(said), finding.message
+
+
+def test_a_stability_finding_names_the_operation_in_python() -> None:
+    report = run(f"{FAMILIES}:python_counter", ("lazy",))
+    (changed,) = [f for f in report.findings if f.backend == "stability"]
+    assert not INTERNAL.search(changed.message), changed.message
+    assert "a multiplication (`*`) on this line gets a different Python value (0.1 -> 0.2)" in changed.message
+
+
 def test_a_recompile_on_a_value_dynamo_keeps_on_its_stack_is_said_in_words() -> None:
     """SpecAugment's draw: the frame resumed after `.item()` guards `___stack0 == 0.49...`, the drawn number."""
     path = TARGETS / "recompiles.py"
