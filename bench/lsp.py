@@ -65,7 +65,7 @@ from speed import package_path  # bench/, on the path when this script runs
 # merged into sys.argv[1] when it exits).
 PROFILED_SERVER = r"""
 import atexit, cProfile, pstats, sys
-import cslint.deep_stack as deep
+import cslint.support.deep_stack as deep
 from cslint.lsp import server as lsp
 
 profiles = []

@@ -28,12 +28,12 @@ from pathlib import Path
 
 import libcst as cst
 
-from cslint.config import Settings
-from cslint.deep_stack import run_with_deep_stack
-from cslint.discovery import collect_files
-from cslint.report import NOT_ANALYSED
-from cslint.runner import INTERNAL_ERROR, Linter
-from cslint.selection import enabled_rules
+from cslint.core.config import Settings
+from cslint.support.deep_stack import run_with_deep_stack
+from cslint.engine.discovery import collect_files
+from cslint.core.report import NOT_ANALYSED
+from cslint.engine.runner import INTERNAL_ERROR, Linter
+from cslint.engine.selection import enabled_rules
 
 EVERYTHING_TRACED = Settings(trace_roots=("*",))
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sys
 
-from cslint.isolation import keep_repository_off_path
+from cslint.support.isolation import keep_repository_off_path
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -19,6 +19,6 @@ def main(argv: list[str] | None = None) -> int:
             code = run_on_server(argv)
             if code is not None:
                 return code
-    from cslint.cli import main as run_here
+    from cslint.cli.main import main as run_here
 
     return run_here(argv)

@@ -1,7 +1,7 @@
-"""Regenerate docs/rules/ and cslint/rule_codes.py from the rules' metadata: `python docs/generate.py`.
+"""Regenerate docs/rules/ and cslint/core/rule_codes.py from the rules' metadata: `python docs/generate.py`.
 
 One page per rule (`docs/rules/WSC101.md`) and the index `docs/rules/index.md`; pages of rules that no
-longer exist are removed. `cslint/rule_codes.py` lists the codes for runs that must not import the rules
+longer exist are removed. `cslint/core/rule_codes.py` lists the codes for runs that must not import the rules
 (and libcst). `tests/test_docs.py` fails when a page or the code list is missing or stale.
 """
 
@@ -24,7 +24,7 @@ def expected_codes_module() -> str:
 
 
 def expected_pages() -> dict[str, str]:
-    from cslint.docs import render_rule_index, render_rule_page
+    from cslint.output.docs import render_rule_index, render_rule_page
     from cslint.rules import all_rules
 
     pages = {f"{rule.code}.md": render_rule_page(rule) for rule in all_rules()}

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from cslint.config import Settings
-from cslint.runner import Diagnostic, Linter, RunResult
-from cslint.selection import enabled_rules
+from cslint.core.config import Settings
+from cslint.engine.runner import Diagnostic, Linter, RunResult
+from cslint.engine.selection import enabled_rules
 
 
 def run_linter(root: Path, files: dict[str, str], *, fix: bool = False, unsafe: bool = False,
@@ -45,7 +45,7 @@ def reported(result: RunResult) -> list[tuple[object, ...]]:
 
 def profiled_check(capsys: pytest.CaptureFixture[str], root: Path) -> tuple[list[dict], str]:
     """`cslint check --profile` of `root` in this process, one job, no cache: the JSON report and stderr."""
-    from cslint.cli import main
+    from cslint.cli.main import main
 
     code = main(["check", str(root), "--no-cache", "-j", "1", "--show-chain", "--output-format", "json",
                  "--profile"])
@@ -83,7 +83,7 @@ def _private_server_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[No
 
 @pytest.fixture(autouse=True, scope="session")
 def _private_cache_key(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """The key that seals cache files (cslint/user_key.py) is the test session's, not the user's."""
+    """The key that seals cache files (cslint/store/user_key.py) is the test session's, not the user's."""
     saved = os.environ.get("CSLINT_KEY_FILE")
     os.environ["CSLINT_KEY_FILE"] = str(tmp_path_factory.mktemp("cslint-key") / "cache-key")
     yield

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from cslint.cli import main
-from cslint.noqa_edit import add_noqa_to_text, with_noqa
+from cslint.cli.main import main
+from cslint.engine.noqa_edit import add_noqa_to_text, with_noqa
 
 MODEL = """\
 import torch

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from cslint import baseline as baseline_module
-from cslint.cli import main
-from cslint.config import ConfigError
+from cslint.core import baseline as baseline_module
+from cslint.cli.main import main
+from cslint.core.config import ConfigError
 
 MODEL = """\
 import torch

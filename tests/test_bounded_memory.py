@@ -17,10 +17,10 @@ import libcst as cst
 import pytest
 
 from cslint.analysis.index import ModuleInfo, TreeBudget, index_module_from_ast
-from cslint.config import Settings
-from cslint.discovery import collect_files
-from cslint.runner import Linter
-from cslint.selection import enabled_rules
+from cslint.core.config import Settings
+from cslint.engine.discovery import collect_files
+from cslint.engine.runner import Linter
+from cslint.engine.selection import enabled_rules
 from tests.conftest import reported
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -174,7 +174,7 @@ def test_a_report_parses_only_the_traced_functions(tmp_path: Path):
 
 
 def test_a_finding_that_cannot_be_placed_in_its_function_is_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setattr("cslint.runner.piece_positions", lambda *args: None)
+    monkeypatch.setattr("cslint.engine.runner.piece_positions", lambda *args: None)
     _, found = _bounded_run(tmp_path)
     assert [(d.code, d.line, d.column) for d in found] == [("WSC101", 9, 5)]  # `def forward` (1-based column)
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from cslint import incremental
-from cslint.cli import main
+from cslint.engine import incremental
+from cslint.cli.main import main
 
 MODEL = """\
 import torch
@@ -218,7 +218,7 @@ def test_a_run_served_from_the_cache_does_not_import_the_parser(tree):
     import subprocess
     import sys
 
-    script = ("import sys\nfrom cslint.cli import main\n"
+    script = ("import sys\nfrom cslint.cli.main import main\n"
               f"code = main(['check', {str(tree)!r}, '-q', '--cache-dir', {str(tree / '.cache')!r}])\n"
               "print(code, 'libcst' in sys.modules, 'cslint.rules' in sys.modules)\n")
     first = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)

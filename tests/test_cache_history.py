@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from cslint.cli import main
+from cslint.cli.main import main
 from tests.samples import CROSS_FILE_LAYERS as LAYERS, CROSS_FILE_MODEL as MODEL
 
 

@@ -9,8 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from cslint import incremental, sealed
-from cslint.cli import main
+from cslint.engine import incremental
+
+from cslint.store import sealed
+from cslint.cli.main import main
 
 BRANCHING = """\
 import torch

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import (RuleBasedStateMachine, initialize, invariant, precondition, rule,
                                  run_state_machine_as_test)
 
-from cslint.cli import main
+from cslint.cli.main import main
 
 LONG = bool(os.environ.get("CSLINT_LONG_TESTS"))
 STEPS = 5000 if LONG else 300
@@ -107,7 +107,7 @@ class CacheAgreesWithNoCache(RuleBasedStateMachine):
 
     def _settle_directories(self) -> None:
         """Directories whose listing changed get a time of their own, old enough to be trusted: the walk
-        and module names remembered between runs (cslint/tree_memo.py) are then used, and must notice."""
+        and module names remembered between runs (cslint/store/tree_memo.py) are then used, and must notice."""
         self.clock += 1
         for root in (self.cached, self.fresh):
             for directory in (root, root / "pkg"):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from cslint.cli import main
+from cslint.cli.main import main
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -294,9 +294,9 @@ def test_examples_diff_writes_nothing(tmp_path, capsys):
 
 
 def test_cli_does_not_import_torch():
-    probe = "import sys, cslint.cli; assert 'torch' not in sys.modules"
+    probe = "import sys, cslint.cli.main; assert 'torch' not in sys.modules"
     subprocess.run([sys.executable, "-c", probe], check=True)
-    check = ("import sys; from cslint.cli import main; code = main(['check', '--quiet', '--isolated', sys.argv[1]]);"
+    check = ("import sys; from cslint.cli.main import main; code = main(['check', '--quiet', '--isolated', sys.argv[1]]);"
              " assert 'torch' not in sys.modules; sys.exit(0)")
     subprocess.run([sys.executable, "-c", check, str(EXAMPLES)], check=True, capture_output=True)
 
@@ -308,11 +308,11 @@ def test_console_script_runs(project):
 
 
 def test_a_fix_that_cannot_be_written_is_reported_as_on_disk(project, capsys, monkeypatch):
-    from cslint.sources import ReadError
+    from cslint.core.sources import ReadError
 
     def refuse(source):
         raise ReadError("file changed on disk since it was read; not overwritten")
-    monkeypatch.setattr("cslint.sources.write_atomically", refuse)
+    monkeypatch.setattr("cslint.core.sources.write_atomically", refuse)
     code, out, err = _run(capsys, "check", "--fix", "--no-cache", str(project))
     assert (project / "bad.py").read_text() == BAD
     assert "cannot write fix" in err and code == 2

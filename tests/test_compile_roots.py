@@ -1,5 +1,5 @@
 """A `torch.compile` of an internal function does not make the whole project a torch.compile project
-(cslint/compile_uses.py, target_inference.py): the other roots keep the project's target, and the text
+(cslint/engine/compile_uses.py, target_inference.py): the other roots keep the project's target, and the text
 report ends with the target and why it was chosen."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from cslint.cli import main
-from cslint.compile_uses import compile_uses
-from cslint.target_inference import infer_target
+from cslint.cli.main import main
+from cslint.engine.compile_uses import compile_uses
+from cslint.engine.target_inference import infer_target
 
 PLAIN_OPTIMIZER = """
 import torch

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from cslint.cli import main
+from cslint.cli.main import main
 from tests.signals import as_on_a_terminal
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -316,7 +316,7 @@ def test_rule_page_is_wrapped(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["rule", "WSC101"]) == 0
     page = capsys.readouterr().out
     assert max(len(line) for line in page.splitlines()) <= 88
-    from cslint.docs import render_rule
+    from cslint.output.docs import render_rule
     from cslint.rules import rule_by_code
 
     rule = rule_by_code("WSC101")
@@ -474,7 +474,7 @@ def test_watch_polls_a_large_tree_less_often(monkeypatch: pytest.MonkeyPatch) ->
     tenth of a core at most."""
     import argparse
 
-    from cslint import watch as module
+    from cslint.cli import watch as module
 
     snapshots = iter([{"a": (1, 1, 1)}, {"a": (1, 1, 1)}, {"a": (2, 1, 1)}])
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from cslint.docs import render_rule, render_rule_page
+from cslint.output.docs import render_rule, render_rule_page
 from cslint.rules import all_rules
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
@@ -55,17 +55,17 @@ def test_staleness_is_detected(tmp_path: Path, monkeypatch) -> None:
 
 
 def test_rule_code_list_is_current() -> None:
-    """cslint/rule_codes.py lets cached runs select rules without importing them (or libcst)."""
+    """cslint/core/rule_codes.py lets cached runs select rules without importing them (or libcst)."""
     generator = _generator()
     assert generator.CODES_FILE.read_text(encoding="utf-8") == generator.expected_codes_module(), \
-        f"cslint/rule_codes.py is stale; {REGENERATE}"
+        f"cslint/core/rule_codes.py is stale; {REGENERATE}"
 
 
 def test_rule_pages_say_whether_the_rule_has_a_fix(lint) -> None:
     """"Report only" or "has an autofix" on a rule's page (and in `cslint rule --all`) is true of the rule's
     own examples: a rule documented without a fix never offers one, and WSC301 (a safe fix) is not
     "report only"."""
-    from cslint.docs import has_fix, render_rule_page
+    from cslint.output.docs import has_fix, render_rule_page
     from cslint.rules import all_rules, rule_by_code
 
     wsc301 = rule_by_code("WSC301")

@@ -111,7 +111,7 @@ step = torch.compile(Scale())
 
 
 def _check(root, *args):
-    from cslint.cli import main
+    from cslint.cli.main import main
 
     return main(["check", str(root), "--no-cache", "-j", "1", "--output-format", "json", *args])
 
@@ -129,7 +129,7 @@ def test_the_project_setting_is_read_from_another_file_by_the_cli(tmp_path, caps
 
 
 def test_a_changed_setting_is_not_answered_from_the_cache(tmp_path, capsys, monkeypatch):
-    from cslint.cli import main
+    from cslint.cli.main import main
 
     monkeypatch.setenv("CSLINT_CACHE_DIR", str(tmp_path / "cache"))
     project = tmp_path / "project"

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from cslint import runner
-from cslint.cli import main
+from cslint.engine import runner
+from cslint.cli.main import main
 from tests.bounded import run_bounded
 from tests.samples import TENSOR_BRANCH as BAD
 
@@ -37,7 +37,7 @@ def cslint(*args: str, cwd: Path, workers: bool = False) -> tuple[int, str, str,
     argv = ["check", "--no-cache", "--output-format", "concise", *args]
     if workers:
         code = ("import sys\nfrom cslint import incremental\nincremental.MIN_PARALLEL_BYTES = 0\n"
-                f"from cslint.cli import main\nsys.exit(main({argv + ['-j', '2']!r}))")
+                f"from cslint.cli.main import main\nsys.exit(main({argv + ['-j', '2']!r}))")
         return run([sys.executable, "-c", code], cwd)
     return run([str(Path(sys.executable).parent / "cslint"), *argv], cwd)
 
@@ -173,7 +173,7 @@ def test_recursion_exhausted_in_one_file_is_a_finding_for_it(project, step, caps
 
 
 def test_json_nesting_is_measured_without_strings_in_linear_time():
-    from cslint import bounded_json
+    from cslint.support import bounded_json
 
     assert bounded_json.nesting_depth('[["[[[", {"a": [1]}], "]]]]"]') == 4
     assert bounded_json.nesting_depth(r'["\" [[[", "\\", [2]]') == 2

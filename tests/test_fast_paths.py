@@ -23,8 +23,8 @@ from cslint.analysis.module_names import assign_module_names, module_name_for
 from cslint.analysis.walk import FlatTree, iter_nodes
 from cslint.analysis.project import Project
 from cslint.analysis.step_functions import _toplevel_assignments, module_objects
-from cslint.positions import locate, piece_positions, whole_module_positions
-from cslint.sources import parse_unvalidated
+from cslint.engine.positions import locate, piece_positions, whole_module_positions
+from cslint.core.sources import parse_unvalidated
 from tests.corpus import real_files
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from cslint import budget
+from cslint.support import budget
 from cslint.analysis.call_returns import MAX_STATEMENTS, _small_ast, _small_node, is_small_helper
 from cslint.analysis.index import index_module_from_ast
 from cslint.analysis.walk import _NOT_WALKED, FlatTree, child_nodes, iter_nodes

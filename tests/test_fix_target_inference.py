@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from cslint.cli import main
-from cslint.config import Settings
-from cslint.target_inference import imported_modules, infer_target, with_inferred_target
+from cslint.cli.main import main
+from cslint.core.config import Settings
+from cslint.engine.target_inference import imported_modules, infer_target, with_inferred_target
 
 COMPILED_MODEL = """
 import torch
@@ -94,7 +94,7 @@ def test_what_counts_as_a_use_of_torch_compile_on_a_line(tmp_path, line, uses):
 
 
 def test_a_file_both_checked_and_in_its_project_context_is_read_once(tmp_path, monkeypatch):
-    from cslint import target_inference
+    from cslint.engine import target_inference
 
     read = []
     real = target_inference.file_imports

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cslint.targets import TARGETS
+from cslint.core.targets import TARGETS
 from tests.conftest import run_linter
 
 GOLDEN = Path(__file__).parent / "golden"

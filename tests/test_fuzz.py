@@ -17,12 +17,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cslint.config import Settings
-from cslint.deep_stack import run_with_deep_stack
+from cslint.core.config import Settings
+from cslint.support.deep_stack import run_with_deep_stack
 from cslint.output import FormatOptions
 from cslint.output.json_format import render
-from cslint.runner import INTERNAL_ERROR, Linter
-from cslint.selection import enabled_rules
+from cslint.engine.runner import INTERNAL_ERROR, Linter
+from cslint.engine.selection import enabled_rules
 
 hypothesmith = pytest.importorskip("hypothesmith")
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from cslint.analysis.generated_code import generated_twin
 from cslint.analysis.import_scan import scan_imports
-from cslint.cli import main
+from cslint.cli.main import main
 
 MOE = """
 import torch

@@ -10,9 +10,9 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from cslint import graph_break_registry
-from cslint.cli import main
-from cslint.runtime.graph_break_ids import CONSTRUCT_IDS, GRAPH_BREAK_IDS, graph_break_id
+from cslint.engine import graph_break_registry
+from cslint.cli.main import main
+from cslint.core.graph_break_ids import CONSTRUCT_IDS, GRAPH_BREAK_IDS, graph_break_id
 
 SCHEMA = Path(__file__).parent / "fixtures" / "sarif" / "sarif-schema-2.1.0.json"
 MODEL = """\

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from cslint import incremental
-from cslint.cli import main
+from cslint.engine import incremental
+from cslint.cli.main import main
 
 CONFIG = """\
 class NetConfig:
@@ -172,7 +172,7 @@ def test_worker_calls_shrink_to_single_groups_at_the_end():
 def test_files_reaching_the_same_files_share_one_set_of_dependencies(tmp_path):
     """Models sharing a helper each depend on every model (and what each imports): one set for all of
     them, not a union of every model's imports made again for each model."""
-    from cslint.config import Settings
+    from cslint.core.config import Settings
 
     (tmp_path / "normalize.py").write_text(NORMALIZE)
     (tmp_path / "config.py").write_text(CONFIG)

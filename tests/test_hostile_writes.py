@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from cslint.sources import ReadError, read_source, write_atomically
+from cslint.core.sources import ReadError, read_source, write_atomically
 from tests.samples import FIXED_LINE, TENSOR_BRANCH as BAD
 
 
@@ -161,8 +161,8 @@ def test_fix_writes_a_linked_file_once_and_keeps_the_link(linked: Path, named: l
 def test_fix_of_a_link_and_its_target_in_one_run_writes_the_file_once(linked: Path) -> None:
     """Both names changed in one run (as an analysis that fixes each reported path would give them): the
     file is written once, and the second name is neither an error nor a second write."""
-    from cslint.cli import _write_fixes
-    from cslint.report import RunResult
+    from cslint.cli.main import _write_fixes
+    from cslint.core.run_result import RunResult
 
     sources = [read_source(linked / name) for name in ("link.py", "m.py")]
     for source in sources:

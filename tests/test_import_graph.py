@@ -1,4 +1,4 @@
-"""The import graph a whole-tree run's groups share, and what each group sees of it (cslint/import_graph.py):
+"""The import graph a whole-tree run's groups share, and what each group sees of it (cslint/engine/import_graph.py):
 a group sees its files and every file they import, directly or not, walked only as far as asked."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import random
 from pathlib import Path
 
 from cslint.analysis.graph import reachable
-from cslint.import_graph import ImportGraph, load_graph
+from cslint.engine.import_graph import ImportGraph, load_graph
 
 
 def _chain(length: int) -> ImportGraph:

@@ -1,4 +1,4 @@
-"""What each file imports is remembered between runs (cslint/import_memo.py), so choosing the target does not
+"""What each file imports is remembered between runs (cslint/store/import_memo.py), so choosing the target does not
 read the whole project each time; the answer must stay the one a run that reads every file gives."""
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from cslint import target_inference
-from cslint.cache import CACHE_DIR_NAME, MARKER, MARKER_NAME
-from cslint.cli import main
-from cslint.import_memo import ImportMemo, memo_file_name
-from cslint.target_inference import infer_target
+from cslint.engine import target_inference
+from cslint.store.cache import CACHE_DIR_NAME, MARKER, MARKER_NAME
+from cslint.cli.main import main
+from cslint.store.import_memo import ImportMemo, memo_file_name
+from cslint.engine.target_inference import infer_target
 
 MODEL = ("import torch\nfrom torch import nn\n\n\n"
          "class Net(nn.Module):\n    def forward(self, x):\n        return x * 2\n")
@@ -137,7 +137,7 @@ def test_a_cached_run_infers_what_an_uncached_one_does_after_an_edit(project: Pa
 
 def test_a_memo_read_ahead_by_the_server_is_used_until_the_file_is_replaced(project: Path,
                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    from cslint import import_memo, memo_file
+    from cslint.store import import_memo, memo_file
 
     cache = project / CACHE_DIR_NAME
     infer_target(_files(project), memo=ImportMemo(cache).load())

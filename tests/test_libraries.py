@@ -21,7 +21,7 @@ from cslint.analysis.call_depth import Reach
 from cslint.analysis.kinds import HOST, STATIC, TENSOR
 from cslint.analysis.libraries import Environment, Libraries, Summary
 from cslint.analysis.project import Project
-from cslint.library_cache import LibraryCache
+from cslint.store.library_cache import LibraryCache
 from tests.conftest import run_linter
 
 OPTIM_UTILS = '''
@@ -338,8 +338,8 @@ def test_summaries_worked_out_in_worker_processes_are_kept(site: Path, tmp_path:
     run's cache directory like the parent's; a second run reads them and reports the same."""
     import json
 
-    from cslint import incremental
-    from cslint.cli import main
+    from cslint.engine import incremental
+    from cslint.cli.main import main
 
     monkeypatch.setattr(incremental, "MIN_PARALLEL_BYTES", 0)  # workers even for two small files
     root = tmp_path / "proj"
@@ -373,7 +373,7 @@ import pathlib, sys
 from cslint.analysis.call_depth import Reach
 from cslint.analysis.kinds import STATIC
 from cslint.analysis.library_env import Summary
-from cslint.library_cache import LibraryCache
+from cslint.store.library_cache import LibraryCache
 
 store = LibraryCache(pathlib.Path(sys.argv[1]))
 store.put(("fakeoptim", "1.0"), "theirs", Summary(STATIC, reach=Reach()))
@@ -387,7 +387,7 @@ def test_summaries_saved_at_the_same_time_by_two_processes_are_both_kept(tmp_pat
     another process's save between this one's read and write of the file was lost."""
     import time
 
-    from cslint import memo_file
+    from cslint.store import memo_file
 
     cache, saving = tmp_path / "cache", tmp_path / "saving"
     write = memo_file.write

@@ -92,7 +92,7 @@ def test_a_source_directory_on_the_path_is_part_of_the_key(tmp_path: Path) -> No
 
 def test_a_cached_report_follows_an_edit_of_a_library_on_the_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                     capsys: pytest.CaptureFixture[str]) -> None:
-    from cslint.cli import main
+    from cslint.cli.main import main
 
     src = _source(tmp_path / "elsewhere")
     monkeypatch.syspath_prepend(str(src))

@@ -430,7 +430,7 @@ def test_an_analysis_crash_is_one_diagnostic(tmp_path: Path, monkeypatch: pytest
 
 def test_lsp_without_the_extra_is_a_clear_error(tmp_path: Path) -> None:
     code = ("import sys; sys.modules['pygls'] = None; sys.modules['pygls.lsp.server'] = None; "
-            "from cslint.cli import main; sys.exit(main(['lsp']))")
+            "from cslint.cli.main import main; sys.exit(main(['lsp']))")
     run_ = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert run_.returncode == 2
     assert "pip install -e '.[lsp]'" in run_.stderr and "git+https://github.com/cslint/cslint" in run_.stderr

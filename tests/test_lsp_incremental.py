@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from cslint.cli import main
+from cslint.cli.main import main
 from cslint.lsp.workspace import Workspace
-from cslint.profile import Profile
+from cslint.support.profile import Profile
 
 HELPERS = """\
 import torch
@@ -242,8 +242,8 @@ def test_an_edit_reuses_the_analyses_and_findings_of_the_documents_unchanged_fun
     kept = next(iter(workspace._warm.values())).analyses
     analysed = kept.analysed
     profile = Profile(enabled=True)
-    monkeypatch.setattr("cslint.runner.Profile", lambda enabled=False: profile)
-    from cslint.checker import Checker
+    monkeypatch.setattr("cslint.engine.runner.Profile", lambda enabled=False: profile)
+    from cslint.engine.checker import Checker
 
     checked: list[str] = []
     plain = Checker.check_noting
@@ -271,9 +271,9 @@ def test_an_edited_buffers_tree_is_its_parse_with_only_the_changed_statements_pa
     import random
     import warnings
 
-    from cslint.line_shifts import renumbered
+    from cslint.support.line_shifts import renumbered
     from cslint.lsp.convert import def_positions
-    from cslint.reparse import reparse
+    from cslint.core.reparse import reparse
 
     warnings.simplefilter("ignore", SyntaxWarning)  # random texts: `1y` is an invalid decimal literal
     random.seed(21)
@@ -359,7 +359,7 @@ def test_a_line_inserted_above_functions_moves_them_without_parsing_or_analysing
     workspace.analyse(model)
     kept = next(iter(workspace._warm.values())).analyses
     profile = Profile(enabled=True)
-    monkeypatch.setattr("cslint.runner.Profile", lambda enabled=False: profile)
+    monkeypatch.setattr("cslint.engine.runner.Profile", lambda enabled=False: profile)
     parsed: list[str] = []
     parse = ast.parse
     monkeypatch.setattr(ast, "parse", lambda source, *a, **k: parsed.append(source) or parse(source, *a, **k))
@@ -398,7 +398,7 @@ def test_a_line_inserted_in_a_model_file_that_says_padding_parses_and_walks_none
     workspace.analyse(model)
     kept = next(iter(workspace._warm.values())).analyses
     profile = Profile(enabled=True)
-    monkeypatch.setattr("cslint.runner.Profile", lambda enabled=False: profile)
+    monkeypatch.setattr("cslint.engine.runner.Profile", lambda enabled=False: profile)
     attention = "        y = scale(x)\n"
     text = padded
     for number in range(3):

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from cslint.config import load_settings
-from cslint.overlay import WarmIndexes, lint_texts
-from cslint.selection import enabled_codes
+from cslint.core.config import load_settings
+from cslint.analysis.warm import WarmIndexes
+from cslint.engine.overlay import lint_texts
+from cslint.engine.selection import enabled_codes
 
 # the helpers live in another file and read what the edited document defines: an attribute of the
 # model it is handed, a module-level registry of the document, a function the document exports
@@ -150,7 +151,7 @@ def test_functions_an_edit_cannot_affect_are_not_analysed_again(tmp_path: Path) 
 def test_an_edited_buffers_unchanged_statements_are_not_measured_again(monkeypatch: pytest.MonkeyPatch) -> None:
     """The analysis budget's walk (budget.over_budget) measures only the top-level statements an edit
     changed, and answers as a walk of the whole file does, over the budget too."""
-    from cslint import budget
+    from cslint.support import budget
 
     deep = "y = " + "[" * 60 + "]" * 60 + "\n"
     texts = [MODEL, MODEL.replace("x = x + 1", "x = x + 3"), MODEL + deep * 3, "\f" + MODEL + "a = 1; b = [[[2]]]\n",

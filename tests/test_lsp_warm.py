@@ -1,4 +1,4 @@
-"""An editor's analyses reuse the indexes and parsed functions of earlier ones (overlay.WarmIndexes):
+"""An editor's analyses reuse the indexes and parsed functions of earlier ones (analysis/warm.WarmIndexes):
 every answer must equal that of a fresh analysis of the same texts."""
 
 from __future__ import annotations
@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from cslint.config import load_settings
-from cslint.overlay import WarmIndexes, lint_texts
-from cslint.selection import enabled_codes
+from cslint.core.config import load_settings
+from cslint.analysis.warm import WarmIndexes
+from cslint.engine.overlay import lint_texts
+from cslint.engine.selection import enabled_codes
 
 HELPER = """\
 import torch
@@ -107,7 +108,7 @@ def test_unchanged_files_keep_their_index_and_functions_their_parse(tmp_path: Pa
 def test_first_diagnostics_do_not_wait_for_the_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The project's cache is brought up to date in the background (a whole-project check): the first
     diagnostics come from the document's own analysis meanwhile, and the server hears when it is done."""
-    from cslint import incremental
+    from cslint.engine import incremental
     from cslint.lsp.workspace import Workspace
 
     model, helper = _project(tmp_path)
@@ -144,7 +145,7 @@ def test_unchanged_files_are_not_read_again_changed_ones_are(tmp_path: Path, mon
     findings follow it."""
     import os
 
-    from cslint import sources
+    from cslint.core import sources
     from cslint.lsp.workspace import Workspace
 
     monkeypatch.setenv("CSLINT_NO_CACHE", "1")
@@ -284,8 +285,8 @@ def test_with_a_filled_cache_the_first_analysis_scans_only_what_the_document_nee
     diagnostics waited for that), and finds what `cslint check` finds, as without the cache."""
     import os
 
-    from cslint import incremental
-    from cslint.cli import main
+    from cslint.engine import incremental
+    from cslint.cli.main import main
     from cslint.lsp.neighbourhood import Neighbourhood
     from cslint.lsp.workspace import Workspace
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from cslint.cli import main
-from cslint.targets import TARGETS
+from cslint.cli.main import main
+from cslint.core.targets import TARGETS
 
 REPO = Path(__file__).resolve().parent.parent
 LONGEST = 120  # a message, code quotes included, fits a terminal line after its `path:line:col: CODE`

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from cslint.notebook import Notebook
+from cslint.core.notebook import Notebook
 
 IMPORTS = "import torch\nfrom torch import nn"
 HELPER = "def soft_cap(x):\n    if x.sum() > 0:\n        return x * 2\n    return x"

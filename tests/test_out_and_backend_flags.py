@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from cslint.runtime.graph_break_ids import graph_break_id
+from cslint.core.graph_break_ids import graph_break_id
 from tests.conftest import codes
 
 # A fused-attention block in the style of model code: scores written into a slice of a cached buffer, and

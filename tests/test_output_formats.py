@@ -10,8 +10,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from cslint.cli import main
-from cslint.report import Diagnostic
+from cslint.cli.main import main
+from cslint.core.report import Diagnostic
 
 SCHEMA = Path(__file__).parent / "fixtures" / "sarif" / "sarif-schema-2.1.0.json"
 

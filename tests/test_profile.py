@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-import cslint.profile
-from cslint.profile import Profile
+import cslint.support.profile
+from cslint.support.profile import Profile
 
 
 class Clock:
@@ -19,7 +19,7 @@ class Clock:
 @pytest.fixture
 def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
     fake = Clock()
-    monkeypatch.setattr(cslint.profile.time, "perf_counter", fake)
+    monkeypatch.setattr(cslint.support.profile.time, "perf_counter", fake)
     return fake
 
 

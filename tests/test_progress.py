@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from cslint.progress import Progress
+from cslint.support.progress import Progress
 from tests.test_shared_indexes import _dense_project
 
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from cslint.cli import main
-from cslint.discovery import find_project_root
+from cslint.cli.main import main
+from cslint.engine.discovery import find_project_root
 from tests.samples import CROSS_FILE_LAYERS as LAYERS, CROSS_FILE_MODEL as MODEL
 
 
@@ -153,7 +153,7 @@ def test_context_files_not_linked_to_the_named_file_are_not_analysed(tmp_path, c
 
 def test_a_file_over_the_size_limit_is_not_read_to_find_the_projects_target_or_imports(tmp_path, capsys,
                                                                                       monkeypatch):
-    from cslint.target_inference import infer_target
+    from cslint.engine.target_inference import infer_target
 
     big = tmp_path / "big.py"
     big.write_text("import torch_xla\n" + "x = 1\n" * 400)

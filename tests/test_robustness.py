@@ -9,14 +9,15 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from cslint import runner as runner_module
-from cslint import sources as sources_module
-from cslint.cli import main
-from cslint.config import Settings
-from cslint.rules import Rule, RuleContext
+from cslint.engine import runner as runner_module
+from cslint.core import sources as sources_module
+from cslint.cli.main import main
+from cslint.core.config import Settings
+from cslint.rule_api.context import RuleContext
+from cslint.rules import Rule
 from cslint.rules.control_flow import TensorIf
-from cslint.runner import Linter
-from cslint.sources import ReadError, read_source, write_atomically
+from cslint.engine.runner import Linter
+from cslint.core.sources import ReadError, read_source, write_atomically
 from tests.samples import FIXED_LINE, TENSOR_BRANCH as BAD
 
 
@@ -104,7 +105,7 @@ def test_permission_denied_on_write_leaves_file(tmp_path, capsys, monkeypatch):
     def refuse(*args, **kwargs):
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr("cslint.sources.tempfile.mkstemp", refuse)
+    monkeypatch.setattr("cslint.core.sources.tempfile.mkstemp", refuse)
     code, _, err = _check(capsys, "--fix", str(path))
     assert code == 2 and "m.py: cannot write fix: Permission denied" in _one_error_line(err)
     assert path.read_text() == BAD
@@ -186,7 +187,7 @@ class CrashingRule(Rule):
 
 def test_internal_error_in_a_rule_is_reported_and_the_run_continues(tmp_path, capsys, monkeypatch):
     (tmp_path / "m.py").write_text(BAD)
-    monkeypatch.setattr("cslint.selection.enabled_rules", lambda settings: [CrashingRule, TensorIf])
+    monkeypatch.setattr("cslint.engine.selection.enabled_rules", lambda settings: [CrashingRule, TensorIf])
     code, out, _ = _check(capsys, "--output-format", "concise", str(tmp_path))
     assert code == 2
     assert "m.py:11:9: WSC002 internal error in rule WSC199 (KeyError: 'boom'); please report it" in out
@@ -199,8 +200,8 @@ def test_internal_error_outside_rules_is_one_line(tmp_path, capsys, monkeypatch)
     def explode(*args, **kwargs):
         raise ValueError("unexpected")
 
-    monkeypatch.setattr("cslint.runner.Linter.run", explode)
-    monkeypatch.setattr("cslint.runner.Linter.run_group", explode)  # a tree's groups (incremental.py)
+    monkeypatch.setattr("cslint.engine.runner.Linter.run", explode)
+    monkeypatch.setattr("cslint.engine.runner.Linter.run_group", explode)  # a tree's groups (incremental.py)
     code, _, err = _check(capsys, str(tmp_path))
     assert code == 2
     assert err.strip() == ("cslint: internal error: ValueError: unexpected; please report it, with the file, "

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from cslint.cli import main
+from cslint.cli.main import main
 from cslint.runtime_logs import metrics_report, torch_logs
 from cslint.runtime_logs.read import LogError, read_log
 

@@ -6,7 +6,7 @@ from cslint.analysis.index import index_module
 from cslint.analysis.module_names import module_name_for
 from cslint.analysis.project import Project
 from cslint.analysis.traced import find_roots
-from cslint.sources import parse, read_source
+from cslint.core.sources import parse, read_source
 
 MODEL = """
 import torch

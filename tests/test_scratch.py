@@ -1,5 +1,5 @@
 """Scratch directories of killed runs are removed by the next run; nothing else in the temporary directory
-is (cslint/scratch.py). The kill -9 of a real `--fix --verify` is in tests/runtime/test_verify.py."""
+is (cslint/support/scratch.py). The kill -9 of a real `--fix --verify` is in tests/runtime/test_verify.py."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from cslint.scratch import MARKER, UNMARKED_STALE_SECONDS, _start_time, remove_stale, scratch_directory
+from cslint.support.scratch import MARKER, UNMARKED_STALE_SECONDS, _start_time, remove_stale, scratch_directory
 
 
 def _marked(directory: Path, name: str, marker: object) -> Path:

@@ -143,7 +143,7 @@ def test_a_cache_directory_owned_by_another_user_is_not_used(repo: Path) -> None
 
 def test_owner_check_with_a_mocked_stat(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Where the tests cannot give a directory away, the ownership check still runs (os.fstat mocked)."""
-    from cslint import cache as cache_module
+    from cslint.store import cache as cache_module
 
     directory = tmp_path / "cache"
     directory.mkdir()
@@ -205,7 +205,7 @@ def test_a_cache_shipped_in_a_clone_cannot_make_a_dirty_file_pass(tmp_path: Path
     cache = source / ".cslint_cache"
     assert zero_findings(cache) == 1
     if seal == "sealed with another key":  # the attacker seals with their own key: still not this user's
-        from cslint import sealed, user_key
+        from cslint.store import sealed, user_key
 
         os.environ["CSLINT_KEY_FILE"], saved = str(attacker_key), os.environ["CSLINT_KEY_FILE"]
         try:
@@ -309,7 +309,7 @@ def _fifo_key(path: Path) -> bytes:
 @pytest.mark.parametrize("plant", [_planted_link, _readable_by_all, _short, _fifo_key],
                          ids=["link", "readable by all", "short", "FIFO"])
 def test_a_key_file_that_is_not_private_is_replaced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, plant) -> None:
-    from cslint import user_key
+    from cslint.store import user_key
 
     path = tmp_path / "home" / "cache-key"
     path.parent.mkdir()

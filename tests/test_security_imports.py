@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from cslint.incremental import MIN_PARALLEL_BYTES
+from cslint.engine.incremental import MIN_PARALLEL_BYTES
 
 BIN = Path(sys.executable).parent
 PACKAGES = {"collections", "concurrent", "ctypes", "email", "encodings", "importlib", "json", "logging",

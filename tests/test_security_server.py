@@ -233,9 +233,9 @@ from pathlib import Path
 
 hold = os.environ.get("CSLINT_TEST_HOLD")
 if hold:
-    import cslint.cli
+    import cslint.cli.main
 
-    write_fixes = cslint.cli._write_fixes
+    write_fixes = cslint.cli.main._write_fixes
 
     def held(*args, **kwargs):
         Path(hold, "reached").write_text(str(os.getpid()))
@@ -243,7 +243,7 @@ if hold:
             time.sleep(0.02)
         return write_fixes(*args, **kwargs)
 
-    cslint.cli._write_fixes = held
+    cslint.cli.main._write_fixes = held
 """
 
 
@@ -315,9 +315,9 @@ from pathlib import Path
 
 hold = os.environ.get("CSLINT_TEST_HOLD")
 if hold:
-    import cslint.sources
+    import cslint.core.sources
 
-    write = cslint.sources.write_atomically
+    write = cslint.core.sources.write_atomically
 
     def held(source, *args, **kwargs):
         done = write(source, *args, **kwargs)
@@ -327,7 +327,7 @@ if hold:
                 time.sleep(0.02)
         return done
 
-    cslint.sources.write_atomically = held
+    cslint.core.sources.write_atomically = held
 """
 
 

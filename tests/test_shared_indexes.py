@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from cslint import incremental, runner
+from cslint.engine import incremental, runner
 from cslint.analysis.index_store import IndexStore
-from cslint.cli import main
+from cslint.cli.main import main
 from tests.conftest import profile_count, profiled_check
 
 CORE = {
@@ -246,8 +246,8 @@ def test_worker_calls_carry_the_groups_files_not_what_they_import(tmp_path, caps
 def test_a_workers_indexing_runs_with_fewer_collections(tmp_path, monkeypatch):
     """A worker's share of the indexing (Python's trees: millions of young objects) runs with the
     collector's thresholds raised, as the groups' analyses do, and puts the defaults back after."""
-    from cslint.collector import THRESHOLDS
-    from cslint.config import Settings
+    from cslint.support.collector import THRESHOLDS
+    from cslint.core.config import Settings
 
     root = _dense_project(tmp_path, models=2)
     paths = sorted(root.rglob("*.py"))
@@ -326,7 +326,7 @@ sys.modules["cslint_test_holder"] = holder
 def test_workers_end_without_freeing_what_they_kept(tmp_path):
     """A worker of the pool exits at once when the pool shuts down: what it kept (the run's indexes) is
     not freed object by object at the interpreter's end, which the parent waited for."""
-    from cslint.config import Settings
+    from cslint.core.config import Settings
 
     session = incremental.Session(Settings(), [], cache=None, jobs=1)
     freed = tmp_path / "freed"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from cslint.cli import main
+from cslint.cli.main import main
 
 BAD = """\
 import torch
@@ -205,9 +205,9 @@ def test_stdin_not_utf8_is_an_error(tmp_path: Path) -> None:
 
 def test_lint_texts_fixes_in_memory_and_only_the_chosen_fix(tmp_path: Path) -> None:
     """The overlay entry point: buffers linted and fixed in memory; a fix choice applies one fix only."""
-    from cslint.config import Settings
-    from cslint.overlay import lint_texts
-    from cslint.selection import enabled_codes
+    from cslint.core.config import Settings
+    from cslint.engine.overlay import lint_texts
+    from cslint.engine.selection import enabled_codes
 
     path = tmp_path / "net.py"
     # the project imports cerebras.pytorch elsewhere, so the print's step-closure fix may import it

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from cslint.cli import main
+from cslint.cli.main import main
 from tests.conftest import codes
 
 BASE_LOSS = """
@@ -244,7 +244,7 @@ def test_the_override_gets_the_kinds_the_base_passes(lint):
 
 def test_the_editor_locates_an_override_hop_of_the_chain():
     from cslint.lsp.convert import related_information
-    from cslint.report import Diagnostic
+    from cslint.core.report import Diagnostic
 
     defs = {"losses.base.BaseLoss.forward": ("/p/losses/base.py", 10, 4),
             "losses.pair.PairLoss.compute_loss": ("/p/losses/pair.py", 7, 4)}

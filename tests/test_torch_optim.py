@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from cslint.config import Settings
-from cslint.runner import Linter
-from cslint.selection import enabled_rules
+from cslint.core.config import Settings
+from cslint.engine.runner import Linter
+from cslint.engine.selection import enabled_rules
 
 torch = pytest.importorskip("torch")
 

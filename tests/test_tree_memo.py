@@ -1,4 +1,4 @@
-"""A walk of the project and the module names of its files are remembered between runs (cslint/tree_memo.py)
+"""A walk of the project and the module names of its files are remembered between runs (cslint/store/tree_memo.py)
 while the directories they depended on are unchanged; the answer must stay the one a run that walks and
 names everything gives."""
 
@@ -10,12 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from cslint import discovery, memo_file
-from cslint.cache import CACHE_DIR_NAME
-from cslint.cli import main
-from cslint.config import Settings
-from cslint.discovery import collect_files
-from cslint.tree_memo import TreeMemo, name_project
+from cslint.engine import discovery
+
+from cslint.store import memo_file
+from cslint.store.cache import CACHE_DIR_NAME
+from cslint.cli.main import main
+from cslint.core.config import Settings
+from cslint.engine.discovery import collect_files
+from cslint.store.tree_memo import TreeMemo, name_project
 
 HELPER = "import torch\n\n\ndef soft_cap(x):\n    if x.max() > 1:\n        return x / x.max()\n    return x\n"
 MODEL = ("import torch\nfrom torch import nn\n\nfrom pkg.layers import soft_cap\n\n\n"
@@ -123,7 +125,7 @@ def test_module_names_follow_a_new_init_file(project: Path) -> None:
 
 
 def test_unchanged_names_are_remembered(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from cslint import tree_memo
+    from cslint.store import tree_memo
 
     paths = sorted((project / "pkg").glob("*.py"))
     keys = [str(p) for p in paths]
@@ -183,7 +185,7 @@ def test_a_damaged_memo_is_ignored(project: Path, capsys: pytest.CaptureFixture[
 
 def test_a_memo_read_ahead_by_the_server_is_used_until_the_file_is_replaced(project: Path, walks: list[str],
                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    from cslint import tree_memo
+    from cslint.store import tree_memo
 
     first = _collect(project)
     tree_memo.preload(project / CACHE_DIR_NAME)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from cslint.cli import main
+from cslint.cli.main import main
 
 BAD = """\
 import torch

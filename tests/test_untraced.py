@@ -7,10 +7,10 @@ import sys
 
 import pytest
 
-from cslint.config import Settings
-from cslint.runner import Linter
-from cslint.selection import enabled_rules
-from cslint.untraced import may_hold_traced_code, nothing_to_report
+from cslint.core.config import Settings
+from cslint.engine.runner import Linter
+from cslint.engine.selection import enabled_rules
+from cslint.engine.untraced import may_hold_traced_code, nothing_to_report
 from tests.corpus import real_files
 
 CODES = frozenset({"WSC101", "WSC201"})
@@ -64,7 +64,7 @@ def test_the_hook_on_an_untraced_file_imports_neither_libcst_nor_the_rules(tmp_p
                                        "    def forward(self, x):\n        return x.item()\n")
     (tmp_path / "util.py").write_text("def size(items):\n    return len(items)\n")
     cache = str(tmp_path / ".cache")
-    script = ("import sys\nfrom cslint.cli import main\n"
+    script = ("import sys\nfrom cslint.cli.main import main\n"
               "code = main(['check', *sys.argv[1:], '--cache-dir', " + repr(cache) + "])\n"
               "print(code, 'libcst' in sys.modules, 'cslint.rules' in sys.modules)\n")
 

@@ -85,3 +85,21 @@ class ImportTable:
             if full == qualified:
                 return local
         return None
+
+
+def module_level_alias(tree: cst.Module, module: str) -> str | None:
+    """The name a top-level `import module [as alias]` binds (imports inside functions do not count)."""
+    for stmt in tree.body:
+        if type(stmt) is not cst.SimpleStatementLine:
+            continue
+        for small in stmt.body:
+            if type(small) is not cst.Import:
+                continue
+            for alias in small.names:
+                if dotted_name(alias.name) != module:
+                    continue
+                if alias.asname is None:
+                    return module
+                if isinstance(alias.asname.name, cst.Name):
+                    return alias.asname.name.value
+    return None

@@ -24,7 +24,7 @@ from cslint.analysis.piece_pool import PiecePool
 from cslint.analysis.torch_api import TRACE_WRAPPERS
 from cslint.analysis.imports import ImportTable, dotted_name
 from cslint.analysis.walk import visit
-from cslint.line_shifts import line_shifts
+from cslint.support.line_shifts import line_shifts
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from cslint.analysis.index import ModuleInfo
 from cslint.analysis.piece_pool import PiecePool
-from cslint.sources import ReadError, SourceFile
+from cslint.core.sources import ReadError, SourceFile
 
 IndexKey = tuple[Path, str, bool]  # path, module name, whether a package
 

@@ -61,7 +61,7 @@ class Summary:
 
 
 class SummaryStore(Protocol):
-    """Summaries kept between runs, per distribution and version (cslint/library_cache.py)."""
+    """Summaries kept between runs, per distribution and version (cslint/store/library_cache.py)."""
 
     def get(self, distribution: tuple[str, str], key: str) -> Summary | None: ...
 
@@ -209,7 +209,7 @@ _LISTED: dict[str, tuple[int, ...] | None] = {}
 
 def _listing(environment: Environment | None) -> tuple[int, ...] | None:
     """The search directories' modification times; None when one is too recent to rest on."""
-    from cslint.cache import settled
+    from cslint.core.file_times import settled
 
     times = []
     for directory in environment.paths if environment is not None else []:

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TypeVar
 
-from cslint.sources import safe_resolve
+from cslint.core.sources import safe_resolve
 
 T = TypeVar("T")
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from cslint.rules import Fix
+from cslint.rule_api.findings import Fix
 
 Replacement = cst.CSTNode | cst.FlattenSentinel | cst.RemovalSentinel
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 import libcst as cst
 
 from cslint.analysis.index import ClassInfo
-from cslint.rules.base import Fix, RuleContext
+from cslint.rule_api.context import RuleContext
+from cslint.rule_api.findings import Fix
 
 
 def _self_attribute(target: cst.BaseExpression) -> str | None:

@@ -16,8 +16,9 @@ import libcst as cst
 
 from cslint.analysis.inference import string_value
 from cslint.fixers.operands import tensor_operand
-from cslint.rules.base import Fix, RuleContext
-from cslint.targets import get_target
+from cslint.rule_api.context import RuleContext
+from cslint.rule_api.findings import Fix
+from cslint.core.targets import get_target
 
 UNSAFE = ("unsafe: the check raises RuntimeError (not the original exception), and on an accelerator when the "
           "value is computed, after the step was launched")

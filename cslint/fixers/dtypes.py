@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from cslint.rules.base import Fix, RuleContext
+from cslint.rule_api.context import RuleContext
+
+from cslint.rule_api.findings import Fix
 
 FLOAT32_SPELLING = {"float64": "float32", "double": "float32", "DoubleTensor": "FloatTensor"}
 

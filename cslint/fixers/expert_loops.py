@@ -33,7 +33,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from cslint.rules.base import Fix, RuleContext
+from cslint.rule_api.context import RuleContext
+
+from cslint.rule_api.findings import Fix
 
 MESSAGE = ("Run every expert on every token and weight each row by its routing mask (dense dispatch: static "
            "shapes, the same values up to float summation order; unsafe: experts compute on all tokens, "

@@ -24,11 +24,12 @@ from __future__ import annotations
 
 import libcst as cst
 
-from cslint.fixers.host import assignments
+from cslint.fixers.assignments import assignments
 from cslint.fixers.masked_block import TAKEN, _Condition, _fresh, _line, _Masker
 from cslint.fixers.masked_tail import _names, _returned, _same, _updates_in_place
 from cslint.fixers.where import _condition, is_boolean_condition
-from cslint.rules.base import Fix, RuleContext
+from cslint.rule_api.context import RuleContext
+from cslint.rule_api.findings import Fix
 
 
 def _call(torch: str, name: str, *args: cst.BaseExpression) -> cst.Call:

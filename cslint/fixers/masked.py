@@ -25,7 +25,8 @@ import libcst as cst
 
 from cslint.analysis import torch_api as api
 from cslint.analysis.kinds import Tag
-from cslint.rules.base import Fix, RuleContext
+from cslint.rule_api.context import RuleContext
+from cslint.rule_api.findings import Fix
 
 ELEMENTWISE_PREDICATES = frozenset({"isfinite", "isnan", "isinf", "isposinf", "isneginf", "signbit", "bool",
                                     "logical_not"})

@@ -23,10 +23,11 @@ from collections.abc import Sequence
 import libcst as cst
 
 from cslint.analysis import torch_api as api
-from cslint.fixers.host import assignments
+from cslint.fixers.assignments import assignments
 from cslint.analysis.walk import iter_nodes
 from cslint.fixers.where import _call_reason, _condition, _inplace_chain, is_boolean_condition, is_none
-from cslint.rules.base import Fix, RuleContext
+from cslint.rule_api.context import RuleContext
+from cslint.rule_api.findings import Fix
 
 AUGMENTED = {cst.AddAssign: cst.Add, cst.SubtractAssign: cst.Subtract, cst.MultiplyAssign: cst.Multiply,
              cst.DivideAssign: cst.Divide}

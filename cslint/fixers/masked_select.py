@@ -15,7 +15,8 @@ from __future__ import annotations
 import libcst as cst
 
 from cslint.fixers.masked import _atom, _text, is_elementwise_over, is_pure
-from cslint.rules.base import Fix, RuleContext
+from cslint.rule_api.context import RuleContext
+from cslint.rule_api.findings import Fix
 
 
 def masked_select_operands(call: cst.Call, ctx: RuleContext) -> tuple[cst.BaseExpression, cst.BaseExpression] | None:

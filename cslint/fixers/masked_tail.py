@@ -27,7 +27,8 @@ import libcst as cst
 from cslint.fixers.host import assignments
 from cslint.fixers.masked_block import _fresh, _read_root, _side_effect
 from cslint.fixers.where import _condition, is_boolean_condition
-from cslint.rules.base import Fix, RuleContext
+from cslint.rule_api.context import RuleContext
+from cslint.rule_api.findings import Fix
 
 AUGMENTED = {cst.AddAssign: cst.Add, cst.SubtractAssign: cst.Subtract, cst.MultiplyAssign: cst.Multiply,
              cst.DivideAssign: cst.Divide}

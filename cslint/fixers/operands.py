@@ -14,7 +14,8 @@ import libcst as cst
 
 from cslint.analysis.inference import string_value
 from cslint.analysis.torch_api import TORCH_PREFIXES
-from cslint.rules.base import RuleContext
+from cslint.fixers.assignments import assignments
+from cslint.rule_api.context import RuleContext
 
 TENSOR_ATTRIBUTES = frozenset({"grad", "data", "T", "mT"})
 NUMBER_METHODS = frozenset({"conjugate", "is_integer", "as_integer_ratio", "hex", "bit_length", "to_bytes",
@@ -50,8 +51,6 @@ def certainly_tensor(expr: cst.BaseExpression, ctx: RuleContext, _seen: frozense
             return False
         if expr.value in _parameter_loop_names(ctx):
             return True
-        from cslint.fixers.host import assignments
-
         values = assignments(ctx).get(expr.value)
         seen = _seen | {expr.value}
         return bool(values) and all(v is not None and certainly_tensor(v, ctx, seen) for v in values)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from cslint.rules.base import Fix
+from cslint.rule_api.findings import Fix
 
 # Out tensors named by a path: evaluating one has no effect, so moving it before the operands changes nothing.
 _PATHS = (cst.Name, cst.Attribute)

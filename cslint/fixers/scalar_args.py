@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import libcst as cst
 
-from cslint.rules.base import Fix, RuleContext
+from cslint.rule_api.context import RuleContext
 
 # op -> (scalar keyword, index of the positional operand the scale multiplies in the method form;
+
+from cslint.rule_api.findings import Fix
 # the function form `torch.add(x, g, alpha=a)` names the receiver first, so one more)
 FOLDABLE = {
     "add": ("alpha", 0), "add_": ("alpha", 0), "sub": ("alpha", 0), "sub_": ("alpha", 0),

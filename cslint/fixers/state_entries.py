@@ -15,11 +15,13 @@ from __future__ import annotations
 import libcst as cst
 
 from cslint.analysis.imports import dotted_name
-from cslint.fixers.host import assignments, is_zero_dim
+from cslint.fixers.assignments import assignments
+from cslint.fixers.host import is_zero_dim
 from cslint.fixers.preinitialize import _body, _walk, string_key
-from cslint.rules.base import Fix, RuleContext
+from cslint.rule_api.context import RuleContext
 
 # Tensor methods and torch functions whose result has the broadcast shape of their tensor operands.
+from cslint.rule_api.findings import Fix
 ELEMENTWISE = frozenset({"clamp", "clamp_min", "clamp_max", "add", "sub", "mul", "div", "pow", "sqrt", "rsqrt",
                          "abs", "neg", "exp", "log", "where", "logical_or", "logical_and", "logical_not",
                          "maximum", "minimum", "reciprocal", "detach", "clone", "float"})

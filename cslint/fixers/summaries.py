@@ -16,7 +16,8 @@ import libcst as cst
 from cslint.analysis.imports import dotted_name
 from cslint.analysis.kinds import Tag
 from cslint.fixers.host import conversion_receiver, is_zero_dim
-from cslint.rules.base import Fix, RuleContext
+from cslint.rule_api.context import RuleContext
+from cslint.rule_api.findings import Fix
 
 LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "critical", "exception", "log"})
 LOGGING_FUNCTIONS = frozenset({f"logging.{m}" for m in LOG_METHODS} | {"warnings.warn"})

@@ -17,7 +17,8 @@ import libcst as cst
 from cslint.analysis import torch_api as api
 from cslint.analysis.kinds import Tag
 from cslint.fixers.operands import guard_divisions, tensor_operand
-from cslint.rules.base import Fix, RuleContext
+from cslint.rule_api.context import RuleContext
+from cslint.rule_api.findings import Fix
 
 
 PYTHON_DIVISION = ("a division by a value that may be a Python number runs as a float32 tensor division "

@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from cslint import __version__
-from cslint.config import ConfigError, Settings, load_settings
-from cslint.discovery import find_project_root
+from cslint.core.config import ConfigError, Settings, load_settings
+from cslint.engine.discovery import find_project_root
 from cslint.integrations.project_cache import project_report
 from cslint.rules import all_rules
-from cslint.report import INTERNAL_ERROR
-from cslint.runner import SYNTAX_ERROR
+from cslint.core.report import INTERNAL_ERROR
+from cslint.engine.runner import SYNTAX_ERROR
 
 
 class CslintChecker:

@@ -15,12 +15,12 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cslint import baseline
-from cslint.config import Settings
-from cslint.deep_stack import run_with_deep_stack
-from cslint.discovery import collect_files
-from cslint.runner import Diagnostic, Linter, RunResult
-from cslint.selection import enabled_codes, enabled_rules
+from cslint.core import baseline
+from cslint.core.config import Settings
+from cslint.support.deep_stack import run_with_deep_stack
+from cslint.engine.discovery import collect_files
+from cslint.engine.runner import Diagnostic, Linter, RunResult
+from cslint.engine.selection import enabled_codes, enabled_rules
 
 
 @dataclass

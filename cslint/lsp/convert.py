@@ -15,8 +15,8 @@ from typing import Any
 
 from lsprotocol import types
 
-from cslint.line_shifts import line_shifts
-from cslint.report import Diagnostic, chain_function
+from cslint.support.line_shifts import line_shifts
+from cslint.core.report import Diagnostic, chain_function
 
 SOURCE = "cslint"
 
@@ -30,7 +30,7 @@ def lsp_range(d: Diagnostic, lines: list[str], codec: Any) -> types.Range:
 
 def to_lsp(d: Diagnostic, lines: list[str], codec: Any,
            related: list[types.DiagnosticRelatedInformation]) -> types.Diagnostic:
-    from cslint.docs import rule_url
+    from cslint.output.docs import rule_url
     from cslint.rules import rule_by_code
 
     rule = rule_by_code(d.code)

@@ -20,9 +20,9 @@ from cslint.analysis.graph import reachable
 from cslint.analysis.import_scan import scan_imports
 from cslint.analysis.module_names import assign_module_names, defining_module, import_aliases
 from cslint.lsp.notebooks import python_of
-from cslint.notebook import SUFFIX as NOTEBOOK
-from cslint.sources import ReadError, read_regular, text_size
-from cslint.untraced import may_hold_roots
+from cslint.core.notebook import SUFFIX as NOTEBOOK
+from cslint.core.sources import ReadError, read_regular, text_size
+from cslint.engine.untraced import may_hold_roots
 
 
 class Neighbourhood:

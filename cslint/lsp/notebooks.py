@@ -1,5 +1,5 @@
 """Notebooks in the editor: an LSP notebook document (each cell a text document of its own) is linted
-as `cslint check` lints the `.ipynb` file: its code cells as one module (cslint/notebook.py), in its
+as `cslint check` lints the `.ipynb` file: its code cells as one module (cslint/core/notebook.py), in its
 project. The server keeps the notebook as the JSON a file would hold (`notebook_text`), so it is an
 unsaved buffer like any other document, and gives each cell the diagnostics placed in it
 (`by_cell`), with lines counted within the cell; a cell's code actions and hovers are those of the
@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
-from cslint.notebook import Notebook, NotebookError, place_in_cells
-from cslint.report import Diagnostic
+from cslint.core.notebook import Notebook, NotebookError, place_in_cells
+from cslint.core.report import Diagnostic
 
 URI = "cslint-lsp-uri"
 

@@ -35,15 +35,15 @@ from pygls.io_ import StdoutWriter
 from pygls.lsp.server import LanguageServer
 
 from cslint import __version__
-from cslint.deep_stack import RECURSION_LIMIT
+from cslint.support.deep_stack import RECURSION_LIMIT
 from cslint.lsp.collector import Collector
 from cslint.lsp.framing import CHUNK, pumped, serve
 from cslint.lsp.notebooks import by_cell, cell_edits, cells_of, notebook_text, placed_in_cells, python_of
 from cslint.lsp.documents import lean_documents, leading_lines
 from cslint.lsp.convert import SOURCE, hover_text, lsp_range, minimal_edits, related_information, to_lsp
 from cslint.lsp.workspace import Document, Workspace
-from cslint.notebook import Notebook, NotebookError, is_notebook
-from cslint.report import INTERNAL_ERROR, Diagnostic, chain_function
+from cslint.core.notebook import Notebook, NotebookError, is_notebook
+from cslint.core.report import INTERNAL_ERROR, Diagnostic, chain_function
 
 DEBOUNCE_SECONDS = float(os.environ.get("CSLINT_LSP_DEBOUNCE", "0"))
 FIX_ALL = "source.fixAll.cslint"
@@ -569,7 +569,7 @@ def _resolves_edits(ls: CslintServer) -> bool:
 @server.feature(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(
     code_action_kinds=[types.CodeActionKind.QuickFix, FIX_ALL, FIX_ALL_UNSAFE], resolve_provider=True))
 async def code_action(ls: CslintServer, params: types.CodeActionParams) -> list[types.CodeAction]:
-    from cslint.noqa_edit import add_noqa_to_text
+    from cslint.engine.noqa_edit import add_noqa_to_text
 
     uri = params.text_document.uri
     located = _located(ls, uri)

@@ -5,7 +5,7 @@ neighbourhood.py): the open documents of the project that import the edited one 
 their callers as the project's cache last recorded them, and what all of those import. Each document
 is its unsaved text over the files on disk (overlay.py), so an edit to a helper's buffer changes the
 findings of an open file whose `forward` calls it, and the indexes of unchanged files and the parsed
-functions of unchanged text are kept between analyses (`overlay.WarmIndexes`). Settings are read from
+functions of unchanged text are kept between analyses (`analysis/warm.WarmIndexes`). Settings are read from
 the project's pyproject.toml on every analysis (an edited configuration applies at once), with the
 client's initializationOptions on top. When neither names a target, it is inferred from the project's
 files on disk as `cslint check` infers it (target_inference.py), once per project and again after
@@ -27,14 +27,16 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
-from cslint.config import ConfigError, Settings, load_settings, settings_from_table
+from cslint.core.config import ConfigError, Settings, load_settings, settings_from_table
 from cslint.lsp.neighbourhood import Neighbourhood
 from cslint.lsp.notebooks import python_of
-from cslint.notebook import NotebookError, is_notebook
-from cslint.overlay import WarmIndexes, unsaved_buffers, warm_analyses
-from cslint.progress import Progress
-from cslint.report import BUG_HINT, INTERNAL_ERROR, Diagnostic, RunResult
-from cslint.runner import FixChoice
+from cslint.core.notebook import NotebookError, is_notebook
+from cslint.analysis.warm import WarmIndexes, warm_analyses
+from cslint.core.unsaved import unsaved_buffers
+from cslint.support.progress import Progress
+from cslint.core.report import BUG_HINT, INTERNAL_ERROR, Diagnostic
+from cslint.core.run_result import RunResult
+from cslint.engine.runner import FixChoice
 
 _FIELDS = {f.name for f in fields(Settings)}
 TOLD_EVERY = 0.5  # seconds between reports of a background check's progress
@@ -119,9 +121,9 @@ class Workspace:
     def _with_target(self, root: Path, settings: Settings) -> Settings:
         """`settings` with the target inferred from the project's files (unless they name one) and the
         packages it imports, as `cslint check` runs with them."""
-        from cslint.cache import default_cache_dir
-        from cslint.import_memo import ImportMemo
-        from cslint.target_inference import with_inferred_target
+        from cslint.store.cache import default_cache_dir
+        from cslint.store.import_memo import ImportMemo
+        from cslint.engine.target_inference import with_inferred_target
 
         known = self._targets.get(root)
         if known is not None and known[0] == settings:
@@ -185,10 +187,10 @@ class Workspace:
         reached the document when the files on disk were last checked. The cache's record also names
         the files that only share a helper with the document (all of transformers' models share some):
         they are left out, so such a helper is analysed with the documents' arguments alone."""
-        from cslint.deep_stack import run_with_deep_stack
-        from cslint.incremental import TREE_BUDGET_BYTES
-        from cslint.runner import Linter
-        from cslint.selection import enabled_rules
+        from cslint.support.deep_stack import run_with_deep_stack
+        from cslint.engine.incremental import TREE_BUDGET_BYTES
+        from cslint.engine.runner import Linter
+        from cslint.engine.selection import enabled_rules
 
         roots = set(wanted)
         for key in wanted:
@@ -276,7 +278,7 @@ class Workspace:
     def _warm_indexes(self, settings: Settings, root: Path) -> WarmIndexes:
         """The project's indexes kept between analyses under these settings (one set: a settings change
         drops the others)."""
-        from cslint.cache import settings_key
+        from cslint.store.cache import settings_key
 
         key = (root, settings_key(settings, _codes(settings)))
         if key not in self._warm:
@@ -286,7 +288,7 @@ class Workspace:
         return self._warm[key]
 
     def _project_files(self, root: Path, settings: Settings) -> list[Path]:
-        from cslint.discovery import collect_files
+        from cslint.engine.discovery import collect_files
 
         if root not in self._files:
             self._files[root] = collect_files([root], settings) if root.is_dir() else []
@@ -303,7 +305,7 @@ class Workspace:
     def _cache(self, settings: Settings, root: Path) -> Any:
         """The project's cache as it is now, brought up to date with the files on disk in the background
         (as `cslint check` would) when first used and after saves; None without a cache."""
-        from cslint.cache import Cache, default_cache_dir, settings_key
+        from cslint.store.cache import Cache, default_cache_dir, settings_key
 
         if os.environ.get("CSLINT_NO_CACHE"):
             return None
@@ -320,8 +322,8 @@ class Workspace:
         return cache.read_only()
 
     def _update(self, key: tuple[Path, str], settings: Settings, cache: Any) -> None:
-        from cslint.deep_stack import run_with_deep_stack
-        from cslint.incremental import Session
+        from cslint.support.deep_stack import run_with_deep_stack
+        from cslint.engine.incremental import Session
 
         root = key[0]
         try:
@@ -356,13 +358,13 @@ class _Told(Progress):
 
 
 def _cores() -> int:
-    from cslint.cli import available_cores
+    from cslint.support.cores import available_cores
 
     return available_cores()
 
 
 def _codes(settings: Settings) -> list[str]:
-    from cslint.selection import enabled_codes
+    from cslint.engine.selection import enabled_codes
 
     return enabled_codes(settings)
 
@@ -384,7 +386,7 @@ def _under(path: Path, root: Path) -> bool:
 def _not_excluded(documents: dict[Path, Document], settings: Settings) -> dict[Path, Document]:
     """The documents `exclude`/`extend-exclude` leave to be linted: as ruff's server does, an open document
     is held to them as `cslint check --force-exclude` holds a file named to it."""
-    from cslint.check_options import force_excluded
+    from cslint.cli.check_options import force_excluded
 
     return {p: d for p, d in documents.items() if not force_excluded(p, settings)}
 

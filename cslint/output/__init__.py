@@ -6,7 +6,8 @@ import importlib
 from collections.abc import Callable
 
 from cslint.output.style import PLAIN, Style
-from cslint.report import Diagnostic, RunResult
+from cslint.core.report import Diagnostic
+from cslint.core.run_result import RunResult
 
 Formatter = Callable[[RunResult, "FormatOptions"], str]
 

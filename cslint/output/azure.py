@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from cslint.output.escape import escape_text
-from cslint.report import Diagnostic, RunResult
+from cslint.core.report import Diagnostic
+from cslint.core.run_result import RunResult
 
 if TYPE_CHECKING:
     from cslint.output import FormatOptions

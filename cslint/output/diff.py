@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 
-from cslint.report import RunResult
+from cslint.core.run_result import RunResult
 
 
 def render_diff(result: RunResult) -> str:

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from cslint.output.escape import escape_text
 from cslint.output.style import PLAIN, Style
-from cslint.report import RunResult
+from cslint.core.run_result import RunResult
 
 
 def rule_name(code: str) -> str:
-    from cslint.output.text import ENGINE_NAMES
+    from cslint.core.report import ENGINE_NAMES
     from cslint.rules import rule_by_code
 
     rule = rule_by_code(code)

@@ -15,7 +15,9 @@ import json
 import os
 from typing import TYPE_CHECKING, Any
 
-from cslint.report import Diagnostic, RunResult
+from cslint.core.report import Diagnostic
+
+from cslint.core.run_result import RunResult
 
 if TYPE_CHECKING:
     from cslint.output import FormatOptions

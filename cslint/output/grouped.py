@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from cslint.output.escape import escape_text
 from cslint.output.text import _fixable, _summary, fixes_shown
-from cslint.report import RunResult
+from cslint.core.run_result import RunResult
 
 if TYPE_CHECKING:
     from cslint.output import FormatOptions

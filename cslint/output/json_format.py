@@ -6,10 +6,11 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from cslint.output.statistics import statistics_rows
-from cslint.report import Diagnostic, RunResult
+from cslint.core.report import Diagnostic
+from cslint.core.run_result import RunResult
 
 if TYPE_CHECKING:
-    from cslint.graph_break_registry import GraphBreak
+    from cslint.core.graph_break_ids import GraphBreak
     from cslint.output import FormatOptions
 
 

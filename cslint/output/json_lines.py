@@ -6,7 +6,7 @@ import json
 from typing import TYPE_CHECKING
 
 from cslint.output.json_format import diagnostic_dict
-from cslint.report import RunResult
+from cslint.core.run_result import RunResult
 
 if TYPE_CHECKING:
     from cslint.output import FormatOptions

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from cslint.output.escape import escape_text
-from cslint.report import RunResult
+from cslint.core.run_result import RunResult
 
 if TYPE_CHECKING:
     from cslint.output import FormatOptions

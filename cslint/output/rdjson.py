@@ -12,7 +12,9 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from cslint.report import Diagnostic, RunResult
+from cslint.core.report import Diagnostic
+
+from cslint.core.run_result import RunResult
 
 if TYPE_CHECKING:
     from cslint.output import FormatOptions
@@ -21,7 +23,7 @@ SOURCE = {"name": "cslint", "url": "https://github.com/cslint/cslint"}
 
 
 def diagnostic(d: Diagnostic) -> dict[str, Any]:
-    from cslint.docs import rule_url
+    from cslint.output.docs import rule_url
 
     return {
         "message": d.message,

@@ -10,9 +10,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cslint import __version__
-from cslint.docs import DOCS_URL, render_rule, rule_url
+from cslint.output.docs import DOCS_URL, render_rule, rule_url
 from cslint.rules import Rule, all_rules
-from cslint.report import INTERNAL_ERROR, NOT_ANALYSED, SYNTAX_ERROR, Diagnostic, RunResult
+from cslint.core.report import INTERNAL_ERROR, NOT_ANALYSED, SYNTAX_ERROR, Diagnostic
+from cslint.core.run_result import RunResult
 
 if TYPE_CHECKING:
     from cslint.output import FormatOptions

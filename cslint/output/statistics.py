@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from collections import Counter
 
-from cslint.report import INTERNAL_ERROR, SYNTAX_ERROR, RunResult
+from cslint.core.report import INTERNAL_ERROR, SYNTAX_ERROR
+
+from cslint.core.run_result import RunResult
 
 
 def statistics_rows(result: RunResult) -> list[tuple[str, str, int, bool]]:

@@ -7,13 +7,13 @@ from typing import TYPE_CHECKING
 from cslint.output.escape import escape_text
 from cslint.output.statistics import statistics_rows
 from cslint.output.style import PLAIN, Style
-from cslint.report import Diagnostic, RunResult
+from cslint.core.report import Diagnostic
+from cslint.core.run_result import RunResult
 
 if TYPE_CHECKING:
     from cslint.output import FormatOptions
 
 
-ENGINE_NAMES = {"WSC001": "syntax-error", "WSC002": "internal-error", "WSC004": "not-analysed"}
 
 
 def _fixable(d: Diagnostic, unsafe: bool) -> bool:
@@ -80,7 +80,7 @@ def _summary(result: RunResult, options: FormatOptions) -> list[str]:
     elif not result.errors:
         lines.append(f"All checks passed ({result.files_checked} files).")
     if result.baseline is not None:
-        from cslint.baseline import summary
+        from cslint.core.baseline import summary
 
         lines.append(summary(result.baseline))
     return lines

@@ -6,7 +6,9 @@ import importlib
 import pkgutil
 from functools import cache
 
-from cslint.rules.base import Example, Finding, Fix, Rule, RuleContext
+from cslint.rule_api.context import RuleContext
+from cslint.rule_api.findings import Finding, Fix
+from cslint.rules.base import Example, Rule
 
 __all__ = ["Example", "Finding", "Fix", "Rule", "RuleContext", "all_rules", "rule_by_code"]
 

@@ -11,7 +11,9 @@ from cslint.fixers.masked_block import masked_block
 from cslint.fixers.first_match import first_match
 from cslint.fixers.masked_tail import early_return
 from cslint.fixers.where import if_to_where, ifexp_to_where, inplace_if_to_where
-from cslint.rules.base import Fix, Rule, RuleContext
+from cslint.rule_api.context import RuleContext
+from cslint.rule_api.findings import Fix
+from cslint.rules.base import Rule
 
 FROZEN = "the first step's branch is frozen into the graph"
 UNROLLED = "unrolled to the first step's count"

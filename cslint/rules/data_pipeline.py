@@ -9,9 +9,10 @@ from __future__ import annotations
 import libcst as cst
 
 from cslint.analysis.data_pipeline import HF_TRAINING_ARGUMENTS, Loader, Pipeline, is_literal, keyword, pipeline
-from cslint.rules.base import Fix, Rule
+from cslint.rule_api.findings import Fix
 
 # The consequence of a new input shape on each target, in one sentence.
+from cslint.rules.base import Rule
 CONSEQUENCES = {
     "wsc": "each new batch shape is a new compile on the wafer (minutes, or a failure)",
     "xla": "each new batch shape is a new XLA graph compile",

@@ -7,7 +7,8 @@ import libcst as cst
 from cslint.analysis.device_guards import which_branch
 from cslint.analysis.kinds import Tag
 from cslint.fixers.dtypes import double_method_fix, dtype_attribute_fix, python_float_dtype_fix
-from cslint.rules.base import Rule, RuleContext
+from cslint.rule_api.context import RuleContext
+from cslint.rules.base import Rule
 
 SUPPORTED = "WSC computes in float32 and bfloat16/float16"
 FLOAT64_NAMES = frozenset({"torch.float64", "torch.double", "torch.DoubleTensor", "torch.cuda.DoubleTensor"})

@@ -12,8 +12,10 @@ from cslint.analysis.dynamo_config import DYNAMIC_OUTPUT_SHAPES
 from cslint.analysis.libraries import SHAPE
 from cslint.fixers.masked import masked_reduction_fix, masked_store_fix
 from cslint.fixers.masked_select import masked_select_reduction_fix
-from cslint.rules.base import Fix, Rule, RuleContext
-from cslint.targets import get_target
+from cslint.rule_api.context import RuleContext
+from cslint.rule_api.findings import Fix
+from cslint.rules.base import Rule
+from cslint.core.targets import get_target
 
 FIXED_SHAPE = "a static graph needs shapes known before the data"
 SHAPE_ADVICE = {"xla": "a value-dependent shape recompiles the XLA graph; use `torch._check` or a static bound.",

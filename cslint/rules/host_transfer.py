@@ -13,7 +13,8 @@ from cslint.fixers.host import (
     keep_bookkeeping_on_device, keep_tensor_name, math_to_torch,
 )
 from cslint.fixers.summaries import log_call_kind
-from cslint.rules.base import Rule, RuleContext
+from cslint.rule_api.context import RuleContext
+from cslint.rules.base import Rule
 from cslint.analysis.walk import visit
 
 NO_VALUE = "no value while tracing"

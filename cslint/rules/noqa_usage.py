@@ -19,8 +19,9 @@ from dataclasses import dataclass
 import libcst as cst
 from libcst.metadata import CodeRange
 
-from cslint.noqa import NOQA
-from cslint.rules.base import Fix, Rule
+from cslint.core.noqa import NOQA
+from cslint.rule_api.findings import Fix
+from cslint.rules.base import Rule
 
 UNUSED_NOQA = "WSC003"
 OWN_PREFIX = "WSC"

@@ -15,7 +15,9 @@ from cslint.fixers.preinitialize import (
     none_test_name, preinitialize_fix, state_aliases, state_writes, string_key,
 )
 from cslint.fixers.state_entries import preinitialized_entry
-from cslint.rules.base import Fix, Rule, RuleContext
+from cslint.rule_api.context import RuleContext
+from cslint.rule_api.findings import Fix
+from cslint.rules.base import Rule
 
 NO_IDENTITY = "the trace re-creates it every step"
 

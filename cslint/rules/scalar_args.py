@@ -10,8 +10,9 @@ from cslint.analysis.number_params import NUMBER_PARAMS
 from cslint.analysis.walk import bound_names
 from cslint.fixers.out_argument import copy_into_out
 from cslint.fixers.scalar_args import POSITIONAL_FILL, fill_from_zeros, fold_scalar_argument
-from cslint.rules.base import Rule, RuleContext
-from cslint.targets import get_target
+from cslint.rule_api.context import RuleContext
+from cslint.rules.base import Rule
+from cslint.core.targets import get_target
 
 
 def _operator_name(call: cst.Call, ctx: RuleContext) -> tuple[str, bool] | None:

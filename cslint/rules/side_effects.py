@@ -13,9 +13,10 @@ from cslint.analysis.inference import path_key, string_value
 from cslint.analysis.kinds import Tag
 from cslint.fixers.buffers import counter_to_buffer
 from cslint.fixers.summaries import data_dependent_parts, log_call_kind, report_through_summaries
-from cslint.rules.base import Rule, RuleContext
+from cslint.rule_api.context import RuleContext
+from cslint.rules.base import Rule
 from cslint.rules.optimizer_state import made_by_first_step, python_counter
-from cslint.targets import get_target
+from cslint.core.targets import get_target
 from cslint.analysis.walk import child_nodes, iter_nodes, visit
 
 ONCE = "runs once, at trace time, not every step"

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import libcst as cst
 
-from cslint.rules.base import Rule, RuleContext
+from cslint.rule_api.context import RuleContext
 
 # torch functions whose positional arguments (or `size=`) are sizes or bounds.
+
+from cslint.rules.base import Rule
 SIZE_FUNCTIONS = frozenset({
     "torch.arange", "torch.range", "torch.zeros", "torch.ones", "torch.empty", "torch.full", "torch.rand",
     "torch.randn", "torch.randint", "torch.randperm", "torch.eye", "torch.linspace", "torch.logspace",

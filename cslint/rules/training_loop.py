@@ -7,7 +7,9 @@ import libcst as cst
 from cslint.analysis.inference import path_key
 from cslint.analysis.kinds import Tag
 from cslint.analysis.step_functions import GRAD_SCALER_CLASSES
-from cslint.rules.base import Fix, Rule, RuleContext
+from cslint.rule_api.context import RuleContext
+from cslint.rule_api.findings import Fix
+from cslint.rules.base import Rule
 
 TORCH_GRAD_SCALERS = frozenset(c for c in GRAD_SCALER_CLASSES if c.startswith("torch."))
 TORCH_LR_SCHEDULERS = "torch.optim.lr_scheduler."

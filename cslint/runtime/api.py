@@ -15,7 +15,7 @@ import sys
 import threading
 from typing import IO
 
-from cslint.install_hint import install_hint
+from cslint.support.install_hint import install_hint
 from cslint.runtime.findings import COMPLETE, RUNNING, TIMED_OUT, RuntimeReport, stopped
 
 INSTALL_HINT = ("the runtime checker needs PyTorch: install a CPU build of torch first (see docs/install.md), then "
@@ -78,7 +78,7 @@ def check(target: str, backends: tuple[str, ...] = ("lazy", "dynamo"), *, timeou
         from cslint.runtime.worker import execute
 
         return execute(target, backends, outputs, progress, compiled_backends=compiled_backends)
-    from cslint.scratch import scratch_directory
+    from cslint.support.scratch import scratch_directory
 
     with scratch_directory("cslint-runtime-") as scratch:
         result_path = os.path.join(scratch, "report.json")

@@ -73,9 +73,9 @@ Key = tuple[str, int, str]  # (path, line, rule family)
 
 def compare_with_static(report: RuntimeReport) -> Comparison:
     """Match by file, line and family: the runtime names the family, the static rule the exact shape."""
-    from cslint.config import load_settings
-    from cslint.runner import Linter
-    from cslint.selection import enabled_rules
+    from cslint.core.config import load_settings
+    from cslint.engine.runner import Linter
+    from cslint.engine.selection import enabled_rules
 
     files = {Path(f.path) for f in report.findings if Path(f.path).is_file()}
     location, _ = split_target(report.target)

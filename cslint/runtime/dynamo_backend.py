@@ -19,7 +19,7 @@ from typing import Any
 import torch
 import torch._dynamo
 
-from cslint import graph_break_registry
+from cslint.engine import graph_break_registry
 from cslint.runtime.classify import (
     Classified, called_name, classify_guard_line, classify_line, enclosing_if, guard_origin,
     sets_backend_flags,

@@ -98,7 +98,7 @@ def batches_from(loader: Any, device: str, fallback: tuple[str, int] | None) -> 
     count = 0
     for count, batch in enumerate(loader, start=1):
         if count > MAX_BATCHES:
-            from cslint.runtime.targets import TargetError
+            from cslint.runtime.errors import TargetError
 
             raise TargetError(f"the loader yielded more than {MAX_BATCHES} batches (an endless stream?): the "
                               "checker reads the whole loader to see its last batch; give it one over a small "

@@ -20,9 +20,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-
-class TargetError(Exception):
-    """The target cannot be loaded or its factory returns something the checker cannot run."""
+from cslint.runtime.errors import TargetError
 
 
 @dataclass

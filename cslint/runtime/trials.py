@@ -13,10 +13,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cslint.fixed import FixedFinding, fixed_findings
-from cslint.report import Diagnostic, RunResult
+from cslint.engine.fixed import FixedFinding, fixed_findings
+from cslint.core.report import Diagnostic
+from cslint.core.run_result import RunResult
 from cslint.runtime.findings import RuntimeReport
-from cslint.sources import SourceFile
+from cslint.core.sources import SourceFile
 
 FixChooser = Callable[[Callable[[Diagnostic], bool]], RunResult]  # lint again, applying the chosen fixes only
 Runner = Callable[[dict[str, str], str], list[RuntimeReport]]  # (relative path -> text, what it is) -> reports

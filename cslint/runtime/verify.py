@@ -27,18 +27,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cslint.config import Settings
-from cslint.fixed import FixedFinding, fixed_findings, original_lines
-from cslint.report import RunResult
+from cslint.core.config import Settings
+from cslint.engine.fixed import FixedFinding, fixed_findings, original_lines
+from cslint.core.run_result import RunResult
 from cslint.runtime.api import INSTALL_HINT, check, torch_available
 from cslint.runtime.compare import block_ends
 from cslint.runtime.failures import cause_lines, error_lines, indented
 from cslint.runtime.findings import RuntimeFinding, RuntimeReport
 from cslint.runtime.targets import TargetError, split_target
 from cslint.runtime.trials import FixChooser, Trial, TrialError, Trials, verified
-from cslint.scratch import scratch_directory
-from cslint.sources import SourceFile, content_hash, safe_resolve
-from cslint.targets import get_target
+from cslint.support.scratch import scratch_directory
+from cslint.core.sources import SourceFile, content_hash, safe_resolve
+from cslint.core.targets import get_target
 
 NOT_COPIED = (".git", ".hg", ".svn", ".venv", "venv", "__pycache__", ".tox", ".nox", ".mypy_cache",
               ".ruff_cache", ".pytest_cache", ".cslint_cache", "node_modules", "*.egg-info")

@@ -7,8 +7,9 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from cslint.config import ConfigError
-from cslint.report import Diagnostic, RunResult
+from cslint.core.config import ConfigError
+from cslint.core.report import Diagnostic
+from cslint.core.run_result import RunResult
 from cslint.runtime_logs.match import LogReport, match
 from cslint.runtime_logs.read import LogError, read_logs
 
@@ -21,7 +22,7 @@ def lint_with_logs(logs: list[Path], lint: Callable[..., RunResult], files: list
         raise ConfigError(str(exc)) from None
     result = lint(files, False)
     if target == "compile":  # the ids the log's breaks carry, to compare
-        from cslint.graph_break_registry import attach
+        from cslint.engine.graph_break_registry import attach
 
         attach(result.diagnostics, python)
     report = match(events, result.diagnostics, files)

@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cslint.report import Diagnostic
+from cslint.core.report import Diagnostic
 from cslint.runtime_logs.events import Frame, RuntimeEvent
 
 

@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from cslint.output.escape import escape_text
-from cslint.report import Diagnostic
+from cslint.core.report import Diagnostic
 from cslint.runtime_logs.match import LogReport, Matched
 
 RUN_WIDE_SHOWN = 10  # a run-wide counter lists the static findings of its family, at most this many in text

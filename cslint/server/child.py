@@ -17,8 +17,8 @@ import threading
 from contextlib import suppress
 from typing import Any, NoReturn
 
-from cslint import deferred
-from cslint.isolation import keep_repository_off_path
+from cslint.support import deferred
+from cslint.support.isolation import keep_repository_off_path
 from cslint.server.client import GO
 
 GO_SECONDS = 10.0  # a client that has not said go by then has given up
@@ -137,7 +137,7 @@ def _lower(a: int, b: int) -> int:
 
 def _tell_server(fd: int) -> None:
     """Which cache files this run read (and wrote): the server reads them ahead for the next run."""
-    from cslint.cache import loaded_paths
+    from cslint.store.cache import loaded_paths
 
     lines = "".join(f"{path}\n" for path in dict.fromkeys(loaded_paths))
     if lines:
@@ -145,7 +145,7 @@ def _tell_server(fd: int) -> None:
 
 
 def _run(argv: list[str]) -> int:
-    from cslint.cli import main
+    from cslint.cli.main import main
 
     try:
         return main([str(a) for a in argv])

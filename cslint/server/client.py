@@ -19,7 +19,7 @@ import sys
 import time
 from typing import Any
 
-from cslint.isolation import python_command
+from cslint.support.isolation import python_command
 from cslint.server.address import private_directory, server_directory, socket_path
 
 HEADER_BYTES = 8

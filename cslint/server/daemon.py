@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from cslint.isolation import keep_repository_off_path
+from cslint.support.isolation import keep_repository_off_path
 from cslint.server.address import private_directory
 from cslint.server.client import HEADER_BYTES
 
@@ -55,19 +55,19 @@ def preload() -> None:
     """Everything a check imports, so a forked child starts warm."""
     import libcst
 
-    import cslint.cli
-    import cslint.deep_stack
-    import cslint.discovery
-    import cslint.docs
+    import cslint.cli.main
+    import cslint.support.deep_stack
+    import cslint.engine.discovery
+    import cslint.output.docs
     import cslint.fixers.apply
-    import cslint.incremental
-    import cslint.runner
+    import cslint.engine.incremental
+    import cslint.engine.runner
     import cslint.server.child
-    import cslint.target_inference
-    import cslint.tree_memo  # noqa: F401
+    import cslint.engine.target_inference
+    import cslint.store.tree_memo  # noqa: F401
     from cslint.analysis.library_env import environment_for
-    from cslint.config import DEFAULT_EXCLUDES
-    from cslint.discovery import Excluder
+    from cslint.core.config import DEFAULT_EXCLUDES
+    from cslint.engine.discovery import Excluder
     from cslint.output import FORMATS, RENDERERS
     from cslint.rules import all_rules
 
@@ -81,9 +81,9 @@ def preload() -> None:
 
 
 def preload_caches(paths: set[str]) -> None:
-    from cslint.cache import preload
-    from cslint.import_memo import preload as preload_import_memo
-    from cslint.tree_memo import preload as preload_tree_memo
+    from cslint.store.cache import preload
+    from cslint.store.import_memo import preload as preload_import_memo
+    from cslint.store.tree_memo import preload as preload_tree_memo
 
     for path in sorted(paths):
         preload(path)

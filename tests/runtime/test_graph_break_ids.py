@@ -15,7 +15,7 @@ import pytest
 
 pytest.importorskip("torch")
 
-from cslint.cli import main  # noqa: E402
+from cslint.cli.main import main  # noqa: E402
 from cslint.runtime import check  # noqa: E402
 
 STEP = Path(__file__).parent / "targets" / "graph_breaks.py"

@@ -177,7 +177,7 @@ def test_without_torch_runtime_says_how_to_install(monkeypatch: pytest.MonkeyPat
 
 
 def test_importing_the_cli_does_not_import_torch() -> None:
-    code = "import sys, cslint.cli, cslint.runtime, cslint.runtime.cli, cslint.runtime.verify; " \
+    code = "import sys, cslint.cli.main, cslint.runtime, cslint.runtime.cli, cslint.runtime.verify; " \
            "print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"

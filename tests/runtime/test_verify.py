@@ -17,7 +17,7 @@ import pytest
 
 pytest.importorskip("torch")
 
-from cslint.cli import main as cslint_main  # noqa: E402
+from cslint.cli.main import main as cslint_main  # noqa: E402
 from cslint.runtime import RuntimeReport, check  # noqa: E402
 from cslint.runtime.verify import incomplete, original_lines, outputs_differ  # noqa: E402
 from cslint.runtime.findings import COMPLETE, TIMED_OUT, stopped  # noqa: E402
@@ -308,7 +308,7 @@ def test_scratch_of_a_killed_verify_is_removed_by_the_next_run(tmp_path: Path) -
     project, waiting, env = _waiting_project(tmp_path)
     scratch = Path(env["TMPDIR"])
     killed = _start_verify(project, waiting, env)
-    live = subprocess.Popen([sys.executable, "-c", "import time; from cslint.scratch import scratch_directory\n"
+    live = subprocess.Popen([sys.executable, "-c", "import time; from cslint.support.scratch import scratch_directory\n"
                              "with scratch_directory('cslint-runtime-') as path:\n"
                              "    print(path, flush=True); time.sleep(60)"],
                             env=env, stdout=subprocess.PIPE, text=True)

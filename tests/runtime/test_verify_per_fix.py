@@ -17,17 +17,18 @@ import pytest
 
 pytest.importorskip("torch")
 
-from cslint.cli import main as cslint_main  # noqa: E402
-from cslint.config import Settings  # noqa: E402
-from cslint.fixed import FixedFinding  # noqa: E402
-from cslint.report import Diagnostic, RunResult  # noqa: E402
+from cslint.cli.main import main as cslint_main  # noqa: E402
+from cslint.core.config import Settings  # noqa: E402
+from cslint.engine.fixed import FixedFinding  # noqa: E402
+from cslint.core.report import Diagnostic  # noqa: E402
+from cslint.core.run_result import RunResult
 from cslint.runtime import RuntimeReport, check  # noqa: E402
 from cslint.runtime.cli import render_text  # noqa: E402
 from cslint.runtime.findings import COMPLETE, stopped  # noqa: E402
 from cslint.runtime.trials import Trials, verified  # noqa: E402
 from cslint.runtime.findings import RuntimeFinding  # noqa: E402
 from cslint.runtime.verify import backends_for, incomplete, new_problems  # noqa: E402
-from cslint.sources import SourceFile  # noqa: E402
+from cslint.core.sources import SourceFile  # noqa: E402
 
 GATE = textwrap.dedent('''
     import torch

@@ -1,0 +1,1 @@
+"""The command line: argument parsing, `cslint check` and the other subcommands."""

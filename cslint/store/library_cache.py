@@ -1,0 +1,129 @@
+"""Summaries of installed libraries' functions (analysis/libraries.py), kept in the cache directory.
+
+One file per distribution and version (`v<cslint>-lib-<name>-<version>.json`): upgrading a library starts
+its summaries afresh, and a summary that used another distribution's code records which version it read
+(the analysis checks it is still the one installed). Files are kept as cslint/store/memo_file.py keeps memos
+beside the cache; one that cannot be read is an empty one.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from cslint import __version__
+
+from cslint.store import memo_file
+from cslint.analysis.kinds import BOOL_TENSOR, DYN_TENSOR, HOST, MODULE, STATIC, TENSOR, UNKNOWN, Kind, Tag
+from cslint.analysis.call_depth import Reach
+from cslint.analysis.library_env import Effect, Summary
+
+# 6: summaries follow the Nones a call passes (none_arguments.py); 5: kinds say when a tensor is a mask (bool
+# dtype); 4: a summary says how deep it went and what it asked (call_depth.py); 3: HOST_LIST returns
+FORMAT = 6
+
+
+_active: LibraryCache | None = None
+
+
+def active() -> LibraryCache | None:
+    """The store of the run in progress (set by the command line when the cache is used)."""
+    return _active
+
+
+def use(store: LibraryCache | None) -> None:
+    global _active
+    _active = store
+
+
+class LibraryCache:
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self._files: dict[tuple[str, str], dict[str, Any]] = {}
+        self._changed: set[tuple[str, str]] = set()
+
+    def file_name(self, distribution: tuple[str, str]) -> str:
+        name, version = (re.sub(r"[^\w.+!-]", "_", part) for part in distribution)
+        return f"v{__version__}-lib-{name}-{version}.json"
+
+    def _entries(self, distribution: tuple[str, str]) -> dict[str, Any]:
+        entries = self._files.get(distribution)
+        if entries is None:
+            entries = self._files[distribution] = self._read(distribution)
+        return entries
+
+    def _read(self, distribution: tuple[str, str]) -> dict[str, Any]:
+        return dict(memo_file.read(self.directory, self.file_name(distribution), _summaries) or {})
+
+    def get(self, distribution: tuple[str, str], key: str) -> Summary | None:
+        raw = self._entries(distribution).get(key)
+        if raw is None:
+            return None
+        try:
+            return _summary(raw)
+        except (KeyError, TypeError, ValueError):  # damaged: worked out again, and rewritten
+            return None
+
+    def put(self, distribution: tuple[str, str], key: str, summary: Summary) -> None:
+        self._entries(distribution)[key] = _summary_json(summary)
+        self._changed.add(distribution)
+
+    def save(self) -> None:
+        """Writes the distributions with new summaries, with what other processes (the workers of a
+        `-j` run) wrote there since this one read it."""
+        for distribution in sorted(self._changed):
+            ours = self._files[distribution]
+            memo_file.update(self.directory, self.file_name(distribution), _summaries,
+                             lambda theirs, ours=ours: {"format": FORMAT, "summaries": {**(theirs or {}), **ours}})
+        self._changed.clear()
+
+
+def _summaries(data: Any) -> dict[str, Any]:
+    if isinstance(data, dict) and data.get("format") == FORMAT and isinstance(data.get("summaries"), dict):
+        return data["summaries"]
+    return {}
+
+
+def _kind_json(kind: Kind) -> Any:
+    out: dict[str, Any] = {"t": int(kind.tag)}
+    if kind.dynamic_shape:
+        out["d"] = True
+    if kind.role:
+        out["r"] = kind.role
+    if kind.cls:
+        out["c"] = kind.cls
+    if kind.elem is not None:
+        out["e"] = _kind_json(kind.elem)
+    if kind.items is not None:
+        out["i"] = [_kind_json(k) for k in kind.items]
+    if kind.rank is not None:
+        out["n"] = kind.rank
+    if kind.boolean:
+        out["b"] = True
+    return out
+
+
+_COMMON = {kind: kind for kind in (STATIC, UNKNOWN, HOST, TENSOR, DYN_TENSOR, BOOL_TENSOR, MODULE)}
+
+
+def _kind(raw: Any) -> Kind:
+    kind = Kind(Tag(raw["t"]), dynamic_shape=bool(raw.get("d", False)), role=str(raw.get("r", "")),
+                cls=str(raw.get("c", "")), elem=_kind(raw["e"]) if "e" in raw else None,
+                items=tuple(_kind(k) for k in raw["i"]) if "i" in raw else None,
+                rank=int(raw["n"]) if "n" in raw else None, boolean=bool(raw.get("b", False)))
+    return _COMMON.get(kind, kind)
+
+
+def _summary_json(summary: Summary) -> Any:
+    assert summary.reach is not None
+    return {"returns": _kind_json(summary.returns), "uses": list(summary.uses),
+            "effects": [[e.what, e.text, list(e.via), e.path, e.line] for e in summary.effects],
+            "height": summary.reach.height, "asked": sorted(map(str, summary.reach.asked))}
+
+
+def _summary(raw: Any) -> Summary:
+    effects = tuple(Effect(str(what), str(text), tuple(map(str, via)), str(path), int(line))
+                    for what, text, via, path, line in raw["effects"])
+    reach = Reach(int(raw["height"]), frozenset(map(str, raw["asked"]))) if "height" in raw else None
+    return Summary(_kind(raw["returns"]), effects, tuple(map(str, raw["uses"])), reach)

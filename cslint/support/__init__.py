@@ -1,0 +1,1 @@
+"""Support: process, memory, interrupts, profiling, progress and budgets; nothing about linting."""
