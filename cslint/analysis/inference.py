@@ -30,7 +30,7 @@ from cslint.analysis.walk import iter_nodes
 from cslint.analysis.tracing_guards import DYNAMO, LAZY, Guards, guard_text
 
 if TYPE_CHECKING:
-    from cslint.analysis.libraries import Summary
+    from cslint.analysis.library_env import Summary
 
 Env = dict[str, Kind]
 

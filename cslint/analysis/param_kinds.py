@@ -14,7 +14,7 @@ from cslint.analysis.inference import _all_params, _first_param, annotation_kind
 from cslint.analysis.kinds import HOST, STATIC, TENSOR, UNKNOWN, Kind, Tag, as_boolean, obj, sequence_of, tuple_of
 from cslint.analysis.param_uses import param_uses
 from cslint.analysis.project import Project
-from cslint.analysis.step_functions import apply_step_params
+from cslint.analysis.step_params import apply_step_params
 
 if TYPE_CHECKING:
     from cslint.analysis.inference import ProjectOracle

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 import libcst as cst
 
@@ -11,7 +11,22 @@ from cslint.analysis.index import ClassInfo, FunctionInfo, ModuleInfo
 from cslint.analysis.walk import iter_nodes
 
 if TYPE_CHECKING:
-    from cslint.analysis.libraries import Libraries
+    from cslint.analysis.kinds import Kind
+    from cslint.analysis.library_env import Summary
+
+class InstalledLibraries(Protocol):
+    """What the analysis asks of the installed libraries' functions (analysis/libraries.Libraries, which
+    analyses them with the analysis itself: the project only holds it)."""
+
+    project: Project
+    store: Any
+
+    def lookup(self, qualified: str) -> FunctionInfo | ClassInfo | ModuleInfo | None: ...
+
+    def instance_kind(self, cls: ClassInfo) -> Kind: ...
+
+    def summary(self, func: FunctionInfo, given: dict[str, Kind], tracer: str | None) -> Summary: ...
+
 
 # Bases outside the linted tree whose subclasses are nn.Modules / optimizers.
 MODULE_BASE_PREFIXES = ("torch.nn.", "cerebras.pytorch.nn.")
@@ -114,7 +129,7 @@ class Project:
         self._subclasses: dict[str, list[ClassInfo]] | None = None
         self._overrides: dict[tuple[str, str], tuple[FunctionInfo, ...]] = {}
         # installed libraries whose functions traced code calls (analysis/libraries.py); None: not looked in
-        self.libraries: Libraries | None = None
+        self.libraries: InstalledLibraries | None = None
 
     def module_names(self) -> list[str]:
         """The names of the project's modules in its order (with a `LazyModules`, also those that turn

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import libcst as cst
 
@@ -31,11 +30,8 @@ from cslint.analysis import torch_api as api
 from cslint.analysis.bindings import Binding, Value, cst_bindings, cst_value
 from cslint.analysis.imports import dotted_name
 from cslint.analysis.index import ClassInfo, FunctionInfo, ModuleInfo
-from cslint.analysis.kinds import MODULE, STATIC, TENSOR, UNKNOWN, Kind, Tag, obj, sequence_of
+from cslint.analysis.kinds import MODULE, STATIC, TENSOR, Kind, Tag, obj, sequence_of
 from cslint.analysis.project import Project
-
-if TYPE_CHECKING:
-    from cslint.analysis.traced import TracedFunction
 
 # Calls that return the model they are given (compiled or moved, still the same forward).
 MODEL_WRAPPERS = frozenset({"torch.compile", "cerebras.pytorch.compile", "torch_xla.compile"})
@@ -217,34 +213,6 @@ def step_param_kind(project: Project, func: FunctionInfo, param: cst.Param, defa
     if conventional is not None:
         return conventional
     return TENSOR if param.annotation is not None else fallback
-
-
-def apply_step_params(project: Project, func: FunctionInfo, params: dict[str, Kind]) -> None:
-    """Refine the root parameter kinds of a `@cstorch.trace` step function in place. For a training
-    loop's body (`LoopStep`), also bind what its names hold when it starts."""
-    from cslint.analysis.xla_loops import LoopStep, loop_step_seeds  # xla_loops builds on this module
-
-    if not is_step_function(func):
-        return
-    fallback = UNKNOWN if isinstance(func, LoopStep) else TENSOR
-    p = func.node.params
-    for param in (*p.posonly_params, *p.params, *p.kwonly_params):
-        name = param.name.value
-        if name in params:
-            params[name] = step_param_kind(project, func, param, params[name], fallback)
-    if isinstance(func, LoopStep):
-        params.update(loop_step_seeds(project, func, params))
-
-
-def adopt_into_step(caller: TracedFunction, callee: TracedFunction) -> None:
-    """A root found by its class (`Net.forward`, `AdamW.step`) that a step function reaches becomes that
-    step's callee, so its findings say `training_step -> Net.forward`. Its parameters stay those of a root."""
-    if callee.parent is not None or callee is caller or not is_step_function(caller.root.func):
-        return
-    if callee.func.qualname in caller.chain:
-        return
-    callee.parent = caller
-    callee.reason = f"called from {caller.func.display_name}"
 
 
 def conventional_kind(name: str) -> Kind | None:

@@ -30,7 +30,7 @@ from cslint.analysis.param_kinds import (
 from cslint.analysis.platforms import platform_roots
 from cslint.analysis.project import Project
 from cslint.analysis.ranks import declared_scalar
-from cslint.analysis.step_functions import adopt_into_step
+from cslint.analysis.step_functions import is_step_function
 from cslint.analysis.tracing_guards import DYNAMO, Guards
 from cslint.analysis.xla_loops import mark_step_loop_roots
 
@@ -459,3 +459,14 @@ def _ends(nodes: set[str], callees: dict[str, set[str]], callers: dict[str, dict
         return nodes - gone
 
     return {n for n in nodes if not callees.get(n)} | (stripped(callees, callers) & stripped(callers, callees))
+
+
+def adopt_into_step(caller: TracedFunction, callee: TracedFunction) -> None:
+    """A root found by its class (`Net.forward`, `AdamW.step`) that a step function reaches becomes that
+    step's callee, so its findings say `training_step -> Net.forward`. Its parameters stay those of a root."""
+    if callee.parent is not None or callee is caller or not is_step_function(caller.root.func):
+        return
+    if callee.func.qualname in caller.chain:
+        return
+    callee.parent = caller
+    callee.reason = f"called from {caller.func.display_name}"
