@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 RULES_DIR = Path(__file__).resolve().parent / "rules"
-CODES_FILE = Path(__file__).resolve().parent.parent / "cslint" / "rule_codes.py"
+CODES_FILE = Path(__file__).resolve().parent.parent / "cslint" / "core" / "rule_codes.py"
 
 
 def expected_codes_module() -> str:

@@ -36,7 +36,7 @@ def cslint(*args: str, cwd: Path, workers: bool = False) -> tuple[int, str, str,
     """`cslint check --no-cache ARGS`; with `workers`, two worker processes however small the project."""
     argv = ["check", "--no-cache", "--output-format", "concise", *args]
     if workers:
-        code = ("import sys\nfrom cslint import incremental\nincremental.MIN_PARALLEL_BYTES = 0\n"
+        code = ("import sys\nfrom cslint.engine import incremental\nincremental.MIN_PARALLEL_BYTES = 0\n"
                 f"from cslint.cli.main import main\nsys.exit(main({argv + ['-j', '2']!r}))")
         return run([sys.executable, "-c", code], cwd)
     return run([str(Path(sys.executable).parent / "cslint"), *argv], cwd)

@@ -83,7 +83,7 @@ def test_the_installed_registry_is_read_without_importing_torch() -> None:
     import subprocess
     import sys
 
-    code = ("import sys; from cslint import graph_break_registry as g; r = g.load(None); "
+    code = ("import sys; from cslint.engine import graph_break_registry as g; r = g.load(None); "
             "print(r.source, len(r.entries), 'torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out[0].endswith(os.path.join("torch", "_dynamo", "graph_break_registry.json"))
