@@ -161,7 +161,7 @@ def test_fix_writes_a_linked_file_once_and_keeps_the_link(linked: Path, named: l
 def test_fix_of_a_link_and_its_target_in_one_run_writes_the_file_once(linked: Path) -> None:
     """Both names changed in one run (as an analysis that fixes each reported path would give them): the
     file is written once, and the second name is neither an error nor a second write."""
-    from cslint.cli.main import _write_fixes
+    from cslint.engine.fix_writing import write_fixes
     from cslint.core.run_result import RunResult
 
     sources = [read_source(linked / name) for name in ("link.py", "m.py")]
@@ -169,6 +169,6 @@ def test_fix_of_a_link_and_its_target_in_one_run_writes_the_file_once(linked: Pa
         source.text = BAD.replace("        if x.max() > 0:\n            y = x * 2\n        else:\n            y = x\n",
                                   FIXED_LINE + "\n")
     result = RunResult(changed_files=sources)
-    _write_fixes(result, lambda *_: RunResult(), [], False, [linked])
+    write_fixes(result, lambda *_: RunResult(), [], False, [linked])
     assert result.errors == []
     assert (linked / "m.py").read_text() == sources[0].text and (linked / "link.py").is_symlink()

@@ -233,9 +233,9 @@ from pathlib import Path
 
 hold = os.environ.get("CSLINT_TEST_HOLD")
 if hold:
-    import cslint.cli.main
+    import cslint.engine.fix_writing
 
-    write_fixes = cslint.cli.main._write_fixes
+    write_fixes = cslint.engine.fix_writing.write_fixes
 
     def held(*args, **kwargs):
         Path(hold, "reached").write_text(str(os.getpid()))
@@ -243,7 +243,7 @@ if hold:
             time.sleep(0.02)
         return write_fixes(*args, **kwargs)
 
-    cslint.cli.main._write_fixes = held
+    cslint.engine.fix_writing.write_fixes = held
 """
 
 

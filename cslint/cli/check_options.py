@@ -1,5 +1,5 @@
-"""What `cslint check`'s flags mean together: combinations that make no sense, `--force-exclude`,
-`--show-files`, `--show-settings`, and warnings about paths and `--trace-roots` that select nothing."""
+"""What `cslint check`'s flags mean together: combinations that make no sense, `--show-files`,
+`--show-settings`, and warnings about paths and `--trace-roots` that select nothing."""
 
 from __future__ import annotations
 
@@ -43,22 +43,6 @@ def check_flags(args: argparse.Namespace) -> None:
     if args.statistics and (args.output_format or "text") not in STATISTICS_FORMATS:
         raise ConfigError(f"--statistics prints {', '.join(STATISTICS_FORMATS)}, not --output-format "
                           f"{args.output_format}")
-
-
-def force_excluded(path: Path, settings: Settings) -> bool:
-    """Whether `exclude`/`extend-exclude` exclude a path named on the command line (pre-commit names
-    every staged file): the path itself or a directory above it, up to the project root."""
-    from cslint.engine.discovery import Excluder
-
-    excluded = Excluder(settings.exclude + settings.extend_exclude, settings.project_root)
-    real = safe_resolve(path)
-    root = safe_resolve(settings.project_root) if settings.project_root else None
-    for candidate in (real, *real.parents):
-        if root is not None and (candidate == root or root not in candidate.parents):
-            break
-        if excluded(candidate.name, str(candidate)):
-            return True
-    return False
 
 
 def show_files(files: list[Path]) -> str:

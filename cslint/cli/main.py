@@ -10,17 +10,19 @@ import dataclasses
 import os
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cslint import __version__
-from cslint.cli.check_options import (check_flags, force_excluded, paths_without_python, show_files, show_settings,
-                                  unmatched_trace_roots)
-from cslint.support.cores import available_cores
+from cslint.cli.check_options import check_flags, paths_without_python, show_files, show_settings, unmatched_trace_roots
 from cslint.core.config import OUTPUT_FORMATS, ConfigError, Settings, load_settings
 from cslint.cli.conventions import fixability_overrides
 from cslint.support.progress import Progress
 from cslint.core.run_result import RunResult
+
+if TYPE_CHECKING:
+    from cslint.engine.check import Analyse, CheckOutcome, CheckRequest, Discovery, Lint
+    from cslint.runtime_logs.match import LogReport
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -300,30 +302,61 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
 
 
 def run_check(args: argparse.Namespace) -> int:
-    from cslint.support.deep_stack import run_with_deep_stack
-    from cslint.engine.discovery import Skipped, collect_files, import_roots, project_roots
-    from cslint.output.escape import escape_text
-    from cslint.output import FORMATS, FormatOptions
-    from cslint.output.diff import diff_summary, render_diff
-    from cslint.store.cache import Cache, default_cache_dir, settings_key
-    from cslint.store.import_memo import ImportMemo
-    from cslint.engine.incremental import Session
-    from cslint.support.profile import Profile
-    from cslint.core.report import INTERNAL_ERROR
-    from cslint.engine.selection import enabled_codes
-    from cslint.core.sources import safe_resolve
-    from cslint.engine.target_inference import with_inferred_target
-    from cslint.store.tree_memo import TreeMemo
-    from cslint.support.deferred import defer
-    from cslint.support.scratch import remove_stale as remove_stale_scratch
-
-    from cslint.cli import conventions
+    """`cslint check`: the command line as a request to the engine (engine/check.py), then the warnings,
+    the report and the exit code."""
+    from cslint.cli import baseline_cli, conventions
+    from cslint.engine.check import as_reported, check, discover
 
     if args.watch:
         from cslint.cli.watch import watch
 
         return watch(args, run_check)
     started = time.perf_counter()
+    request, writing_baseline = check_request(args)
+    found = discover(request)
+    conventions.log_settings(found.settings, found.paths[0])
+    conventions.log_files(found.files, found.context, found.memo_dir)
+    _warn_skipped(found)
+    if args.show_settings:
+        sys.stdout.write(show_settings(found.settings, list(request.codes), found.paths[0]))
+        return EXIT_CLEAN
+    if args.show_files:
+        sys.stdout.write(show_files(found.files))
+        return EXIT_CLEAN
+    _warn_nothing_selected(args, request, found)
+    progress = _progress(args)
+    logs = _LoggedRun(args.runtime_log, args.fix or args.diff) if args.runtime_log else None
+    outcome = check(request, found, progress, _verified_fix(args, progress) if args.verify else logs)
+    if writing_baseline is not None:
+        return baseline_cli.write_baseline(outcome.result, outcome.settings, outcome.files, list(request.codes),
+                                           writing_baseline)
+    if args.prune_baseline:
+        baseline_cli.prune_baseline(outcome.result)
+    if outcome.noqa is not None:
+        return _noqa_added(outcome)
+    fixed_to_stdout = args.fix and not args.diff and bool(request.buffers)
+    if fixed_to_stdout:  # as ruff: the fixed text on standard output, the report on standard error
+        sys.stdout.write(outcome.buffers[args.stdin_name])
+        sys.stdout.flush()
+    progress.finish()
+    as_reported(outcome)
+    reported = conventions.fix_only_result(outcome.result) if args.fix_only else outcome.result
+    log_report = logs.report if logs is not None else None
+    _print_report(args, outcome, reported, log_report, fixed_to_stdout)
+    if args.profile:
+        sys.stderr.write(request.profile.report(time.perf_counter() - started))
+    conventions.log_done(outcome.result, started)
+    return _exit_code(args, outcome.result, reported, log_report)
+
+
+def check_request(args: argparse.Namespace) -> tuple[CheckRequest, Path | None]:
+    """The engine's request for `cslint check ARGS` (usage and configuration errors first), and the
+    baseline file to write when the command is `cslint baseline` (its run reports every finding)."""
+    from cslint.cli import baseline_cli, conventions
+    from cslint.engine.check import CheckRequest
+    from cslint.engine.selection import enabled_codes
+    from cslint.support.profile import Profile
+
     working_directory()
     profile = Profile(enabled=args.profile)
     check_flags(args)
@@ -332,134 +365,65 @@ def run_check(args: argparse.Namespace) -> int:
     args.stdin_name = stdin_name(args)
     settings = settings_from_args(args)
     codes = enabled_codes(settings)
-    fixing = args.fix or args.diff
-    paths = args.paths or [Path(".")]
     if args.runtime_log and (args.stdin_name is not None or args.verify or args.add_noqa):
         raise ConfigError("--runtime-log cannot be combined with standard input, --verify or --add-noqa")
     if args.verify or args.verify_tolerance is not None:
         _check_verify(args, settings)
-    from cslint.cli import baseline_cli
-
     baseline_cli.check_flags(args, settings)
     writing_baseline = settings.baseline if getattr(args, "write_baseline", False) else None
-    if writing_baseline is not None:  # the run reports every finding; they are what the baseline lists
+    if writing_baseline is not None:
         settings = dataclasses.replace(settings, baseline=None)
     buffers = {args.stdin_name: read_stdin()} if args.stdin_name is not None else {}
-    if args.force_exclude and not buffers:
-        paths = [p for p in paths if not force_excluded(p, settings)]
-    skipped: list[Skipped] = []
-    with profile.phase("discover files"):
-        memos = None if args.no_cache else args.cache_dir or default_cache_dir(settings)
-        tree = TreeMemo(memos).load() if memos is not None else None
-        named = [args.stdin_name] if buffers else paths
-        files = collect_files(named, settings, skipped, tree) if not buffers else []
-        given = {safe_resolve(path) for path in named}  # a file is checked in its project, unless --isolated
-        context = [] if args.isolated else \
-            collect_files([root for root in project_roots(named) if root not in given], settings, [], tree)
-        unreadable = {note.path for note in skipped if note.named}  # reported once, as named, not again as context
-        if unreadable:
-            context = [path for path in context if str(path) not in unreadable]
-        memo = ImportMemo(memos).load() if memos is not None else None
-        settings = with_inferred_target(settings, [*files, *context], memo)
-    conventions.log_settings(settings, paths[0])
-    conventions.log_files(files, context, memos)
-    for note in skipped:
-        if not note.named:
+    return CheckRequest(paths=tuple(args.paths or [Path(".")]), settings=settings, codes=tuple(codes), fix=args.fix,
+                        diff=args.diff, buffers=buffers, isolated=args.isolated, force_exclude=args.force_exclude,
+                        cache=not args.no_cache, cache_dir=args.cache_dir, jobs=args.jobs, add_noqa=args.add_noqa,
+                        profile=profile), writing_baseline
+
+
+def _warn_skipped(found: Discovery) -> None:
+    from cslint.output.escape import escape_text
+
+    for note in found.skipped:
+        if not note.named:  # those named are the run's errors
             print(f"cslint: warning: {escape_text(str(note))} (skipped)", file=sys.stderr)
-    if args.show_settings:
-        sys.stdout.write(show_settings(settings, codes, paths[0]))
-        return EXIT_CLEAN
-    if args.show_files:
-        sys.stdout.write(show_files(files))
-        return EXIT_CLEAN
-    for empty in paths_without_python(paths, files) if not buffers else []:
+
+
+def _warn_nothing_selected(args: argparse.Namespace, request: CheckRequest, found: Discovery) -> None:
+    """Directories named that hold no Python file, and --trace-roots patterns that match no function."""
+    for empty in paths_without_python(found.paths, found.files) if not request.buffers else []:
         print(f"cslint: warning: {empty}: no Python files (nothing checked there)", file=sys.stderr)
     if args.trace_roots:
-        for pattern in unmatched_trace_roots(args.trace_roots, files + context, settings):
+        for pattern in unmatched_trace_roots(args.trace_roots, found.files + found.context, found.settings):
             print(f"cslint: warning: --trace-roots pattern `{pattern}` matches no function or method of the files "
                   "checked (patterns match qualified names: pkg.mod.func, pkg.mod.Class.method)", file=sys.stderr)
-    with profile.phase("cache read"):
-        cache = None if args.no_cache else Cache(args.cache_dir or default_cache_dir(settings),
-                                                 settings_key(settings, codes)).load()
-    if cache is not None and cache.read_ahead:
-        profile.count("cache read ahead by the server")
 
-    from cslint.store import library_cache
-    from cslint.analysis.library_env import LibraryPathError, environment_for
 
-    try:
-        environment_for(settings.python)
-    except LibraryPathError as exc:
-        raise ConfigError(f"`python`: {exc}") from None
-    library_cache.use(None if args.no_cache else
-                      library_cache.LibraryCache(args.cache_dir or default_cache_dir(settings)))
-    progress = _progress(args)
+def _noqa_added(outcome: CheckOutcome) -> int:
+    assert outcome.noqa is not None
+    added, edited = outcome.noqa
+    print(f"Added {added} noqa directive{'s' if added != 1 else ''} to {edited} "
+          f"file{'s' if edited != 1 else ''}.", file=sys.stderr)
+    for error in outcome.result.errors:
+        print(f"cslint: error: {error}", file=sys.stderr)
+    return EXIT_ERROR if outcome.result.errors else EXIT_CLEAN
 
-    def lint(targets: list[Path], fix: bool, with_context: list[Path] = context) -> RunResult:
-        session = Session(settings, codes, cache=cache, jobs=args.jobs or available_cores(), profile=profile,
-                          roots=import_roots(named), progress=progress, tree=tree)
-        return run_with_deep_stack(lambda: session.run(targets, context=with_context, fix=fix,
-                                                       unsafe_fixes=settings.unsafe_fixes))
 
-    log_report = None
-    if buffers:
-        from cslint.engine.overlay import lint_texts
-
-        result = lint_texts(buffers, settings, codes, fix=fixing, unsafe_fixes=settings.unsafe_fixes,
-                            cache=cache, context=context, profile=profile)
-    elif args.verify:
-        result = _verified_fix(args, settings, lint, files, progress)
-    elif args.runtime_log:
-        from cslint.runtime_logs.command import lint_with_logs
-
-        result, log_report = lint_with_logs(args.runtime_log, lint, files, fixing, settings.target, settings.python)
-    else:
-        result = lint(files, fixing)
-    store = library_cache.active()
-    if store is not None:
-        defer(store.save)
-    if tree is not None:
-        defer(tree.save)
-    defer(remove_stale_scratch)  # what runs killed outright (kill -9) left in the temporary directory
-    result.errors[:0] = [str(note) for note in skipped if note.named]
-    if writing_baseline is not None:
-        return baseline_cli.write_baseline(result, settings, files, codes, writing_baseline)
-    if args.prune_baseline:
-        baseline_cli.prune_baseline(result)
-    if args.add_noqa:
-        from cslint.engine.noqa_edit import add_noqa
-
-        added, edited = add_noqa(result.diagnostics, result.errors)
-        print(f"Added {added} noqa directive{'s' if added != 1 else ''} to {edited} "
-              f"file{'s' if edited != 1 else ''}.", file=sys.stderr)
-        for error in result.errors:
-            print(f"cslint: error: {error}", file=sys.stderr)
-        return EXIT_ERROR if result.errors else EXIT_CLEAN
-    fixed_to_stdout = args.fix and not args.diff and bool(buffers)
-    if fixed_to_stdout:  # as ruff: the fixed text on standard output, the report on standard error
-        fixed = {s.path: s.notebook.with_python(s.text) if s.notebook else s.text for s in result.changed_files}
-        buffers = {name: fixed.get(name, text) for name, text in buffers.items()}
-        sys.stdout.write(buffers[args.stdin_name])
-        sys.stdout.flush()
-    elif args.fix and not args.diff:  # as in ruff, --diff shows the fixes and writes nothing, even with --fix
-        roots = [safe_resolve(p) for p in (args.paths or [Path(".")])]
-        roots += [safe_resolve(settings.project_root)] if settings.project_root else []
-        _write_fixes(result, lint, files + context, settings.unsafe_fixes, roots)
-    progress.finish()
-    place_in_cells(result.diagnostics, buffers)
-    if settings.target == "compile":
-        from cslint.engine.graph_break_registry import attach
-
-        attach(result.diagnostics, settings.python)
-    output_format, show_chain = report_style(args, settings)
+def _print_report(args: argparse.Namespace, outcome: CheckOutcome, reported: RunResult,
+                  log_report: LogReport | None, fixed_to_stdout: bool) -> None:
+    """The report (to -o FILE; on standard error when standard output has the fixed text), then the errors."""
+    from cslint.cli import baseline_cli, conventions
+    from cslint.output import FORMATS, FormatOptions
+    from cslint.output.diff import diff_summary, render_diff
+    from cslint.output.escape import escape_text
     from cslint.output.style import Style, colour_wanted
 
+    result, settings = outcome.result, outcome.settings
+    output_format, show_chain = report_style(args, settings)
     options = FormatOptions(show_chain=show_chain, unsafe_fixes=settings.unsafe_fixes,
                             statistics=args.statistics, quiet=args.quiet, fix_mode=args.fix,
                             show_fixes=conventions.show_fixes_wanted(args, settings),
                             style=Style(args.output_file is None and not fixed_to_stdout
                                         and colour_wanted(sys.stdout)))
-    reported = conventions.fix_only_result(result) if args.fix_only else result
     if args.fix_only:
         report = conventions.fix_only_report(reported, output_format, options)
     elif args.diff:
@@ -486,9 +450,14 @@ def run_check(args: argparse.Namespace) -> int:
     baseline_cli.summary_for_data_formats(result, output_format, args.quiet or args.diff)
     for error in result.errors:
         print(f"cslint: error: {escape_text(error)}", file=sys.stderr)
-    if args.profile:
-        sys.stderr.write(profile.report(time.perf_counter() - started))
-    conventions.log_done(result, started)
+
+
+def _exit_code(args: argparse.Namespace, result: RunResult, reported: RunResult, log_report: LogReport | None) -> int:
+    """2 on an error or an internal error's finding; 1 when findings remain (with --diff, when something
+    would change; with --fix, conventions.fix_exit_code); else 0."""
+    from cslint.cli import conventions
+    from cslint.core.report import INTERNAL_ERROR
+
     if result.errors or any(d.code == INTERNAL_ERROR for d in result.diagnostics):
         return EXIT_ERROR
     if args.fix and not args.diff:
@@ -535,22 +504,6 @@ def read_stdin() -> str:
         raise ConfigError(f"standard input is not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
 
 
-def place_in_cells(diagnostics: list, buffers: dict[Path, str]) -> None:
-    """Notebook findings as `cell N:line` (read as the run saw them: written fixes, or the buffers)."""
-    from cslint.core.notebook import place_in_cells as place
-    from cslint.core.unsaved import unsaved_buffers
-    from cslint.core.sources import ReadError, read_source
-
-    def notebook_of(path: Path):  # type: ignore[no-untyped-def]
-        try:
-            with unsaved_buffers(buffers):
-                return read_source(path).notebook
-        except ReadError:
-            return None
-
-    place(diagnostics, notebook_of)
-
-
 def run_lsp(args: argparse.Namespace) -> int:
     try:
         from cslint.lsp.server import main as serve
@@ -562,10 +515,6 @@ def run_lsp(args: argparse.Namespace) -> int:
     return EXIT_CLEAN
 
 
-def _within(path: Path, roots: list[Path]) -> bool:
-    """Whether `path` (resolved) is one of `roots` or below one: a fix never writes through a symbolic
-    link to a file elsewhere."""
-    return any(path == root or path.is_relative_to(root) for root in roots)
 def _check_verify(args: argparse.Namespace, settings: Settings) -> None:
     """`--verify` that cannot verify is a usage error, before anything is linted or written."""
     from cslint.runtime.verify import usage_error
@@ -579,65 +528,44 @@ def _check_verify(args: argparse.Namespace, settings: Settings) -> None:
         raise ConfigError(problem)
 
 
-def _verified_fix(args: argparse.Namespace, settings: Settings, lint: Callable[..., RunResult],
-                  files: list[Path], progress: Progress) -> RunResult:
-    """The fix run with the fixes that pass verification (all, some, or none: then the plain run, and the
-    files stay as they are)."""
+def _verified_fix(args: argparse.Namespace, progress: Progress) -> Analyse:
+    """--verify's run: the fix run with the fixes that pass verification (all, some, or none: then the
+    plain run, and the files stay as they are)."""
     from cslint.runtime.verify import verify_fixes
 
     def say(text: str) -> None:
         progress.finish()  # the terminal's progress line, before a line of its own
         print(f"cslint: --verify: {text}", file=sys.stderr, flush=True)
 
-    plain = lint(files, False)
-    fixed = lint(files, True)
-    verdict = verify_fixes(settings, plain, fixed, lambda choice: lint(files, choice),
-                           1e-5 if args.verify_tolerance is None else args.verify_tolerance,
-                           say=None if args.quiet else say, progress=not args.quiet)
-    for note in verdict.notes:
-        print(f"cslint: {note}", file=sys.stderr)
-    if verdict.result is not None:
-        return verdict.result
-    plain.errors = list(dict.fromkeys(plain.errors + fixed.errors))
-    return plain
+    def analyse(lint: Lint, files: list[Path], settings: Settings) -> RunResult:
+        plain = lint(files, False)
+        fixed = lint(files, True)
+        verdict = verify_fixes(settings, plain, fixed, lambda choice: lint(files, choice),
+                               1e-5 if args.verify_tolerance is None else args.verify_tolerance,
+                               say=None if args.quiet else say, progress=not args.quiet)
+        for note in verdict.notes:
+            print(f"cslint: {note}", file=sys.stderr)
+        if verdict.result is not None:
+            return verdict.result
+        plain.errors = list(dict.fromkeys(plain.errors + fixed.errors))
+        return plain
+
+    return analyse
 
 
-def _write_fixes(result: RunResult, lint: Callable[..., RunResult], project: list[Path], unsafe: bool,
-                 roots: list[Path]) -> None:
-    """Write the fixed files. A file that cannot be written is reported as it is on disk: its findings
-    come from a plain run over it, not from the fixed text that was never written."""
-    from cslint.support.interrupts import interrupts_held
-    from cslint.core.sources import ReadError, safe_resolve, write_atomically
+class _LoggedRun:
+    """--runtime-log's run: the static pass, the logs' events matched to it (kept for the report), and with
+    --fix only the fixes of the findings a log confirmed."""
 
-    unwritten = []
-    written: dict[Path, str] = {}  # real path -> the text written there
-    with interrupts_held():
-        for source in result.changed_files:
-            try:
-                real = safe_resolve(source.path)
-                if not _within(real, roots):
-                    raise ReadError("a symbolic link to a file outside the paths checked; fix not written")
-                if written.get(real) == source.text:  # a link and its target both checked: written once
-                    continue  # (other text would be refused: the file no longer holds the bytes read)
-                write_atomically(source)
-                written[real] = source.text
-            except (ReadError, OSError) as exc:
-                reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-                result.errors.append(f"{source.path}: cannot write fix: {reason}")
-                unwritten.append(source.path)
-    if not unwritten:
-        return
-    from cslint.engine.fixed import fixed_findings
+    def __init__(self, logs: list[Path], fixing: bool) -> None:
+        self.logs, self.fixing = logs, fixing
+        self.report: LogReport | None = None
 
-    failed = [s for s in result.changed_files if s.path in unwritten]
-    result.changed_files = [s for s in result.changed_files if s.path not in unwritten]
-    on_disk = lint(unwritten, False, [p for p in project if p not in unwritten])
-    lost = fixed_findings(on_disk.diagnostics, result.diagnostics, failed, unsafe)
-    result.fixed = max(result.fixed - len(lost), 0) if result.changed_files else 0
-    for path in unwritten:
-        result.fixed_codes.pop(path, None)
-    result.diagnostics = [d for d in result.diagnostics if d.path not in unwritten] + on_disk.diagnostics
-    result.errors.extend(e for e in on_disk.errors if e not in result.errors)
+    def __call__(self, lint: Lint, files: list[Path], settings: Settings) -> RunResult:
+        from cslint.runtime_logs.command import lint_with_logs
+
+        result, self.report = lint_with_logs(self.logs, lint, files, self.fixing, settings.target, settings.python)
+        return result
 
 
 def run_clean(args: argparse.Namespace) -> int:

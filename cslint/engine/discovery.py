@@ -93,6 +93,20 @@ def import_roots(paths: list[Path]) -> list[Path]:
     return list(dict.fromkeys(roots))
 
 
+def force_excluded(path: Path, settings: Settings) -> bool:
+    """Whether `exclude`/`extend-exclude` exclude a path named on the command line (pre-commit names
+    every staged file): the path itself or a directory above it, up to the project root."""
+    excluded = Excluder(settings.exclude + settings.extend_exclude, settings.project_root)
+    real = safe_resolve(path)
+    root = safe_resolve(settings.project_root) if settings.project_root else None
+    for candidate in (real, *real.parents):
+        if root is not None and (candidate == root or root not in candidate.parents):
+            break
+        if excluded(candidate.name, str(candidate)):
+            return True
+    return False
+
+
 @dataclass(frozen=True)
 class Skipped:
     """A path not linted, and why. Paths named on the command line are errors; found in a walk, warnings."""

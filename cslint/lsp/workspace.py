@@ -386,7 +386,7 @@ def _under(path: Path, root: Path) -> bool:
 def _not_excluded(documents: dict[Path, Document], settings: Settings) -> dict[Path, Document]:
     """The documents `exclude`/`extend-exclude` leave to be linted: as ruff's server does, an open document
     is held to them as `cslint check --force-exclude` holds a file named to it."""
-    from cslint.cli.check_options import force_excluded
+    from cslint.engine.discovery import force_excluded
 
     return {p: d for p, d in documents.items() if not force_excluded(p, settings)}
 
