@@ -41,12 +41,9 @@ def request(**choices: object) -> CheckRequest:
                         cache=False, jobs=1, **choices)  # type: ignore[arg-type]
 
 
-def run(wanted: CheckRequest, **kwargs: object):  # type: ignore[no-untyped-def]
-    return check(wanted, discover(wanted), **kwargs)  # type: ignore[arg-type]
-
-
 def test_a_check_returns_its_findings_and_prints_nothing(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    outcome = run(request())
+    wanted = request()
+    outcome = check(wanted, discover(wanted))
     assert [d.code for d in outcome.result.diagnostics] == ["WSC101"]
     assert outcome.files == [Path("model.py")] and outcome.settings.target == "xla"
     assert (project / "model.py").read_text() == BAD
@@ -54,9 +51,9 @@ def test_a_check_returns_its_findings_and_prints_nothing(project: Path, capsys: 
 
 
 def test_a_fix_is_written_and_a_diff_is_not(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    diffed = run(request(fix=True, diff=True))
+    diffed = check(request(fix=True, diff=True))
     assert diffed.result.changed_files and (project / "model.py").read_text() == BAD
-    fixed = run(request(fix=True))
+    fixed = check(request(fix=True))
     assert fixed.result.fixed == 1 and fixed.result.diagnostics == []
     assert (project / "model.py").read_text() == fixed.result.changed_files[0].text != BAD
     assert capsys.readouterr() == ("", "")
@@ -64,7 +61,7 @@ def test_a_fix_is_written_and_a_diff_is_not(project: Path, capsys: pytest.Captur
 
 def test_a_buffer_is_fixed_in_the_outcome_not_on_disk(project: Path) -> None:
     text = BAD.replace("y = x\n", "y = x + 1\n")
-    outcome = run(request(fix=True, buffers={Path("model.py"): text}))
+    outcome = check(request(fix=True, buffers={Path("model.py"): text}))
     assert outcome.buffers[Path("model.py")] != text and "torch.where" in outcome.buffers[Path("model.py")]
     assert (project / "model.py").read_text() == BAD
 
@@ -76,14 +73,14 @@ def test_a_front_ends_analysis_is_handed_the_engines_lint(project: Path) -> None
         seen.append((files, settings.target))
         return lint(files, lambda d: False)  # a fix run that chooses no fix
 
-    outcome = run(request(fix=True), analyse=analyse)
+    outcome = check(request(fix=True), analyse=analyse)
     assert seen == [([Path("model.py")], "xla")]
     assert outcome.result.fixed == 0 and [d.code for d in outcome.result.diagnostics] == ["WSC101"]
     assert (project / "model.py").read_text() == BAD
 
 
 def test_add_noqa_edits_the_file_and_counts(project: Path) -> None:
-    outcome = run(request(add_noqa=True))
+    outcome = check(request(add_noqa=True))
     assert outcome.noqa == (1, 1)
     assert "# noqa: WSC101" in (project / "model.py").read_text()
     as_reported(outcome)  # no notebook, no graph-break registry needed: the findings stay as they are

@@ -3,10 +3,11 @@
 `discover(request)` finds what to check: the files under the paths named, the rest of their projects as
 context, and the target they are for. `check(request, found)` analyses them: the report cache and the
 libraries' summaries, the incremental session (standard input through the overlay), then `# noqa` added
-or the fixes written, and returns the `CheckOutcome`. The engine reads no command line and prints nothing:
-a front end turns its arguments into a `CheckRequest`, prints the warnings and the report, and picks the
-exit code. What only a front end can do (--verify runs the project under a backend; --runtime-log matches
-runtime logs) comes in as the `analyse` callable, which is handed the engine's `lint`.
+or the fixes written, and returns the `CheckOutcome` (`check(request)` discovers first, for a front end
+with nothing to say in between). The engine reads no command line and prints nothing: a front end turns
+its arguments into a `CheckRequest`, prints the warnings and the report, and picks the exit code. What only
+a front end can do (--verify runs the project under a backend; --runtime-log matches runtime logs) comes in
+as the `analyse` callable, which is handed the engine's `lint`.
 """
 
 from __future__ import annotations
@@ -102,14 +103,16 @@ def discover(request: CheckRequest) -> Discovery:
     return Discovery(settings, paths, named, files, context, skipped, memos, tree)
 
 
-def check(request: CheckRequest, found: Discovery, progress: Progress | None = None,
+def check(request: CheckRequest, found: Discovery | None = None, progress: Progress | None = None,
           analyse: Analyse | None = None) -> CheckOutcome:
-    """Analyse what `discover` found, add the `# noqa` directives or write the fixes (with `fix`, not
-    `diff`), and return the outcome. `progress` is told how the analysis goes."""
+    """Analyse what `discover` found (discovering it first when not given), add the `# noqa` directives or
+    write the fixes (with `fix`, not `diff`), and return the outcome. `progress` is told how the analysis
+    goes; `analyse`, when given, runs in place of the plain lint of the files."""
     from cslint.analysis.library_env import LibraryPathError, environment_for
     from cslint.store import library_cache
     from cslint.store.cache import default_cache_dir
 
+    found = found or discover(request)
     settings = found.settings
     cache = _report_cache(request, settings)
     try:
