@@ -11,9 +11,9 @@ import pytest
 
 from cslint.analysis import inference
 from cslint.analysis.index import index_module
-from cslint.analysis.inference import ProjectOracle, _sets_own_attributes
 from cslint.analysis.kinds import MODULE, STATIC, TENSOR, Tag
 from cslint.analysis.project import Project
+from cslint.analysis.project_oracle import ProjectOracle, _sets_own_attributes
 
 CODE = """\
 import torch

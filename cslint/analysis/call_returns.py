@@ -21,10 +21,11 @@ import libcst as cst
 
 from cslint.analysis.call_depth import CallChain, Reach, reach
 from cslint.analysis.index import FunctionInfo
-from cslint.analysis.inference import FunctionInference, ProjectOracle
+from cslint.analysis.inference import FunctionInference
 from cslint.analysis.kinds import STATIC, UNKNOWN, Kind
 from cslint.analysis.param_kinds import helper_param_kinds
 from cslint.analysis.project import Project
+from cslint.analysis.project_oracle import ProjectOracle
 from cslint.analysis.ranks import declared_scalar
 from cslint.analysis.tracing_guards import DYNAMO, Guards
 from cslint.analysis.walk import child_nodes

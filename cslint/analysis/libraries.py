@@ -24,7 +24,7 @@ import libcst as cst
 from cslint.analysis import torch_api as api
 from cslint.analysis.call_depth import CallChain, reach
 from cslint.analysis.index import ClassInfo, FunctionInfo, ModuleInfo
-from cslint.analysis.inference import FunctionInference, ProjectOracle
+from cslint.analysis.inference import FunctionInference
 from cslint.analysis.kinds import STATIC, UNKNOWN, Kind, Tag, is_none, obj
 from cslint.analysis.library_env import (
     BRANCH, CONVERT, MAX_DEPTH, READ, SHAPE, Effect, Environment, LibraryPathError, Summary, SummaryStore,
@@ -32,6 +32,7 @@ from cslint.analysis.library_env import (
 )
 from cslint.analysis.param_kinds import helper_param_kinds
 from cslint.analysis.project import Project
+from cslint.analysis.project_oracle import ProjectOracle
 from cslint.analysis.tracing_guards import Guards
 from cslint.analysis.walk import child_nodes
 

@@ -10,18 +10,18 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from cslint.analysis.index import FunctionInfo
-from cslint.analysis.inference import _all_params, _first_param, annotation_kind, default_kind, signature_kind
 from cslint.analysis.kinds import HOST, STATIC, TENSOR, UNKNOWN, Kind, Tag, as_boolean, obj, sequence_of, tuple_of
 from cslint.analysis.param_uses import param_uses
 from cslint.analysis.project import Project
+from cslint.analysis.signatures import all_params, annotation_kind, default_kind, first_param, signature_kind
 from cslint.analysis.step_params import apply_step_params
 
 if TYPE_CHECKING:
-    from cslint.analysis.inference import ProjectOracle
+    from cslint.analysis.project_oracle import ProjectOracle
 
 
 def root_param_kinds(project: Project, oracle: ProjectOracle, func: FunctionInfo) -> dict[str, Kind]:
-    params = {p.name.value: signature_kind(p, TENSOR) for p in _all_params(func.node)}
+    params = {p.name.value: signature_kind(p, TENSOR) for p in all_params(func.node)}
     _apply_uses(oracle, func, params, assumed_parameters(func) - _receiver(func))
     _apply_self_and_roles(oracle, func, params)
     apply_step_params(project, func, params)
@@ -30,7 +30,7 @@ def root_param_kinds(project: Project, oracle: ProjectOracle, func: FunctionInfo
 
 def assumed_parameters(func: FunctionInfo) -> set[str]:
     """Parameters whose kind nothing in the signature says (no annotation; no default, or `None`)."""
-    return {p.name.value for p in _all_params(func.node)
+    return {p.name.value for p in all_params(func.node)
             if p.annotation is None and p.star not in ("*", "**") and default_kind(p) is None}
 
 
@@ -66,13 +66,13 @@ def _receiver(func: FunctionInfo) -> set[str]:
     """The method's first parameter, whose kind `_apply_self_and_roles` sets whatever the body says of it."""
     if func.cls is None or func.is_static_method:
         return set()
-    first = _first_param(func.node)
+    first = first_param(func.node)
     return {first} if first is not None else set()
 
 
 def _apply_self_and_roles(oracle: ProjectOracle, func: FunctionInfo, params: dict[str, Kind]) -> None:
     if func.cls is not None and not func.is_static_method:
-        first = _first_param(func.node)
+        first = first_param(func.node)
         if first is not None:
             params[first] = oracle.self_kind(func.cls)
         if oracle.project.is_optimizer_class(func.cls):
@@ -90,7 +90,7 @@ def callers_kinds(func: FunctionInfo, given: dict[str, Kind]) -> dict[str, Kind]
     `dict[str, Tensor]` holding dicts). The caller's word on data stays: Python numbers it declares
     (`dict[str, float]`) were computed from tensor data."""
     taken = dict(given)
-    for param in _all_params(func.node):
+    for param in all_params(func.node):
         name = param.name.value
         if name in taken and taken[name].tag is Tag.TENSOR:
             declared = annotation_kind(param.annotation)
@@ -115,7 +115,7 @@ def helper_param_kinds(oracle: ProjectOracle, func: FunctionInfo, given: dict[st
     """A helper's parameters: what callers pass, else what its signature says, else unknown."""
     given = callers_kinds(func, given)
     params: dict[str, Kind] = {}
-    for param in _all_params(func.node):
+    for param in all_params(func.node):
         name = param.name.value
         params[name] = given[name] if name in given else signature_kind(param, UNKNOWN)
     assumed = assumed_parameters(func) - _receiver(func)
@@ -130,7 +130,7 @@ def helper_param_kinds(oracle: ProjectOracle, func: FunctionInfo, given: dict[st
 def annotation_overrides(func: FunctionInfo, params: dict[str, Kind]) -> dict[str, str]:
     """`timestep: int` given a tensor by the traced callers: {"timestep": "int"}."""
     overrides = {}
-    for param in _all_params(func.node):
+    for param in all_params(func.node):
         name = param.name.value
         if param.annotation is not None and name in params and params[name].is_tensor:
             declared = annotation_kind(param.annotation)

@@ -22,10 +22,12 @@ from typing import Any
 
 import libcst as cst
 
+from cslint.analysis.function_analysis import FunctionAnalysis
 from cslint.analysis.index import ClassInfo, FunctionInfo, ModuleInfo
-from cslint.analysis.inference import FunctionAnalysis, FunctionInference, ProjectOracle
+from cslint.analysis.inference import FunctionInference
 from cslint.analysis.kinds import Kind
 from cslint.analysis.project import Project
+from cslint.analysis.project_oracle import ProjectOracle
 from cslint.analysis.tracing_guards import Guards
 
 # (whom it was asked of, the question, its arguments, the answer); the project's, the oracle's and the

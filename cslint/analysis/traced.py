@@ -21,8 +21,9 @@ from cslint.analysis.compile_options import DEEP, SHALLOW, CompileOptions, decor
 from cslint.analysis.generated_code import generated_twin
 from cslint.analysis.graph import reachable
 from cslint.analysis.imports import dotted_name
+from cslint.analysis.function_analysis import FunctionAnalysis
 from cslint.analysis.index import FunctionInfo
-from cslint.analysis.inference import FunctionAnalysis, FunctionInference, _all_params
+from cslint.analysis.inference import FunctionInference
 from cslint.analysis.kinds import STATIC, Kind, join, obj
 from cslint.analysis.param_kinds import (
     annotation_overrides, assumed_parameters, callers_kinds, helper_param_kinds, root_param_kinds,
@@ -30,6 +31,7 @@ from cslint.analysis.param_kinds import (
 from cslint.analysis.platforms import platform_roots
 from cslint.analysis.project import Project
 from cslint.analysis.ranks import declared_scalar
+from cslint.analysis.signatures import all_params
 from cslint.analysis.step_functions import is_step_function
 from cslint.analysis.tracing_guards import DYNAMO, Guards
 from cslint.analysis.xla_loops import mark_step_loop_roots
@@ -351,7 +353,7 @@ class TracedProgram:
     def _update_params(self, traced: TracedFunction) -> None:
         name = traced.func.qualname
         if traced.func.node.params.star_kwarg is not None:
-            named = {p.name.value for p in _all_params(traced.func.node)}
+            named = {p.name.value for p in all_params(traced.func.node)}
             traced.keywords = {k: v for k, v in self._given.get(name, {}).items() if k not in named}
         if name not in self._root_names:
             traced.params = helper_param_kinds(self.oracle, traced.func, self._given[name])
@@ -359,7 +361,7 @@ class TracedProgram:
             self._update_root_params(traced)
         traced.annotation_overrides = annotation_overrides(traced.func, traced.params)
         if self._declared_scalars:  # `timestep: int` given a tensor: a 0-dim one
-            for param in _all_params(traced.func.node):
+            for param in all_params(traced.func.node):
                 if param.name.value in traced.params:
                     traced.params[param.name.value] = declared_scalar(traced.params[param.name.value],
                                                                       param.annotation)
