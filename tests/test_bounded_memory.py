@@ -217,3 +217,33 @@ trace_me = torch.jit.trace(step, torch.ones(2))
     settings = Settings(project_root=tmp_path)
     result = Linter(settings, enabled_rules(settings), tree_budget=1).run([source_path])
     assert [(d.line, d.code) for d in result.diagnostics if d.code == "WSC101"] == [(6, "WSC101")]
+
+
+def test_a_module_level_torch_compile_in_the_body_of_an_if_is_found(tmp_path):
+    """A module-level statement is parsed alone as it is: an `if` is not taken for the `if 1:` an indented
+    statement is wrapped in, whose first statement stands for it (that lost the `torch.compile(step)`
+    after the `print`, and with it the root)."""
+    text = """\
+import torch
+
+
+def step(x):
+    if x.sum() > 0:
+        return x * 2
+    return x
+
+
+if __name__ == "__main__":
+    print("compiling")
+    fast = torch.compile(step)
+"""
+    source_path = tmp_path / "train.py"
+    source_path.write_text(text)
+    info = index_module_from_ast(source_path, text, ast.parse(text), "train", False,
+                                 loader=lambda: pytest.fail("parsed whole"))
+    info.piece_parser = cst.parse_module
+    calls = [cst.Module([]).code_for_node(call) for call in info.toplevel_calls]
+    assert calls == ['print("compiling")', "torch.compile(step)"]
+    settings = Settings(project_root=tmp_path)
+    result = Linter(settings, enabled_rules(settings), tree_budget=1).run([source_path])
+    assert [(d.line, d.code) for d in result.diagnostics if d.code == "WSC101"] == [(5, "WSC101")]

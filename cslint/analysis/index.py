@@ -232,13 +232,21 @@ class ModuleInfo:
         if self.piece_parser is None or self._tree is not None:
             return None
         # an indented statement goes in an `if 1:` block: a block's indent is whatever its first line has
-        text = "".join(("if 1:\n" if self.source[s.start] in " \t" else "") + self.source[s.start:s.end]
-                       for s in spans)
+        wrapped = [self.source[s.start] in " \t" for s in spans]
+        text = "".join(("if 1:\n" if wrap else "") + self.source[s.start:s.end] for s, wrap in zip(spans, wrapped))
         try:
             body = self.piece_parser(text).body
         except (cst.ParserSyntaxError, RecursionError):
             return None
-        return [stmt.body.body[0] if isinstance(stmt, cst.If) else stmt for stmt in body]
+        if len(body) != len(spans):
+            return None
+        statements: list[cst.BaseStatement] = []
+        for stmt, wrap in zip(body, wrapped):  # a statement that is an `if` itself stays one
+            if wrap and isinstance(stmt, cst.If) and isinstance(stmt.body, cst.IndentedBlock):
+                statements.append(stmt.body.body[0])
+            else:
+                statements.append(stmt)
+        return statements
 
     @contextmanager
     def held(self) -> Iterator[None]:
