@@ -263,7 +263,8 @@ class CallInference:
                     if target is not None or overrides:
                         kinds = [self._call_project_function(node, target, arg_kinds, receiver=receiver)] \
                             if target is not None else []
-                        for override in overrides:
+                        for override in overrides:  # (methods of subclasses of this method's class)
+                            assert override.cls is not None and self.func.cls is not None
                             kinds.append(self._call_project_function(
                                 node, override, arg_kinds, receiver=self.oracle.self_kind(override.cls),
                                 overriding=target.display_name if target is not None else self.func.cls.name))
@@ -316,7 +317,7 @@ class CallInference:
         if path_key(node.func.value) != self.self_name:
             return
         kind = MODULE if method == "add_module" else TENSOR
-        attrs = self.result.attribute_assignments  # type: ignore[attr-defined]
+        attrs = self.result.attribute_assignments
         attrs[name] = kind
 
     def _call_value(self, node: cst.Call, callee: Kind, arg_kinds: list[Kind], env: Env | None = None) -> Kind:

@@ -98,9 +98,11 @@ class ExpressionInference(CallInference):
         starred = [i for i, e in enumerate(node.elements) if type(e) is cst.StarredElement]
         if type(node) is cst.Tuple and not starred:
             return tuple_of(*kinds)
-        if type(node) is cst.Tuple and len(starred) == 1 and kinds[starred[0]].items is not None:
-            i = starred[0]  # `a, *group["betas"], b` with the starred value's positions known
-            return tuple_of(*kinds[:i], *kinds[i].items, *kinds[i + 1:])
+        if type(node) is cst.Tuple and len(starred) == 1:
+            i = starred[0]
+            items = kinds[i].items
+            if items is not None:  # `a, *group["betas"], b` with the starred value's positions known
+                return tuple_of(*kinds[:i], *items, *kinds[i + 1:])
         elem = kinds[0] if kinds else UNKNOWN
         for k in kinds[1:]:
             elem = join(elem, k)
@@ -219,11 +221,12 @@ class ExpressionInference(CallInference):
         index_kinds = []
         tensor_index = False
         for element in node.slice:
-            if isinstance(element.slice, cst.Index):
-                index_kinds.append(self.ev(element.slice.value, env))
+            sliced = element.slice
+            if isinstance(sliced, cst.Index):
+                index_kinds.append(self.ev(sliced.value, env))
                 tensor_index = tensor_index or index_kinds[-1].tag is Tag.TENSOR
-            else:
-                for part in (element.slice.lower, element.slice.upper, element.slice.step):
+            elif isinstance(sliced, cst.Slice):
+                for part in (sliced.lower, sliced.upper, sliced.step):
                     if part is not None:
                         index_kinds.append(self.ev(part, env))
         if key is not None and key in env:
@@ -242,8 +245,8 @@ class ExpressionInference(CallInference):
             return element_of(base)
         if base.tag is Tag.OBJECT:
             if base.role == "group":
-                index = node.slice[0].slice if len(node.slice) == 1 else None
-                name = string_value(index.value) if isinstance(index, cst.Index) else None
+                entry = node.slice[0].slice if len(node.slice) == 1 else None
+                name = string_value(entry.value) if isinstance(entry, cst.Index) else None
                 if name == "lr":
                     return TENSOR
                 if name == "params":
@@ -255,8 +258,8 @@ class ExpressionInference(CallInference):
             if base.role == "state_map":
                 return obj("opt_state")
             if base.role == "opt_state":
-                index = node.slice[0].slice if len(node.slice) == 1 else None
-                name = string_value(index.value) if isinstance(index, cst.Index) else None
+                entry = node.slice[0].slice if len(node.slice) == 1 else None
+                name = string_value(entry.value) if isinstance(entry, cst.Index) else None
                 cls = self.func.cls
                 if name is not None and cls is not None and self.project.is_optimizer_class(cls):
                     return self.oracle.state_entries(cls).get(name, TENSOR)

@@ -40,6 +40,8 @@ class FunctionAnalysis:
     unguarded: dict[int, str] = field(default_factory=dict)
     # calls into installed libraries (analysis/libraries.py): id(call) -> (function called, its summary)
     library_calls: dict[int, tuple[str, Summary]] = field(default_factory=dict)
+    # `self.<attr>` kinds as the function assigns them (ProjectOracle.attributes joins them over the methods)
+    attribute_assignments: dict[str, Kind] = field(default_factory=dict)
 
     def kind(self, node: cst.CSTNode) -> Kind:
         return self.kinds.get(id(node), UNKNOWN)

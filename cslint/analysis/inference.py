@@ -50,7 +50,6 @@ class FunctionInference(ExpressionInference):
         self.func = func
         self.module: ModuleInfo = func.module
         self.result = FunctionAnalysis(func=func, params=params)
-        self.result.attribute_assignments = {}  # type: ignore[attr-defined]
         self.self_name = first_param(func.node) if func.cls is not None and not func.is_static_method else None
         self.unannotated_param = unannotated_param
         self.keywords = keywords or {}
@@ -116,11 +115,11 @@ class FunctionInference(ExpressionInference):
             self._statement(stmt, env)
             if self._left:  # after `if <guard that holds>: return`, the rest of the block never runs
                 left, self._left = self._left, False
-                rest = (id(rest) for rest in body[i + 1:])
+                after = (id(rest) for rest in body[i + 1:])
                 if left is True:
-                    self.result.dead.update(rest)
+                    self.result.dead.update(after)
                 else:  # decided by a None: settled at the end
-                    self._none_rest.setdefault(left, set()).update(rest)
+                    self._none_rest.setdefault(left, set()).update(after)
                 return
             if self._guard_note:  # after `if <guard that does not hold>: return`, the rest runs traced
                 for rest in body[i + 1:]:
@@ -128,29 +127,29 @@ class FunctionInference(ExpressionInference):
                 self._guard_note = ""
 
     def _statement(self, stmt: cst.CSTNode, env: Env) -> None:
-        kind_of_stmt = type(stmt)  # exact types: isinstance() against libcst's ABCs is slow
-        if kind_of_stmt is cst.SimpleStatementLine:
-            for small in stmt.body:  # type: ignore[attr-defined]
+        # exact types: isinstance() against libcst's ABCs is slow
+        if type(stmt) is cst.SimpleStatementLine:
+            for small in stmt.body:
                 self._small(small, env)
-        elif kind_of_stmt in _SMALL_STATEMENTS:
+        elif type(stmt) in _SMALL_STATEMENTS:
             self._small(stmt, env)  # type: ignore[arg-type]
-        elif kind_of_stmt is cst.If:
+        elif type(stmt) is cst.If:
             self._if(stmt, env)
-        elif kind_of_stmt is cst.For:
+        elif type(stmt) is cst.For:
             self._for(stmt, env)
-        elif kind_of_stmt is cst.While:
+        elif type(stmt) is cst.While:
             self._while(stmt, env)
-        elif kind_of_stmt is cst.With:
+        elif type(stmt) is cst.With:
             for item in stmt.items:
                 kind = self.ev(item.item, env)
                 if item.asname is not None:
                     self._bind(item.asname.name, kind if kind.is_tensor else UNKNOWN, env)
             self._block(stmt.body, env)
-        elif kind_of_stmt in (cst.Try, cst.TryStar):
+        elif type(stmt) is cst.Try or type(stmt) is cst.TryStar:
             self._try(stmt, env)
-        elif kind_of_stmt is cst.FunctionDef:
+        elif type(stmt) is cst.FunctionDef:
             self._nested_function(stmt, env)
-        elif kind_of_stmt is cst.Match:
+        elif type(stmt) is cst.Match:
             self.ev(stmt.subject, env)
             branches = []
             for case in stmt.cases:
@@ -162,16 +161,15 @@ class FunctionInference(ExpressionInference):
             self._merge_into(env, branches + [dict(env)])
 
     def _small(self, stmt: cst.BaseSmallStatement, env: Env) -> None:
-        kind_of_stmt = type(stmt)
-        if kind_of_stmt is cst.Assign:
+        if type(stmt) is cst.Assign:
             kind = self.ev(stmt.value, env)
             for target in stmt.targets:
                 self._bind(target.target, self._spread(stmt.value, kind, target.target), env)
-        elif kind_of_stmt is cst.AnnAssign:
+        elif type(stmt) is cst.AnnAssign:
             if stmt.value is not None:
                 kind = self.ev(stmt.value, env)
                 self._bind(stmt.target, kind, env)
-        elif kind_of_stmt is cst.AugAssign:
+        elif type(stmt) is cst.AugAssign:
             old = self.ev(stmt.target, env)
             new = combine(old, self.ev(stmt.value, env))
             if old.tag in (Tag.OBJECT, Tag.SEQUENCE, Tag.UNKNOWN) and new.tag is Tag.UNKNOWN:
@@ -179,19 +177,19 @@ class FunctionInference(ExpressionInference):
             elif old.boolean and new.tag is Tag.TENSOR:  # `mask &= valid` updates the mask in place: still one
                 new = as_boolean(new)
             self._bind(stmt.target, new, env, record=False)
-        elif kind_of_stmt is cst.Expr:
+        elif type(stmt) is cst.Expr:
             self.ev(stmt.value, env)
-        elif kind_of_stmt is cst.Return:
+        elif type(stmt) is cst.Return:
             if stmt.value is not None:
                 kind = self.ev(stmt.value, env)
                 res = self.result
                 res.return_kind = join(res.return_kind, kind) if res.returns_value else kind
                 res.returns_value = True
-        elif kind_of_stmt is cst.Assert:
+        elif type(stmt) is cst.Assert:
             self.ev(stmt.test, env)
             if stmt.msg is not None:
                 self.ev(stmt.msg, env)
-        elif kind_of_stmt is cst.Raise:
+        elif type(stmt) is cst.Raise:
             if stmt.exc is not None:
                 self.ev(stmt.exc, env)
 
@@ -485,9 +483,9 @@ class FunctionInference(ExpressionInference):
             return
         if isinstance(target, cst.Subscript):
             self.ev(target.value, env)
-            for element in target.slice:
-                if isinstance(element.slice, cst.Index):
-                    self.ev(element.slice.value, env)
+            for index in target.slice:
+                if isinstance(index.slice, cst.Index):
+                    self.ev(index.slice.value, env)
         elif isinstance(target, cst.Attribute):
             self.ev(target.value, env)
         key = path_key(target)
@@ -497,7 +495,7 @@ class FunctionInference(ExpressionInference):
         if record:
             self._record(target, kind)
         if self.self_name and key.startswith(self.self_name + ".") and key.count(".") == 1:
-            attrs = self.result.attribute_assignments  # type: ignore[attr-defined]
+            attrs = self.result.attribute_assignments
             attr = key.split(".", 1)[1]
             attrs[attr] = join(attrs[attr], kind) if attr in attrs else kind
 

@@ -29,13 +29,13 @@ def state_entry_kinds(methods: list[cst.FunctionDef],
         for node in iter_nodes(method):
             if type(node) is not cst.Assign:
                 continue
-            for target in node.targets:  # type: ignore[attr-defined]
+            for target in node.targets:
                 key = _state_key(target.target)
                 if key is None:
                     continue
-                kind = _python_number_kind(node.value)  # type: ignore[attr-defined]
+                kind = _python_number_kind(node.value)
                 if kind is None:
-                    entries = _python_arithmetic_reads(node.value, hyperparameters,  # type: ignore[attr-defined]
+                    entries = _python_arithmetic_reads(node.value, hyperparameters,
                                                        tensor_group_keys)
                     if entries is not None:
                         reads.setdefault(key, set()).update(entries)
@@ -137,8 +137,8 @@ def _self_calls(caller: cst.FunctionDef, methods: dict[str, cst.FunctionDef]) ->
     """`self.<method>(...)` calls of the class's own methods in `caller`."""
     first = first_param(caller)
     return [node for node in iter_nodes(caller) if type(node) is cst.Call
-            and type(node.func) is cst.Attribute and type(node.func.value) is cst.Name  # type: ignore[attr-defined]
-            and node.func.value.value == first and node.func.attr.value in methods]  # type: ignore[attr-defined]
+            and type(node.func) is cst.Attribute and type(node.func.value) is cst.Name
+            and node.func.value.value == first and node.func.attr.value in methods]
 
 
 def _python_arguments(callee: cst.FunctionDef, call: cst.Call, hyperparameters: frozenset[str],
@@ -165,8 +165,8 @@ def _python_arguments(callee: cst.FunctionDef, call: cst.Call, hyperparameters: 
 
 def _is_group_hyperparameter(value: cst.BaseExpression, tensor_group_keys: frozenset[str]) -> bool:
     """`group['eps']`, `group['betas'][1]`: a param-group entry that is a Python value on WSC."""
-    while type(value) is cst.Subscript and type(value.value) is cst.Subscript:  # type: ignore[attr-defined]
-        value = value.value  # type: ignore[attr-defined]
+    while type(value) is cst.Subscript and type(value.value) is cst.Subscript:
+        value = value.value
     if type(value) is not cst.Subscript or len(value.slice) != 1 or not isinstance(value.slice[0].slice, cst.Index):
         return False
     key = string_value(value.slice[0].slice.value)
@@ -180,12 +180,12 @@ def group_tensor_entries(methods: list[cst.FunctionDef]) -> set[str]:
     keys: set[str] = set()
     for method in methods:
         for node in iter_nodes(method):
-            if type(node) is not cst.Assign or type(node.value) is not cst.Call:  # type: ignore[attr-defined]
+            if type(node) is not cst.Assign or type(node.value) is not cst.Call:
                 continue
-            func = dotted_name(node.value.func)  # type: ignore[attr-defined]
+            func = dotted_name(node.value.func)
             if func is None or not func.startswith("torch."):
                 continue
-            for target in node.targets:  # type: ignore[attr-defined]
+            for target in node.targets:
                 t = target.target
                 if type(t) is cst.Subscript and len(t.slice) == 1 and isinstance(t.slice[0].slice, cst.Index):
                     key = string_value(t.slice[0].slice.value)

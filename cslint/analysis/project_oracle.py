@@ -4,11 +4,10 @@ functions a class keeps in a table."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from cslint.analysis.function_analysis import FunctionAnalysis
 from cslint.analysis.index import ClassInfo, FunctionInfo
 from cslint.analysis.inference import FunctionInference
 from cslint.analysis.kinds import STATIC, TENSOR, Kind, join, obj
@@ -17,6 +16,9 @@ from cslint.analysis.project import Project
 from cslint.analysis.signatures import all_params, first_param, signature_kind
 from cslint.analysis.step_functions import function_table_kind
 from cslint.analysis.walk import iter_nodes
+
+if TYPE_CHECKING:
+    from cslint.analysis.reuse import KeptAnalyses
 
 # Methods whose `self.x = ...` assignments define instance attributes (analysing every method of every
 # class costs more than the rest of the analysis; attributes are nearly always set in these).
@@ -38,7 +40,7 @@ class ProjectOracle:
         self._group_entries: dict[str, frozenset[str]] = {}
         # an editor's analyses kept between runs (reuse.KeptAnalyses): the methods read for `attributes`
         # are analysed through it too, so a class is not read again on every keystroke
-        self.kept: Any = None
+        self.kept: KeptAnalyses | None = None
 
     def return_kind(self, func: FunctionInfo) -> Kind | None:
         return self.returns.get(func.qualname)
@@ -118,7 +120,7 @@ class ProjectOracle:
                 params[first_param(method.node) or "self"] = self.self_kind(cls)
                 analysis = self.kept.analyse(self.project, self, method, params, {}, None) if self.kept is not None \
                     else FunctionInference(self.project, self, method, params).run()
-                for key, kind in analysis_attributes(analysis).items():
+                for key, kind in analysis.attribute_assignments.items():
                     merged[key] = join(merged[key], kind) if key in merged else kind
         self._computing.discard(cls_name)
         self._attributes[cls_name] = merged
@@ -152,14 +154,10 @@ def _sets_own_attributes(method: FunctionInfo) -> bool:
         else:
             continue
         for target in targets:
-            if any(type(n) is cst.Attribute and _is_name(n.value, own) for n in iter_nodes(target)):  # type: ignore[attr-defined]
+            if any(type(n) is cst.Attribute and _is_name(n.value, own) for n in iter_nodes(target)):
                 return True
     return False
 
 
 def _is_name(node: cst.CSTNode, name: str) -> bool:
-    return type(node) is cst.Name and node.value == name  # type: ignore[attr-defined]
-
-
-def analysis_attributes(analysis: FunctionAnalysis) -> dict[str, Kind]:
-    return analysis.attribute_assignments  # type: ignore[attr-defined, no-any-return]
+    return type(node) is cst.Name and node.value == name

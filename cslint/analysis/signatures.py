@@ -35,8 +35,10 @@ def _annotated_kind(node: cst.BaseExpression) -> Kind:
         return join(_annotated_kind(node.left), _annotated_kind(node.right))
     if isinstance(node, (cst.SimpleString, cst.ConcatenatedString)):  # a forward reference: `"Tensor"`
         text = string_value(node) if type(node) is cst.SimpleString else None
+        if not text:
+            return STATIC
         try:
-            return _annotated_kind(cst.parse_expression(text)) if text else STATIC
+            return _annotated_kind(cst.parse_expression(text))
         except cst.ParserSyntaxError:
             return TENSOR if "Tensor" in text or "Parameter" in text else STATIC
     if type(node) is cst.Subscript:
