@@ -43,11 +43,11 @@ def carry_over(old: ModuleInfo, new: ModuleInfo) -> list[FunctionInfo]:
         was.methods = methods
         new.classes[name] = was
     for name, func in new.functions.items():
-        was = old.functions.get(name)
-        if was is not None and _same_text(old, was.span, new, func.span):
-            _move(was, new, func)
-            new.functions[name] = was
-            moved.append(was)
+        kept = old.functions.get(name)
+        if kept is not None and _same_text(old, kept.span, new, func.span):
+            _move(kept, new, func)
+            new.functions[name] = kept
+            moved.append(kept)
     old.classes, old.functions = {}, {}  # nothing of the old index reaches what the new one holds
     return moved
 

@@ -119,7 +119,7 @@ def pipeline(module: ModuleInfo, project: Project) -> Pipeline | None:
     if cached is None:
         cached = _Scan(module, project).run()
         module.tree_data["data_pipeline"] = cached
-    return cached  # type: ignore[no-any-return]
+    return cached
 
 
 def keyword(call: cst.Call, name: str) -> cst.Arg | None:
@@ -343,10 +343,10 @@ class _Scan:
         if isinstance(expr, cst.Lambda):
             return [expr]
         if isinstance(expr, cst.Call):
-            name = dotted_name(expr.func) or ""
-            if name.rsplit(".", 1)[-1] == "partial" and expr.args:
+            called = dotted_name(expr.func) or ""
+            if called.rsplit(".", 1)[-1] == "partial" and expr.args:
                 return self._functions_of(expr.args[0].value)
-            return [f for f in self.functions.get("__call__", ()) if self._class_of(f) == name]
+            return [f for f in self.functions.get("__call__", ()) if self._class_of(f) == called]
         name = dotted_name(expr)
         if name is None or name.count(".") > 1 or "." in name and not name.startswith("self."):
             return []

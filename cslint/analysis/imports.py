@@ -14,12 +14,12 @@ from cslint.analysis.import_scan import resolve_relative
 
 def dotted_name(node: cst.BaseExpression) -> str | None:
     """`a.b.c` as a string, or None for anything that is not a plain name or attribute chain."""
-    kind = type(node)  # not isinstance: libcst's node classes are ABCs, and this runs millions of times
-    if kind is cst.Name:
-        return node.value  # type: ignore[attr-defined]
-    if kind is cst.Attribute:
-        base = dotted_name(node.value)  # type: ignore[attr-defined]
-        return f"{base}.{node.attr.value}" if base is not None else None  # type: ignore[attr-defined]
+    # not isinstance: libcst's node classes are ABCs, and this runs millions of times
+    if type(node) is cst.Name:
+        return node.value
+    if type(node) is cst.Attribute:
+        base = dotted_name(node.value)
+        return f"{base}.{node.attr.value}" if base is not None else None
     return None
 
 

@@ -345,7 +345,7 @@ def _collect_imports(body: Sequence[cst.CSTNode], table: ImportTable) -> None:
 
 
 def _blocks_of(stmt: cst.CSTNode) -> list[Sequence[cst.CSTNode]]:
-    blocks = []
+    blocks: list[Sequence[cst.CSTNode]] = []
     for attr in ("body", "orelse", "finalbody"):
         part = getattr(stmt, attr, None)
         if part is None:

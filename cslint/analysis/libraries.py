@@ -49,7 +49,7 @@ class _LazyModules(dict):  # type: ignore[type-arg]
         super().__init__()
         self._load = load
 
-    def get(self, name: str, default: Any = None) -> Any:  # type: ignore[override]
+    def get(self, name: str, default: Any = None) -> Any:
         if not dict.__contains__(self, name):
             dict.__setitem__(self, name, self._load(name))
         found = dict.__getitem__(self, name)
@@ -64,7 +64,7 @@ class _LazyModules(dict):  # type: ignore[type-arg]
             raise KeyError(name)
         return found  # type: ignore[no-any-return]
 
-    def values(self):  # type: ignore[no-untyped-def, override]
+    def values(self) -> list[ModuleInfo]:  # type: ignore[override]
         return [m for m in dict.values(self) if m is not None]
 
 
@@ -81,7 +81,7 @@ class Libraries:
         shared = environment.shared
         if not shared:
             libraries = Project([])
-            libraries.modules = _LazyModules(environment.module)  # type: ignore[assignment]
+            libraries.modules = _LazyModules(environment.module)
             shared.update(project=libraries, lookups={}, oracles={}, chain=CallChain(MAX_DEPTH), uses=[])
         self.project: Project = shared["project"]
         self._lookups: dict[str, FunctionInfo | ClassInfo | ModuleInfo | None] = shared["lookups"]

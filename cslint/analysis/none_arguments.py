@@ -103,7 +103,7 @@ def _scan(func: cst.FunctionDef) -> NoneTests:
         if kind is cst.If or kind is cst.IfExp:
             for part in iter_nodes(node.test):  # type: ignore[attr-defined]
                 if type(part) is cst.Comparison:
-                    compared = _compared_with_none(part)  # type: ignore[arg-type]
+                    compared = _compared_with_none(part)
                     if compared is not None and compared[0] in params:
                         deciding.add(compared[0])
         elif kind is cst.Call:  # passed on: it may decide a test of the function called

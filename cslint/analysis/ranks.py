@@ -51,7 +51,7 @@ def subscript_rank(rank: int | None, elements: Sequence[cst.SubscriptElement]) -
         return None
     for element in elements:
         part = element.slice
-        if isinstance(part, cst.Slice):
+        if not isinstance(part, cst.Index):  # a slice
             continue
         value = part.value
         if isinstance(value, cst.Integer) or (isinstance(value, cst.UnaryOperation) and number_literal(value)):

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import libcst as cst
 
@@ -33,6 +33,7 @@ from cslint.analysis.tracing_guards import Guards
 # (whom it was asked of, the question, its arguments, the answer); the project's, the oracle's and the
 # guards' arguments are (positional, named)
 Read = tuple[str, str, tuple[Any, ...], Any]
+_Answer = TypeVar("_Answer")
 
 _PROJECT_QUESTIONS = frozenset({"lookup", "lookup_class", "lookup_function", "find_method", "mro", "overrides",
                                 "is_module_class", "is_optimizer_class"})
@@ -101,11 +102,11 @@ class _RecordingInference(FunctionInference):
         return self._asked_of_module("_global", super()._global, name)
 
     def _local_definition(self, name: str) -> FunctionInfo | ClassInfo | None:
-        return self._asked_of_module("_local_definition", super()._local_definition, name)  # type: ignore[no-any-return]
+        return self._asked_of_module("_local_definition", super()._local_definition, name)
 
-    def _asked_of_module(self, question: str, ask: Callable[[str], Any], argument: str) -> Any:
+    def _asked_of_module(self, question: str, ask: Callable[[str], _Answer], argument: str) -> _Answer:
         """A question about module-level code, answered by the project itself and recorded as one read."""
-        real, self.project = self.project, self._project_itself  # type: ignore[assignment]
+        real, self.project = self.project, self._project_itself
         try:
             answer = ask(argument)
         finally:
@@ -161,7 +162,7 @@ class KeptAnalyses:
         key = (id(func), id(node), guards.tracer if guards is not None else None,
                tuple(sorted(params.items())), tuple(sorted(keywords.items())))
         now = self._last.setdefault(key, [])
-        for kept in (*now, *self._older.get(key, ())):
+        for kept in (*now, *self._older.get(key, [])):
             if kept.func is func and kept.node is node and \
                     _answers_again(kept.reads, project, oracle, guards, func, kept.module):
                 if kept not in now:

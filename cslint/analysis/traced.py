@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import fnmatch
 import heapq
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -22,7 +22,7 @@ from cslint.analysis.generated_code import generated_twin
 from cslint.analysis.graph import reachable
 from cslint.analysis.imports import dotted_name
 from cslint.analysis.function_analysis import FunctionAnalysis
-from cslint.analysis.index import FunctionInfo
+from cslint.analysis.index import FunctionInfo, ModuleInfo
 from cslint.analysis.inference import FunctionInference
 from cslint.analysis.kinds import STATIC, Kind, join, obj
 from cslint.analysis.param_kinds import (
@@ -113,7 +113,8 @@ def find_root_calls(project: Project, patterns: Iterable[str] = (),
     if root_modules is None:
         names = project.module_names()
     else:  # (lists and loads only these)
-        names = sorted((n for n in root_modules if project.rank(n) is not None), key=project.rank)  # type: ignore[arg-type, return-value]
+        ranks = {n: rank for n in root_modules if (rank := project.rank(n)) is not None}
+        names = sorted(ranks, key=ranks.__getitem__)
     modules = [project.modules[name] for name in names if name in project.modules]
 
     def add(func: FunctionInfo, reason: str, call: cst.Call | None = None) -> None:
@@ -167,7 +168,7 @@ def in_data_pipeline(module_name: str) -> bool:
                for part in parts)
 
 
-def _module_functions(module):  # type: ignore[no-untyped-def]
+def _module_functions(module: ModuleInfo) -> Iterator[FunctionInfo]:
     yield from module.functions.values()
     for cls in module.classes.values():
         yield from cls.methods.values()

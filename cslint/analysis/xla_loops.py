@@ -126,7 +126,7 @@ def _mark_step_spelling(module: ModuleInfo, node: cst.CSTNode) -> str | None:
     """How a message names the mark_step this node calls, if it calls one."""
     if type(node) is not cst.Call:
         return None
-    resolved = module.imports.resolve(node.func)  # type: ignore[attr-defined]
+    resolved = module.imports.resolve(node.func)
     if resolved not in api.MARK_STEP_CALLS:
         return None
     return "xm.mark_step()" if resolved.endswith("mark_step") else f"torch_xla.{resolved.rsplit('.', 1)[1]}()"
@@ -166,9 +166,9 @@ def _unguarded_nodes(module: ModuleInfo, stmt: cst.CSTNode) -> Iterator[cst.CSTN
         yield node
         if type(node) in _NOT_THE_STEP:
             continue
-        if type(node) is cst.If and _availability_check(module, node.test):  # type: ignore[attr-defined]
-            if node.orelse is not None:  # type: ignore[attr-defined]
-                stack.append(node.orelse)  # type: ignore[attr-defined]
+        if type(node) is cst.If and _availability_check(module, node.test):
+            if node.orelse is not None:
+                stack.append(node.orelse)
             continue
         stack.extend(reversed(list(node.children)))
 
