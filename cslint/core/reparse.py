@@ -58,7 +58,8 @@ def reparse(old_text: str, old_tree: ast.Module, new_text: str) -> ast.Module | 
 
 
 def _start(stmt: ast.stmt) -> int:
-    return min([stmt.lineno, *(d.lineno for d in getattr(stmt, "decorator_list", ()))])
+    decorators: list[ast.expr] = getattr(stmt, "decorator_list", [])
+    return min([stmt.lineno, *(d.lineno for d in decorators)])
 
 
 def _end(stmt: ast.stmt) -> int:

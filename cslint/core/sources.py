@@ -258,7 +258,7 @@ def parse_unvalidated(text: str) -> cst.Module:
 
     node_class = cst.CSTNode
     validate = node_class.__dict__["__post_init__"]
-    node_class.__post_init__ = _trusted  # type: ignore[method-assign]
+    node_class.__post_init__ = _trusted  # type: ignore[method-assign, assignment]
     try:
         return cst.parse_module(text)
     finally:

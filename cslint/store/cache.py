@@ -27,7 +27,7 @@ import sys
 from contextlib import suppress
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, overload
 
 from cslint import __version__
 
@@ -279,6 +279,14 @@ _CACHE_FILE = re.compile(r"v[\w.+!-]+-(?:[0-9a-f]+\.json|(?:imports|tree)\.memo|
                          r"|\.tmp-[\w-]+\.json")
 NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0)
 NO_BLOCK = getattr(os, "O_NONBLOCK", 0)
+
+
+@overload
+def open_cache_directory(directory: Path, create: Literal[True]) -> int: ...
+
+
+@overload
+def open_cache_directory(directory: Path, create: bool) -> int | None: ...
 
 
 def open_cache_directory(directory: Path, create: bool) -> int | None:

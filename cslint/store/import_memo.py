@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from cslint import __version__
 from cslint.store import memo_file
@@ -78,7 +79,7 @@ def memo_file_name() -> str:
     return f"v{__version__}-imports.memo"
 
 
-def _entries(raw: dict) -> dict[str, tuple[int, int, FileImports]]:
+def _entries(raw: dict[str, Any]) -> dict[str, tuple[int, int, FileImports]]:
     if raw.get("format") != FORMAT:
         return {}
     return {path: (mtime_ns, size, FileImports(frozenset(modules), bool(uses_compile),

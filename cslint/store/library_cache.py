@@ -9,6 +9,7 @@ beside the cache; one that cannot be read is an empty one.
 from __future__ import annotations
 
 import re
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -74,15 +75,20 @@ class LibraryCache:
         `-j` run) wrote there since this one read it."""
         for distribution in sorted(self._changed):
             ours = self._files[distribution]
-            memo_file.update(self.directory, self.file_name(distribution), _summaries,
-                             lambda theirs, ours=ours: {"format": FORMAT, "summaries": {**(theirs or {}), **ours}})
+            memo_file.update(self.directory, self.file_name(distribution), _summaries, partial(_merged, ours))
         self._changed.clear()
 
 
 def _summaries(data: Any) -> dict[str, Any]:
     if isinstance(data, dict) and data.get("format") == FORMAT and isinstance(data.get("summaries"), dict):
-        return data["summaries"]
+        summaries: dict[str, Any] = data["summaries"]
+        return summaries
     return {}
+
+
+def _merged(ours: dict[str, Any], theirs: dict[str, Any] | None) -> dict[str, Any]:
+    """The file's data with these summaries added to those other processes wrote."""
+    return {"format": FORMAT, "summaries": {**(theirs or {}), **ours}}
 
 
 def _kind_json(kind: Kind) -> Any:

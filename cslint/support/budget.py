@@ -108,8 +108,8 @@ def over_budget(tree: ast.Module, budget: int, kept: dict[tuple[str, int, int], 
     total = sum(map(statement_cost, depth_of.values()))
     if total <= budget:
         return None
-    key, deepest = max(depth_of.items(), key=lambda item: item[1])
-    node = statements.get(key)
+    deepest_statement, deepest = max(depth_of.items(), key=lambda item: item[1])
+    node = statements.get(deepest_statement)
     line, column = getattr(node, "lineno", 1), getattr(node, "col_offset", 0) + 1
     return line, column, (f"file not analysed: an expression {deepest:,} levels deep puts it over the analysis "
                           f"budget ({total:,.0f} > {budget:,} units, `analysis-budget`)")
@@ -131,8 +131,9 @@ def _depths(root: ast.AST) -> tuple[dict[int, int], dict[int, ast.AST]]:
         if role is _STATEMENT:
             owner, depth = node, 0
             statements[id(node)] = node
-        elif role is _EXPRESSION and node.lineno == node.end_lineno \
-                and depth + node.end_col_offset - node.col_offset <= FREE_DEPTH:  # type: ignore[attr-defined, operator]
+        elif role is _EXPRESSION and (
+                node.lineno == node.end_lineno  # type: ignore[attr-defined]
+                and depth + node.end_col_offset - node.col_offset <= FREE_DEPTH):  # type: ignore[attr-defined]
             continue
         elif depth > depth_of.get(id(owner), 0):
             depth_of[id(owner)] = depth
