@@ -407,11 +407,11 @@ class A:
 def test_module_level_calls_leave_out_definitions_only():
     """The walk for module-level calls skips what holds none (names, constants, imports) and the bodies
     of functions and classes: the same calls as walking every other node."""
-    from cslint.analysis.index import _module_level_calls
+    from cslint.analysis.ast_statements import module_level_calls
 
     tree = ast.parse(MODULE_LEVEL_CALLS)
     defined = {id(n) for d in tree.body if isinstance(d, (ast.FunctionDef, ast.ClassDef)) for n in ast.walk(d)}
     every = {id(n) for n in ast.walk(tree) if isinstance(n, ast.Call) and id(n) not in defined}
-    found = [ast.unparse(n) for n in _module_level_calls(tree.body)]
-    assert {id(n) for n in _module_level_calls(tree.body)} == every and len(found) == 7
+    found = [ast.unparse(n) for n in module_level_calls(tree.body)]
+    assert {id(n) for n in module_level_calls(tree.body)} == every and len(found) == 7
     assert "torch.compile(model)" in found and "c(model)" in found and "torch.compile(g)" not in found

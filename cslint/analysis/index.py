@@ -1,4 +1,5 @@
-"""One pass over a parsed file: its imports, classes, functions and their decorators.
+"""One pass over a parsed file: its imports, classes, functions and their decorators (from libcst's tree, or
+from Python's `ast` with what ast_statements.py reads of its statements).
 
 This is all that cross-file analysis needs to know about a file that contains no traced code, so it is
 kept separate from (and much cheaper than) tensor-value inference.
@@ -18,10 +19,13 @@ from typing import Any
 
 import libcst as cst
 
+from cslint.analysis.ast_statements import (
+    ast_base, calls_trace_wrapper, collect_ast_imports, has_toplevel_root_call, note_ast_function_table,
+    object_assignments,
+)
 from cslint.analysis.bindings import Binding, ast_bindings
-from cslint.analysis.import_scan import ast_dotted_name, resolve_relative
+from cslint.analysis.import_scan import ast_dotted_name
 from cslint.analysis.piece_pool import PiecePool
-from cslint.analysis.torch_api import TRACE_WRAPPERS
 from cslint.analysis.imports import ImportTable, dotted_name
 from cslint.analysis.walk import visit
 from cslint.support.line_shifts import line_shifts
@@ -128,7 +132,7 @@ class ModuleInfo:
     # Parses a piece of the file (a function, some assignments) when the whole tree is not needed.
     piece_parser: Callable[[str], cst.Module] | None = None
     top_level_imports: list[tuple[str, str | None]] | None = None  # (module, alias) of top-level `import`s
-    # the module-level assignments that may bind an object (bindings.py; see `_object_assignments`), from
+    # the module-level assignments that may bind an object (bindings.py; see `object_assignments`), from
     # indexing; None: read them from the tree
     object_bindings: list[Binding] | None = None
     # module-level names bound to a dict of functions (`ATTENTION = {"eager": eager_attention}`); see ClassInfo
@@ -460,8 +464,6 @@ def _index_class(node: cst.ClassDef, module: ModuleInfo) -> ClassInfo:
 
 # ---- the same index from Python's ast ------------------------------------------------------------
 
-_TOPLEVEL_ROOT_CALLS = frozenset({"compile", "trace", "trace_graph", "trace_multigraph", "mark_step", "sync"})
-
 
 def index_module_from_ast(path: Path, source: str, tree: ast.Module, name: str, is_package: bool,
                           loader: Callable[[], cst.Module]) -> ModuleInfo:
@@ -472,14 +474,14 @@ def index_module_from_ast(path: Path, source: str, tree: ast.Module, name: str, 
     spans = _Spans(source)
     shifts = line_shifts(tree)  # an edited buffer's statements may keep an earlier text's line numbers
     for stmt, spans.shift in zip(tree.body, shifts):
-        _collect_ast_imports([stmt], imports, spans.may_import if spans.usable else None)
+        collect_ast_imports([stmt], imports, spans.may_import if spans.usable else None)
     info = ModuleInfo(name=name, path=path, source=source, imports=imports, is_package=is_package, loader=loader)
-    info.may_have_toplevel_roots = _has_toplevel_root_call(tree)
+    info.may_have_toplevel_roots = has_toplevel_root_call(tree)
     for stmt, spans.shift in zip(tree.body, shifts):
         if isinstance(stmt, ast.ClassDef):
             imports.add_definition(stmt.name)
             cls = ClassInfo(qualname=f"{name}.{stmt.name}", name=stmt.name, module=info,
-                            bases=[imports.qualify(d) for d in map(_ast_base, stmt.bases) if d is not None],
+                            bases=[imports.qualify(d) for d in map(ast_base, stmt.bases) if d is not None],
                             span=spans.of(stmt) if spans.usable else None)
             for inner in stmt.body:
                 if isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -488,19 +490,19 @@ def index_module_from_ast(path: Path, source: str, tree: ast.Module, name: str, 
                         continue
                     cls.methods[inner.name] = _ast_function(inner, info, cls, f"{cls.qualname}.{inner.name}", spans)
                 else:
-                    _note_ast_function_table(inner, cls.function_tables)
+                    note_ast_function_table(inner, cls.function_tables)
             info.classes[stmt.name] = cls
         elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             imports.add_definition(stmt.name)
             info.functions[stmt.name] = _ast_function(stmt, info, None, f"{name}.{stmt.name}", spans)
         else:
-            _note_ast_function_table(stmt, info.function_tables)
+            note_ast_function_table(stmt, info.function_tables)
     info.top_level_imports = [(a.name, a.asname) for stmt in tree.body if isinstance(stmt, ast.Import)
                               for a in stmt.names]
     if spans.usable and info.may_have_toplevel_roots:
         info.root_call_statements = [spans.of(stmt) for stmt, spans.shift in zip(tree.body, shifts)
-                                     if _calls_trace_wrapper(stmt, imports)]
-    info.object_bindings = ast_bindings(_object_assignments(tree.body))
+                                     if calls_trace_wrapper(stmt, imports)]
+    info.object_bindings = ast_bindings(object_assignments(tree.body))
     return info
 
 
@@ -546,121 +548,3 @@ def _ast_function(node: ast.FunctionDef | ast.AsyncFunctionDef, module: ModuleIn
     signature = (tuple(a.arg for a in (*args.posonlyargs, *args.args)), args.vararg.arg if args.vararg else None)
     return FunctionInfo(qualname=qualname, name=node.name, module=module, cls=cls, decorators=decorators,
                         _signature=signature, span=spans.of(node) if spans.usable else None)
-
-
-def _object_assignments(body: list[ast.stmt]) -> list[ast.Assign | ast.AnnAssign]:
-    """The statements holding the assignments that can bind a module-level object (`model = GPT(config)`,
-    `m = model`), and those that rebind such a name to something else, at top level and in `if`
-    blocks (not one-line `if`s): in the order they run. Docstring constants and the like are left out."""
-    found: list[ast.Assign | ast.AnnAssign] = []
-
-    def scan(statements: list[ast.stmt]) -> None:
-        for stmt in statements:
-            if isinstance(stmt, ast.Assign) or isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
-                found.append(stmt)
-            elif isinstance(stmt, ast.If) and stmt.body and stmt.body[0].lineno > stmt.lineno:
-                scan(stmt.body)
-
-    scan(body)
-
-    def targets(stmt: ast.Assign | ast.AnnAssign) -> list[ast.expr]:
-        return stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-
-    binding = {t.id for a in found if isinstance(a.value, (ast.Call, ast.Name))
-               for t in targets(a) if isinstance(t, ast.Name)}
-    return [a for a in found if isinstance(a.value, (ast.Call, ast.Name))
-            or any(isinstance(t, ast.Name) and t.id in binding for t in targets(a))]
-
-
-def _note_ast_function_table(stmt: ast.stmt, tables: dict[str, tuple[str, ...]]) -> None:
-    """`_note_function_tables` for an `ast` statement."""
-    if isinstance(stmt, ast.Assign):
-        targets, value = stmt.targets, stmt.value
-    elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
-        targets, value = [stmt.target], stmt.value
-    else:
-        return
-    names = None
-    if isinstance(value, ast.Dict) and value.values and all(k is not None for k in value.keys):
-        names = tuple(ast_dotted_name(v) for v in value.values)
-    for target in targets:
-        if isinstance(target, ast.Name):
-            if names is not None and all(names):
-                tables[target.id] = names  # type: ignore[assignment]
-            else:
-                tables.pop(target.id, None)
-
-
-def _ast_base(node: ast.expr) -> str | None:
-    return ast_dotted_name(node.value if isinstance(node, ast.Subscript) else node)
-
-
-def _collect_ast_imports(body: list[ast.stmt], table: ImportTable,
-                         may_import: Callable[[ast.stmt], bool] | None = None) -> None:
-    """`_collect_imports` over ast statements, visiting blocks in the same order (body, orelse,
-    finalbody, handlers, cases) so that a name imported twice ends up bound the same way. With
-    `may_import`, only into the statements it lets through (the others hold no import: a function
-    without one is most of a file's statements)."""
-    for stmt in body:
-        if isinstance(stmt, ast.Import):
-            for alias in stmt.names:
-                if alias.asname is not None:
-                    table.names[alias.asname] = alias.name
-                else:
-                    head = alias.name.split(".")[0]
-                    table.names[head] = head
-        elif isinstance(stmt, ast.ImportFrom):
-            module = stmt.module or ""
-            if stmt.level:
-                module = resolve_relative(table.package, stmt.level, module)
-            if any(alias.name == "*" for alias in stmt.names):
-                continue
-            for alias in stmt.names:
-                table.names[alias.asname or alias.name] = f"{module}.{alias.name}" if module else alias.name
-        elif may_import is None or may_import(stmt):
-            for attr in ("body", "orelse", "finalbody"):
-                block = getattr(stmt, attr, None)
-                if isinstance(block, list):
-                    _collect_ast_imports(block, table, may_import)
-            for handler in getattr(stmt, "handlers", ()):
-                _collect_ast_imports(handler.body, table, may_import)
-            for case in getattr(stmt, "cases", ()):
-                _collect_ast_imports(case.body, table, may_import)
-
-
-def _module_level_calls(nodes: list[ast.stmt]) -> Iterator[ast.Call]:
-    """The calls in module-level statements, outside the functions and classes they define."""
-    stack: list[ast.AST] = list(nodes)
-    while stack:
-        node = stack.pop()
-        kind = type(node)
-        if kind in _HOLD_NO_CALLS:
-            continue
-        if isinstance(node, ast.Call):
-            yield node
-        stack.extend(ast.iter_child_nodes(node))
-
-
-# nodes with no call of the module's own in them (definitions' bodies are their own), and leaves
-_HOLD_NO_CALLS = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom,
-                            ast.Constant, ast.Name, ast.Load, ast.Store, ast.Del, ast.alias, ast.Pass})
-
-
-def _calls_trace_wrapper(stmt: ast.stmt, imports: ImportTable) -> bool:
-    """Whether a module-level statement calls what its imports make a trace wrapper (`torch.compile`, as
-    `ImportTable.resolve` reads the call's name)."""
-    for call in _module_level_calls([stmt]):
-        dotted = ast_dotted_name(call.func)
-        if dotted is not None and dotted.partition(".")[0] in imports.names and \
-                imports.qualify(dotted) in TRACE_WRAPPERS:
-            return True
-    return False
-
-
-def _has_toplevel_root_call(tree: ast.Module) -> bool:
-    """Whether a call outside functions and classes could be `torch.compile(fn)`-like."""
-    for call in _module_level_calls(tree.body):
-        dotted = ast_dotted_name(call.func)
-        if dotted is None or dotted.rsplit(".", 1)[-1] in _TOPLEVEL_ROOT_CALLS:
-            return True
-    return False
