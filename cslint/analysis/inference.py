@@ -17,7 +17,9 @@ import libcst as cst
 from cslint.analysis import torch_api as api
 from cslint.analysis.call_kinds import unknown_call_kind
 from cslint.analysis.expression_inference import ExpressionInference
-from cslint.analysis.function_analysis import Env, FunctionAnalysis
+# `as` (here and for syntax below): rules/ and fixers/ import these from here too, until #35's re-layout moves
+# their imports to function_analysis.py and syntax.py
+from cslint.analysis.function_analysis import Env, FunctionAnalysis as FunctionAnalysis
 from cslint.analysis.imports import dotted_name
 from cslint.analysis.index import FunctionInfo, ModuleInfo
 from cslint.analysis.kinds import (
@@ -26,7 +28,6 @@ from cslint.analysis.kinds import (
 from cslint.analysis.none_arguments import none_truth
 from cslint.analysis.project import Project
 from cslint.analysis.signatures import all_params, first_param, signature_kind
-# `as`: rules/ and fixers/ import these from here too, until #35's re-layout moves their imports to syntax.py
 from cslint.analysis.syntax import path_key as path_key, string_value as string_value
 from cslint.analysis.tracing_guards import Guards, guard_text
 
