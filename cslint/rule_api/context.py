@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import libcst as cst
 
@@ -16,7 +16,9 @@ from cslint.analysis.warm import warm_indexes
 from cslint.rule_api.findings import Finding, Fix
 
 if TYPE_CHECKING:
+    from cslint.analysis.function_analysis import FunctionAnalysis
     from cslint.analysis.index import ModuleInfo
+    from cslint.analysis.project import Project
     from cslint.analysis.traced import TracedFunction
     from cslint.core.config import Settings
 
@@ -51,11 +53,13 @@ class RuleContext:
     read_module_text: bool = False  # a rule read the whole file's text (its findings depend on all of it)
 
     @property
-    def analysis(self):  # type: ignore[no-untyped-def]
-        return self.traced.analysis
+    def analysis(self) -> FunctionAnalysis:
+        analysis = self.traced.analysis
+        assert analysis is not None, "the checker runs rules on analysed functions only"
+        return analysis
 
     @property
-    def module(self):  # type: ignore[no-untyped-def]
+    def module(self) -> ModuleInfo:
         return self.traced.func.module
 
     # ---- questions rules ask ---------------------------------------------------------------------
@@ -63,7 +67,7 @@ class RuleContext:
     def module_text(self) -> str:
         """The whole file's text (an editor reuses a function's findings only while it is the same)."""
         self.read_module_text = True
-        return self.module.source  # type: ignore[no-any-return]
+        return self.module.source
 
     def walk(self, root: cst.CSTNode | None = None, prune: tuple[type, ...] = ()) -> Iterator[cst.CSTNode]:
         """`iter_nodes` over the traced function's body (or a part of it), read from one walk of the body
@@ -74,9 +78,9 @@ class RuleContext:
     def body(self) -> FlatTree:
         if self._body is None:
             body = self.traced.func.node.body
-            piece = getattr(self.traced.func, "piece", None)
+            piece = self.traced.func.piece
             warm = warm_indexes() if piece is not None else None  # an editor's: unchanged functions walked once
-            self._body = warm.body_walk(piece.module, body) if warm is not None else FlatTree(body)
+            self._body = FlatTree(body) if piece is None or warm is None else warm.body_walk(piece.module, body)
         return self._body
 
     def kind(self, node: cst.CSTNode) -> Kind:
@@ -184,3 +188,18 @@ class RuleContext:
                      sorted({n.value for n in self.walk(node) if type(n) is cst.Name and n.value in overrides})]
         self.findings.append(Finding(code=self.current_code, message=message, node=node, traced=self.traced, fix=fix,
                                      consequence=consequence, notes=notes))
+
+
+class ModuleScope(Protocol):
+    """What a rule with `scope = "module"` is given instead of a `RuleContext`: the file's index, the
+    project, and a place to report (checker.ModuleContext)."""
+
+    module: ModuleInfo
+    project: Project
+    settings: Settings
+
+    def resolve(self, node: cst.BaseExpression) -> str | None: ...
+
+    def code(self, node: cst.CSTNode, limit: int = 48) -> str: ...
+
+    def report(self, node: cst.CSTNode, message: str, fix: Fix | None = None) -> None: ...

@@ -11,7 +11,7 @@ if TYPE_CHECKING:
     from cslint.analysis.traced import TracedFunction
 
 Applicability = Literal["safe", "unsafe"]
-Replacement = cst.CSTNode | cst.FlattenSentinel | cst.RemovalSentinel
+Replacement = cst.CSTNode | cst.FlattenSentinel[cst.CSTNode] | cst.RemovalSentinel
 
 
 @dataclass

@@ -10,6 +10,7 @@ from __future__ import annotations
 import libcst as cst
 
 from cslint.analysis.imports import dotted_name
+from cslint.rule_api.context import ModuleScope
 from cslint.rules.base import Rule
 from cslint.analysis.walk import visit
 
@@ -62,7 +63,7 @@ class _Calls(cst.CSTVisitor):
                     self.loss_assigned.add(constructor.rsplit(".", 1)[-1])
 
 
-def _module_calls(ctx) -> _Calls:  # type: ignore[no-untyped-def]
+def _module_calls(ctx: ModuleScope) -> _Calls:
     found = ctx.module.tree_data.get("autogen calls")
     if found is None:  # the three rules walk each file once
         found = _Calls()
@@ -131,7 +132,7 @@ class Model(nn.Module):
 """,
     ]
 
-    def check_module(self, ctx) -> None:  # type: ignore[no-untyped-def]
+    def check_module(self, ctx: ModuleScope) -> None:
         used_as_loss = _module_calls(ctx).loss_assigned if "loss" in ctx.module.source.lower() or \
             "criterion" in ctx.module.source else set()
         for cls in ctx.module.classes.values():
@@ -196,7 +197,7 @@ loss = BCELoss(reduction="mean")  # expect: WSC902
 """,
     ]
 
-    def check_module(self, ctx) -> None:  # type: ignore[no-untyped-def]
+    def check_module(self, ctx: ModuleScope) -> None:
         if "Loss" not in ctx.module.source:
             return
         for call in _module_calls(ctx).calls:
@@ -242,7 +243,7 @@ value = F.cosine_embedding_loss(a, b, y)  # expect: WSC903
 """,
     ]
 
-    def check_module(self, ctx) -> None:  # type: ignore[no-untyped-def]
+    def check_module(self, ctx: ModuleScope) -> None:
         if "osine" not in ctx.module.source:
             return
         for call in _module_calls(ctx).calls:

@@ -41,6 +41,8 @@ class Rule:
     # rule's clause needs it there; target name -> the long form, on the rule's page
     target_notes: ClassVar[dict[str, str]] = {}
     target_advice: ClassVar[dict[str, str]] = {}
+    _visit_names: ClassVar[tuple[str, ...]]  # each class's own, set by `_visit_names` (read from its __dict__)
+    _visit_names: ClassVar[tuple[str, ...]]  # each class's own, set by `_visit_names` (read from its __dict__)
 
     def handlers(self) -> dict[str, Callable[[cst.CSTNode, RuleContext], None]]:
         return {attr[len("visit_"):]: getattr(self, attr) for attr in _visit_names(type(self))}
@@ -49,8 +51,8 @@ class Rule:
 def _visit_names(rule_type: type[Rule]) -> tuple[str, ...]:
     """The rule class's `visit_*` attributes, looked up once per class: a checker is built for every
     group of files, and `dir` walks the class's whole namespace."""
-    names = rule_type.__dict__.get("_visit_names")
+    names: tuple[str, ...] | None = rule_type.__dict__.get("_visit_names")
     if names is None:
         names = tuple(attr for attr in dir(rule_type) if attr.startswith("visit_"))
-        rule_type._visit_names = names  # type: ignore[attr-defined]
-    return names  # type: ignore[no-any-return]
+        rule_type._visit_names = names
+    return names

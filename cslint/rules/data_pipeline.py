@@ -6,13 +6,16 @@ is reported only when it feeds a traced step (analysis/data_pipeline.py says how
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import libcst as cst
 
 from cslint.analysis.data_pipeline import HF_TRAINING_ARGUMENTS, Loader, Pipeline, is_literal, keyword, pipeline
-from cslint.rule_api.findings import Fix
+from cslint.rule_api.context import ModuleScope
+from cslint.rule_api.findings import Applicability, Fix
+from cslint.rules.base import Rule
 
 # The consequence of a new input shape on each target, in one sentence.
-from cslint.rules.base import Rule
 CONSEQUENCES = {
     "wsc": "each new batch shape is a new compile on the wafer (minutes, or a failure)",
     "xla": "each new batch shape is a new XLA graph compile",
@@ -27,7 +30,7 @@ HF_COLLATORS = frozenset({f"{prefix}{name}" for prefix in ("transformers.", "tra
 PAD_SEQUENCE = frozenset({"torch.nn.utils.rnn.pad_sequence"})
 
 
-def consequence(ctx, found: Pipeline) -> str | None:  # type: ignore[no-untyped-def]
+def consequence(ctx: ModuleScope, found: Pipeline) -> str | None:
     """The target's consequence, or None on torch.compile when nothing asks for static shapes (dynamo
     then makes the batch dimension dynamic after the first recompile)."""
     target = ctx.settings.target.lower()
@@ -36,27 +39,26 @@ def consequence(ctx, found: Pipeline) -> str | None:  # type: ignore[no-untyped-
     return CONSEQUENCES.get(target, CONSEQUENCES["wsc"])
 
 
-def add_keyword_fix(call: cst.Call, name: str, value: str, applicability: str, message: str) -> Fix:
+def add_keyword_fix(call: cst.Call, name: str, value: str, applicability: Applicability, message: str) -> Fix:
     """`call` with `name=value`: an existing argument's value replaced, else a keyword appended in the
     call's layout (one argument per line stays one per line)."""
     new_value = cst.parse_expression(value)
     existing = keyword(call, name)
     if existing is not None:
-        return Fix(applicability, message, [(existing.value, new_value)])  # type: ignore[arg-type]
+        return Fix(applicability, message, [(existing.value, new_value)])
     args = list(call.args)
     arg = cst.Arg(keyword=cst.Name(name), value=new_value,
                   equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),
                                         whitespace_after=cst.SimpleWhitespace("")))
     if not args:
-        return Fix(applicability, message, [(call, call.with_changes(args=[arg]))])  # type: ignore[arg-type]
+        return Fix(applicability, message, [(call, call.with_changes(args=[arg]))])
     last = args[-1]
     separator = next((a.comma for a in reversed(args[:-1]) if isinstance(a.comma, cst.Comma)), None)
     if separator is None or "\n" not in cst.Module([]).code_for_node(separator):
         separator = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
     arg = arg.with_changes(comma=last.comma)
     args[-1] = last.with_changes(comma=separator)
-    return Fix(applicability, message,  # type: ignore[arg-type]
-               [(call, call.with_changes(args=[*args, arg]))])
+    return Fix(applicability, message, [(call, call.with_changes(args=[*args, arg]))])
 
 
 class LastPartialBatch(Rule):
@@ -140,7 +142,7 @@ trainer.train()
 """,
     ]
 
-    def check_module(self, ctx) -> None:  # type: ignore[no-untyped-def]
+    def check_module(self, ctx: ModuleScope) -> None:
         found = pipeline(ctx.module, ctx.project)
         if found is None:
             return
@@ -159,7 +161,7 @@ trainer.train()
                                      f"(`dataloader_drop_last` is False): {effect}", fix)
 
     @staticmethod
-    def _check_loader(ctx, loader: Loader, effect: str) -> None:  # type: ignore[no-untyped-def]
+    def _check_loader(ctx: ModuleScope, loader: Loader, effect: str) -> None:
         call = loader.call
         batch_size = keyword(call, "batch_size") or \
             (call.args[1] if len(call.args) > 1 and call.args[1].keyword is None and not call.args[1].star else None)
@@ -178,7 +180,7 @@ trainer.train()
         if any(a.star for a in call.args):
             return  # `**loader_kwargs` may set it
         hows = list(dict.fromkeys(f.how for f in sorted(loader.feeds, key=lambda f: not f.training)))
-        applicability = "safe" if loader.training_only else "unsafe"
+        applicability: Applicability = "safe" if loader.training_only else "unsafe"
         fix = add_keyword_fix(call, "drop_last", "True", applicability, "Set `drop_last=True`")
         ctx.report(call, f"`{ctx.code(call)}` feeds {' and '.join(hows[:2])} without `drop_last=True`: unless "
                          f"the dataset's size is a multiple of the batch size its last batch is smaller, and "
@@ -189,14 +191,14 @@ def _value(arg: cst.Arg | None) -> cst.BaseExpression | None:
     return arg.value if arg is not None else None
 
 
-def _hf_training_arguments(ctx):  # type: ignore[no-untyped-def]
+def _hf_training_arguments(ctx: ModuleScope) -> Iterator[cst.Call]:
     for node in _walk(ctx.module.tree):
         if isinstance(node, cst.Call) and ctx.resolve(node.func) in HF_TRAINING_ARGUMENTS and \
                 not any(a.star for a in node.args):
             yield node
 
 
-def _walk(node: cst.CSTNode):  # type: ignore[no-untyped-def]
+def _walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     stack = [node]
     while stack:
         current = stack.pop()
@@ -300,7 +302,7 @@ trainer = Seq2SeqTrainer(model=model, args=args, train_dataset=train, data_colla
 """,
     ]
 
-    def check_module(self, ctx) -> None:  # type: ignore[no-untyped-def]
+    def check_module(self, ctx: ModuleScope) -> None:
         found = pipeline(ctx.module, ctx.project)
         if found is None or not found.feeds_a_step:
             return
@@ -328,7 +330,7 @@ trainer = Seq2SeqTrainer(model=model, args=args, train_dataset=train, data_colla
                        fix)
 
     @staticmethod
-    def _check_batch_call(ctx, call: cst.Call, why: str, effect: str) -> None:  # type: ignore[no-untyped-def]
+    def _check_batch_call(ctx: ModuleScope, call: cst.Call, why: str, effect: str) -> None:
         if ctx.resolve(call.func) in PAD_SEQUENCE:
             ctx.report(call, f"`{ctx.code(call)}` in {why} pads to the longest sequence of each batch: {effect}; "
                              "pad to a fixed length (`torch.nn.functional.pad` to `max_length`)")
@@ -349,7 +351,7 @@ trainer = Seq2SeqTrainer(model=model, args=args, train_dataset=train, data_colla
                          "`padding=\"max_length\"` with `max_length`, or `pad_to_multiple_of`", fix)
 
 
-def _longest_length(ctx, call: cst.Call) -> bool:  # type: ignore[no-untyped-def]
+def _longest_length(ctx: ModuleScope, call: cst.Call) -> bool:
     """`max(len(s) for s in batch)`, `max(map(len, batch))`: the builtin max over lengths."""
     if not (isinstance(call.func, cst.Name) and call.func.value == "max" and ctx.resolve(call.func) is None):
         return False
@@ -364,7 +366,7 @@ def _is_tokenizer_call(call: cst.Call) -> bool:
     return last.lower().endswith("tokenizer") or last in ("tok", "processor")
 
 
-def _walk_calls(node: cst.CSTNode):  # type: ignore[no-untyped-def]
+def _walk_calls(node: cst.CSTNode) -> Iterator[cst.Call]:
     return (n for n in _walk(node) if isinstance(n, cst.Call))
 
 
@@ -435,7 +437,7 @@ for images, targets in loader:
 """,
     ]
 
-    def check_module(self, ctx) -> None:  # type: ignore[no-untyped-def]
+    def check_module(self, ctx: ModuleScope) -> None:
         found = pipeline(ctx.module, ctx.project)
         if found is None or not (found.feeds_a_step or found.unfed_step_loops):
             return
@@ -452,7 +454,7 @@ for images, targets in loader:
             self._check_loop(ctx, loop, how, effect)
 
     @staticmethod
-    def _check_compose(ctx, steps: cst.List | cst.Tuple, effect: str) -> None:  # type: ignore[no-untyped-def]
+    def _check_compose(ctx: ModuleScope, steps: cst.List | cst.Tuple, effect: str) -> None:
         calls = [e.value for e in steps.elements if isinstance(e.value, cst.Call)]
         if any("Crop" in (ctx.resolve(c.func) or "") for c in calls):
             return
@@ -469,7 +471,7 @@ for images, targets in loader:
                              f"fixed `{square}` or crop after it", fix)
 
     @staticmethod
-    def _check_loop(ctx, loop: cst.For, how: str, effect: str) -> None:  # type: ignore[no-untyped-def]
+    def _check_loop(ctx: ModuleScope, loop: cst.For, how: str, effect: str) -> None:
         drawn: set[str] = set()
         assigns = [n for n in _walk(loop.body) if isinstance(n, cst.Assign)]
         grew = True
@@ -486,7 +488,7 @@ for images, targets in loader:
                                  f"{how}: {effect}; use one size, or a few sizes compiled as buckets")
 
 
-def _mentions_random(ctx, expr: cst.CSTNode, drawn: set[str]) -> bool:  # type: ignore[no-untyped-def]
+def _mentions_random(ctx: ModuleScope, expr: cst.CSTNode, drawn: set[str]) -> bool:
     for node in _walk(expr):
         if isinstance(node, cst.Name) and node.value in drawn:
             return True

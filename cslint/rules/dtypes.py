@@ -143,7 +143,7 @@ class StableLoss(nn.Module):
         """`torch.float64 if torch.get_default_dtype() == torch.float64 else torch.float32` follows the
         default dtype: it makes float64 only where everything already is."""
         _mark_guarded(node, ctx, self.code, FLOAT64_NAMES)
-        if any(type(n) is cst.Call and ctx.resolve(n.func) == "torch.get_default_dtype"  # type: ignore[attr-defined]
+        if any(type(n) is cst.Call and ctx.resolve(n.func) == "torch.get_default_dtype"
                for n in ctx.walk(node.test)):
             _mark_inspection(node, ctx)
 

@@ -173,13 +173,10 @@ def _assignments(ctx: RuleContext) -> list[tuple[str, cst.BaseExpression]]:
     """`name = value` in the function's own body, in source order (not in nested functions or classes)."""
     pairs: list[tuple[str, cst.BaseExpression]] = []
     for node in ctx.walk(prune=(cst.FunctionDef, cst.ClassDef)):
-        kind = type(node)
-        if kind is cst.Assign:
-            pairs.extend((t.target.value, node.value) for t in node.targets  # type: ignore[attr-defined]
-                         if isinstance(t.target, cst.Name))
-        elif kind is cst.AnnAssign and isinstance(node.target, cst.Name) \
-                and node.value is not None:  # type: ignore[attr-defined]
-            pairs.append((node.target.value, node.value))  # type: ignore[attr-defined]
+        if type(node) is cst.Assign:
+            pairs.extend((t.target.value, node.value) for t in node.targets if isinstance(t.target, cst.Name))
+        elif type(node) is cst.AnnAssign and isinstance(node.target, cst.Name) and node.value is not None:
+            pairs.append((node.target.value, node.value))
     return pairs
 
 
@@ -192,7 +189,7 @@ def assigned_once(ctx: RuleContext) -> dict[str, cst.BaseExpression]:
         for name, _ in pairs:
             counts[name] = counts.get(name, 0) + 1
         cached = ctx.scratch["assigned_once"] = {name: value for name, value in pairs if counts[name] == 1}
-    return cached  # type: ignore[no-any-return]
+    return cached
 
 
 def is_mask(expr: cst.BaseExpression, ctx: RuleContext) -> bool:

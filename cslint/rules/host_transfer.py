@@ -571,7 +571,7 @@ def _in_raise(node: cst.CSTNode, ctx: RuleContext) -> bool:
     if key not in ctx.scratch:
         parts: set[int] = set()
         for node_ in ctx.walk():
-            if type(node_) is cst.Raise and node_.exc is not None:  # type: ignore[attr-defined]
-                parts.update(id(inner) for inner in ctx.walk(node_.exc))  # type: ignore[attr-defined]
+            if type(node_) is cst.Raise and node_.exc is not None:
+                parts.update(id(inner) for inner in ctx.walk(node_.exc))
         ctx.scratch[key] = parts
     return id(node) in ctx.scratch[key]

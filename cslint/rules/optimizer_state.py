@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
@@ -19,13 +20,17 @@ from cslint.rule_api.context import RuleContext
 from cslint.rule_api.findings import Fix
 from cslint.rules.base import Rule
 
+if TYPE_CHECKING:
+    from cslint.analysis.index import ClassInfo
+    from cslint.analysis.traced import TracedFunction
+
 NO_IDENTITY = "the trace re-creates it every step"
 
 
 def in_optimizer_step(ctx: RuleContext) -> bool:
     """Is this function `step` of an Optimizer subclass, or called from one? (A step function that calls
     `optimizer.step()` may be the root of the chain, so look at every function along it.)"""
-    current = ctx.traced
+    current: TracedFunction | None = ctx.traced
     while current is not None:
         first = _first_param(current.func.node) if current.func.cls is not None else None
         if first is not None and current.params.get(first) is not None and current.params[first].role == "optimizer":
@@ -34,7 +39,7 @@ def in_optimizer_step(ctx: RuleContext) -> bool:
     return False
 
 
-def _nearest_class(ctx: RuleContext):  # type: ignore[no-untyped-def]
+def _nearest_class(ctx: RuleContext) -> ClassInfo | None:
     """The class of the closest method up the call chain (the optimizer whose step calls this helper)."""
     current = ctx.traced.parent
     while current is not None:
@@ -50,7 +55,7 @@ def _state_aliases(ctx: RuleContext) -> set[str]:
     aliases = ctx.scratch.get("wsc3_aliases")
     if aliases is None:
         aliases = ctx.scratch["wsc3_aliases"] = state_aliases(ctx.traced.func.node)
-    return aliases  # type: ignore[no-any-return]
+    return aliases
 
 
 def _is_state_expr(ctx: RuleContext, expr: cst.BaseExpression) -> bool:
@@ -84,7 +89,7 @@ def _starts_as_none(ctx: RuleContext, name: str) -> bool:
     if key not in ctx.scratch:
         ctx.scratch[key] = {target.value for n in iter_nodes(ctx.traced.func.node)
                             for target in _targets_bound_to_none(n) if isinstance(target, cst.Name)}
-    return name in ctx.scratch[key]  # type: ignore[operator]
+    return name in ctx.scratch[key]
 
 
 def _targets_bound_to_none(node: cst.CSTNode) -> list[cst.BaseExpression]:
@@ -511,12 +516,13 @@ class Adam(Optimizer):
         if where is None:
             return
         target = node.target
+        key = string_key(target) if isinstance(target, cst.Subscript) else None
         fix: Fix | None = None
         if where == "optimizer state":
             class_fix = shared_class_fix(ctx)
-            if class_fix is not None and string_key(target) in class_fix.counters:  # type: ignore[arg-type]
+            if class_fix is not None and key is not None and key in class_fix.counters:
                 fix = class_fix.fix
-        name = target.attr.value if isinstance(target, cst.Attribute) else string_key(target)
+        name = target.attr.value if isinstance(target, cst.Attribute) else key
         if name is not None and not _is_read(ctx.module_text(), name, where):
             return  # a count nothing in the file reads (`self.steps_taken += 1`) puts no value in the graph
         ctx.report(target, f"`{ctx.code(target)}` is a Python-number step counter in {where}: frozen into the graph",
@@ -569,10 +575,11 @@ def made_by_first_step(node: cst.If, ctx: RuleContext) -> bool:
     return by_key and not made <= before
 
 
-def _class_and_local_bases(cls):  # type: ignore[no-untyped-def]
+def _class_and_local_bases(cls: ClassInfo) -> list[ClassInfo]:
     """The class and the bases defined in its own file (a rule does not see the project's other files)."""
     local = {c.qualname: c for c in cls.module.classes.values()}
-    found, stack = [], [cls]
+    found: list[ClassInfo] = []
+    stack = [cls]
     while stack:
         klass = stack.pop(0)
         if klass not in found:

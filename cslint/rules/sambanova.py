@@ -16,6 +16,7 @@ from cslint.analysis.imports import dotted_name
 from cslint.analysis.index import FunctionInfo
 from cslint.analysis.platforms import classes_of, samba_script
 from cslint.analysis.walk import visit
+from cslint.rule_api.context import ModuleScope
 from cslint.rules.base import Rule
 
 LOSS_WORDS = ("loss", "criterion", "cross_entropy", "nll")
@@ -113,7 +114,7 @@ def main(args):
 """,
     ]
 
-    def check_module(self, ctx) -> None:  # type: ignore[no-untyped-def]
+    def check_module(self, ctx: ModuleScope) -> None:
         script = samba_script(ctx.module)
         if script is None:
             return
@@ -185,7 +186,7 @@ def train(graph, loader):
 """,
     ]
 
-    def check_module(self, ctx) -> None:  # type: ignore[no-untyped-def]
+    def check_module(self, ctx: ModuleScope) -> None:
         script = samba_script(ctx.module)
         if script is None:
             return
@@ -257,7 +258,7 @@ def main():
 """,
     ]
 
-    def check_module(self, ctx) -> None:  # type: ignore[no-untyped-def]
+    def check_module(self, ctx: ModuleScope) -> None:
         script = samba_script(ctx.module)
         if script is None or script.grads_initialised:
             return

@@ -216,7 +216,7 @@ def _literal_attribute(target: cst.BaseExpression, ctx: RuleContext) -> bool:
 def _reads(expr: cst.CSTNode, paths: set[str], ctx: RuleContext) -> bool:
     if not paths:
         return False
-    return any(type(node) in (cst.Name, cst.Attribute) and path_key(node) in paths  # type: ignore[arg-type]
+    return any((type(node) is cst.Name or type(node) is cst.Attribute) and path_key(node) in paths
                for node in ctx.walk(expr))
 
 
@@ -426,7 +426,7 @@ class Net(nn.Module):
         for element in node.slice:
             part = element.slice
             values = [part.value] if isinstance(part, cst.Index) else \
-                [v for v in (part.lower, part.upper, part.step) if v is not None]  # type: ignore[union-attr]
+                [v for v in (part.lower, part.upper, part.step) if v is not None] if isinstance(part, cst.Slice) else []
             for value in values:
                 if not ctx.is_tensor(value) and _reads(value, derived, ctx):
                     ctx.report(value, f"`{ctx.code(value)}` is Python state the traced step changes, used as a "
@@ -455,7 +455,7 @@ def _derived(ctx: RuleContext) -> set[str]:
     attributes, globals_ = _mutated_state(ctx)
     derived = set(attributes) | set(globals_)
     assigns = [(t.target.value, node.value) for node in ctx.walk() if type(node) is cst.Assign
-               for t in node.targets if isinstance(t.target, cst.Name)]  # type: ignore[attr-defined]
+               for t in node.targets if isinstance(t.target, cst.Name)]
     changed = bool(derived)
     while changed:
         changed = False
@@ -787,9 +787,9 @@ def _holder(ctx: RuleContext, node: cst.CSTNode) -> Callable[[cst.CSTNode], bool
 
     def holds(tree: cst.CSTNode) -> bool:
         start = flat.position(tree) if target is not None else None
-        if start is None:  # outside the body (or `node` is): walk it
+        if start is None or target is None:  # outside the body (or `node` is): walk it
             return tree is node or any(n is node for n in iter_nodes(tree))
-        return start <= target < flat.ends[start]  # type: ignore[operator]
+        return start <= target < flat.ends[start]
 
     return holds
 
@@ -797,7 +797,7 @@ def _holder(ctx: RuleContext, node: cst.CSTNode) -> Callable[[cst.CSTNode], bool
 def _assigned_value(stmt: cst.CSTNode, name: str) -> cst.BaseExpression | None:
     if type(stmt) is not cst.SimpleStatementLine:
         return None
-    for small in stmt.body:  # type: ignore[attr-defined]
+    for small in stmt.body:
         if type(small) is cst.Assign and any(type(t.target) is cst.Name and t.target.value == name
                                               for t in small.targets):
             return small.value
