@@ -212,6 +212,21 @@ def test_summarize_tensor_for_a_tensor_of_unknown_rank(fix):
     assert 'cstorch.summarize_tensor("logits", logits)' in fix(code, unsafe=True, cerebras_version="1.9")
 
 
+def test_summarize_names_the_summary_from_a_bytes_message(fix):
+    # the name is the message's words, and a bytes literal's value is bytes (its items are ints)
+    code = """
+    import cerebras.pytorch as cstorch
+    import torch
+    from torch import nn
+
+    class Net(nn.Module):
+        def forward(self, x, y):
+            print(b"total:", x + y)
+            return x
+    """
+    assert 'cstorch.summarize_tensor("total", x + y)' in fix(code, unsafe=True, cerebras_version="1.9")
+
+
 def test_summarize_fix_computes_the_same(fix, tmp_path):
     torch = pytest.importorskip("torch")
     code = PRINT_LOSS.replace("import torch\n", "import torch\nfrom types import SimpleNamespace\n"

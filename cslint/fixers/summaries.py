@@ -165,7 +165,10 @@ def _label(node: cst.Call, part: cst.BaseExpression) -> str:
         return dotted.rsplit(".", 1)[-1]
     for arg in node.args:
         if isinstance(arg.value, cst.SimpleString):
-            words = "".join(c if c.isalnum() else " " for c in arg.value.evaluated_value or "").split()
+            text = arg.value.evaluated_value or ""
+            if isinstance(text, bytes):  # b"..." holds ASCII characters and escapes only
+                text = text.decode("latin-1")
+            words = "".join(c if c.isalnum() else " " for c in text).split()
             if words:
                 return "_".join(words).lower()
     return "value"
