@@ -11,7 +11,7 @@ import libcst as cst
 
 from cslint.rule_api.findings import Fix
 
-Replacement = cst.CSTNode | cst.FlattenSentinel | cst.RemovalSentinel
+Replacement = cst.CSTNode | cst.FlattenSentinel[cst.CSTNode] | cst.RemovalSentinel
 
 
 class _Spans(cst.CSTVisitor):
@@ -40,7 +40,8 @@ class _Replacer(cst.CSTTransformer):
     def __init__(self, replacements: dict[int, Replacement]) -> None:
         self.replacements = replacements
 
-    def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode):  # type: ignore[override]
+    # a fix replaces a node by nodes of any type: libcst's signature promises the node's own
+    def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode) -> Replacement:  # type: ignore[override]
         return self.replacements.get(id(original_node), updated_node)
 
 
@@ -60,8 +61,14 @@ def _ensure_imports(tree: cst.Module, modules: set[str]) -> cst.Module:
         else:
             break
     # header comments (license, shebang) live in tree.header, so they stay above the new import
-    new = [cst.SimpleStatementLine([cst.Import([cst.ImportAlias(cst.parse_expression(m))])]) for m in sorted(modules)]
+    new = [_import_line(m) for m in sorted(modules)]
     return tree.with_changes(body=body[:insert_at] + new + body[insert_at:])
+
+
+def _import_line(module: str) -> cst.SimpleStatementLine:
+    name = cst.parse_expression(module)
+    assert isinstance(name, (cst.Attribute, cst.Name)), module  # fixes name the modules they import
+    return cst.SimpleStatementLine([cst.Import([cst.ImportAlias(name)])])
 
 
 def apply_fixes(tree: cst.Module, fixes: list[Fix], bound_names: set[str]) -> tuple[cst.Module, list[Fix]]:

@@ -220,9 +220,10 @@ def _dense_body(after: list[cst.BaseStatement], a: str, b: str,
     transformer = _Dense(a, b, expert_mask)
     transformer.token, transformer.slot = token, (b if token == a else a)
     new_block = block.visit(transformer)
+    assert isinstance(new_block, cst.IndentedBlock)  # _Dense replaces expressions only
     if transformer.refused or _uses(new_block, {a, b}):
         return None
-    return list(new_block.body)  # type: ignore[union-attr]
+    return list(new_block.body)
 
 
 def _stored_through(node: cst.CSTNode, names: set[str]) -> bool:

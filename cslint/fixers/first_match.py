@@ -64,10 +64,10 @@ def first_match(node: cst.If, ctx: RuleContext) -> Fix | None:
             return None
     torch, imports = ctx.torch_name()
     # `for view_func in [self._channel_view, self._layer_view]`: the class's own helpers, called every time
-    helpers = isinstance(loop.target, cst.Name) and isinstance(loop.iter, (cst.List, cst.Tuple)) and all(
-        isinstance(e.value, cst.Attribute) and isinstance(e.value.value, cst.Name) and e.value.value.value == "self"
-        for e in loop.iter.elements)
-    masker = _Masker(ctx, node, torch, frozenset({loop.target.value}) if helpers else frozenset())  # type: ignore[union-attr]
+    helpers = loop.target.value if isinstance(loop.target, cst.Name) and isinstance(loop.iter, (cst.List, cst.Tuple)) \
+        and all(isinstance(e.value, cst.Attribute) and isinstance(e.value.value, cst.Name) and
+                e.value.value.value == "self" for e in loop.iter.elements) else None  # the loop's name for them
+    masker = _Masker(ctx, node, torch, frozenset({helpers}) if helpers is not None else frozenset())
     lines = masker.block(node.body.body[:-1])
     if lines is None or not masker.updated or value_names & masker.created:
         return None
@@ -90,6 +90,6 @@ def first_match(node: cst.If, ctx: RuleContext) -> Fix | None:
                f"({torch}.where over {updated}); unsafe: every iteration runs, including the statements before "
                "the test after a match, augmented and in-place updates become out-of-place values selected "
                "afterwards, and the selected values are tensors")
-    if helpers:
-        message += f"; the loop's functions (`{loop.target.value}`) are called on every iteration"  # type: ignore[union-attr]
+    if helpers is not None:
+        message += f"; the loop's functions (`{helpers}`) are called on every iteration"
     return Fix("unsafe", message, [(loop, cst.FlattenSentinel([start, new_loop]))], imports)

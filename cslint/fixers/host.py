@@ -60,7 +60,7 @@ def is_zero_dim(expr: cst.BaseExpression, ctx: RuleContext, seen: frozenset[str]
     if isinstance(expr, cst.Name):
         if expr.value in seen:  # `loss = loss * 2`: as zero-dimensional as the name's other bindings make it
             return True
-        values = assignments(ctx).get(expr.value)
+        values = assignments(ctx).get(expr.value, [])
         return bool(values) and all(v is not None and is_zero_dim(v, ctx, seen | {expr.value}) for v in values)
     return False
 

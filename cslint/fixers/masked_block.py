@@ -29,8 +29,9 @@ from cslint.fixers.where import _call_reason, _condition, _inplace_chain, is_boo
 from cslint.rule_api.context import RuleContext
 from cslint.rule_api.findings import Fix
 
-AUGMENTED = {cst.AddAssign: cst.Add, cst.SubtractAssign: cst.Subtract, cst.MultiplyAssign: cst.Multiply,
-             cst.DivideAssign: cst.Divide}
+AUGMENTED: dict[type[cst.BaseAugOp], type[cst.Add | cst.Subtract | cst.Multiply | cst.Divide]] = {
+    cst.AddAssign: cst.Add, cst.SubtractAssign: cst.Subtract, cst.MultiplyAssign: cst.Multiply,
+    cst.DivideAssign: cst.Divide}
 
 
 class _Reads(cst.CSTTransformer):
@@ -48,6 +49,11 @@ class _Reads(cst.CSTTransformer):
     def visit_Lambda(self, node: cst.Lambda) -> bool:
         return False
 
+    def expression(self, expr: cst.BaseExpression) -> cst.BaseExpression:
+        new = expr.visit(self)
+        assert isinstance(new, cst.BaseExpression)  # names and attributes are replaced by their own kind
+        return new
+
 
 def _receiver(stmt: cst.BaseStatement) -> tuple[str, cst.BaseExpression] | None:
     """`s.data.add_(g)` / `buf.mul_(b).add_(g)`: (the updated name, its value computed out of place)."""
@@ -57,20 +63,19 @@ def _receiver(stmt: cst.BaseStatement) -> tuple[str, cst.BaseExpression] | None:
     inner = call
     while isinstance(inner, cst.Call) and isinstance(inner.func, cst.Attribute):
         inner = inner.func.value
-    data = isinstance(inner, cst.Attribute) and inner.attr.value == "data" and isinstance(inner.value, cst.Name)
-    if data:  # `s.data.add_(...)` updates `s`: rebuild the chain on a plain name, then put `.data` back
-        assert isinstance(inner, cst.Attribute)
+    data = inner.value if isinstance(inner, cst.Attribute) and inner.attr.value == "data" else None
+    if isinstance(data, cst.Name):  # `s.data.add_(...)` updates `s`: rebuild the chain on a plain name, then `.data`
         plain = cst.SimpleStatementLine([cst.Expr(_replace_base(call, inner, cst.Name("__receiver__")))])
         found = _inplace_chain(plain)
         if found is None:
             return None
-        return inner.value.value, _replace_base(found[1], cst.Name("__receiver__"), inner)  # type: ignore[union-attr]
+        return data.value, _replace_base(found[1], cst.Name("__receiver__"), inner)
     return _inplace_chain(stmt)
 
 
 def _replace_base(expr: cst.BaseExpression, old: cst.CSTNode, new: cst.BaseExpression) -> cst.BaseExpression:
     class Swap(cst.CSTTransformer):
-        def on_leave(self, original: cst.CSTNode, updated: cst.CSTNode):  # type: ignore[no-untyped-def, override]
+        def on_leave(self, original: cst.CSTNode, updated: cst.CSTNode) -> cst.CSTNode:  # type: ignore[override]
             if original is old or (isinstance(old, cst.Name) and isinstance(original, cst.Name)
                                    and original.value == old.value):
                 return new
@@ -116,7 +121,7 @@ class _Condition(cst.CSTTransformer):
     def __init__(self, condition: cst.BaseExpression) -> None:
         self.condition = condition
 
-    def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.BaseExpression:  # type: ignore[override]
+    def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.BaseExpression:
         return self.condition if original.value == TAKEN else updated
 
 
@@ -225,17 +230,17 @@ class _Masker:
         if isinstance(small, cst.Assign) and len(small.targets) > 1:
             return self._stores(small)
         if inplace is not None:
-            target, value = inplace[0], inplace[1].visit(reads)
+            target, value = inplace[0], reads.expression(inplace[1])
             is_inplace = True
         elif isinstance(small, cst.Assign) and len(small.targets) == 1 and \
                 isinstance(small.targets[0].target, cst.Name):
-            target, value, is_inplace = small.targets[0].target.value, small.value.visit(reads), False
+            target, value, is_inplace = small.targets[0].target.value, reads.expression(small.value), False
         elif isinstance(small, cst.AugAssign) and isinstance(small.target, cst.Name) and \
                 type(small.operator) in AUGMENTED:
             target = small.target.value
             operator = AUGMENTED[type(small.operator)](whitespace_before=cst.SimpleWhitespace(" "),
                                                         whitespace_after=cst.SimpleWhitespace(" "))
-            right = small.value.visit(reads)
+            right = reads.expression(small.value)
             if isinstance(right, cst.BinaryOperation) and not right.lpar:
                 right = right.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
             value = cst.BinaryOperation(cst.Name(self.renamed.get(target, target)), operator, right)
@@ -250,7 +255,7 @@ class _Masker:
             (target in self.bound and not self._rebound_locally(target, small))
         if not owned:
             if target in self.created and isinstance(small, cst.AugAssign):  # a value the block made itself
-                return [_line(small.with_changes(value=small.value.visit(reads)))]
+                return [_line(small.with_changes(value=reads.expression(small.value)))]
             if is_inplace or isinstance(small, cst.AugAssign):
                 return None  # updates a value the block does not own and that did not exist before it
             self.created.add(target)
@@ -285,8 +290,8 @@ class _Masker:
             return None
         value = cst.Name(self.renamed.get(first.value, first.value))
         for store in stores:
-            where = cst.Call(cst.Attribute(cst.Name(self.torch), cst.Name("where")),
-                             [cst.Arg(cst.Name(TAKEN)), cst.Arg(value), cst.Arg(store.visit(_Reads(self.renamed)))])
+            where = cst.Call(cst.Attribute(cst.Name(self.torch), cst.Name("where")), [
+                cst.Arg(cst.Name(TAKEN)), cst.Arg(value), cst.Arg(_Reads(self.renamed).expression(store))])
             lines.append(_line(cst.Assign([cst.AssignTarget(store)], where)))
             self.updated.append(self.ctx.code(store, 24))
         return lines
@@ -405,7 +410,10 @@ def _all_nodes(node: cst.CSTNode) -> list[cst.CSTNode]:
 
 
 def _statements(suite: cst.BaseSuite) -> Sequence[cst.BaseStatement]:
-    return suite.body if isinstance(suite, cst.IndentedBlock) else [cst.SimpleStatementLine(suite.body)]  # type: ignore[attr-defined]
+    if isinstance(suite, cst.IndentedBlock):
+        return suite.body
+    assert isinstance(suite, cst.SimpleStatementSuite)  # the other suite: `if c: x = 1`
+    return [cst.SimpleStatementLine(suite.body)]
 
 
 def _all_names(node: cst.CSTNode) -> list[cst.Name]:

@@ -30,8 +30,9 @@ from cslint.fixers.where import _condition, is_boolean_condition
 from cslint.rule_api.context import RuleContext
 from cslint.rule_api.findings import Fix
 
-AUGMENTED = {cst.AddAssign: cst.Add, cst.SubtractAssign: cst.Subtract, cst.MultiplyAssign: cst.Multiply,
-             cst.DivideAssign: cst.Divide}
+AUGMENTED: dict[type[cst.BaseAugOp], type[cst.Add | cst.Subtract | cst.Multiply | cst.Divide]] = {
+    cst.AddAssign: cst.Add, cst.SubtractAssign: cst.Subtract, cst.MultiplyAssign: cst.Multiply,
+    cst.DivideAssign: cst.Divide}
 LOGGING = ("logging.", "print", "warnings.warn")
 
 
@@ -51,16 +52,15 @@ def _maskable(test: cst.BaseExpression, ctx: RuleContext) -> bool:
 
 def _out_of_place(call: cst.BaseExpression) -> tuple[cst.BaseExpression, cst.BaseExpression] | None:
     """`p.data.mul_(b).add_(g)` -> (`p.data`, `p.data.mul(b).add(g)`); `z.data.copy_(x)` -> (`z.data`, `x`)."""
-    calls: list[cst.Call] = []
+    calls: list[tuple[cst.Call, str]] = []  # and the method each calls
     node = call
     while isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
-        calls.append(node)
+        calls.append((node, node.func.attr.value))
         node = node.func.value
     if not calls or not isinstance(node, (cst.Name, cst.Attribute, cst.Subscript)):
         return None
     value: cst.BaseExpression = node
-    for each in reversed(calls):
-        method = each.func.attr.value  # type: ignore[union-attr]
+    for each, method in reversed(calls):
         if not method.endswith("_") or method.startswith("_") or method in ("requires_grad_", "share_memory_"):
             return None
         if method == "copy_":
@@ -191,9 +191,9 @@ class _Tail:
         self.stores.append(self.ctx.code(target, 24))
         old: cst.BaseExpression = target
         key = _string_key(target)
-        if key is not None and (self.ctx.code(target.value, 200), key) not in self.read_entries:
-            old = cst.Call(cst.Attribute(target.value, cst.Name("get")),  # type: ignore[union-attr]
-                           [cst.Arg(target.slice[0].slice.value), cst.Arg(value)])  # type: ignore[union-attr, attr-defined]
+        index = target.slice[0].slice if key is not None and isinstance(target, cst.Subscript) else None
+        if isinstance(index, cst.Index) and (self.ctx.code(target.value, 200), key) not in self.read_entries:
+            old = cst.Call(cst.Attribute(target.value, cst.Name("get")), [cst.Arg(index.value), cst.Arg(value)])
         return cst.Assign([cst.AssignTarget(target)], self._where(value, old))
 
 
@@ -224,7 +224,8 @@ def early_return(node: cst.If, ctx: RuleContext) -> Fix | None:
                     [cst.Arg(_condition(node.test, ctx, torch))])
     first = cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(cst.Name(proceed))], keep)],
                                     leading_lines=node.leading_lines)
-    replacements: list[tuple[cst.CSTNode, cst.CSTNode | cst.FlattenSentinel | cst.RemovalSentinel]] = [(node, first)]
+    replacements: list[tuple[cst.CSTNode, cst.CSTNode | cst.FlattenSentinel[cst.CSTNode] | cst.RemovalSentinel]] = \
+        [(node, first)]
     replacements.extend((old, new) for old, new in zip(tail, lines) if not new.deep_equals(old))
     stored = ", ".join(dict.fromkeys(masked.stores))
     message = (f"Run the rest of the step every time and keep what it stores only where the condition is false "

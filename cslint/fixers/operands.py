@@ -51,7 +51,7 @@ def certainly_tensor(expr: cst.BaseExpression, ctx: RuleContext, _seen: frozense
             return False
         if expr.value in _parameter_loop_names(ctx):
             return True
-        values = assignments(ctx).get(expr.value)
+        values = assignments(ctx).get(expr.value, [])
         seen = _seen | {expr.value}
         return bool(values) and all(v is not None and certainly_tensor(v, ctx, seen) for v in values)
     return False

@@ -206,7 +206,7 @@ def _walk(block: Sequence[cst.BaseStatement], chain: tuple[cst.CSTNode, ...]
 
 
 def _body(suite: cst.BaseSuite) -> Sequence[cst.BaseStatement]:
-    return suite.body if isinstance(suite, cst.IndentedBlock) else ()  # type: ignore[return-value]
+    return suite.body if isinstance(suite, cst.IndentedBlock) else ()
 
 
 def lazy_guards(method: cst.FunctionDef) -> list[tuple[cst.If, tuple[cst.CSTNode, ...]]]:
@@ -365,12 +365,14 @@ class _GradAsName(cst.CSTTransformer):
 def _reads_gradient_values(node: cst.CSTNode, param: str, grad_aliases: set[str]) -> bool:
     """Does `node` read the values (not only the shape) of `param.grad` or of a name bound to it?"""
     renamed = node.visit(_GradAsName(param))
+    assert isinstance(renamed, cst.CSTNode)  # the transformer replaces an attribute, never removes one
     return any(_reads_values_of(renamed, name) for name in (*grad_aliases, "__gradient__"))
 
 
 def _reads_gradient_layout(node: cst.CSTNode, param: str, grad_aliases: set[str]) -> bool:
     """Does `node` test `grad.is_sparse` (a fact of the gradient the parameter does not share)?"""
     renamed = node.visit(_GradAsName(param))
+    assert isinstance(renamed, cst.CSTNode)
     found = False
 
     class Finder(cst.CSTVisitor):
@@ -523,10 +525,11 @@ def _guard_plan(guard: cst.If, chain: tuple[cst.CSTNode, ...], method: cst.Funct
     body: list[cst.BaseStatement] = []
     for stmt in chosen:
         copied = stmt.visit(rewriter)
+        assert isinstance(copied, cst.BaseStatement)
         text = cst.Module([]).code_for_node(copied)
         if text not in plan.copied:
             plan.copied.add(text)
-            body.append(copied)  # type: ignore[arg-type]
+            body.append(copied)
     created = [s.visit(rewriter) for s in _body(guard.body)]
     if rewriter.copied_values or _reads_values_of(cst.IndentedBlock(created), param):  # type: ignore[arg-type]
         plan.applicability = "unsafe"
@@ -587,7 +590,7 @@ class _CounterUses(cst.CSTTransformer):
         self.torch_name = torch_name
         self.math_names = math_names
 
-    def on_leave(self, original: cst.CSTNode, updated: cst.CSTNode):  # type: ignore[no-untyped-def, override]
+    def on_leave(self, original: cst.CSTNode, updated: cst.CSTNode) -> cst.CSTNode:  # type: ignore[override]
         if id(original) not in self.targets:
             return updated
         if isinstance(original, cst.BinaryOperation) and isinstance(original.operator, cst.Subtract):

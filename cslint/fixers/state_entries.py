@@ -34,7 +34,7 @@ def zero_dim_value(expr: cst.BaseExpression, ctx: RuleContext, seen: frozenset[s
     if is_zero_dim(expr, ctx):
         return True
     if isinstance(expr, cst.Name):
-        values = assignments(ctx).get(expr.value)
+        values = assignments(ctx).get(expr.value, [])
         return expr.value not in seen and bool(values) and \
             all(v is not None and zero_dim_value(v, ctx, seen | {expr.value}) for v in values)
     if isinstance(expr, cst.UnaryOperation):

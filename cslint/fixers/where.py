@@ -239,11 +239,10 @@ def if_to_where(node: cst.If, ctx: RuleContext) -> Fix | None:
         reason = f"{', '.join(python_numbers)} becomes a tensor where it was a Python value"
     if reason is None and guarded:
         reason = PYTHON_DIVISION
-    applicability = "unsafe" if reason else "safe"
     message = f"Compute both branches and select with {torch}.where (assigns {', '.join(names)})"
     if reason:
         message += f"; unsafe: {reason}"
-    return Fix(applicability, message, [(node, cst.FlattenSentinel(new_lines))], imports)
+    return Fix("unsafe" if reason else "safe", message, [(node, cst.FlattenSentinel(new_lines))], imports)
 
 
 def is_none(expr: cst.BaseExpression) -> bool:
@@ -308,7 +307,7 @@ def inplace_if_to_where(node: cst.If, ctx: RuleContext) -> Fix | None:
         statements = suite.body if isinstance(suite, cst.IndentedBlock) else ()
         if len(statements) != 1:
             return None
-        found = _inplace_chain(statements[0])  # type: ignore[arg-type]
+        found = _inplace_chain(statements[0])
         if found is None:
             return None
         sides.append(found)
