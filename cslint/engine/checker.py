@@ -145,8 +145,8 @@ def _placed_by_guards(ctx: RuleContext, dead: set[int], unguarded: dict[int, str
         key = id(finding.node)
         if key not in regions or finding.code == INTERNAL_ERROR:
             kept.append(finding)
-        elif regions[key] is not None:
-            finding.notes.append(guard_note(regions[key], tracer))
+        elif (guard := regions[key]) is not None:
+            finding.notes.append(guard_note(guard, tracer))
             kept.append(finding)
     return kept
 

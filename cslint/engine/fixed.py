@@ -41,7 +41,7 @@ def fixed_findings(before: list[Diagnostic], after: list[Diagnostic], changed: l
     """The findings of the original text (`before`) that a fix was for and that the fixed text (`after`)
     no longer has at the line they moved to."""
     sources = {s.path: s for s in changed}
-    remaining = set()
+    remaining: set[tuple[Path, int, str]] = set()
     for d in after:
         source = sources.get(d.path)
         if source is not None:

@@ -97,8 +97,10 @@ class _PositionState(CodegenState):
             if not remaining:
                 raise _Done
 
-    def record_syntactic_position(self, node: cst.CSTNode, *, start_node: cst.CSTNode | None = None,
-                                  end_node: cst.CSTNode | None = None) -> _Syntactic:  # type: ignore[override]
+    # libcst's returns its generator-based context manager, this one a `_Syntactic`
+    def record_syntactic_position(  # type: ignore[override]
+            self, node: cst.CSTNode, *, start_node: cst.CSTNode | None = None,
+            end_node: cst.CSTNode | None = None) -> _Syntactic:
         return _Syntactic(self, node, start_node, end_node)
 
 

@@ -199,7 +199,7 @@ class Linter:
         every: Mapping[str, ModuleInfo] = modules
         if scope is not None:
             every = self._on_demand(modules, by_module, scope, early)
-        per_function: dict[str, tuple[tuple[str, ...], list[Located]]] = {}
+        per_function: dict[str, tuple[tuple[object, ...], list[Located]]] = {}
         # An editor's analysis keeps its documents' trees (a few functions' pieces) for the whole run and
         # checks their functions once, with their final analyses: not after each of the analyses a
         # function goes through before its callers' and callees' kinds settle.
@@ -382,8 +382,9 @@ class Linter:
         while current is not None:
             chain.append(current)
             current = current.parent
-        values = (_rule_inputs(traced), traced.root.reason, tuple(traced.annotation_overrides.items()),
-                  tuple(traced.keywords.items()), self.settings, self.enabled_codes)
+        values: tuple[object, ...] = (_rule_inputs(traced), traced.root.reason,
+                                      tuple(traced.annotation_overrides.items()), tuple(traced.keywords.items()),
+                                      self.settings, self.enabled_codes)
         # the functions up the chain (their nodes), and their classes' methods (rules read a class's others)
         objects = (*(t.func for t in chain), *(m for t in chain if t.func.cls is not None
                                                for m in t.func.cls.methods.values()))
@@ -480,7 +481,7 @@ class Linter:
     def _parse_piece(self, path: Path, text: str) -> cst.Module:
         warm = warm_indexes()
         if warm is not None:  # an editor's analysis: the function may be unchanged since the last one
-            tree = warm.piece(path, text)
+            tree: cst.Module | None = warm.piece(path, text)
             if tree is not None and id(tree) not in self._pieces_given:  # two same-text functions: own trees
                 self._pieces_given.add(id(tree))
                 return tree
@@ -741,11 +742,11 @@ class Linter:
             if source.tree is None:
                 continue
             fixing = [d for d in self._not_baselined(self.diagnostics_for(source, findings.get(source.path, [])))
-                      if d.fix is not None and (d.fix.applicability == "safe" or unsafe)
+                      if isinstance(d.fix, Fix) and (d.fix.applicability == "safe" or unsafe)
                       and (not callable(choice) or choice(d))]
             if not fixing:
                 continue
-            wanted = [d.fix for d in fixing]
+            wanted = [d.fix for d in fixing if isinstance(d.fix, Fix)]  # all of them: the findings are this run's
             module_imports = _bound_module_names(source.tree)
             new_tree, chosen = _apply(source.tree, wanted, module_imports)
             new_text = keep_final_newline(source.original_text, new_tree.code)

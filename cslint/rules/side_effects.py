@@ -158,7 +158,8 @@ def _mutated_state(ctx: RuleContext) -> tuple[set[str], set[str]]:
             globals_.update(n.name.value for n in node.names)  # type: ignore[attr-defined]
         elif kind is cst.AugAssign:
             target = path_key(node.target)  # type: ignore[attr-defined]
-            if target is not None and "." in target and _is_python_value(node.target, ctx):  # type: ignore
+            if target is not None and "." in target and \
+                    _is_python_value(node.target, ctx):  # type: ignore[attr-defined]
                 attributes.add(target)
         elif kind is cst.Assign:
             for t in node.targets:  # type: ignore[attr-defined]
