@@ -175,7 +175,7 @@ def adapt_to_target(findings: list[Finding], settings: Settings, module: ModuleI
         elif finding.fix.imports and module is not None:
             if known is None:
                 known = imported_packages(module, settings)
-            if any(name.split(".")[0] not in known for name in finding.fix.imports):  # type: ignore[operator]
+            if known is not None and any(name.split(".")[0] not in known for name in finding.fix.imports):
                 finding.fix = None
     return findings
 

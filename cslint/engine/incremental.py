@@ -33,7 +33,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
 
 from cslint.analysis.generated_code import generated_twin
@@ -334,7 +334,7 @@ class Session:
 
     # ---- the run ---------------------------------------------------------------------------------
 
-    def run(self, targets: list[Path], context: list[Path] = (), fix: bool | FixChoice = False,  # type: ignore[assignment]
+    def run(self, targets: list[Path], context: Sequence[Path] = (), fix: bool | FixChoice = False,
             unsafe_fixes: bool = False) -> RunResult:
         self.progress.phase("looking at what changed")
         with self.profile.phase("survey (stat, hash, imports)"):
