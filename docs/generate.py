@@ -1,8 +1,10 @@
-"""Regenerate docs/rules/ and cslint/core/rule_codes.py from the rules' metadata: `python docs/generate.py`.
+"""Regenerate docs/rules/, cslint/core/rule_codes.py and the rule x target table of docs/targets.md from the rules'
+metadata and the targets' records: `python docs/generate.py`.
 
 One page per rule (`docs/rules/WSC101.md`) and the index `docs/rules/index.md`; pages of rules that no
 longer exist are removed. `cslint/core/rule_codes.py` lists the codes for runs that must not import the rules
-(and libcst). `tests/test_docs.py` fails when a page or the code list is missing or stale.
+(and libcst). `tests/test_docs.py` fails when a page or the code list is missing or stale, and
+`tests/test_targets.py` when the table is.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from pathlib import Path
 
 RULES_DIR = Path(__file__).resolve().parent / "rules"
 CODES_FILE = Path(__file__).resolve().parent.parent / "cslint" / "core" / "rule_codes.py"
+TARGETS_DOC = Path(__file__).resolve().parent / "targets.md"
 
 
 def expected_codes_module() -> str:
@@ -48,6 +51,12 @@ def main() -> int:
     if not CODES_FILE.exists() or CODES_FILE.read_text(encoding="utf-8") != codes:
         CODES_FILE.write_text(codes, encoding="utf-8")
         print(f"wrote {CODES_FILE.name}")
+    from cslint.output.docs import refresh_target_table
+
+    doc = TARGETS_DOC.read_text(encoding="utf-8")
+    if refresh_target_table(doc) != doc:
+        TARGETS_DOC.write_text(refresh_target_table(doc), encoding="utf-8")
+        print(f"wrote {TARGETS_DOC.name}")
     return 0
 
 

@@ -8,10 +8,10 @@ import pytest
 
 from cslint.cli.main import main
 from cslint.core.config import ConfigError, Settings
-from cslint.output.docs import render_rule
-from cslint.rules import rule_by_code
+from cslint.core.targets import TARGETS, get_target
 from cslint.engine.selection import enabled_rules
-from cslint.core.targets import TARGETS, get_target, refresh_target_table, render_target_table
+from cslint.output.docs import refresh_target_table, render_rule, render_target_table
+from cslint.rules import rule_by_code
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "targets.md"
 
@@ -110,7 +110,7 @@ def test_cli_target_option(tmp_path: Path, capsys) -> None:
 
 def test_doc_table_matches_the_target_table() -> None:
     text = DOC.read_text(encoding="utf-8")
-    assert render_target_table() in text, "docs/targets.md is stale: run `python -m cslint.core.targets docs/targets.md`"
+    assert render_target_table() in text, "docs/targets.md is stale: run `python docs/generate.py`"
     assert refresh_target_table(text) == text
     for name in TARGETS:
         assert f"### `{name}`" in text

@@ -9,10 +9,7 @@ from collections.abc import Callable, Iterator
 
 from cslint.analysis.import_scan import ast_dotted_name, resolve_relative
 from cslint.analysis.imports import ImportTable
-from cslint.analysis.torch_api import TRACE_WRAPPERS
-
-
-_TOPLEVEL_ROOT_CALLS = frozenset({"compile", "trace", "trace_graph", "trace_multigraph", "mark_step", "sync"})
+from cslint.core.targets import trace_wrappers, wrapper_names
 
 
 def object_assignments(body: list[ast.stmt]) -> list[ast.Assign | ast.AnnAssign]:
@@ -119,15 +116,17 @@ def calls_trace_wrapper(stmt: ast.stmt, imports: ImportTable) -> bool:
     for call in module_level_calls([stmt]):
         dotted = ast_dotted_name(call.func)
         if dotted is not None and dotted.partition(".")[0] in imports.names and \
-                imports.qualify(dotted) in TRACE_WRAPPERS:
+                imports.qualify(dotted) in trace_wrappers():
             return True
     return False
 
 
 def has_toplevel_root_call(tree: ast.Module) -> bool:
-    """Whether a call outside functions and classes could be `torch.compile(fn)`-like."""
+    """Whether a call outside functions and classes could be `torch.compile(fn)`-like: named as a target's
+    wrapper is (`targets.wrapper_names`), or not named at all."""
+    names = wrapper_names()
     for call in module_level_calls(tree.body):
         dotted = ast_dotted_name(call.func)
-        if dotted is None or dotted.rsplit(".", 1)[-1] in _TOPLEVEL_ROOT_CALLS:
+        if dotted is None or dotted.rsplit(".", 1)[-1] in names:
             return True
     return False

@@ -17,12 +17,12 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from cslint.analysis import torch_api as api
 from cslint.analysis.imports import dotted_name
 from cslint.analysis.index import ModuleInfo
 from cslint.analysis.project import Project
 from cslint.analysis.step_functions import MODEL_PARAM_NAMES, MODEL_WRAPPERS, MODULE_PREFIXES, \
     OPTIMIZER_PARAM_NAMES, SELF_RETURNING_METHODS
+from cslint.core.targets import step_calls
 
 DATALOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
 DEVICE_LOADERS = frozenset({"torch_xla.distributed.parallel_loader.MpDeviceLoader",
@@ -223,7 +223,7 @@ class _Scan:
     def _step_call(self, call: cst.Call) -> str | None:
         """How a message names the traced step this call runs, if it runs one."""
         qualified = self.resolve(call.func)
-        if qualified in api.MARK_STEP_CALLS:
+        if qualified in step_calls():
             return "xm.mark_step()" if qualified.endswith("mark_step") else f"torch_xla.{qualified.rsplit('.', 1)[1]}()"
         name = dotted_name(call.func)
         if name is None:

@@ -28,6 +28,7 @@ from cslint.analysis.import_scan import ast_dotted_name
 from cslint.analysis.piece_pool import PiecePool
 from cslint.analysis.imports import ImportTable, dotted_name
 from cslint.analysis.walk import visit
+from cslint.core.targets import wrapper_names
 from cslint.support.line_shifts import line_shifts
 
 
@@ -173,7 +174,7 @@ class ModuleInfo:
     def toplevel_calls(self) -> list[cst.Call]:
         if self._toplevel_calls is None:
             collector = _ToplevelCallCollector()
-            if self.may_have_toplevel_roots and ("compile" in self.source or "trace" in self.source):
+            if self.may_have_toplevel_roots and any(name in self.source for name in wrapper_names()):
                 spans = self.root_call_statements
                 statements = self.parse_pieces(spans) if spans else [] if spans is not None else None
                 for node in statements if statements is not None else [self.tree]:

@@ -14,9 +14,9 @@ from cslint.analysis.imports import dotted_name
 from cslint.analysis.index import ClassInfo, FunctionInfo, ModuleInfo
 from cslint.analysis.project import Project
 from cslint.analysis.walk import bound_names, visit
+from cslint.core.targets import get_target
 
-TRACE_GRAPH = "samba.utils.trace_graph"
-TRACE_MULTIGRAPH = "samba.utils.trace_multigraph"
+SAMBA_CALLS = get_target("rdu").script_calls  # trace_graph and trace_multigraph, whose arguments SambaCall reads
 INIT_OUTPUT_GRADS = "init_output_grads"
 
 
@@ -48,7 +48,7 @@ class SambaCall:
 def _samba_api(name: str | None) -> str | None:
     if name is None:
         return None
-    for qualified in (TRACE_GRAPH, TRACE_MULTIGRAPH):
+    for qualified in SAMBA_CALLS:
         if name == qualified or name.endswith("." + qualified):
             return qualified.rsplit(".", 1)[1]
     return None

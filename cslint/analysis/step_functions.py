@@ -26,12 +26,12 @@ from collections.abc import Sequence
 
 import libcst as cst
 
-from cslint.analysis import torch_api as api
 from cslint.analysis.bindings import Binding, Value, cst_bindings, cst_value
 from cslint.analysis.imports import dotted_name
 from cslint.analysis.index import ClassInfo, FunctionInfo, ModuleInfo
 from cslint.analysis.kinds import MODULE, STATIC, TENSOR, Kind, Tag, obj, sequence_of
 from cslint.analysis.project import Project
+from cslint.core.targets import trace_wrappers
 
 # Calls that return the model they are given (compiled or moved, still the same forward).
 MODEL_WRAPPERS = frozenset({"torch.compile", "cerebras.pytorch.compile", "torch_xla.compile"})
@@ -178,7 +178,7 @@ def global_kind(project: Project, module: ModuleInfo, name: str) -> Kind:
 
 def is_step_function(func: FunctionInfo) -> bool:
     """A function traced because of a decorator or wrapper (not a forward/step found by class)."""
-    return func.step_function or func.cls is None and any(d in api.TRACE_DECORATORS for d in func.decorators)
+    return func.step_function or func.cls is None and any(d in trace_wrappers() for d in func.decorators)
 
 
 def _annotation_object_kind(project: Project, module: ModuleInfo, param: cst.Param) -> Kind | None:

@@ -121,17 +121,8 @@ TENSOR_OP_NAMESPACES = frozenset({
     "cerebras.pytorch", "torch._C._nn", "torch._C._VariableFunctions",
 })
 
-# Decorators (qualified) that make a function a traced root.
-TRACE_DECORATORS = frozenset({
-    "torch.compile", "cerebras.pytorch.trace", "torch_xla.compile",
-})
-# Calls `X(fn, ...)` at module level that make `fn` a traced root.
-TRACE_WRAPPERS = frozenset({"torch.compile", "cerebras.pytorch.trace", "torch_xla.compile"})
-
-# torch_xla calls that end a lazily traced step: a loop calling one runs its body as one XLA graph.
-# `torch_xla.sync()` is the newer spelling of `xm.mark_step()`; `with torch_xla.step():` syncs on exit.
-MARK_STEP_CALLS = frozenset({"torch_xla.core.xla_model.mark_step", "torch_xla.sync", "torch_xla.step",
-                             "torch_xla.torch_xla.sync", "torch_xla.torch_xla.step"})
+# The decorators and wrappers that make a function a traced root, and the calls that end a lazily traced
+# step, are each target's: `wrappers` and `step_calls` of its record (cslint/core/targets.py).
 
 # Ops that draw random numbers: computing them on both sides of a torch.where changes the RNG stream.
 RANDOM_FUNCTIONS = frozenset({

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 
-from cslint.analysis import torch_api as api
 from cslint.analysis.call_returns import CallSiteOracle
 from cslint.analysis.compile_options import DEEP, SHALLOW, CompileOptions, decorated_options, disabled, wrapper_options
 from cslint.analysis.generated_code import generated_twin
@@ -35,6 +34,7 @@ from cslint.analysis.signatures import all_params
 from cslint.analysis.step_functions import is_step_function
 from cslint.analysis.tracing_guards import DYNAMO, Guards
 from cslint.analysis.xla_loops import mark_step_loop_roots
+from cslint.core.targets import trace_wrappers
 
 if TYPE_CHECKING:
     import libcst as cst
@@ -124,6 +124,7 @@ def find_root_calls(project: Project, patterns: Iterable[str] = (),
         add(func, reason)
     for func, reason in mark_step_loop_roots(modules):  # a torch_xla training loop's body (see LoopStep)
         add(func, reason)
+    wrappers = trace_wrappers()
     for module in modules:
         twin = generated_twin(module.name)
         if twin is not None and twin in project.modules:
@@ -137,11 +138,11 @@ def find_root_calls(project: Project, patterns: Iterable[str] = (),
                         add(cls.methods[name], f"{name} of Optimizer subclass {cls.name}")
         for func in _module_functions(module):
             for decorator in func.decorators:
-                if decorator in api.TRACE_DECORATORS:
+                if decorator in wrappers:
                     add(func, f"decorated with @{decorator}")
         for call in module.toplevel_calls:
             wrapper = module.imports.resolve(call.func) if dotted_name(call.func) else None
-            if wrapper in api.TRACE_WRAPPERS and call.args:
+            if wrapper in wrappers and call.args:
                 target_name = dotted_name(call.args[0].value)
                 if target_name is not None:
                     target = project.lookup_function(module.imports.qualify(target_name))
@@ -310,7 +311,7 @@ class TracedProgram:
         the wrapped function's arguments: `if seq_len > self.max_seq_len_cached:` in a dynamic-RoPE
         decorator's wrapper runs in every traced forward of the rotary embedding."""
         for name in traced.func.decorators:
-            if not name or name in api.TRACE_DECORATORS or name.rsplit(".", 1)[-1] in NOT_WRAPPERS:
+            if not name or name in trace_wrappers() or name.rsplit(".", 1)[-1] in NOT_WRAPPERS:
                 continue
             decorator = self.project.lookup_function(name)
             if decorator is None or decorator.qualname in self.functions or decorator.cls is not None:

@@ -23,9 +23,7 @@ from cslint.analysis.imports import dotted_name
 from cslint.analysis.index import FunctionInfo, ModuleInfo
 from cslint.analysis.project import Project
 from cslint.analysis.walk import FlatTree, iter_nodes
-
-LAZY = "lazy"  # lazy tensors: cerebras.pytorch, torch_xla, SambaFlow
-DYNAMO = "dynamo"  # torch.compile / torch.export
+from cslint.core.targets import DYNAMO, LAZY
 
 # Predicate -> the tracers under which it is true while tracing.
 PREDICATES: dict[str, frozenset[str]] = {

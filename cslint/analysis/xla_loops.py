@@ -11,13 +11,14 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from cslint.analysis import torch_api as api
 from cslint.analysis.imports import dotted_name
 from cslint.analysis.index import FunctionInfo, ModuleInfo
 from cslint.analysis.kinds import STATIC, TENSOR, UNKNOWN, Kind, Tag, join
 from cslint.analysis.project import Project
 from cslint.analysis.step_functions import conventional_kind, expression_kind
 from cslint.analysis.walk import bound_names, iter_nodes
+from cslint.core.targets import step_calls
+
 
 @dataclass(eq=False)
 class LoopStep(FunctionInfo):
@@ -71,8 +72,9 @@ class LoopStep(FunctionInfo):
 
 def mark_step_loop_roots(modules: Iterable[ModuleInfo]) -> Iterator[tuple[LoopStep, str]]:
     """A `LoopStep` for every function (and script top level) of `modules` with a loop that calls mark_step."""
+    packages = {call.partition(".")[0] for call in step_calls()}  # a module calling one imports from its package
     for module in modules:
-        if "torch_xla" not in module.source or not _imports_mark_step(module):  # before parsing with libcst
+        if not any(p in module.source for p in packages) or not _imports_mark_step(module):  # before parsing
             continue
         module.holds += 1  # the LoopSteps keep nodes of this tree: it must stay the module's tree
         owners: list[tuple[FunctionInfo | None, Sequence[cst.BaseStatement]]] = [
@@ -104,7 +106,7 @@ def mark_step_loop_roots(modules: Iterable[ModuleInfo]) -> Iterator[tuple[LoopSt
 def _imports_mark_step(module: ModuleInfo) -> bool:
     """Whether an import of the module leads to mark_step (`torch_xla`, `xla_model as xm`, `sync`)."""
     return any(call == name or call.startswith(f"{name}.")
-               for name in module.imports.names.values() for call in api.MARK_STEP_CALLS)
+               for name in module.imports.names.values() for call in step_calls())
 
 
 def _module_functions(module: ModuleInfo) -> Iterator[FunctionInfo]:
@@ -127,7 +129,7 @@ def _mark_step_spelling(module: ModuleInfo, node: cst.CSTNode) -> str | None:
     if type(node) is not cst.Call:
         return None
     resolved = module.imports.resolve(node.func)
-    if resolved not in api.MARK_STEP_CALLS:
+    if resolved not in step_calls():
         return None
     return "xm.mark_step()" if resolved.endswith("mark_step") else f"torch_xla.{resolved.rsplit('.', 1)[1]}()"
 

@@ -19,6 +19,7 @@ from cslint.core.config import OUTPUT_FORMATS, ConfigError, Settings, load_setti
 from cslint.cli.conventions import fixability_overrides
 from cslint.support.progress import Progress
 from cslint.core.run_result import RunResult
+from cslint.core.targets import TARGETS
 
 if TYPE_CHECKING:
     from cslint.engine.check import Analyse, CheckOutcome, CheckRequest, Discovery, Lint
@@ -91,7 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--select", type=_codes, help="rule codes or prefixes to enable (comma-separated)")
     check.add_argument("--extend-select", type=_codes, help="codes or prefixes to enable on top of select")
     check.add_argument("--ignore", type=_codes, help="codes or prefixes to disable")
-    check.add_argument("--target", choices=["wsc", "rdu", "xla", "compile"],
+    check.add_argument("--target", choices=list(TARGETS),
                        help="accelerator whose rules, messages and fixes to use (default: `target` in the "
                             "configuration, else inferred from what the project imports; docs/targets.md)")
     check.add_argument("--python", metavar="PYTHON",

@@ -26,7 +26,7 @@ from cslint.engine.compile_uses import compile_uses
 from cslint.core.config import DEFAULT_MAX_FILE_SIZE, Settings
 from cslint.support.deferred import defer
 from cslint.store.import_memo import FileImports, ImportMemo
-from cslint.core.targets import DEFAULT_TARGET
+from cslint.core.targets import DEFAULT_TARGET, platform_imports
 
 _IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+([\w.]+)[ \t]+import\b|import[ \t]+([\w. \t,]+?)[ \t]*(?:#.*)?$)",
                      re.MULTILINE)
@@ -35,14 +35,6 @@ _IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+([\w.]+)[ \t]+import\b|import[ \t]+([
 # checked by `_uses_torch_compile` (a leading `\b` or `^[^#\n]*` made `re` try every position of every
 # file, before any worker starts).
 _TORCH_COMPILE = re.compile(r"torch\.compile(?:[ \t]*\(|\b)|from[ \t]+torch[ \t]+import\b[^#\n]*\bcompile\b")
-
-# (target, the module whose import decides it), in order of precedence
-PLATFORM_MODULES = (
-    ("wsc", ("cerebras.pytorch",)),
-    ("xla", ("torch_xla",)),
-    ("rdu", ("sambaflow", "samba")),
-)
-_PLATFORM_PACKAGES = frozenset(name.partition(".")[0] for _, names in PLATFORM_MODULES for name in names)
 
 
 @dataclass(frozen=True)
@@ -146,6 +138,8 @@ def infer_target(paths: Iterable[Path], max_size: int = DEFAULT_MAX_FILE_SIZE,
     helper_compiled: tuple[str, Path] | None = None  # the first internal function handed to torch.compile
     assigned: list[tuple[tuple[str, bool], ...]] = []
     seen: set[str] = set()
+    platforms = platform_imports()  # (target, the modules whose import decides it), in order of precedence
+    platform_packages = frozenset(name.partition(".")[0] for _, names in platforms for name in names)
     for path in paths:
         key = os.path.abspath(path)
         if key in seen:  # a checked file is also in its project's context: read it once
@@ -157,8 +151,8 @@ def infer_target(paths: Iterable[Path], max_size: int = DEFAULT_MAX_FILE_SIZE,
         packages |= found.packages
         if found.dynamo_config:
             assigned.append(found.dynamo_config)
-        if not found.packages.isdisjoint(_PLATFORM_PACKAGES):
-            for target, names in PLATFORM_MODULES:
+        if not found.packages.isdisjoint(platform_packages):
+            for target, names in platforms:
                 if target not in first_with and any(_imports(found.modules, n) for n in names):
                     first_with[target] = path
         if compile_file is None and found.uses_compile:
@@ -168,7 +162,7 @@ def infer_target(paths: Iterable[Path], max_size: int = DEFAULT_MAX_FILE_SIZE,
     if memo is not None:
         defer(memo.save)  # in a server's child, after the client has its answer
     settings = project_settings(assigned)
-    for target, names in PLATFORM_MODULES:
+    for target, names in platforms:
         if target in first_with:
             return TargetChoice(target, f"inferred: the project imports {names[0]} ({first_with[target].name})",
                                 tuple(sorted(packages)), settings)

@@ -1,8 +1,9 @@
 """Files that cannot hold traced code are reported without libcst or the rules.
 
 Every kind of traced root, and every rule that looks at whole files, needs a word in some file's text:
-`def forward`, `def step`, `def _init_group` (nn.Module and optimizer classes), `compile` or `trace`
-(decorators, wrappers, SambaNova's `trace_graph`), `torch_xla` (training loops), a loss (the AutoGen
+`def forward`, `def step`, `def _init_group` (nn.Module and optimizer classes), a target's root call
+(`compile` or `trace`: decorators, wrappers, SambaNova's `trace_graph`; `torch_xla`: training loops; the
+targets' records say which, `targets.root_markers`), a loss (the AutoGen
 rules), a `DataLoader`, `TrainingArguments` or `DataCollator` (the WSC55x data-pipeline rules), `noqa`
 (WSC003, when enabled), or a configured `trace-roots` pattern. When none of the files an analysis
 would load has one, no function is traced and only a syntax error could be reported, which Python's own
@@ -13,25 +14,31 @@ utility files), and it saves importing libcst and the rules.
 from __future__ import annotations
 
 import ast
+from functools import lru_cache
 from pathlib import Path
 
 from cslint.core.config import Settings
 from cslint.core.sources import ReadError, read_source, within_token_limit
+from cslint.core.targets import root_markers
 
-ROOT_MARKERS = ("def forward", "def step", "def _init_group", "compile", "trace", "torch_xla")
-MARKERS = (*ROOT_MARKERS, "criterion", "DataLoader", "TrainingArguments", "DataCollator")
-_ROOT_MARKER_BYTES = tuple(m.encode() for m in ROOT_MARKERS)
+OTHER_MARKERS = ("criterion", "DataLoader", "TrainingArguments", "DataCollator")  # rules on whole files
 
 
 def may_hold_roots(data: bytes) -> bool:
     """Whether a file may define a traced root (a forward, a step, a decorated or wrapped function, a
     training loop). Files without one are traced only through calls from other files."""
-    return any(m in data for m in _ROOT_MARKER_BYTES)
+    return any(m in data for m in _root_marker_bytes(root_markers()))
+
+
+@lru_cache(maxsize=1)
+def _root_marker_bytes(markers: tuple[str, ...]) -> tuple[bytes, ...]:
+    return tuple(m.encode() for m in markers)
 
 
 def may_hold_traced_code(text: str, codes: frozenset[str] | set[str]) -> bool:
     lowered = text.lower()
-    return any(m in text for m in MARKERS) or "loss" in lowered or ("WSC003" in codes and "noqa" in lowered)
+    return any(m in text for m in root_markers()) or any(m in text for m in OTHER_MARKERS) or "loss" in lowered \
+        or ("WSC003" in codes and "noqa" in lowered)
 
 
 def nothing_to_report(paths: list[Path], settings: Settings, codes: frozenset[str] | set[str]) -> bool:

@@ -27,7 +27,7 @@ UNSAFE = ("unsafe: the check raises RuntimeError (not the original exception), a
 def keep_raising_check(node: cst.If, ctx: RuleContext) -> Fix | None:
     """`if <tensor condition>: raise ...` (no else, nothing but the raise) -> an assertion on the device.
     Leading Python-valued conditions (`labels is not None and labels.max() >= n`) stay as the `if`."""
-    if not _dynamo(ctx) or node.orelse is not None or not isinstance(node.body, cst.IndentedBlock):
+    if not _has_device_assertions(ctx) or node.orelse is not None or not isinstance(node.body, cst.IndentedBlock):
         return None
     body = node.body.body
     if len(body) != 1 or not isinstance(body[0], cst.SimpleStatementLine) or len(body[0].body) != 1 or \
@@ -50,7 +50,7 @@ def keep_raising_check(node: cst.If, ctx: RuleContext) -> Fix | None:
 def keep_assert(node: cst.Assert, ctx: RuleContext) -> Fix | None:
     """`assert <tensor condition>, "..."` -> an assertion on the device. No fix for a Python-valued
     alternative (`mask is None or mask.any()`): the assertion would evaluate the tensor side on None."""
-    if not _dynamo(ctx):
+    if not _has_device_assertions(ctx):
         return None
     torch, imports = ctx.torch_name()
     holds = _truth(node.test, ctx, torch)
@@ -63,8 +63,8 @@ def keep_assert(node: cst.Assert, ctx: RuleContext) -> Fix | None:
                [(node, cst.Expr(_call(torch, "_assert_async", holds, message)))], imports)
 
 
-def _dynamo(ctx: RuleContext) -> bool:
-    return get_target(ctx.settings.target).tracer == "dynamo"
+def _has_device_assertions(ctx: RuleContext) -> bool:
+    return get_target(ctx.settings.target).has_device_assertions
 
 
 def _split(test: cst.BaseExpression, operator: type, ctx: RuleContext

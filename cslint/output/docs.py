@@ -1,14 +1,17 @@
 """Rule documentation, rendered from each rule's metadata (the single source for `cslint rule` and docs/).
 
-`docs/generate.py` writes one page per rule with `render_rule_page` and the index with `render_rule_index`;
-`tests/test_docs.py` fails when a page is missing or differs from what the metadata renders.
+`docs/generate.py` writes one page per rule with `render_rule_page` and the index with `render_rule_index`,
+and refreshes the rule x target table of docs/targets.md with `refresh_target_table`; `tests/test_docs.py`
+fails when a page is missing or differs from what the metadata renders, `tests/test_targets.py` when the
+table does.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from cslint.rules import Rule
+from cslint.rules import Rule, all_rules
+from cslint.core.targets import TARGETS
 
 # Where docs/ is published; SARIF help links and the rule index point here.
 DOCS_URL = "https://github.com/cslint/cslint/blob/main/docs"
@@ -79,3 +82,32 @@ def render_rule_index(rules: Iterable[type[Rule]]) -> str:
         lines.append(f"| [{rule.code}]({rule.code}.md) | {rule.name} | {summary} | "
                      f"{'yes' if has_fix(rule) else ''} |")
     return "\n".join(lines) + "\n"
+
+
+# ---- the rule x target table of docs/targets.md --------------------------------------------------------
+
+TABLE_BEGIN = "<!-- rule-target-table: generated from cslint/core/targets.py -->"
+TABLE_END = "<!-- end rule-target-table -->"
+
+
+def render_target_table() -> str:
+    names = list(TARGETS)
+    lines = [TABLE_BEGIN, "", "| rule | name | " + " | ".join(names) + " |",
+             "|---|---|" + "---|" * len(names)]
+    for rule in all_rules():
+        marks = []
+        for name in names:
+            mark = "yes" if TARGETS[name].runs(rule.code) else "-"
+            if mark == "yes" and not rule.default_enabled:
+                mark = "opt-in"
+            marks.append(mark)
+        lines.append(f"| {rule.code} | {rule.name} | " + " | ".join(marks) + " |")
+    lines += ["", TABLE_END]
+    return "\n".join(lines)
+
+
+def refresh_target_table(doc: str) -> str:
+    """`doc` with the text between the table markers replaced by the current table."""
+    before, _, rest = doc.partition(TABLE_BEGIN)
+    _, _, after = rest.partition(TABLE_END)
+    return before + render_target_table() + after

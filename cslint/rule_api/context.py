@@ -90,10 +90,9 @@ class RuleContext:
         """Whether dynamo captures what `setting` (analysis/dynamo_config.py) names here instead of breaking
         the graph: under the compile target, when the project turns it on or the root's compile options do
         (`fullgraph=True`, a `config.patch` decorator). Lazy tracers read values whatever dynamo's settings."""
-        from cslint.analysis.tracing_guards import DYNAMO
         from cslint.core.targets import get_target
 
-        if get_target(self.settings.target).tracer != DYNAMO:
+        if not get_target(self.settings.target).follows_dynamo_config:
             return False
         compiled = self.traced.root.compile
         return setting in self.settings.dynamo_config or (compiled is not None and setting in compiled.captures)

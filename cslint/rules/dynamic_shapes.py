@@ -298,7 +298,7 @@ class MaskedLMLoss(nn.Module):
                 mask = boolean_index(target.target, ctx)
                 if mask is not None:
                     self._handled(ctx).add(id(target.target))
-                    if get_target(ctx.settings.target).tracer == "dynamo":  # the store keeps x's shape: a where
+                    if get_target(ctx.settings.target).keeps_masked_store_shape:
                         continue
                     fix = masked_store_fix(node, target.target.value, mask, ctx, assigned_once(ctx)) \
                         if len(target.target.slice) == 1 else None

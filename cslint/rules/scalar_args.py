@@ -221,7 +221,7 @@ model = torch.compile(Attention(8))
 
     def visit_Call(self, node: cst.Call, ctx: RuleContext) -> None:
         out = next((a for a in node.args if a.keyword is not None and a.keyword.value == "out"), None)
-        if out is None or get_target(ctx.settings.target).tracer != "dynamo":
+        if out is None or not get_target(ctx.settings.target).has_graph_breaks:
             return
         qualified = ctx.resolve(node.func)
         if qualified is None or not qualified.startswith("torch.") or not ctx.is_tensor(out.value) \

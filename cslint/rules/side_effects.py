@@ -122,13 +122,13 @@ class Net(nn.Module):
         if kind is None:
             return
         if not data_dependent_parts(node, ctx):
-            if get_target(ctx.settings.target).tracer == "dynamo":  # any print or log breaks dynamo's graph
+            if get_target(ctx.settings.target).has_graph_breaks:  # any print or log breaks the graph
                 ctx.report(node, f"`{ctx.code(node)}` {'prints' if kind == 'print' else 'logs'} inside the "
                                  "compiled step, whatever it holds")
             return
         fix = report_through_summaries(node, ctx) if kind != "warnings" else None
         verb = "prints" if kind == "print" else "logs"
-        if get_target(ctx.settings.target).tracer == "dynamo":  # no step closure: the target's hint says what to do
+        if get_target(ctx.settings.target).has_graph_breaks:  # no step closure: the target's hint says what to do
             ctx.report(node, f"`{ctx.code(node)}` {verb} tensor values inside the compiled step", fix)
             return
         ctx.report(node, f"`{ctx.code(node)}` {verb} tensor values in the traced step", fix, consequence=ONCE)
@@ -314,7 +314,7 @@ class Net(nn.Module):
 
     def visit_AugAssign(self, node: cst.AugAssign, ctx: RuleContext) -> None:
         self._check(node, node.target, ctx)
-        if get_target(ctx.settings.target).tracer == "dynamo":  # on lazy tensors WSC303 reports these
+        if get_target(ctx.settings.target).recompiles_on_python_state:  # on lazy tensors WSC303 reports these
             where = python_counter(node, ctx)
             if where in ("optimizer state", "a param group"):  # an optimizer attribute is `_check`'s
                 ctx.report(node.target, f"`{ctx.code(node.target)}` is a Python-number step counter in {where}: "
@@ -403,7 +403,7 @@ class Net(nn.Module):
     ]
 
     def visit_If(self, node: cst.If, ctx: RuleContext) -> None:
-        if get_target(ctx.settings.target).tracer == "dynamo" and made_by_first_step(node, ctx):
+        if get_target(ctx.settings.target).recompiles_on_python_state and made_by_first_step(node, ctx):
             ctx.report(node.test, f"`if {ctx.code(node.test)}` creates optimizer state on the first step only: "
                                   "compiled again on the second")
 
@@ -537,7 +537,7 @@ class Noise(nn.Module):
         qualified = ctx.resolve(node.func)
         if qualified is None:
             return
-        dynamo = get_target(ctx.settings.target).tracer == "dynamo"  # it does not trace these: it breaks
+        dynamo = get_target(ctx.settings.target).has_graph_breaks  # it does not trace these: it breaks
         if qualified in SEED_FUNCTIONS:
             effect = BREAKS if dynamo else ONCE
             ctx.report(node, f"`{ctx.code(node)}` seeds the generator in the traced step: {effect}")
@@ -725,7 +725,7 @@ model = torch.compile(Encoder())
     ]
 
     def visit_With(self, node: cst.With, ctx: RuleContext) -> None:
-        if get_target(ctx.settings.target).tracer != "dynamo":
+        if not get_target(ctx.settings.target).has_graph_breaks:
             return
         for item in node.items:
             context = item.item
