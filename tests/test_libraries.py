@@ -62,6 +62,10 @@ def packed(mask):
     if not torch.compiler.is_compiling() and (mask == 1).all():
         return None
     return mask
+
+
+def as_complex(x):
+    return complex(x.sum())
 '''
 
 SCHEDULER = '''
@@ -222,6 +226,22 @@ def test_a_conversion_and_its_python_result(site: Path, tmp_path: Path) -> None:
             def forward(self, x):
                 n = count_positive(x)
                 return x[:n]
+    '''})
+    assert [(c, line) for c, _, line, m in found if "via" in m] == [("WSC203", 8)]
+
+
+def test_a_complex_conversion_in_a_library_is_the_conversion_the_step_reports(site: Path, tmp_path: Path) -> None:
+    """`complex(t)` is WSC203 in the step, and so in a library the step calls: one table (cslint/core/constructs.py)."""
+    found = _lint(tmp_path / "proj", {"model.py": '''
+        import torch
+        from torch import nn
+        from fakeoptim.utils import as_complex
+
+
+        class Head(nn.Module):
+            def forward(self, x):
+                z = as_complex(x)
+                return x * 2
     '''})
     assert [(c, line) for c, _, line, m in found if "via" in m] == [("WSC203", 8)]
 

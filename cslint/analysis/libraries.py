@@ -35,6 +35,7 @@ from cslint.analysis.project import Project
 from cslint.analysis.project_oracle import ProjectOracle
 from cslint.analysis.tracing_guards import Guards
 from cslint.analysis.walk import child_nodes
+from cslint.core.constructs import CONVERSIONS, READ_METHODS
 
 __all__ = ["BRANCH", "CONVERT", "READ", "SHAPE", "Effect", "Environment", "Libraries", "LibraryPathError",
            "Summary", "SummaryStore", "environment_for"]
@@ -282,13 +283,13 @@ def _call_effect(node: cst.Call, analysis: Any) -> str | None:
         receiver = analysis.kind(func.value)
         if receiver.tag is Tag.TENSOR:
             method = func.attr.value
-            if method in ("item", "tolist", "numpy"):
+            if method in READ_METHODS:
                 return READ
             if method in api.DYNAMIC_SHAPE_METHODS and not receiver.dynamic_shape:
                 return SHAPE
         return None
     if type(func) is cst.Name:
-        if func.value in ("int", "float", "bool") and node.args and analysis.kind(node.args[0].value).is_tensor:
+        if func.value in CONVERSIONS and node.args and analysis.kind(node.args[0].value).is_tensor:
             return CONVERT
         return None
     return None

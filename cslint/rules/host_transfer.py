@@ -8,6 +8,7 @@ from cslint.analysis.dynamo_config import SCALAR_OUTPUTS
 from cslint.analysis.inference import string_value
 from cslint.analysis.kinds import Tag
 from cslint.analysis.libraries import CONVERT, READ
+from cslint.core.constructs import CONVERSIONS, FORMATTERS, PYTHON_REDUCTIONS, READ_METHODS
 from cslint.fixers.host import (
     builtin_over_iterable, builtin_to_clamp, builtin_to_torch, drop_conversion, feeds_tensor_arithmetic,
     keep_bookkeeping_on_device, keep_tensor_name, math_to_torch,
@@ -136,7 +137,7 @@ class Scale(nn.Module):
         if ctx.report_library_effects(node, READ, "reads tensor values into Python", NO_VALUE):
             return
         func = node.func
-        if not isinstance(func, cst.Attribute) or func.attr.value not in ("item", "tolist", "numpy"):
+        if not isinstance(func, cst.Attribute) or func.attr.value not in READ_METHODS:
             return
         if not ctx.is_tensor(func.value) or _in_raise(node, ctx):  # an error message reads only when it fails
             return
@@ -293,7 +294,7 @@ class Mix(nn.Module):
             return
         if ctx.report_library_effects(node, CONVERT, "converts a tensor to a Python number", NO_VALUE):
             return
-        name = _is_builtin(node.func, {"float", "int", "bool", "complex"}, ctx)
+        name = _is_builtin(node.func, CONVERSIONS, ctx)
         if name is None or not node.args or not ctx.is_tensor(node.args[0].value):
             return
         if id(node) in ctx.scratch.get("host.range_args", ()) or _in_raise(node, ctx):
@@ -439,7 +440,7 @@ class Pool(nn.Module):
     ]
 
     def visit_Call(self, node: cst.Call, ctx: RuleContext) -> None:
-        name = _is_builtin(node.func, {"min", "max", "abs", "round", "sum"}, ctx)
+        name = _is_builtin(node.func, PYTHON_REDUCTIONS, ctx)
         if name is None or not node.args:
             return
         values = [arg.value for arg in node.args if arg.keyword is None]
@@ -534,7 +535,7 @@ class Block(nn.Module):
         if self._skip(node, ctx):
             return
         func = node.func
-        if _is_builtin(func, {"str", "repr", "format"}, ctx) and node.args and ctx.is_tensor(node.args[0].value):
+        if _is_builtin(func, FORMATTERS, ctx) and node.args and ctx.is_tensor(node.args[0].value):
             self._report(node, ctx)
         elif isinstance(func, cst.Attribute) and func.attr.value == "format" and \
                 isinstance(func.value, (cst.SimpleString, cst.ConcatenatedString)) and \

@@ -13,11 +13,8 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-# What forced a value, by the call that did it.
-_TO_PYTHON_METHODS = {"item": "WSC201", "tolist": "WSC201", "numpy": "WSC201", "cpu": "WSC202", "to": "WSC202"}
-_CONVERSIONS = {"float": "WSC203", "int": "WSC203", "bool": "WSC203", "complex": "WSC203",
-                "min": "WSC205", "max": "WSC205", "abs": "WSC205", "round": "WSC205", "sum": "WSC205",
-                "str": "WSC206", "repr": "WSC206", "format": "WSC206", "range": "WSC107", "len": "WSC107"}
+from cslint.core.constructs import BUILTINS, TENSOR_METHODS
+
 _LOG_METHODS = {"debug", "info", "warning", "warn", "error", "critical", "exception", "log"}
 _SCALAR_KEYWORDS = {"alpha", "value", "beta", "min", "max", "p", "exponent", "other"}
 
@@ -125,8 +122,8 @@ def _call_code(call: ast.Call) -> Classified | None:
     if any(k.arg == "error_if_nonfinite" for k in call.keywords):
         return Classified("WSC803", "`error_if_nonfinite=True` reads the gradient norm in Python to raise")
     if isinstance(func, ast.Attribute):
-        if func.attr in _TO_PYTHON_METHODS:
-            return Classified(_TO_PYTHON_METHODS[func.attr], f"`.{func.attr}()`")
+        if func.attr in TENSOR_METHODS:  # what forced a value, by the call that did it
+            return Classified(TENSOR_METHODS[func.attr], f"`.{func.attr}()`")
         if isinstance(func.value, ast.Name) and func.value.id == "math":
             return Classified("WSC204", f"`math.{func.attr}()` on a tensor")
         if func.attr == "format":
@@ -135,8 +132,8 @@ def _call_code(call: ast.Call) -> Classified | None:
             names = ", ".join(f"{k.arg}=" for k in call.keywords if k.arg in _SCALAR_KEYWORDS)
             return Classified("WSC401", f"a tensor passed as a Python number ({names}) to `.{func.attr}()`")
     if isinstance(func, ast.Name):
-        if func.id in _CONVERSIONS:
-            return Classified(_CONVERSIONS[func.id], f"`{func.id}()` on a tensor")
+        if func.id in BUILTINS:
+            return Classified(BUILTINS[func.id], f"`{func.id}()` on a tensor")
         if any(k.arg in _SCALAR_KEYWORDS for k in call.keywords):
             return Classified("WSC401", f"a tensor passed as a Python number to `{func.id}()`")
     return None

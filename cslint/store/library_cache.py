@@ -20,9 +20,10 @@ from cslint.analysis.kinds import BOOL_TENSOR, DYN_TENSOR, HOST, MODULE, STATIC,
 from cslint.analysis.call_depth import Reach
 from cslint.analysis.library_env import Effect, Summary
 
-# 6: summaries follow the Nones a call passes (none_arguments.py); 5: kinds say when a tensor is a mask (bool
-# dtype); 4: a summary says how deep it went and what it asked (call_depth.py); 3: HOST_LIST returns
-FORMAT = 6
+# 7: `complex(t)` is a conversion, as WSC203 says (cslint/core/constructs.py); 6: summaries follow the Nones a call
+# passes (none_arguments.py); 5: kinds say when a tensor is a mask (bool dtype); 4: a summary says how deep it
+# went and what it asked (call_depth.py); 3: HOST_LIST returns
+FORMAT = 7
 
 
 _active: LibraryCache | None = None
