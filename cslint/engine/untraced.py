@@ -1,14 +1,14 @@
 """Files that cannot hold traced code are reported without libcst or the rules.
 
 Every kind of traced root, and every rule that looks at whole files, needs a word in some file's text:
-`def forward`, `def step`, `def _init_group` (nn.Module and optimizer classes), a target's root call
-(`compile` or `trace`: decorators, wrappers, SambaNova's `trace_graph`; `torch_xla`: training loops; the
-targets' records say which, `targets.root_markers`), a loss (the AutoGen
-rules), a `DataLoader`, `TrainingArguments` or `DataCollator` (the WSC55x data-pipeline rules), `noqa`
-(WSC003, when enabled), or a configured `trace-roots` pattern. When none of the files an analysis
-would load has one, no function is traced and only a syntax error could be reported, which Python's own
-parser finds. That is what the pre-commit hook meets on most commits (data, configuration,
-utility files), and it saves importing libcst and the rules.
+`def forward`, `def step`, `def _init_group` (nn.Module and optimizer classes), a word of a target's root
+calls (`compile` or `trace` for decorators, wrappers and SambaNova's `trace_graph`, `torch_xla` for
+training loops: `targets.root_markers` reads them from the records), a loss (the AutoGen rules), a
+`DataLoader`, `TrainingArguments` or `DataCollator` (the WSC55x data-pipeline rules), `noqa` (WSC003,
+when enabled), or a configured `trace-roots` pattern. When none of the files an analysis would load has
+one, no function is traced and only a syntax error could be reported, which Python's own parser finds.
+That is what the pre-commit hook meets on most commits (data, configuration, utility files), and it
+saves importing libcst and the rules.
 """
 
 from __future__ import annotations
