@@ -24,10 +24,11 @@ from cslint.analysis.project import Project
 from cslint.analysis.ranks import method_rank
 from cslint.analysis.step_functions import global_kind, imported_object_kind
 from cslint.analysis.syntax import path_key, string_value
-from cslint.analysis.tracing_guards import DYNAMO, LAZY, Guards
+from cslint.analysis.tracing_guards import Guards
+from cslint.core.targets import DYNAMO, LAZY
 
 if TYPE_CHECKING:
-    from cslint.analysis.project_oracle import ProjectOracle
+    from cslint.analysis.oracle import Oracle
 
 # numpy.random functions that set up or read the generator rather than draw numbers
 NUMPY_RANDOM_STATE = frozenset({"seed", "default_rng", "RandomState", "Generator", "get_state", "set_state",
@@ -42,7 +43,7 @@ class CallInference:
     FunctionInference.__init__: see there)."""
 
     project: Project
-    oracle: ProjectOracle
+    oracle: Oracle
     func: FunctionInfo
     module: ModuleInfo
     result: FunctionAnalysis

@@ -27,7 +27,8 @@ from cslint.analysis.param_kinds import helper_param_kinds
 from cslint.analysis.project import Project
 from cslint.analysis.project_oracle import ProjectOracle
 from cslint.analysis.ranks import declared_scalar
-from cslint.analysis.tracing_guards import DYNAMO, Guards
+from cslint.analysis.tracing_guards import Guards
+from cslint.core.targets import DYNAMO
 from cslint.analysis.walk import child_nodes
 
 # Statements (at any depth) a helper may have to be analysed per call: a one-screen utility, not a layer.

@@ -32,7 +32,7 @@ from cslint.analysis.syntax import path_key as path_key, string_value as string_
 from cslint.analysis.tracing_guards import Guards, guard_text
 
 if TYPE_CHECKING:
-    from cslint.analysis.project_oracle import ProjectOracle
+    from cslint.analysis.oracle import Oracle
 
 _first_param = first_param  # rules/optimizer_state.py's import, until #35's re-layout moves it to signatures.py
 
@@ -40,7 +40,7 @@ _first_param = first_param  # rules/optimizer_state.py's import, until #35's re-
 class FunctionInference(ExpressionInference):
     """The walk of one function body: its statements (here), its expressions and calls (the classes it extends)."""
 
-    def __init__(self, project: Project, oracle: ProjectOracle, func: FunctionInfo, params: dict[str, Kind],
+    def __init__(self, project: Project, oracle: Oracle, func: FunctionInfo, params: dict[str, Kind],
                  unannotated_param: Kind = TENSOR, keywords: dict[str, Kind] | None = None,
                  guards: Guards | None = None,
                  wrapped: tuple[tuple[str, ...], dict[str, Kind]] | None = None) -> None:

@@ -27,7 +27,7 @@ from cslint.analysis.index import ClassInfo, FunctionInfo, ModuleInfo
 from cslint.analysis.inference import FunctionInference
 from cslint.analysis.kinds import Kind
 from cslint.analysis.project import Project
-from cslint.analysis.project_oracle import ProjectOracle
+from cslint.analysis.oracle import Oracle
 from cslint.analysis.tracing_guards import Guards
 
 # (whom it was asked of, the question, its arguments, the answer); the project's, the oracle's and the
@@ -86,13 +86,13 @@ def _kept_args(args: tuple[Any, ...]) -> tuple[Any, ...]:
 
 
 class _RecordingInference(FunctionInference):
-    def __init__(self, project: Project, oracle: ProjectOracle, func: FunctionInfo, params: dict[str, Kind],
+    def __init__(self, project: Project, oracle: Oracle, func: FunctionInfo, params: dict[str, Kind],
                  keywords: dict[str, Kind] | None, guards: Guards | None, reads: list[Read]) -> None:
         self._reads = reads
         self._project_itself = project
         asking_guards = _Asking(guards, "guards", frozenset({"value"}), reads) if guards is not None else None
         super().__init__(_Asking(project, "project", _PROJECT_QUESTIONS, reads),  # type: ignore[arg-type]
-                         _Asking(oracle, "oracle", _ORACLE_QUESTIONS, reads),  # type: ignore[arg-type]
+                         _Asking(oracle, "oracle", _ORACLE_QUESTIONS, reads),
                          func, params, keywords=keywords, guards=asking_guards)  # type: ignore[arg-type]
 
     def _object_in_module(self, qualified: str) -> Kind | None:
@@ -156,7 +156,7 @@ class KeptAnalyses:
     def keep_findings(self, analysis: FunctionAnalysis, key: FindingsKey, findings: list[Any]) -> None:
         self._last_findings[id(analysis)] = (analysis, key, findings)
 
-    def analyse(self, project: Project, oracle: ProjectOracle, func: FunctionInfo, params: dict[str, Kind],
+    def analyse(self, project: Project, oracle: Oracle, func: FunctionInfo, params: dict[str, Kind],
                 keywords: dict[str, Kind], guards: Guards | None) -> FunctionAnalysis:
         node = func.node
         key = (id(func), id(node), guards.tracer if guards is not None else None,
@@ -185,7 +185,7 @@ def _same_key(old: FindingsKey, new: FindingsKey) -> bool:
     return old[0] == new[0] and len(old[1]) == len(new[1]) and all(a is b for a, b in zip(old[1], new[1]))
 
 
-def _answers_again(reads: list[Read], project: Project, oracle: ProjectOracle, guards: Guards | None,
+def _answers_again(reads: list[Read], project: Project, oracle: Oracle, guards: Guards | None,
                    func: FunctionInfo, module: ModuleInfo) -> bool:
     """Whether the new run answers `reads` as they were answered; questions about the function's own
     module (`module` then) are asked about its module now."""

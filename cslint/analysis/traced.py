@@ -32,7 +32,8 @@ from cslint.analysis.project import Project
 from cslint.analysis.ranks import declared_scalar
 from cslint.analysis.signatures import all_params
 from cslint.analysis.step_functions import is_step_function
-from cslint.analysis.tracing_guards import DYNAMO, Guards
+from cslint.analysis.tracing_guards import Guards
+from cslint.core.targets import DYNAMO
 from cslint.analysis.xla_loops import mark_step_loop_roots
 from cslint.core.targets import trace_wrappers
 

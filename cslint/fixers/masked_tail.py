@@ -24,7 +24,7 @@ from collections.abc import Sequence
 
 import libcst as cst
 
-from cslint.fixers.host import assignments
+from cslint.fixers.assignments import assignments
 from cslint.fixers.masked_block import _fresh, _read_root, _side_effect
 from cslint.fixers.where import _condition, is_boolean_condition
 from cslint.rule_api.context import RuleContext

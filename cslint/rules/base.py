@@ -42,7 +42,6 @@ class Rule:
     target_notes: ClassVar[dict[str, str]] = {}
     target_advice: ClassVar[dict[str, str]] = {}
     _visit_names: ClassVar[tuple[str, ...]]  # each class's own, set by `_visit_names` (read from its __dict__)
-    _visit_names: ClassVar[tuple[str, ...]]  # each class's own, set by `_visit_names` (read from its __dict__)
 
     def handlers(self) -> dict[str, Callable[[cst.CSTNode, RuleContext], None]]:
         return {attr[len("visit_"):]: getattr(self, attr) for attr in _visit_names(type(self))}

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-_pending: list[Callable[[], None]] | None = None
+_pending: list[Callable[[], object]] | None = None
 
 
-def defer(work: Callable[[], None]) -> None:
+def defer(work: Callable[[], object]) -> None:
     if _pending is None:
         work()
     else:
