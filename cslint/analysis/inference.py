@@ -19,7 +19,7 @@ from cslint.analysis.call_kinds import unknown_call_kind
 from cslint.analysis.expression_inference import ExpressionInference
 # `as` (here and for syntax below): rules/ and fixers/ import these from here too, until #35's re-layout moves
 # their imports to function_analysis.py and syntax.py
-from cslint.analysis.function_analysis import Env, FunctionAnalysis as FunctionAnalysis
+from cslint.analysis.function_analysis import Env, FunctionAnalysis
 from cslint.analysis.imports import dotted_name
 from cslint.analysis.index import FunctionInfo, ModuleInfo
 from cslint.analysis.kinds import (
@@ -28,14 +28,11 @@ from cslint.analysis.kinds import (
 from cslint.analysis.none_arguments import none_truth
 from cslint.analysis.project import Project
 from cslint.analysis.signatures import all_params, first_param, signature_kind
-from cslint.analysis.syntax import path_key as path_key, string_value as string_value
+from cslint.analysis.syntax import path_key
 from cslint.analysis.tracing_guards import Guards, guard_text
 
 if TYPE_CHECKING:
     from cslint.analysis.oracle import Oracle
-
-_first_param = first_param  # rules/optimizer_state.py's import, until #35's re-layout moves it to signatures.py
-
 
 class FunctionInference(ExpressionInference):
     """The walk of one function body: its statements (here), its expressions and calls (the classes it extends)."""

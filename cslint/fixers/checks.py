@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from cslint.analysis.inference import string_value
+from cslint.analysis.syntax import string_value
 from cslint.fixers.operands import tensor_operand
 from cslint.rule_api.context import RuleContext
 from cslint.rule_api.findings import Fix

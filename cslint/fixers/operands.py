@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from cslint.analysis.inference import string_value
+from cslint.analysis.syntax import string_value
 from cslint.analysis.torch_api import TORCH_PREFIXES
 from cslint.fixers.assignments import assignments
 from cslint.rule_api.context import RuleContext

@@ -27,7 +27,7 @@ import libcst as cst
 
 from cslint.analysis.imports import ImportTable, dotted_name
 from cslint.analysis.index import ClassInfo
-from cslint.analysis.inference import path_key, string_value
+from cslint.analysis.syntax import path_key, string_value
 from cslint.rule_api.findings import Applicability, Fix, Replacement
 
 SKIPPED_METHODS = frozenset({"__init__", "__setstate__", "preinitialize", "state_dict", "load_state_dict"})

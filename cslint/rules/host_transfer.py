@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from cslint.analysis.dynamo_config import SCALAR_OUTPUTS
-from cslint.analysis.inference import string_value
+from cslint.analysis.syntax import string_value
 from cslint.analysis.kinds import Tag
 from cslint.analysis.libraries import CONVERT, READ
 from cslint.core.constructs import CONVERSIONS, FORMATTERS, PYTHON_REDUCTIONS, READ_METHODS

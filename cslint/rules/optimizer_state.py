@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from cslint.analysis.inference import _first_param
+from cslint.analysis.signatures import first_param
 from cslint.analysis.kinds import Tag
 from cslint.analysis.walk import iter_nodes
 from cslint.fixers.preinitialize import (
@@ -32,7 +32,7 @@ def in_optimizer_step(ctx: RuleContext) -> bool:
     `optimizer.step()` may be the root of the chain, so look at every function along it.)"""
     current: TracedFunction | None = ctx.traced
     while current is not None:
-        first = _first_param(current.func.node) if current.func.cls is not None else None
+        first = first_param(current.func.node) if current.func.cls is not None else None
         if first is not None and current.params.get(first) is not None and current.params[first].role == "optimizer":
             return True
         current = current.parent

@@ -9,7 +9,7 @@ import libcst as cst
 from cslint.analysis.xla_loops import LoopStep
 
 from cslint.analysis.imports import dotted_name
-from cslint.analysis.inference import path_key, string_value
+from cslint.analysis.syntax import path_key, string_value
 from cslint.analysis.kinds import Tag
 from cslint.fixers.buffers import counter_to_buffer
 from cslint.fixers.summaries import data_dependent_parts, log_call_kind, report_through_summaries

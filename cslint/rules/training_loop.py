@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from cslint.analysis.inference import path_key
+from cslint.analysis.syntax import path_key
 from cslint.analysis.kinds import Tag
 from cslint.analysis.step_functions import GRAD_SCALER_CLASSES
 from cslint.rule_api.context import RuleContext
