@@ -492,8 +492,8 @@ FIX_DELAY = float(os.environ.get("CSLINT_LSP_TEST_FIX_DELAY", "0"))  # tests: le
 
 
 @dataclass
-class Located:
-    """What a URI the client names shows: a document's text, or one cell of a notebook."""
+class ShownText:
+    """What a URI the client names shows: a document's text, or one cell of a notebook, with its findings."""
 
     path: Path  # the document analysed (the notebook, for a cell)
     text: str  # the text at the URI its findings are for (the cell's own)
@@ -503,13 +503,13 @@ class Located:
     current: bool  # whether `text` is what the client has now
 
 
-def _located(ls: CslintServer, uri: str) -> Located | None:
+def _shown_text(ls: CslintServer, uri: str) -> ShownText | None:
     """The open document at `uri`, or the open notebook whose cell it is, with its last findings."""
     path = _path(uri)
     document = ls.state.documents.get(path)
     if document is not None and not is_notebook(path):
         analysed, found = ls.state.findings.get(path, (document, []))
-        return Located(path, analysed.text, [(d, d) for d in found], analysed, analysed.version,
+        return ShownText(path, analysed.text, [(d, d) for d in found], analysed, analysed.version,
                        analysed is document)
     notebook = ls.workspace.get_notebook_document(cell_uri=uri)
     path = _path(notebook.uri) if notebook is not None else path
@@ -519,18 +519,18 @@ def _located(ls: CslintServer, uri: str) -> Located | None:
     numbers = [number for number, (cell, _) in enumerate(cells_of(analysed.text), 1) if cell == uri]
     findings = [(placed, d) for number, placed, d in placed_in_cells(found, analysed.text) if number in numbers]
     cell = ls.workspace.get_text_document(uri)
-    return Located(path, cell.source, findings, analysed, cell.version, analysed is ls.state.documents[path])
+    return ShownText(path, cell.source, findings, analysed, cell.version, analysed is ls.state.documents[path])
 
 
 def _findings_at(ls: CslintServer, uri: str, rng: types.Range) -> list[tuple[Diagnostic, Diagnostic]]:
     """The findings shown at `uri` whose ranges meet `rng` (client units)."""
-    located = _located(ls, uri)
-    if located is None:
+    shown_text = _shown_text(ls, uri)
+    if shown_text is None:
         return []
-    lines = located.text.splitlines(keepends=True)
+    lines = shown_text.text.splitlines(keepends=True)
     codec = ls.workspace.position_codec
     out = []
-    for shown, d in located.findings:
+    for shown, d in shown_text.findings:
         span = lsp_range(shown, lines, codec)
         if (span.start.line, span.start.character) <= (rng.end.line, rng.end.character) and \
                 (rng.start.line, rng.start.character) <= (span.end.line, span.end.character):
@@ -572,12 +572,12 @@ async def code_action(ls: CslintServer, params: types.CodeActionParams) -> list[
     from cslint.engine.noqa_edit import add_noqa_to_text
 
     uri = params.text_document.uri
-    located = _located(ls, uri)
-    if located is None:
+    shown_text = _shown_text(ls, uri)
+    if shown_text is None:
         return []
     only = params.context.only
     # an edit of the text the findings are for can be given (a cell's version is known only for its text now)
-    editable = located.current or (_versioned(ls) and not is_notebook(located.path))
+    editable = shown_text.current or (_versioned(ls) and not is_notebook(shown_text.path))
     actions: list[types.CodeAction] = []
     for shown, d in _findings_at(ls, uri, params.range):
         related = [x for x in params.context.diagnostics if x.source == SOURCE and x.code == d.code]
@@ -587,14 +587,14 @@ async def code_action(ls: CslintServer, params: types.CodeActionParams) -> list[
                 title=f"Fix{' (unsafe)' if unsafe else ''}: {d.fix.message}", kind=types.CodeActionKind.QuickFix,
                 diagnostics=related or None, is_preferred=not unsafe,
                 data={"uri": uri, "fix": [d.code, d.line, d.column], "unsafe": unsafe,
-                      "version": located.analysed.version}))
+                      "version": shown_text.analysed.version}))
         if editable and _wants(only, types.CodeActionKind.QuickFix):
-            quieted, added = add_noqa_to_text(located.text, {shown.line: {d.code}})
+            quieted, added = add_noqa_to_text(shown_text.text, {shown.line: {d.code}})
             if added:
                 actions.append(types.CodeAction(
                     title=f"Ignore {d.code} for this line", kind=types.CodeActionKind.QuickFix,
-                    diagnostics=related or None, edit=_edit(ls, {uri: (located.version, located.text, quieted)})))
-    fixable = [d for _, d in located.findings if d.fix is not None]
+                    diagnostics=related or None, edit=_edit(ls, {uri: (shown_text.version, shown_text.text, quieted)})))
+    fixable = [d for _, d in shown_text.findings if d.fix is not None]
     if any(d.fix.applicability == "safe" for d in fixable) and _wants(only, FIX_ALL):  # type: ignore[union-attr]
         actions.append(types.CodeAction(title="cslint: fix all safe fixes", kind=FIX_ALL,
                                         data={"uri": uri, "unsafe": False}))
@@ -622,19 +622,19 @@ async def _resolve(ls: CslintServer, action: types.CodeAction) -> types.CodeActi
     uri = data.get("uri")
     if action.edit is not None or not isinstance(uri, str):
         return action
-    located = _located(ls, uri)
-    if located is None:
+    shown_text = _shown_text(ls, uri)
+    if shown_text is None:
         return action
-    path = located.path
+    path = shown_text.path
     chosen = data.get("fix")
 
     def choice(d: Diagnostic) -> bool:
         return [d.code, d.line, d.column] == chosen
 
     if chosen:  # a finding's own fix: on the text it was reported on, if that is still known
-        if located.analysed.version != data.get("version"):
+        if shown_text.analysed.version != data.get("version"):
             return action
-        document: Document | None = located.analysed
+        document: Document | None = shown_text.analysed
     else:
         document = ls.state.documents.get(path)
     loop = asyncio.get_running_loop()
