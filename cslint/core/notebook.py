@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -189,18 +189,22 @@ def _dump_like(data: dict[str, Any], raw: str) -> str:
     return text + "\n" if raw.endswith("\n") else text
 
 
-def place_in_cells(diagnostics: Iterable[Diagnostic], read: Any) -> None:
-    """Give each diagnostic of a notebook its cell, and lines within that cell. `read(path)` returns the
-    notebook as the diagnostics saw it (None when it cannot be read: the lines are left as they are)."""
+def in_cells(diagnostics: Iterable[Diagnostic], read: Any) -> list[Diagnostic]:
+    """The diagnostics, each of a notebook with its cell and lines within that cell. `read(path)` returns
+    the notebook as the diagnostics saw it (None when it cannot be read: the lines are left as they are)."""
     notebooks: dict[Path, Notebook | None] = {}
+    out = []
     for d in diagnostics:
         if not is_notebook(d.path) or d.cell is not None:
+            out.append(d)
             continue
         if d.path not in notebooks:
             notebooks[d.path] = read(d.path)
         notebook = notebooks[d.path]
         if notebook is None:
+            out.append(d)
             continue
-        d.cell, line = notebook.place(d.line)
+        cell, line = notebook.place(d.line)
         end_cell, end_line = notebook.place(d.end_line)
-        d.line, d.end_line = line, end_line if end_cell == d.cell else line
+        out.append(replace(d, cell=cell, line=line, end_line=end_line if end_cell == cell else line))
+    return out

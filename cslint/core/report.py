@@ -1,5 +1,7 @@
 """What a run reports: diagnostics with their location, and the run's outcome.
 
+A finding has this one shape from the moment it has a place in a file (engine/runner.py) to the report:
+the cache stores and restores it (`as_json`, `from_json`) and worker processes hand it back as it is.
 Kept free of libcst so a run whose reports all come from the cache never imports the parser.
 """
 
@@ -7,10 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from cslint.core.graph_break_ids import GraphBreak
+from cslint.core.graph_break_ids import GraphBreak
 
 SYNTAX_ERROR = "WSC001"
 INTERNAL_ERROR = "WSC002"
@@ -30,7 +31,7 @@ class FixView(Protocol):
     def message(self) -> str: ...
 
 
-@dataclass
+@dataclass(frozen=True)
 class FixSummary:
     """A fix as reports show it (from the cache, or from a worker process): no edits to apply."""
 
@@ -44,7 +45,7 @@ def chain_function(hop: str) -> str:
     return hop.split(" ", 1)[0]
 
 
-@dataclass
+@dataclass(frozen=True)
 class Diagnostic:
     path: Path
     line: int
@@ -70,3 +71,49 @@ class Diagnostic:
     def place(self) -> str:
         """`line`, or `cell N:line` in a notebook (ruff's notation)."""
         return f"cell {self.cell}:{self.line}" if self.cell is not None else str(self.line)
+
+    def as_json(self) -> dict[str, Any]:
+        """Every field but the path (the cache keys its entries by file), as JSON; a fix as its summary
+        (its edits are not kept)."""
+        gb = self.graph_break
+        return {"line": self.line, "column": self.column, "end_line": self.end_line, "end_column": self.end_column,
+                "code": self.code, "message": self.message,
+                "fix": [self.fix.applicability, self.fix.message] if self.fix is not None else None,
+                "chain": list(self.chain), "reason": self.reason, "source_line": self.source_line,
+                "cell": self.cell, "graph_break": [gb.id, gb.type, gb.explanation, gb.hint] if gb is not None else None,
+                "notes": list(self.notes)}
+
+    @classmethod
+    def from_json(cls, path: Path, data: Any) -> Diagnostic:
+        """The diagnostic `as_json` gave for a file at `path`; ValueError for anything else (a damaged
+        or edited cache file, or one an older cslint wrote)."""
+        if not isinstance(data, dict) or data.keys() != _FIELDS.keys() or \
+                not all(_is(data[name], kind) for name, kind in _FIELDS.items()):
+            raise ValueError("malformed cached finding")
+        fix, gb = data["fix"], data["graph_break"]
+        return cls(path, data["line"], data["column"], data["end_line"], data["end_column"], data["code"],
+                   data["message"], FixSummary(*fix) if fix is not None else None, list(data["chain"]),
+                   data["reason"], data["source_line"], data["cell"], GraphBreak(*gb) if gb is not None else None,
+                   list(data["notes"]))
+
+
+# The JSON of a diagnostic: each field's kind.
+_FIELDS = {"line": "int", "column": "int", "end_line": "int", "end_column": "int", "code": "str", "message": "str",
+           "fix": "[str]*2|None", "chain": "[str]", "reason": "str", "source_line": "str", "cell": "int|None",
+           "graph_break": "[str]*4|None", "notes": "[str]"}
+
+
+def _is(value: Any, kind: str) -> bool:
+    if "|" in kind:
+        return any(_is(value, k) for k in kind.split("|"))
+    if kind == "None":
+        return value is None
+    if kind == "int":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind == "str":
+        return isinstance(value, str)
+    if kind.startswith("[str]"):  # a list of strings, of the length after `*` if given
+        length = int(kind[6:]) if kind.startswith("[str]*") else None
+        return isinstance(value, list) and all(isinstance(v, str) for v in value) and \
+            (length is None or len(value) == length)
+    raise AssertionError(kind)

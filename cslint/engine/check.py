@@ -147,7 +147,7 @@ def check(request: CheckRequest, found: Discovery | None = None, progress: Progr
 def as_reported(outcome: CheckOutcome) -> None:
     """The findings as a report shows them: a notebook's at their cell and line (the notebook read as the
     run saw it: the fixes written, or the buffers), a graph break with its entry in dynamo's registry."""
-    from cslint.core.notebook import place_in_cells
+    from cslint.core.notebook import in_cells
     from cslint.core.sources import ReadError, read_source
     from cslint.core.unsaved import unsaved_buffers
 
@@ -158,11 +158,11 @@ def as_reported(outcome: CheckOutcome) -> None:
         except ReadError:
             return None
 
-    place_in_cells(outcome.result.diagnostics, notebook_of)
+    outcome.result.diagnostics = in_cells(outcome.result.diagnostics, notebook_of)
     if outcome.settings.target == "compile":
-        from cslint.engine.graph_break_registry import attach
+        from cslint.engine.graph_break_registry import with_graph_breaks
 
-        attach(outcome.result.diagnostics, outcome.settings.python)
+        outcome.result.diagnostics = with_graph_breaks(outcome.result.diagnostics, outcome.settings.python)
 
 
 def _report_cache(request: CheckRequest, settings: Settings) -> Cache | None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
@@ -61,17 +61,19 @@ def load(python: str | None = None) -> Registry:
     return shipped
 
 
-def attach(diagnostics: list[Diagnostic], python: str | None) -> None:
-    """Give each finding that is a graph break under dynamo its registry entry (--target compile)."""
+def with_graph_breaks(diagnostics: list[Diagnostic], python: str | None) -> list[Diagnostic]:
+    """The diagnostics, each that is a graph break under dynamo with its registry entry (--target compile)."""
     from cslint.core.graph_break_ids import graph_break_id
 
     registry: Registry | None = None
+    out = []
     for d in diagnostics:
         gb_id = graph_break_id(d.code, d.message)
-        if gb_id is None:
-            continue
-        registry = registry or load(python)
-        d.graph_break = registry.entries.get(gb_id) or GraphBreak(gb_id, "", "", "")
+        if gb_id is not None:
+            registry = registry or load(python)
+            d = replace(d, graph_break=registry.entries.get(gb_id) or GraphBreak(gb_id, "", "", ""))
+        out.append(d)
+    return out
 
 
 @lru_cache(maxsize=4)

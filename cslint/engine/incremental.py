@@ -30,7 +30,7 @@ import re
 import stat
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -42,7 +42,7 @@ from cslint.analysis.import_scan import scan_imports
 from cslint.analysis.module_names import defining_module
 from cslint.core import baseline
 from cslint.core.file_times import settled
-from cslint.store.cache import Cache, CachedDiagnostic, Entry
+from cslint.store.cache import Cache, Entry
 from cslint.core.sources import TooLarge, content_hash
 from cslint.support.collector import fewer_collections
 from cslint.core.config import Settings
@@ -328,7 +328,7 @@ class Session:
         for d in entry.diagnostics:
             if d.code == INTERNAL_ERROR:
                 return False
-            if fixing and d.fix is not None and (d.fix[0] == "safe" or unsafe):
+            if fixing and d.fix is not None and (d.fix.applicability == "safe" or unsafe):
                 return False  # its fix needs the parsed file
         return entry.deps == self.digest(self.dependencies(state.key, entry.reach))
 
@@ -383,7 +383,7 @@ class Session:
             if state.key in stale:
                 result.diagnostics.extend(reports.get(state.key, []))
             else:
-                result.diagnostics.extend(_restore(state.path, d) for d in state.entry.diagnostics)  # type: ignore[union-attr]
+                result.diagnostics.extend(replace(d, path=state.path) for d in state.entry.diagnostics)  # type: ignore[union-attr]
         self._remember_edges()
         if self.cache is not None:
             refreshed = self._refresh_file_times(stale)
@@ -457,7 +457,7 @@ class Session:
         self.cache.entries[state.key] = Entry(
             hash=state.hash, mtime_ns=state.mtime_ns, size=state.size, module=state.name,
             imports=state.imports, reach=reach, deps=self.digest(self.dependencies(state.key, reach)),
-            diagnostics=[_freeze(d) for d in diagnostics], hints=state.hints.as_json())
+            diagnostics=list(diagnostics), hints=state.hints.as_json())
 
     def _analyse(self, analysed: set[str], wanted: set[str], fix: bool | FixChoice, unsafe: bool,
                  result: RunResult) -> tuple[dict[str, list[Diagnostic]], dict[str, frozenset[str]]]:
@@ -526,16 +526,16 @@ class Session:
                            [sorted(position[o] for o in self.direct(key) if o in position) for key in keys],
                            [key in wanted for key in keys], self.aliases)
 
-    def _analyse_groups(self, groups: list[set[str]], graph: ImportGraph) -> list[tuple[set[str], Any]]:
-        done: list[tuple[set[str], Any]] = []
+    def _analyse_groups(self, groups: list[set[str]], graph: ImportGraph) -> list[tuple[set[str], GroupReport]]:
+        done: list[tuple[set[str], GroupReport]] = []
         pending = groups
         self.progress.phase("analysing", sum(map(len, groups)))
         while pending:
             outputs = self._run_tasks(pending, graph)
             for output in outputs:
-                self.profile.merge(output[3])
+                self.profile.merge(output.profile)
             done += zip(pending, outputs)
-            clashes = _clashes([set(output[2]) for _, output in done])
+            clashes = _clashes([set(output.reach) for _, output in done])
             if not clashes:
                 break
             self.profile.count("groups analysed again, together", sum(len(c) for c in clashes))
@@ -596,26 +596,26 @@ class Session:
     def _heaviest_first(self, groups: list[set[str]]) -> list[set[str]]:
         return sorted(groups, key=lambda group: (-self._weight(group), min(group)))
 
-    def _collect(self, done: list[tuple[set[str], Any]],
+    def _collect(self, done: list[tuple[set[str], GroupReport]],
                  result: RunResult) -> tuple[dict[str, list[Diagnostic]], dict[str, frozenset[str]]]:
         """Each file's report and reach from the one analysis its traced code was in, else from its group's."""
         owner: dict[str, int] = {}
         for i, (group, _) in enumerate(done):
             owner.update(dict.fromkeys(group, i))
         for i, (_, output) in enumerate(done):
-            owner.update(dict.fromkeys(output[2], i))
+            owner.update(dict.fromkeys(output.reach, i))
         diagnostics: list[Diagnostic] = []
         reach: dict[str, frozenset[str]] = {}
         errors: dict[str, None] = {}
-        for i, (_, (found, task_errors, task_reach, _, read)) in enumerate(done):
-            self._note_read(read)
-            errors.update(dict.fromkeys(task_errors))
-            diagnostics.extend(d for d in found if owner.get(_key(d.path)) == i)
-            reach.update((key, roots) for key, roots in task_reach.items() if owner[key] == i)
+        for i, (_, output) in enumerate(done):
+            self._note_read(output.read)
+            errors.update(dict.fromkeys(output.errors))
+            diagnostics.extend(d for d in output.diagnostics if owner.get(_key(d.path)) == i)
+            reach.update((key, roots) for key, roots in output.reach.items() if owner[key] == i)
         result.errors.extend(errors)
         return _by_key(diagnostics), reach
 
-    def _run_tasks(self, groups: list[set[str]], graph: ImportGraph) -> list[Any]:
+    def _run_tasks(self, groups: list[set[str]], graph: ImportGraph) -> list[GroupReport]:
         """Each group's output, in order. A group's task is its files' positions in `graph` (what they
         import is found there, as far as the analysis needs). Workers get batches of about equal source,
         heaviest first, each as soon as one is free, and never more than one ahead of them."""
@@ -633,7 +633,7 @@ class Session:
 
         codes = [r.code for r in self.rules]
         batches = _batches(list(range(len(groups))), [self._weight(g) for g in groups], self.jobs)
-        outputs: list[list[Any]] = [[] for _ in batches]
+        outputs: list[list[GroupReport]] = [[] for _ in batches]
         running: dict[Any, int] = {}
         waiting = iter(enumerate(batches))
         while True:
@@ -740,7 +740,7 @@ def _clashes(traced: list[set[str]]) -> list[set[int]]:
 
 
 def _check_groups(settings: Settings, codes: list[str], graph_file: str, batch: list[list[int]], profiled: bool,
-                  library_directory: Path | None = None) -> list[Any]:
+                  library_directory: Path | None = None) -> list[GroupReport]:
     """In a worker process: rules travel by code (rule classes outside cslint.rules do not exist here).
     The run's import graph, and where the workers saved what they indexed, are read once per worker.
     The library summaries it works out are kept in the run's cache directory, as the parent's are."""
@@ -815,7 +815,7 @@ def _worker_store() -> IndexStore:
 
 
 def check_groups(settings: Settings, rules: list[Any], graph: ImportGraph, tasks: Iterable[list[int]], profiled: bool,
-                 store: IndexStore, done: Callable[[int], None] | None = None) -> list[Any]:
+                 store: IndexStore, done: Callable[[int], None] | None = None) -> list[GroupReport]:
     """`check_group` for each task, with the collector's thresholds raised once for all of them:
     putting the defaults back after each one started a full collection while that group's objects
     were still alive (a large share of a cold run). A file's index is one cycle (module ->
@@ -828,7 +828,7 @@ def check_groups(settings: Settings, rules: list[Any], graph: ImportGraph, tasks
             if done is not None:
                 done(i)
             store.end_analysis()
-            if len(outputs[-1][4]) >= COLLECT_AFTER_FILES:  # files it read
+            if len(outputs[-1].read) >= COLLECT_AFTER_FILES:
                 gc.collect()
                 gc.freeze()
     return outputs
@@ -846,22 +846,31 @@ def _frozen_between_groups(store: IndexStore | None) -> Iterator[None]:
             gc.unfreeze()
 
 
+@dataclass(frozen=True)
+class GroupReport:
+    """What the analysis of one group hands back, from a worker process too (so it holds no syntax tree)."""
+
+    diagnostics: list[Diagnostic]  # their fixes as summaries
+    errors: list[str]
+    reach: dict[str, frozenset[str]]  # by key, each file with traced code: what reaches it (Linter.reach)
+    profile: dict[str, Any]
+    read: dict[str, str]  # by key, the content hash of each file read
+
+
 def check_group(settings: Settings, rules: list[Any], scope: GroupScope, profiled: bool,
-                store: IndexStore) -> tuple[Any, ...]:
+                store: IndexStore) -> GroupReport:
     """Analyse one group: its files are `scope.own`, the files they import are there to resolve names,
-    and are reported on (when wanted) only if traced code reached them. Returns plain data (it crosses
-    processes): the diagnostics, errors, reach of each file with traced code, the profile, and the
-    hashes of the files read."""
+    and are reported on (when wanted) only if traced code reached them."""
     from cslint.engine.runner import Linter
 
     profile = Profile(enabled=profiled)
     linter = Linter(settings, rules, profile, tree_budget=TREE_BUDGET_BYTES, store=store)
     graph = scope.graph
     run = linter.run_group([(graph.paths[i], graph.wanted[i]) for i in scope.own], scope)
-    for d in run.diagnostics:
-        d.fix = FixSummary(d.fix.applicability, d.fix.message) if d.fix is not None else None
-    return run.diagnostics, run.errors, _keyed_reach(linter.reach), profile.as_dict(), \
-        _keyed_hashes(linter.read_hashes)
+    diagnostics = [replace(d, fix=FixSummary(d.fix.applicability, d.fix.message))
+                   if d.fix is not None and not isinstance(d.fix, FixSummary) else d for d in run.diagnostics]
+    return GroupReport(diagnostics, run.errors, _keyed_reach(linter.reach), profile.as_dict(),
+                       _keyed_hashes(linter.read_hashes))
 
 
 def _by_key(diagnostics: list[Diagnostic]) -> dict[str, list[Diagnostic]]:
@@ -890,15 +899,3 @@ def _keyed_reach(reach: dict[Path, frozenset[Path]]) -> dict[str, frozenset[str]
 def _key(path: Path) -> str:
     """A file's key in the cache and in a run: its absolute path (symlinks not resolved)."""
     return os.path.abspath(path)
-
-
-def _freeze(d: Diagnostic) -> CachedDiagnostic:
-    return CachedDiagnostic(d.line, d.column, d.end_line, d.end_column, d.code, d.message,
-                            (d.fix.applicability, d.fix.message) if d.fix is not None else None,
-                            list(d.chain), d.reason, d.source_line, list(d.notes))
-
-
-def _restore(path: Path, d: CachedDiagnostic) -> Diagnostic:
-    fix = FixSummary(d.fix[0], d.fix[1]) if d.fix is not None else None
-    return Diagnostic(path, d.line, d.column, d.end_line, d.end_column, d.code, d.message, fix, list(d.chain),
-                      d.reason, d.source_line, notes=list(d.notes))

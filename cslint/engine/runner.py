@@ -5,7 +5,6 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Collection, Iterable, Mapping
 from contextlib import ExitStack
-from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -33,7 +32,7 @@ from cslint.engine.positions import locate, piece_layout, piece_positions, whole
 from cslint.support.profile import Profile
 from cslint.core.reparse import reparse
 from cslint.support.progress import Progress
-from cslint.core.report import BUG_HINT, INTERNAL_ERROR, NOT_ANALYSED, SYNTAX_ERROR, Diagnostic, FixSummary
+from cslint.core.report import BUG_HINT, INTERNAL_ERROR, NOT_ANALYSED, SYNTAX_ERROR, Diagnostic, FixSummary, FixView
 from cslint.core.run_result import RunResult
 from cslint.rule_api.findings import Finding, Fix
 from cslint.rules import Rule, all_rules
@@ -56,18 +55,6 @@ FILE_START = CodeRange(CodePosition(1, 0), CodePosition(1, 0))  # where a findin
 
 class Unparsable(SyntaxError):
     """A file `ast` indexed and libcst then rejected; it is reported as a syntax error."""
-
-
-@dataclass
-class Located:
-    """A finding with its place in the file, no longer tied to the syntax tree it was found in."""
-
-    code: str
-    message: str
-    fix: Fix | FixSummary | None
-    traced: TracedFunction | None
-    span: CodeRange
-    notes: list[str] = field(default_factory=list)
 
 
 class Linter:
@@ -102,6 +89,7 @@ class Linter:
         self.read_later: dict[Path, SourceFile] = {}  # the files an analysis read when a lookup needed them
         self._targets: set[Path] = set()  # a group's reported files, resolved (see run_group)
         self._baseline: baseline.Baseline | None = None  # read when a fix pass first needs it
+        self._lines: dict[Path, list[str]] = {}  # see analyse_bounded
 
     # ---- loading ---------------------------------------------------------------------------------
 
@@ -184,22 +172,25 @@ class Linter:
                         names: dict[Path, tuple[str, bool]] | None = None,
                         roots_in: Collection[Path] | None = None,
                         reported: Collection[Path] | None = None,
-                        scope: GroupScope | None = None) -> dict[Path, list[Located]]:
+                        scope: GroupScope | None = None) -> dict[Path, list[Diagnostic]]:
         """`analyse` within `tree_budget`: findings located as they are found, trees given back. Whole-file
         rules run on the `reported` files (all, if None) and on every file with traced code. With a
         `scope` (a group of a whole-tree run: `sources` are its files), the files they import are read
         and indexed only if a lookup needs them (those that are not hold nothing traced code reaches),
-        and the files reported are the scope's wanted ones."""
+        and the files reported are the scope's wanted ones. The lines of the files with findings are kept
+        for `bounded_diagnostics_for`."""
         assert self.tree_budget is not None
+        self._lines = {}
+        texts = {s.path: s.text for s in sources}
         warm = warm_indexes()
         self._budget = warm.budget(self.tree_budget) if warm is not None else TreeBudget(self.tree_budget)
         early: dict[Path, list[Finding]] = {}
         modules, by_module = self._index_all(sources, names, early, scope)
-        located: dict[Path, list[Located]] = {path: self._locate(None, found) for path, found in early.items()}
+        located = {path: self._at_file_start(path, texts[path], found) for path, found in early.items()}
         every: Mapping[str, ModuleInfo] = modules
         if scope is not None:
             every = self._on_demand(modules, by_module, scope, early)
-        per_function: dict[str, tuple[tuple[object, ...], list[Located]]] = {}
+        per_function: dict[str, tuple[tuple[object, ...], list[Diagnostic]]] = {}
         # An editor's analysis keeps its documents' trees (a few functions' pieces) for the whole run and
         # checks their functions once, with their final analyses: not after each of the analyses a
         # function goes through before its callers' and callees' kinds settle.
@@ -233,7 +224,7 @@ class Linter:
             modules = {name: every.loaded[name] for name in every.in_order()}
             for path, found in early.items():
                 if path not in located:
-                    located[path] = self._locate(None, found)
+                    located[path] = self._at_file_start(path, texts.get(path) or self.read_later[path].text, found)
         for traced in program.functions.values():  # rules that read callers see their final state
             seen = per_function.get(traced.func.qualname)
             if seen is not None and seen[0] != _rule_inputs(traced):
@@ -512,24 +503,25 @@ class Linter:
 
     # ---- locating and filtering ------------------------------------------------------------------
 
-    def _locate(self, module: ModuleInfo | None, findings: list[Finding]) -> list[Located]:
-        """Findings of one module, with positions, and fixes reduced to what a report shows."""
+    def _locate(self, module: ModuleInfo, findings: list[Finding]) -> list[Diagnostic]:
+        """Findings of one module as diagnostics, their fixes reduced to what a report shows."""
         if not findings:
             return []
-        positions: Mapping[cst.CSTNode, CodeRange] = {}
-        if module is not None:
-            try:
-                with self.profile.phase("positions"):
-                    positions = self._module_positions(module, findings)
-            except RecursionError:
-                return [Located(INTERNAL_ERROR, _too_deep_message(len(findings)), None, None, FILE_START)]
-        out = []
-        for f in findings:
-            span = positions.get(f.node) if module is not None else FILE_START  # no module: an index error
-            if span is not None:
-                fix = FixSummary(f.fix.applicability, f.fix.message) if f.fix is not None else None
-                out.append(Located(f.code, f.message, fix, f.traced, span, f.notes))
-        return out
+        lines = self._lines.get(module.path)
+        if lines is None:
+            lines = self._lines[module.path] = module.source.splitlines()
+        try:
+            with self.profile.phase("positions"):
+                positions = self._module_positions(module, findings)
+        except RecursionError:
+            return [_too_deep(module.path, lines, len(findings))]
+        return [_placed(module.path, lines, f, positions[f.node], _summary(f.fix)) for f in findings
+                if f.node in positions]
+
+    def _at_file_start(self, path: Path, text: str, findings: list[Finding]) -> list[Diagnostic]:
+        """Findings of a file that could not be indexed (an error indexing it) placed at its start."""
+        lines = self._lines[path] = text.splitlines()
+        return [_placed(path, lines, f, FILE_START, _summary(f.fix)) for f in findings]
 
     def _module_positions(self, module: ModuleInfo, findings: list[Finding]) -> dict[cst.CSTNode, CodeRange]:
         """Findings in functions parsed alone are placed from their function's text; the others from
@@ -569,16 +561,18 @@ class Linter:
             parse(source)
             if source.tree is None:
                 return [self._syntax_error(source)] if source.syntax_error is not None else []
+        lines = source.text.splitlines()
         try:
             with self.profile.phase("positions"):
                 positions = self._positions(source, findings, check_noqa)
         except RecursionError:
-            return [self._too_deep(source, len(findings))]
-        located = [Located(f.code, f.message, f.fix, f.traced, positions[f.node], f.notes) for f in findings
-                   if f.node in positions]
-        return self._diagnostics(source, located, positions if check_noqa else None)
+            return [_too_deep(source.path, lines, len(findings))]
+        placed = [_placed(source.path, lines, f, positions[f.node], f.fix) for f in findings if f.node in positions]
+        return self._diagnostics(source, placed, positions if check_noqa else None, lines)
 
-    def bounded_diagnostics_for(self, source: SourceFile, located: list[Located]) -> list[Diagnostic]:
+    def bounded_diagnostics_for(self, source: SourceFile, placed: list[Diagnostic]) -> list[Diagnostic]:
+        """A file's diagnostics from what `analyse_bounded` placed in it."""
+        lines = self._lines.pop(source.path, None)
         if source.syntax_error is not None:
             return [self._syntax_error(source)]
         noqa_positions = None
@@ -588,10 +582,12 @@ class Linter:
                 try:
                     noqa_positions = whole_module_positions(module.tree)
                 except RecursionError:
-                    return [self._too_deep(source, len(located))]
-        if not located and noqa_positions is None:
+                    return [_too_deep(source.path, source.text.splitlines(), len(placed))]
+        if not placed and noqa_positions is None:
             return []
-        return self._diagnostics(source, located, noqa_positions)
+        if noqa_positions is not None and lines is None:
+            lines = source.text.splitlines()
+        return self._diagnostics(source, placed, noqa_positions, lines or [])
 
     @staticmethod
     def _syntax_error(source: SourceFile) -> Diagnostic:
@@ -604,39 +600,26 @@ class Linter:
         return Diagnostic(source.path, line, column, line, column + 1, source.problem_code, message,
                           source_line=text)
 
-    @staticmethod
-    def _too_deep(source: SourceFile, count: int) -> Diagnostic:
-        first = source.text.splitlines()[:1]
-        return Diagnostic(source.path, 1, 1, 1, 1, INTERNAL_ERROR, _too_deep_message(count),
-                          source_line=first[0] if first else "")
-
-    def _diagnostics(self, source: SourceFile, located: list[Located],
-                     noqa_positions: Mapping[cst.CSTNode, CodeRange] | None) -> list[Diagnostic]:
-        """Suppression (`# noqa`, per-file ignores), duplicates dropped, unused `noqa` directives."""
-        lines = source.text.splitlines()
+    def _diagnostics(self, source: SourceFile, placed: list[Diagnostic],
+                     noqa_positions: Mapping[cst.CSTNode, CodeRange] | None, lines: list[str]) -> list[Diagnostic]:
+        """Suppression (`# noqa`, per-file ignores), duplicates dropped, unused `noqa` directives (`lines`:
+        the file's, needed only for those)."""
         suppressed = noqa_lines(source.text)
         per_file = ignored_for_file(source.path, self.settings)
         out = []
         seen: set[tuple[str, int, int]] = set()
         used: set[tuple[int, str]] = set()  # (line, code as written in the noqa) that suppressed something
-        for item in located:
-            span = item.span
-            line, column = span.start.line, span.start.column + 1
-            if (item.code, line, column) in seen:
+        for d in placed:
+            line = d.line
+            if (d.code, line, d.column) in seen:
                 continue
-            seen.add((item.code, line, column))
-            if item.code != INTERNAL_ERROR and is_suppressed(item.code, line, suppressed):
-                used.update((line, c) for c in suppressed[line] if item.code.startswith(c))
+            seen.add((d.code, line, d.column))
+            if d.code != INTERNAL_ERROR and is_suppressed(d.code, line, suppressed):
+                used.update((line, c) for c in suppressed[line] if d.code.startswith(c))
                 continue
-            if item.code != INTERNAL_ERROR and any(item.code.startswith(c) for c in per_file):
+            if d.code != INTERNAL_ERROR and any(d.code.startswith(c) for c in per_file):
                 continue
-            traced = item.traced
-            out.append(Diagnostic(
-                path=source.path, line=line, column=column, end_line=span.end.line,
-                end_column=span.end.column + 1, code=item.code, message=item.message, fix=item.fix,
-                chain=traced.chain if traced else [], reason=traced.root.reason if traced else "",
-                source_line=lines[line - 1] if 0 < line <= len(lines) else "", notes=list(item.notes),
-            ))
+            out.append(d)
         if noqa_positions is not None and not any(UNUSED_NOQA.startswith(c) for c in per_file):
             known = [r.code for r in all_rules()] + [SYNTAX_ERROR, INTERNAL_ERROR]
             for unused in unused_noqa(source.text, used, self.enabled_codes, known):
@@ -687,6 +670,7 @@ class Linter:
             located = self.analyse_bounded(sources + extra, result, names, roots_in, {s.path for s in sources})
             for source in sources:
                 result.diagnostics.extend(self.bounded_diagnostics_for(source, located.get(source.path, [])))
+            self._lines = {}
             return result
         extra = self.load(context, RunResult())
         self.progress.phase("indexing and analysing", len(sources) + len(extra))
@@ -724,6 +708,7 @@ class Linter:
         reached = sorted([*extra, *self.read_later.values()], key=lambda s: scope.position(s.path))
         for source in sources + [s for s in reached if scope.wanted(s.path) and s.path in self.reach]:
             result.diagnostics.extend(self.bounded_diagnostics_for(source, located.get(source.path, [])))
+        self._lines = {}
         return result
 
     def _not_baselined(self, diagnostics: list[Diagnostic]) -> list[Diagnostic]:
@@ -783,8 +768,25 @@ def _exhausted(exc: BaseException) -> str:
     return "too deeply nested for the recursion limit" if isinstance(exc, RecursionError) else "out of memory"
 
 
-def _too_deep_message(count: int) -> str:
-    return f"internal error: too deeply nested to locate {count} findings; {BUG_HINT}"
+def _too_deep(path: Path, lines: list[str], count: int) -> Diagnostic:
+    return Diagnostic(path, 1, 1, 1, 1, INTERNAL_ERROR,
+                      f"internal error: too deeply nested to locate {count} findings; {BUG_HINT}",
+                      source_line=lines[0] if lines else "")
+
+
+def _placed(path: Path, lines: list[str], finding: Finding, span: CodeRange, fix: FixView | None) -> Diagnostic:
+    """The finding where it is in the file at `path` (`lines`: that file's): from here on, a diagnostic."""
+    line = span.start.line
+    traced = finding.traced
+    return Diagnostic(path, line, span.start.column + 1, span.end.line, span.end.column + 1, finding.code,
+                      finding.message, fix, chain=traced.chain if traced else [],
+                      reason=traced.root.reason if traced else "",
+                      source_line=lines[line - 1] if 0 < line <= len(lines) else "", notes=list(finding.notes))
+
+
+def _summary(fix: Fix | None) -> FixSummary | None:
+    """A fix as reports show it: what an analysis that gives its trees back keeps of it."""
+    return FixSummary(fix.applicability, fix.message) if fix is not None else None
 
 
 def _analysis_error(traced: TracedFunction, exc: Exception) -> Finding:

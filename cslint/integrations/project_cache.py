@@ -12,7 +12,7 @@ on its own text with the rest of the project as context.
 from __future__ import annotations
 
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from cslint.core import baseline
@@ -56,8 +56,7 @@ class ProjectReport:
                 copy = Path(directory) / (path.name if path.suffix == ".py" else "stdin.py")
                 copy.write_text(text, encoding="utf-8")
                 result = _run(self.settings, [copy], [], apply_baseline=False)
-            for d in result.diagnostics:
-                d.path = path
+            result.diagnostics = [replace(d, path=path) for d in result.diagnostics]
             baseline.apply(result, self.settings.baseline, [path], enabled_codes(self.settings))
         return result.diagnostics
 

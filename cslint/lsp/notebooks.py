@@ -9,9 +9,8 @@ findings placed in it, and a fix of the notebook becomes edits of the cells it c
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 
-from cslint.core.notebook import Notebook, NotebookError, place_in_cells
+from cslint.core.notebook import Notebook, NotebookError, in_cells
 from cslint.core.report import Diagnostic
 
 URI = "cslint-lsp-uri"
@@ -57,8 +56,7 @@ def placed_in_cells(found: list[Diagnostic], text: str) -> list[tuple[int, Diagn
         notebook: Notebook | None = Notebook.parse(text)
     except NotebookError:
         notebook = None
-    placed = [replace(d) for d in found]
-    place_in_cells(placed, lambda path: notebook)
+    placed = in_cells(found, lambda path: notebook)
     return [(d.cell if d.cell is not None else 1, d, original) for d, original in zip(placed, found)]
 
 

@@ -22,9 +22,9 @@ def lint_with_logs(logs: list[Path], lint: Callable[..., RunResult], files: list
         raise ConfigError(str(exc)) from None
     result = lint(files, False)
     if target == "compile":  # the ids the log's breaks carry, to compare
-        from cslint.engine.graph_break_registry import attach
+        from cslint.engine.graph_break_registry import with_graph_breaks
 
-        attach(result.diagnostics, python)
+        result.diagnostics = with_graph_breaks(result.diagnostics, python)
     report = match(events, result.diagnostics, files)
     if fix:
         confirmed = {_key(d) for d in report.confirmed}

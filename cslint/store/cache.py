@@ -25,7 +25,7 @@ import re
 import stat
 import sys
 from contextlib import suppress
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal, overload
 
@@ -33,24 +33,10 @@ from cslint import __version__
 
 from cslint.store import sealed
 from cslint.core.config import Settings
+from cslint.core.report import Diagnostic
 
 CACHE_DIR_NAME = ".cslint_cache"
-FORMAT = 2
-
-
-@dataclass
-class CachedDiagnostic:
-    line: int
-    column: int
-    end_line: int
-    end_column: int
-    code: str
-    message: str
-    fix: tuple[str, str] | None  # (applicability, message); the edits themselves are not kept
-    chain: list[str]
-    reason: str
-    source_line: str
-    notes: list[str]
+FORMAT = 3  # 3: a diagnostic keeps its cell and graph break (core/report.py, Diagnostic.as_json)
 
 
 @dataclass
@@ -62,34 +48,33 @@ class Entry:
     imports: list[str]
     reach: list[str] = field(default_factory=list)  # files whose traced code can change what it infers
     deps: str = ""  # digest of the paths and content hashes of every file its report depended on
-    diagnostics: list[CachedDiagnostic] | None = None  # None: imports known, report not computed
+    # None: imports known, report not computed. Read back with the file's key as their path: the run
+    # reports them under the path it was given (incremental.py)
+    diagnostics: list[Diagnostic] | None = None
     hints: list[Any] | None = None  # incremental.GroupHints, as JSON
 
     @classmethod
-    def from_json(cls, data: Any) -> Entry:
-        """An entry as written by `save`; ValueError for anything else (a damaged or edited cache file)."""
+    def from_json(cls, data: Any, path: Path) -> Entry:
+        """An entry as written by `save` for the file at `path`; ValueError for anything else (a damaged
+        or edited cache file)."""
         if not isinstance(data, dict) or not all(_is(data.get(name, _ABSENT), kind) for name, kind in _ENTRY.items()):
             raise ValueError("malformed cache entry")
         entry = cls(**{name: data[name] for name in _ENTRY if name in data})
         if entry.diagnostics is not None:
-            entry.diagnostics = [_diagnostic(d) for d in entry.diagnostics]
+            entry.diagnostics = [Diagnostic.from_json(path, d) for d in entry.diagnostics]
         return entry
 
-
-def _diagnostic(data: Any) -> CachedDiagnostic:
-    if not isinstance(data, dict) or not all(_is(data.get(name, _ABSENT), kind) for name, kind in _DIAGNOSTIC.items()):
-        raise ValueError("malformed cached finding")
-    fields_ = {name: data[name] for name in _DIAGNOSTIC}
-    return CachedDiagnostic(**{**fields_, "fix": tuple(data["fix"]) if data["fix"] is not None else None})
+    def as_json(self) -> dict[str, Any]:
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        if self.diagnostics is not None:
+            out["diagnostics"] = [d.as_json() for d in self.diagnostics]
+        return out
 
 
 # The schema of a cache entry: each field's kind ("?" after it: may be absent, for its default).
 _ABSENT = object()
 _ENTRY = {"hash": "str", "mtime_ns": "int", "size": "int", "module": "str", "imports": "[str]",
           "reach": "[str]?", "deps": "str?", "diagnostics": "[dict]|None?", "hints": "hints|None?"}
-_DIAGNOSTIC = {"line": "int", "column": "int", "end_line": "int", "end_column": "int", "code": "str",
-               "message": "str", "fix": "pair|None", "chain": "[str]", "reason": "str", "source_line": "str",
-               "notes": "[str]"}
 
 
 def _is(value: Any, kind: str) -> bool:
@@ -107,8 +92,6 @@ def _is(value: Any, kind: str) -> bool:
     if kind in ("[str]", "[dict]"):
         item = str if kind == "[str]" else dict
         return isinstance(value, list) and all(isinstance(v, item) for v in value)
-    if kind == "pair":  # a fix: (applicability, message)
-        return isinstance(value, list) and len(value) == 2 and all(isinstance(v, str) for v in value)
     if kind == "hints":  # incremental.GroupHints: [roots, torch, base class names]
         return isinstance(value, list) and len(value) == 3 and all(isinstance(v, bool) for v in value[:2]) \
             and _is(value[2], "[str]")
@@ -214,7 +197,7 @@ class Cache:
         place; a new report is a new entry): converting thousands of unchanged entries is most of a save."""
         loaded = self._loaded.get(path)
         if loaded is None or loaded[0] is not entry:
-            return asdict(entry)
+            return entry.as_json()
         raw = loaded[1]
         raw["mtime_ns"], raw["size"] = entry.mtime_ns, entry.size
         return raw
@@ -254,7 +237,7 @@ def _parse(data: Any) -> Parsed:
     loaded: dict[str, tuple[Entry, Any]] = {}
     for key, raw in data["files"].items():
         try:
-            entries[key] = Entry.from_json(raw)
+            entries[key] = Entry.from_json(raw, Path(key))
         except ValueError:  # damaged: that file is checked again, and its entry rewritten
             continue
         loaded[key] = (entries[key], raw)
