@@ -224,7 +224,8 @@ class Linter:
             modules = {name: every.loaded[name] for name in every.in_order()}
             for path, found in early.items():
                 if path not in located:
-                    located[path] = self._at_file_start(path, texts.get(path) or self.read_later[path].text, found)
+                    text = texts[path] if path in texts else self.read_later[path].text
+                    located[path] = self._at_file_start(path, text, found)
         for traced in program.functions.values():  # rules that read callers see their final state
             seen = per_function.get(traced.func.qualname)
             if seen is not None and seen[0] != _rule_inputs(traced):
