@@ -624,11 +624,13 @@ class Linter:
         if noqa_positions is not None and not any(UNUSED_NOQA.startswith(c) for c in per_file):
             known = [r.code for r in all_rules()] + [SYNTAX_ERROR, INTERNAL_ERROR]
             for unused in unused_noqa(source.text, used, self.enabled_codes, known):
-                d = unused.directive
-                out.append(Diagnostic(source.path, d.line, d.column, d.line, d.end_column, UNUSED_NOQA,
-                                      unused.message, removal_fix(noqa_positions, unused)
+                directive = unused.directive
+                out.append(Diagnostic(source.path, directive.line, directive.column, directive.line,
+                                      directive.end_column, UNUSED_NOQA, unused.message,
+                                      removal_fix(noqa_positions, unused)
                                       if is_fixable(UNUSED_NOQA, self.settings) else None,
-                                      source_line=lines[d.line - 1] if 0 < d.line <= len(lines) else ""))
+                                      source_line=lines[directive.line - 1] if 0 < directive.line <= len(lines)
+                                      else ""))
         out.sort(key=lambda d: (d.line, d.column, d.code))
         return out
 
