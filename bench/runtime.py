@@ -44,7 +44,7 @@ import json, resource, sys, time
 started = time.perf_counter()
 import torch, transformers
 torch.set_num_threads(1)
-from cslint.runtime.targets import build, load_factory
+from cslint.runtime.step_factory import build, load_factory
 from cslint.runtime.findings import RuntimeReport
 target, backend = sys.argv[1], sys.argv[2]
 if backend.startswith("dynamo"):

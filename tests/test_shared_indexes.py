@@ -246,7 +246,7 @@ def test_worker_calls_carry_the_groups_files_not_what_they_import(tmp_path, caps
 def test_a_workers_indexing_runs_with_fewer_collections(tmp_path, monkeypatch):
     """A worker's share of the indexing (Python's trees: millions of young objects) runs with the
     collector's thresholds raised, as the groups' analyses do, and puts the defaults back after."""
-    from cslint.support.collector import THRESHOLDS
+    from cslint.support.gc_thresholds import THRESHOLDS
     from cslint.core.config import Settings
 
     root = _dense_project(tmp_path, models=2)

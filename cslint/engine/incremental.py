@@ -44,7 +44,7 @@ from cslint.core import baseline
 from cslint.core.file_times import settled
 from cslint.store.cache import Cache, Entry
 from cslint.core.sources import TooLarge, content_hash
-from cslint.support.collector import fewer_collections
+from cslint.support.gc_thresholds import fewer_collections
 from cslint.core.config import Settings
 from cslint.support.deferred import defer
 from cslint.engine.import_graph import ImportGraph, load_graph
@@ -774,7 +774,7 @@ def _library_cache_directory() -> Path | None:
 def _index_part(settings: Settings, paths: list[Path], names: dict[Path, tuple[str, bool]],
                 target: str, profiled: bool) -> dict[str, Any]:
     """In a worker process: read and index `paths`, keep them, and save them for the other workers. With
-    the collector's thresholds raised, as for the groups' analyses (collector.py): Python's trees are
+    the collector's thresholds raised, as for the groups' analyses (support/gc_thresholds.py): Python's trees are
     millions of young objects, and a collection every 700 of them, walking them all, was a large
     share of the indexing."""
     from cslint.support.deep_stack import run_with_deep_stack

@@ -5,6 +5,6 @@ Importing this package does not import torch; only the child process that runs u
 
 from cslint.runtime.api import INSTALL_HINT, check, torch_available
 from cslint.runtime.findings import RuntimeFinding, RuntimeReport
-from cslint.runtime.targets import OptimizerStep, Step
+from cslint.runtime.step_factory import OptimizerStep, Step
 
 __all__ = ["INSTALL_HINT", "OptimizerStep", "RuntimeFinding", "RuntimeReport", "Step", "check", "torch_available"]

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cslint.runtime.findings import RuntimeReport
-from cslint.runtime.targets import split_target
+from cslint.runtime.step_factory import split_target
 
 BOTH, STATIC_ONLY, RUNTIME_ONLY = "both", "static only (not seen at runtime)", "runtime only (static pass missed)"
 

@@ -27,7 +27,7 @@ from cslint.runtime.classify import (
 from cslint.runtime.findings import RuntimeFinding, RuntimeReport
 from cslint.runtime.frames import is_library_file
 from cslint.runtime.optimizer_check import GroupsBefore, StepProbe, optimizers_of, probe_step
-from cslint.runtime.targets import Step
+from cslint.runtime.step_factory import Step
 from cslint.runtime.wording import guard_expression, title_and_reason
 
 _RECOMPILED = re.compile(r"Recompiling function (?P<function>\S+) in ")

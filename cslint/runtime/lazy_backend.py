@@ -24,7 +24,7 @@ from cslint.runtime.findings import RuntimeFinding, RuntimeReport
 from cslint.runtime.on_device import REPLACEMENTS
 from cslint.runtime.frames import UserFrame, call_chain, instruction_span, is_library_file, is_plumbing, user_frame
 from cslint.runtime.optimizer_check import StateRecorder, class_files, recording_state
-from cslint.runtime.targets import Step
+from cslint.runtime.step_factory import Step
 from cslint.runtime.wording import op_words
 
 aten = torch.ops.aten

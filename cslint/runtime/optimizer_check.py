@@ -15,7 +15,7 @@ import torch
 
 from cslint.runtime.findings import RuntimeFinding, RuntimeReport
 from cslint.runtime.frames import user_frame
-from cslint.runtime.targets import OptimizerStep
+from cslint.runtime.step_factory import OptimizerStep
 
 
 class StateRecorder:

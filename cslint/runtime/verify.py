@@ -34,7 +34,7 @@ from cslint.runtime.api import INSTALL_HINT, check, torch_available
 from cslint.runtime.compare import block_ends
 from cslint.runtime.failures import cause_lines, error_lines, indented
 from cslint.runtime.findings import RuntimeFinding, RuntimeReport
-from cslint.runtime.targets import TargetError, split_target
+from cslint.runtime.step_factory import TargetError, split_target
 from cslint.runtime.trials import FixChooser, Trial, TrialError, Trials, verified
 from cslint.support.scratch import scratch_directory
 from cslint.core.sources import SourceFile, content_hash, safe_resolve

@@ -14,7 +14,7 @@ from typing import Any
 
 from cslint.runtime.compiled_steps import is_compiled_step
 from cslint.runtime.findings import COMPLETE, RUNNING, RuntimeReport, stopped
-from cslint.runtime.targets import OptimizerStep, Step, TargetError, build, load_factory
+from cslint.runtime.step_factory import OptimizerStep, Step, TargetError, build, load_factory
 
 BACKENDS = ("lazy", "dynamo")
 

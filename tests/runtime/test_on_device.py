@@ -14,7 +14,7 @@ import torch._lazy.metrics  # noqa: E402
 
 from cslint.runtime.findings import RuntimeReport  # noqa: E402
 from cslint.runtime.lazy_backend import Watcher, init, run_lazy  # noqa: E402
-from cslint.runtime.targets import build, load_factory  # noqa: E402
+from cslint.runtime.step_factory import build, load_factory  # noqa: E402
 
 STEPS = Path(__file__).parent / "targets" / "traced_steps.py"
 

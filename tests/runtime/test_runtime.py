@@ -191,7 +191,7 @@ def test_dynamo_check_of_a_cpu_optimizer_step_skips_dynamos_gpu_and_debug_log_wo
         from torch._dynamo.funcname_cache import cache as tokenized
         from cslint.runtime.dynamo_backend import run_dynamo
         from cslint.runtime.findings import RuntimeReport
-        from cslint.runtime.targets import Step
+        from cslint.runtime.step_factory import Step
         originals = (ov._is_static_for_cudagraphs, sc.get_funcname)
         model = torch.nn.Linear(4, 2)
         opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
