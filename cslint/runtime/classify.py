@@ -19,9 +19,9 @@ _LOG_METHODS = {"debug", "info", "warning", "warn", "error", "critical", "except
 _SCALAR_KEYWORDS = {"alpha", "value", "beta", "min", "max", "p", "exponent", "other"}
 
 KIND_DEFAULTS = {
-    "scalar": ("WSC203", "a tensor's value is read on the host while tracing"),
-    "cpu_copy": ("WSC202", "a tensor is copied to the CPU while tracing"),
-    "numpy": ("WSC201", "`.numpy()` reads a tensor's value on the host while tracing"),
+    "scalar": (BUILTINS["float"], "a tensor's value is read on the host while tracing"),
+    "cpu_copy": (TENSOR_METHODS["cpu"], "a tensor is copied to the CPU while tracing"),
+    "numpy": (TENSOR_METHODS["numpy"], "`.numpy()` reads a tensor's value on the host while tracing"),
     "dynamic_shape": ("WSC501", "output shape depends on tensor values"),
     "boolean_index": ("WSC502", "a tensor indexed with a boolean mask: the output shape depends on tensor values"),
     "boolean_store": ("WSC502", "a tensor written through a boolean mask (`x[mask] = v`): which positions are "
