@@ -48,6 +48,7 @@ from cslint.support.gc_thresholds import fewer_collections
 from cslint.core.config import Settings
 from cslint.support.deferred import defer
 from cslint.engine.import_graph import ImportGraph, load_graph
+from cslint.engine.project_parts import merged, project_parts
 from cslint.core.notebook import Notebook, NotebookError, is_notebook
 from cslint.core.unsaved import unsaved_text
 from cslint.support.profile import Profile
@@ -336,9 +337,29 @@ class Session:
 
     def run(self, targets: list[Path], context: Sequence[Path] = (), fix: bool | FixChoice = False,
             unsafe_fixes: bool = False) -> RunResult:
+        parts = project_parts(targets, context, self.roots)
+        if len(parts) == 1:
+            result, checked = self._run_part(targets, context, fix, unsafe_fixes)
+        else:  # each project in its own namespace of module names (project_parts.py)
+            results, checked = [], []
+            for own, others in parts:
+                part = Session(self.settings, self.codes, self.cache, self.jobs, self.profile, self.roots,
+                               self.progress, self.tree)
+                part._rules = self._rules
+                found, part_checked = part._run_part(own, others, fix, unsafe_fixes)
+                self._rules = part._rules
+                results.append(found)
+                checked += part_checked
+            result = merged(results)
+        # after the cache: its reports are whole, so a change to the baseline never needs a new analysis
+        return baseline.apply(result, self.settings.baseline, checked, self.codes)
+
+    def _run_part(self, targets: Sequence[Path], context: Sequence[Path], fix: bool | FixChoice,
+                  unsafe_fixes: bool) -> tuple[RunResult, list[Path]]:
+        """The report on `targets` (the baseline not applied), and the files it checked."""
         self.progress.phase("looking at what changed")
         with self.profile.phase("survey (stat, hash, imports)"):
-            self._survey(targets, list(context))
+            self._survey(list(targets), list(context))
         target_states = [s for s in self.states.values() if s.target]
         # Every file of the run whose entry is not fresh is analysed again, reported on or not: a context
         # file stale only through what it imports may now call into a target (a helper it calls appeared),
@@ -390,9 +411,7 @@ class Session:
             if stale or refreshed:
                 with self.profile.phase("cache write"):
                     defer(self.cache.save)
-        # after the cache: its reports are whole, so a change to the baseline never needs a new analysis
-        return baseline.apply(result, self.settings.baseline,
-                              [s.path for s in target_states if s.hash != "unreadable"], self.codes)
+        return result, [s.path for s in target_states if s.hash != "unreadable"]
 
     def _linked_to(self, targets: list[FileState]) -> set[str]:
         """The files whose analysis can change a target's report: those linked to a target through imports,
