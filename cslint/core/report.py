@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from cslint.core.graph_break_ids import GraphBreak
+from cslint.core.json_shape import matches
 
 SYNTAX_ERROR = "WSC001"
 INTERNAL_ERROR = "WSC002"
@@ -88,7 +89,7 @@ class Diagnostic:
         """The diagnostic `as_json` gave for a file at `path`; ValueError for anything else (a damaged
         or edited cache file, or one an older cslint wrote)."""
         if not isinstance(data, dict) or data.keys() != _FIELDS.keys() or \
-                not all(_is(data[name], kind) for name, kind in _FIELDS.items()):
+                not all(matches(data[name], kind) for name, kind in _FIELDS.items()):
             raise ValueError("malformed cached finding")
         fix, gb = data["fix"], data["graph_break"]
         return cls(path, data["line"], data["column"], data["end_line"], data["end_column"], data["code"],
@@ -101,19 +102,3 @@ class Diagnostic:
 _FIELDS = {"line": "int", "column": "int", "end_line": "int", "end_column": "int", "code": "str", "message": "str",
            "fix": "[str]*2|None", "chain": "[str]", "reason": "str", "source_line": "str", "cell": "int|None",
            "graph_break": "[str]*4|None", "notes": "[str]"}
-
-
-def _is(value: Any, kind: str) -> bool:
-    if "|" in kind:
-        return any(_is(value, k) for k in kind.split("|"))
-    if kind == "None":
-        return value is None
-    if kind == "int":
-        return isinstance(value, int) and not isinstance(value, bool)
-    if kind == "str":
-        return isinstance(value, str)
-    if kind.startswith("[str]"):  # a list of strings, of the length after `*` if given
-        length = int(kind[6:]) if kind.startswith("[str]*") else None
-        return isinstance(value, list) and all(isinstance(v, str) for v in value) and \
-            (length is None or len(value) == length)
-    raise AssertionError(kind)

@@ -33,6 +33,7 @@ from cslint import __version__
 
 from cslint.store import sealed
 from cslint.core.config import Settings
+from cslint.core.json_shape import ABSENT, matches
 from cslint.core.report import Diagnostic
 
 CACHE_DIR_NAME = ".cslint_cache"
@@ -57,7 +58,8 @@ class Entry:
     def from_json(cls, data: Any, path: Path) -> Entry:
         """An entry as written by `save` for the file at `path`; ValueError for anything else (a damaged
         or edited cache file)."""
-        if not isinstance(data, dict) or not all(_is(data.get(name, _ABSENT), kind) for name, kind in _ENTRY.items()):
+        if not isinstance(data, dict) or \
+                not all(matches(data.get(name, ABSENT), kind, _EXTRA) for name, kind in _ENTRY.items()):
             raise ValueError("malformed cache entry")
         entry = cls(**{name: data[name] for name in _ENTRY if name in data})
         if entry.diagnostics is not None:
@@ -72,30 +74,16 @@ class Entry:
 
 
 # The schema of a cache entry: each field's kind ("?" after it: may be absent, for its default).
-_ABSENT = object()
 _ENTRY = {"hash": "str", "mtime_ns": "int", "size": "int", "module": "str", "imports": "[str]",
           "reach": "[str]?", "deps": "str?", "diagnostics": "[dict]|None?", "hints": "hints|None?"}
 
 
-def _is(value: Any, kind: str) -> bool:
-    if value is _ABSENT:
-        return kind.endswith("?")
-    kind = kind.rstrip("?")
-    if "|" in kind:
-        return any(_is(value, k) for k in kind.split("|"))
-    if kind == "None":
-        return value is None
-    if kind == "int":
-        return isinstance(value, int) and not isinstance(value, bool)
-    if kind == "str":
-        return isinstance(value, str)
-    if kind in ("[str]", "[dict]"):
-        item = str if kind == "[str]" else dict
-        return isinstance(value, list) and all(isinstance(v, item) for v in value)
-    if kind == "hints":  # incremental.GroupHints: [roots, torch, base class names]
-        return isinstance(value, list) and len(value) == 3 and all(isinstance(v, bool) for v in value[:2]) \
-            and _is(value[2], "[str]")
-    raise AssertionError(kind)
+def _hints(value: Any) -> bool:  # incremental.GroupHints: [roots, torch, base class names]
+    return isinstance(value, list) and len(value) == 3 and all(isinstance(v, bool) for v in value[:2]) \
+        and matches(value[2], "[str]")
+
+
+_EXTRA = {"hints": _hints}
 
 
 def settings_key(settings: Settings, codes: list[str]) -> str:
