@@ -54,11 +54,12 @@ def test_staleness_is_detected(tmp_path: Path, monkeypatch) -> None:
     assert (tmp_path / f"{rule.code}.md").read_text() == render_rule_page(rule)
 
 
-def test_rule_code_list_is_current() -> None:
-    """cslint/core/rule_codes.py lets cached runs select rules without importing them (or libcst)."""
+def test_the_rule_table_is_current() -> None:
+    """cslint/core/rule_table.py lets cached runs select rules, and the layers below the rules read the calls and
+    graph breaks each code stands for, without importing them (or libcst)."""
     generator = _generator()
-    assert generator.CODES_FILE.read_text(encoding="utf-8") == generator.expected_codes_module(), \
-        f"cslint/core/rule_codes.py is stale; {REGENERATE}"
+    assert generator.RULE_TABLE_FILE.read_text(encoding="utf-8") == generator.expected_rule_table_module(), \
+        f"cslint/core/rule_table.py is stale; {REGENERATE}"
 
 
 def test_rule_pages_say_whether_the_rule_has_a_fix(lint) -> None:

@@ -231,7 +231,7 @@ def test_a_conversion_and_its_python_result(site: Path, tmp_path: Path) -> None:
 
 
 def test_a_complex_conversion_in_a_library_is_the_conversion_the_step_reports(site: Path, tmp_path: Path) -> None:
-    """`complex(t)` is WSC203 in the step, and so in a library the step calls: one table (cslint/core/constructs.py)."""
+    """`complex(t)` is WSC203 in the step, and so in a library the step calls: one table (cslint/core/rule_table.py)."""
     found = _lint(tmp_path / "proj", {"model.py": '''
         import torch
         from torch import nn

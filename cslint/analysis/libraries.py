@@ -27,7 +27,7 @@ from cslint.analysis.index import ClassInfo, FunctionInfo, ModuleInfo
 from cslint.analysis.inference import FunctionInference
 from cslint.analysis.kinds import STATIC, UNKNOWN, Kind, Tag, is_none, obj
 from cslint.analysis.library_env import (
-    BRANCH, CONVERT, MAX_DEPTH, READ, SHAPE, Effect, Environment, LibraryPathError, Summary, SummaryStore,
+    BRANCH, MAX_DEPTH, SHAPE, Effect, Environment, LibraryPathError, Summary, SummaryStore,
     environment_for, readable_library_module,
 )
 from cslint.analysis.param_kinds import helper_param_kinds
@@ -35,9 +35,9 @@ from cslint.analysis.project import Project
 from cslint.analysis.project_oracle import ProjectOracle
 from cslint.analysis.tracing_guards import Guards
 from cslint.analysis.walk import child_nodes
-from cslint.core.constructs import CONVERSIONS, READ_METHODS
+from cslint.core.rule_table import BUILTINS, IN_LIBRARIES, TENSOR_METHODS
 
-__all__ = ["BRANCH", "CONVERT", "READ", "SHAPE", "Effect", "Environment", "Libraries", "LibraryPathError",
+__all__ = ["BRANCH", "SHAPE", "Effect", "Environment", "Libraries", "LibraryPathError",
            "Summary", "SummaryStore", "environment_for"]
 
 # ---- the libraries as a project ------------------------------------------------------------------
@@ -283,14 +283,16 @@ def _call_effect(node: cst.Call, analysis: Any) -> str | None:
         receiver = analysis.kind(func.value)
         if receiver.tag is Tag.TENSOR:
             method = func.attr.value
-            if method in READ_METHODS:
-                return READ
+            code = TENSOR_METHODS.get(method)
+            if code in IN_LIBRARIES:
+                return code
             if method in api.DYNAMIC_SHAPE_METHODS and not receiver.dynamic_shape:
                 return SHAPE
         return None
     if type(func) is cst.Name:
-        if func.value in CONVERSIONS and node.args and analysis.kind(node.args[0].value).is_tensor:
-            return CONVERT
+        code = BUILTINS.get(func.value)
+        if code in IN_LIBRARIES and node.args and analysis.kind(node.args[0].value).is_tensor:
+            return code
         return None
     return None
 

@@ -22,8 +22,8 @@ from cslint.analysis.kinds import Kind
 if TYPE_CHECKING:
     from cslint.analysis.index import ModuleInfo
 
-READ = "read"  # `.item()`, `.tolist()`, `.numpy()` of a tensor
-CONVERT = "convert"  # `int(t)`, `float(t)`, `bool(t)`
+# What a summary's effect is: the code of a call cslint/core/rule_table.py says a summary records (`t.item()`
+# is WSC201, `int(t)` WSC203), or one of these two
 BRANCH = "branch"  # `if`/`while`/ternary/`assert` on a tensor
 SHAPE = "shape"  # an op whose output shape depends on values (`nonzero`, one-argument `torch.where`)
 
@@ -37,7 +37,7 @@ NEVER_READ = ("numpy", "einops", "torch_xla", "cerebras", "jax", "triton")
 
 @dataclass(frozen=True)
 class Effect:
-    what: str  # READ, CONVERT, BRANCH or SHAPE
+    what: str  # a rule's code (a call of the rule table), BRANCH or SHAPE
     text: str  # the code, one line
     via: tuple[str, ...]  # the library function called, then each one it calls down to the one with the code
     path: str

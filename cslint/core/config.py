@@ -117,7 +117,7 @@ def _codes(value: Any, key: str) -> tuple[str, ...]:
 
 def _rule_codes(value: Any, key: str) -> tuple[str, ...]:
     """Codes or prefixes that must each name at least one rule (a typo would silently select nothing)."""
-    from cslint.core.rule_codes import RULE_CODES
+    from cslint.core.rule_table import RULE_CODES
 
     codes = _codes(value, key)
     known = [code for code, _ in RULE_CODES] + ["WSC001", "WSC002"]

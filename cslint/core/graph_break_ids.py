@@ -1,4 +1,5 @@
-"""Which of dynamo's registered graph breaks (torch/_dynamo/graph_break_registry.json) each rule's construct is.
+"""Which of dynamo's registered graph breaks (torch/_dynamo/graph_break_registry.json) each rule's construct is:
+the rules declare it (`graph_break`, `construct_graph_breaks`), cslint/core/rule_table.py holds it.
 
 Read from what dynamo 2.13 reports for each construct in a step compiled with `capture_scalar_outputs` and
 `capture_dynamic_output_shape_ops` off (tests/test_graph_break_ids.py runs them). A code absent here is not a
@@ -9,6 +10,8 @@ traced, `max(t, 1)` is traced, `for row in t` is unrolled, a recompile (WSC702, 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from cslint.core.rule_table import CONSTRUCT_IDS, GRAPH_BREAK_IDS
 
 # where the runtime links each id (torch/_dynamo/exc.py, get_gbid_documentation_link)
 PAGE_URL = "https://meta-pytorch.github.io/compile-graph-break-site/gb/gb{number}.html"
@@ -24,41 +27,6 @@ class GraphBreak:
     @property
     def url(self) -> str:
         return PAGE_URL.format(number=self.id[2:])
-
-
-# rule code -> the id dynamo reports for it
-GRAPH_BREAK_IDS: dict[str, str] = {
-    "WSC101": "GB0170",  # Data-dependent branching
-    "WSC102": "GB0170",
-    "WSC103": "GB0170",
-    "WSC105": "GB0170",
-    "WSC106": "GB0170",
-    "WSC201": "GB0124",
-    "WSC203": "GB0124",
-    "WSC204": "GB0033",  # Data dependent operator
-    "WSC206": "GB0059",  # Failed to trace builtin operator (str)
-    "WSC401": "GB0033",
-    "WSC402": "GB0242",  # Attempted to call op with non-contiguous `out=` tensor
-    "WSC501": "GB0036",  # Dynamic shape operator
-    "WSC502": "GB0036",
-    "WSC701": "GB0059",  # print
-    "WSC704": "GB0033",  # np.random.* through torch._numpy
-    "WSC706": "GB0208",  # torch.* op returned non-Tensor (the flags' context manager)
-}
-
-# (code, text in the source the finding's message quotes first; `^` anchors it at the start) -> the id when
-# that construct is reported under another one; None: dynamo traces that construct
-CONSTRUCT_IDS: dict[tuple[str, str], str | None] = {
-    ("WSC107", "int("): "GB0124",  # `range(int(t))`: the int() is an Unsupported Tensor.item() call; dynamo
-    # unrolls `for row in t` over t's static length: no break
-    ("WSC201", ".tolist()"): "GB0109",  # Tensor.tolist() with non-integer tensor
-    ("WSC201", ".numpy()"): None,
-    ("WSC206", "f\""): "GB0088",  # an f-string raises inside dynamo: Observed exception
-    ("WSC206", "f'"): "GB0088",
-    ("WSC701", "log"): "GB0291",  # logging.Logger method not supported
-    ("WSC704", "^random."): "GB0007",  # Attempted to call function marked as skipped
-    ("WSC706", "opt_einsum.flags"): "GB0007",
-}
 
 
 def graph_break_id(code: str, message: str) -> str | None:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cslint.core.config import ConfigError, Settings
-from cslint.core.rule_codes import RULE_CODES
+from cslint.core.rule_table import RULE_CODES
 from cslint.core.sources import safe_resolve
 from cslint.core.targets import get_target, runs_on_target
 

@@ -162,8 +162,8 @@ class RuleContext:
 
     def report_library_effects(self, node: cst.Call, what: str, does: str, why: str) -> bool:
         """Report, on the call, what an installed library function it calls does that a trace cannot
-        (analysis/libraries.py): `what` is the kind of effect this rule reports, `does` the phrase after
-        the call's code, `why` the rule's reason. One finding per call and rule; True if there was one."""
+        (analysis/libraries.py): `what` is the kind of effect this rule reports (its code, for a call of the
+        rule table), `does` the phrase after the call's code, `why` the rule's reason. One finding per call and rule; True if there was one."""
         called = self.traced.analysis.library_calls.get(id(node)) if self.traced.analysis is not None else None
         effects = [e for e in called[1].effects if e.what == what] if called is not None else []
         if not effects:

@@ -41,6 +41,17 @@ class Rule:
     # rule's clause needs it there; target name -> the long form, on the rule's page
     target_notes: ClassVar[dict[str, str]] = {}
     target_advice: ClassVar[dict[str, str]] = {}
+    # The calls on a tensor the code stands for, `t.<method>()` and `<builtin>(t)`, wherever they are seen: the
+    # runtime classifier gives a call it catches running this code, and with `in_libraries` a summary of an
+    # installed library's function records the call, reported at the step's call of that function.
+    # cslint/core/rule_table.py is generated from these (`python docs/generate.py`) for the layers below.
+    tensor_methods: ClassVar[tuple[str, ...]] = ()
+    builtins: ClassVar[tuple[str, ...]] = ()
+    in_libraries: ClassVar[bool] = False
+    # The id of dynamo's graph break a finding is (cslint/core/graph_break_ids.py); and, by the source its
+    # message quotes first, the id when that construct is another break (None: dynamo traces it)
+    graph_break: ClassVar[str | None] = None
+    construct_graph_breaks: ClassVar[dict[str, str | None]] = {}
     _visit_names: ClassVar[tuple[str, ...]]  # each class's own, set by `_visit_names` (read from its __dict__)
 
     def handlers(self) -> dict[str, Callable[[cst.CSTNode, RuleContext], None]]:

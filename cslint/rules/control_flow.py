@@ -21,6 +21,7 @@ UNROLLED = "unrolled to the first step's count"
 
 class TensorIf(Rule):
     code = "WSC101"
+    graph_break = "GB0170"  # Data-dependent branching
     target_advice = {"compile": "`torch.cond(pred, true_fn, false_fn, operands)` also keeps both branches in one graph."}
     name = "tensor-if"
     summary = "Checks for `if`/`elif` statements whose condition is a tensor value in traced code."
@@ -141,6 +142,7 @@ class Clamp(nn.Module):
 
 class TensorWhile(Rule):
     code = "WSC102"
+    graph_break = "GB0170"
     name = "tensor-while"
     summary = "Checks for `while` loops whose condition is a tensor value in traced code."
     why = (
@@ -200,6 +202,7 @@ class Normalize(nn.Module):
 
 class TensorTernary(Rule):
     code = "WSC103"
+    graph_break = "GB0170"
     target_advice = {"compile": "`torch.cond(pred, true_fn, false_fn, operands)` also keeps both branches in one graph."}
     name = "tensor-ternary"
     summary = "Checks for conditional expressions (`a if cond else b`) whose condition is a tensor value."
@@ -311,6 +314,7 @@ class Block(nn.Module):
 
 class TensorBoolOp(Rule):
     code = "WSC105"
+    graph_break = "GB0170"
     name = "tensor-bool-operator"
     summary = "Checks for `and`/`or`/`not` applied to tensor values outside conditions in traced code."
     why = (
@@ -366,6 +370,7 @@ class Gate(nn.Module):
 
 class TensorComprehensionIf(Rule):
     code = "WSC106"
+    graph_break = "GB0170"
     name = "tensor-comprehension-if"
     summary = "Checks for comprehension filters (`[... for x in xs if cond]`) whose condition is a tensor."
     why = (
@@ -414,6 +419,10 @@ class Sum(nn.Module):
 
 class TensorTripCount(Rule):
     code = "WSC107"
+    builtins = ("range", "len")  # a loop's trip count
+    # `range(int(t))`: the int() is an Unsupported Tensor.item() call; dynamo unrolls `for row in t` over t's
+    # static length: no break
+    construct_graph_breaks = {"int(": "GB0124"}
     name = "tensor-trip-count"
     summary = "Checks for `for` loops whose number of iterations comes from tensor values."
     why = (

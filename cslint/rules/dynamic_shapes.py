@@ -81,6 +81,7 @@ def dynamic_op_name(call: cst.Call, ctx: RuleContext) -> str | None:
 
 class DynamicShapeOp(Rule):
     code = "WSC501"
+    graph_break = "GB0036"  # Dynamic shape operator
     target_notes = {"xla": "XLA recompiles for each shape"}
     target_advice = SHAPE_ADVICE
     name = "dynamic-shape-op"
@@ -211,6 +212,7 @@ def boolean_index(node: cst.Subscript, ctx: RuleContext) -> cst.BaseExpression |
 
 class BooleanMaskIndex(Rule):
     code = "WSC502"
+    graph_break = "GB0036"
     target_notes = {"xla": "XLA recompiles for each shape"}
     target_advice = SHAPE_ADVICE
     name = "boolean-mask-index"

@@ -7,8 +7,6 @@ import libcst as cst
 from cslint.analysis.dynamo_config import SCALAR_OUTPUTS
 from cslint.analysis.syntax import string_value
 from cslint.analysis.kinds import Tag
-from cslint.analysis.libraries import CONVERT, READ
-from cslint.core.constructs import CONVERSIONS, FORMATTERS, PYTHON_REDUCTIONS, READ_METHODS
 from cslint.fixers.host import (
     builtin_over_iterable, builtin_to_clamp, builtin_to_torch, drop_conversion, feeds_tensor_arithmetic,
     keep_bookkeeping_on_device, keep_tensor_name, math_to_torch,
@@ -46,7 +44,7 @@ def _captured(read: cst.Call, ctx: RuleContext) -> bool:
     return id(read) in ctx.scratch.get(ARITHMETIC_KEY, ()) and ctx.captures(SCALAR_OUTPUTS)
 
 
-def _is_builtin(func: cst.BaseExpression, names: frozenset[str] | set[str], ctx: RuleContext) -> str | None:
+def _is_builtin(func: cst.BaseExpression, names: tuple[str, ...] | set[str], ctx: RuleContext) -> str | None:
     if isinstance(func, cst.Name) and func.value in names and func.value not in ctx.module.imports.names:
         return func.value
     return None
@@ -54,6 +52,10 @@ def _is_builtin(func: cst.BaseExpression, names: frozenset[str] | set[str], ctx:
 
 class TensorItem(Rule):
     code = "WSC201"
+    tensor_methods = ("item", "tolist", "numpy")
+    in_libraries = True
+    graph_break = "GB0124"
+    construct_graph_breaks = {".tolist()": "GB0109", ".numpy()": None}  # Tensor.tolist() with non-integer tensor
     target_notes = XLA_READ_NOTE
     target_advice = XLA_READ_ADVICE
     name = "tensor-item"
@@ -134,10 +136,10 @@ class Scale(nn.Module):
         _note_arithmetic(node, ctx)
 
     def visit_Call(self, node: cst.Call, ctx: RuleContext) -> None:
-        if ctx.report_library_effects(node, READ, "reads tensor values into Python", NO_VALUE):
+        if ctx.report_library_effects(node, self.code, "reads tensor values into Python", NO_VALUE):
             return
         func = node.func
-        if not isinstance(func, cst.Attribute) or func.attr.value not in READ_METHODS:
+        if not isinstance(func, cst.Attribute) or func.attr.value not in self.tensor_methods:
             return
         if not ctx.is_tensor(func.value) or _in_raise(node, ctx):  # an error message reads only when it fails
             return
@@ -151,6 +153,7 @@ class Scale(nn.Module):
 
 class TensorToHost(Rule):
     code = "WSC202"
+    tensor_methods = ("cpu", "to")
     target_notes = XLA_READ_NOTE
     target_advice = XLA_READ_ADVICE
     name = "tensor-to-cpu"
@@ -221,6 +224,9 @@ def _is_cpu(expr: cst.BaseExpression, ctx: RuleContext) -> bool:
 
 class PythonNumberConversion(Rule):
     code = "WSC203"
+    builtins = ("float", "int", "bool", "complex")
+    in_libraries = True
+    graph_break = "GB0124"
     target_notes = XLA_READ_NOTE
     target_advice = XLA_READ_ADVICE
     name = "tensor-to-python-number"
@@ -292,9 +298,9 @@ class Mix(nn.Module):
         if _is_builtin(node.func, {"range"}, ctx):  # range(int(t)) is WSC107's trip-count finding
             ctx.scratch.setdefault("host.range_args", set()).update(id(a.value) for a in node.args)
             return
-        if ctx.report_library_effects(node, CONVERT, "converts a tensor to a Python number", NO_VALUE):
+        if ctx.report_library_effects(node, self.code, "converts a tensor to a Python number", NO_VALUE):
             return
-        name = _is_builtin(node.func, CONVERSIONS, ctx)
+        name = _is_builtin(node.func, self.builtins, ctx)
         if name is None or not node.args or not ctx.is_tensor(node.args[0].value):
             return
         if id(node) in ctx.scratch.get("host.range_args", ()) or _in_raise(node, ctx):
@@ -308,6 +314,7 @@ class Mix(nn.Module):
 
 class MathOnTensor(Rule):
     code = "WSC204"
+    graph_break = "GB0033"  # Data dependent operator
     name = "math-on-tensor"
     summary = "Checks for `math.*` functions (`math.sqrt(t)`, `math.log(t)`, `math.exp(t)`) applied to tensors."
     why = (
@@ -370,6 +377,7 @@ class Attn(nn.Module):
 
 class PythonBuiltinOnTensor(Rule):
     code = "WSC205"
+    builtins = ("min", "max", "abs", "round", "sum")
     name = "python-builtin-on-tensor"
     summary = "Checks for Python's `min`, `max`, `abs`, `round` and `sum` applied to tensors in traced code."
     why = (
@@ -440,7 +448,7 @@ class Pool(nn.Module):
     ]
 
     def visit_Call(self, node: cst.Call, ctx: RuleContext) -> None:
-        name = _is_builtin(node.func, PYTHON_REDUCTIONS, ctx)
+        name = _is_builtin(node.func, self.builtins, ctx)
         if name is None or not node.args:
             return
         values = [arg.value for arg in node.args if arg.keyword is None]
@@ -475,6 +483,9 @@ def _iterates_tensors(value: cst.BaseExpression, ctx: RuleContext) -> bool:
 
 class TensorInString(Rule):
     code = "WSC206"
+    builtins = ("str", "repr", "format")
+    graph_break = "GB0059"  # Failed to trace builtin operator (str)
+    construct_graph_breaks = {"f\"": "GB0088", "f'": "GB0088"}  # an f-string raises inside dynamo: Observed exception
     name = "tensor-in-string"
     summary = "Checks for tensors formatted into strings (f-strings, `str(t)`, `.format(t)`, `%`) in traced code."
     why = (
@@ -535,7 +546,7 @@ class Block(nn.Module):
         if self._skip(node, ctx):
             return
         func = node.func
-        if _is_builtin(func, FORMATTERS, ctx) and node.args and ctx.is_tensor(node.args[0].value):
+        if _is_builtin(func, self.builtins, ctx) and node.args and ctx.is_tensor(node.args[0].value):
             self._report(node, ctx)
         elif isinstance(func, cst.Attribute) and func.attr.value == "format" and \
                 isinstance(func.value, (cst.SimpleString, cst.ConcatenatedString)) and \

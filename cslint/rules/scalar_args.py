@@ -28,6 +28,7 @@ def _operator_name(call: cst.Call, ctx: RuleContext) -> tuple[str, bool] | None:
 
 class TensorScalarArgument(Rule):
     code = "WSC401"
+    graph_break = "GB0033"
     name = "tensor-scalar-argument"
     summary = (
         "Checks for traced tensors (the learning rate and anything computed from it, optimizer state, "
@@ -152,6 +153,7 @@ CONTIGUOUS_METHODS = frozenset({"contiguous", "new_empty", "new_zeros", "new_one
 
 class OutIntoNonContiguous(Rule):
     code = "WSC402"
+    graph_break = "GB0242"  # Attempted to call op with non-contiguous `out=` tensor
     name = "out-into-non-contiguous"
     example_target = "compile"
     summary = ("Checks for `out=` tensors in traced code that may be non-contiguous (under `--target compile`): "

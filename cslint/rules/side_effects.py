@@ -32,6 +32,8 @@ SEED_FUNCTIONS = frozenset({
 
 class LogTensor(Rule):
     code = "WSC701"
+    graph_break = "GB0059"  # print
+    construct_graph_breaks = {"log": "GB0291"}  # logging.Logger method not supported
     target_notes = {"xla": "on XLA it runs the graph so far, on every step"}
     target_advice = {
         "rdu": "read outputs on the host after `samba.session.run(...)` returns instead.",
@@ -470,6 +472,8 @@ def _derived(ctx: RuleContext) -> set[str]:
 
 class SeedInStep(Rule):
     code = "WSC704"
+    graph_break = "GB0033"  # np.random.* through torch._numpy
+    construct_graph_breaks = {"^random.": "GB0007"}  # Attempted to call function marked as skipped
     name = "rng-seed-in-step"
     summary = "Checks for `torch.manual_seed`, `random.*` and `numpy.random.*` calls inside traced code."
     why = (
@@ -652,6 +656,8 @@ BACKEND_FLAG_CONTEXTS = {
 
 class BackendFlagsInStep(Rule):
     code = "WSC706"
+    graph_break = "GB0208"  # torch.* op returned non-Tensor (the flags' context manager)
+    construct_graph_breaks = {"opt_einsum.flags": "GB0007"}
     name = "backend-flags-in-step"
     example_target = "compile"
     summary = ("Checks for `with torch.backends.cudnn.flags(...)` and the other backend-flag context managers "

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from cslint.core.constructs import BUILTINS, TENSOR_METHODS
+from cslint.core.rule_table import BUILTINS, TENSOR_METHODS
 
 _LOG_METHODS = {"debug", "info", "warning", "warn", "error", "critical", "exception", "log"}
 _SCALAR_KEYWORDS = {"alpha", "value", "beta", "min", "max", "p", "exponent", "other"}

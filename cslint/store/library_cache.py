@@ -8,6 +8,7 @@ beside the cache; one that cannot be read is an empty one.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from functools import partial
 from pathlib import Path
@@ -19,11 +20,15 @@ from cslint.store import memo_file
 from cslint.analysis.kinds import BOOL_TENSOR, DYN_TENSOR, HOST, MODULE, STATIC, TENSOR, UNKNOWN, Kind, Tag
 from cslint.analysis.call_depth import Reach
 from cslint.analysis.library_env import Effect, Summary
+from cslint.core.rule_table import BUILTINS, IN_LIBRARIES, TENSOR_METHODS
 
-# 7: `complex(t)` is a conversion, as WSC203 says (cslint/core/constructs.py); 6: summaries follow the Nones a call
+# 8: an effect of a call is its code, and which calls a summary records is the rule table's, whose digest is part
+# of the format: a summary made under another table is made again (cslint/core/rule_table.py);
+# 7: `complex(t)` is a conversion, as WSC203 says; 6: summaries follow the Nones a call
 # passes (none_arguments.py); 5: kinds say when a tensor is a mask (bool dtype); 4: a summary says how deep it
 # went and what it asked (call_depth.py); 3: HOST_LIST returns
-FORMAT = 7
+FORMAT = "8-" + hashlib.blake2b(repr((sorted(TENSOR_METHODS.items()), sorted(BUILTINS.items()), sorted(IN_LIBRARIES)))
+                                 .encode(), digest_size=6).hexdigest()
 
 
 _active: LibraryCache | None = None
