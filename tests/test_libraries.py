@@ -430,6 +430,23 @@ def test_summaries_saved_at_the_same_time_by_two_processes_are_both_kept(tmp_pat
     assert LibraryCache(cache).get(("fakeoptim", "1.0"), "theirs") == Summary(STATIC)
 
 
+def test_summaries_made_under_another_rule_table_are_made_again(tmp_path: Path, monkeypatch) -> None:
+    """A summary records a library's call under the code the rule table gives it: once a call moves to another
+    code (a new rule takes `.numpy()` from WSC201), or the calls summaries record change, the kept summaries
+    would report the old code, so they are not read."""
+    from cslint.core.rule_table import BUILTINS, IN_LIBRARIES, TENSOR_METHODS
+    from cslint.store import library_cache
+
+    store = LibraryCache(tmp_path)
+    store.put(("fakeoptim", "1.0"), "read", Summary(STATIC, reach=Reach()))
+    store.save()
+    assert LibraryCache(tmp_path).get(("fakeoptim", "1.0"), "read") == Summary(STATIC)
+    for moved in ({**TENSOR_METHODS, "numpy": "WSC299"}, TENSOR_METHODS):
+        in_libraries = IN_LIBRARIES | {"WSC299"} if moved is TENSOR_METHODS else IN_LIBRARIES
+        monkeypatch.setattr(library_cache, "FORMAT", library_cache.format_for(moved, BUILTINS, in_libraries))
+        assert LibraryCache(tmp_path).get(("fakeoptim", "1.0"), "read") is None
+
+
 def test_a_summary_using_another_distribution_is_redone_when_that_one_changes(site: Path, tmp_path: Path) -> None:
     _install(site, "fakebase", "1.0", {"__init__.py": "", "ops.py": "def read(x):\n    return x.item()\n"})
     (site / "fakeoptim" / "wrap.py").write_text("from fakebase.ops import read\n\n\ndef value(x):\n"

@@ -27,8 +27,14 @@ from cslint.core.rule_table import BUILTINS, IN_LIBRARIES, TENSOR_METHODS
 # 7: `complex(t)` is a conversion, as WSC203 says; 6: summaries follow the Nones a call
 # passes (none_arguments.py); 5: kinds say when a tensor is a mask (bool dtype); 4: a summary says how deep it
 # went and what it asked (call_depth.py); 3: HOST_LIST returns
-FORMAT = "8-" + hashlib.blake2b(repr((sorted(TENSOR_METHODS.items()), sorted(BUILTINS.items()), sorted(IN_LIBRARIES)))
-                                 .encode(), digest_size=6).hexdigest()
+
+
+def format_for(tensor_methods: dict[str, str], builtins: dict[str, str], in_libraries: frozenset[str]) -> str:
+    table = repr((sorted(tensor_methods.items()), sorted(builtins.items()), sorted(in_libraries)))
+    return "8-" + hashlib.blake2b(table.encode(), digest_size=6).hexdigest()
+
+
+FORMAT = format_for(TENSOR_METHODS, BUILTINS, IN_LIBRARIES)
 
 
 _active: LibraryCache | None = None
