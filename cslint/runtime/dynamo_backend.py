@@ -19,6 +19,7 @@ from typing import Any
 import torch
 import torch._dynamo
 
+from cslint.core.rule_table import TENSOR_METHODS
 from cslint.engine import graph_break_registry
 from cslint.runtime.classify import (
     Classified, called_name, classify_guard_line, classify_line, enclosing_if, guard_origin,
@@ -202,10 +203,14 @@ def _without_unused_dynamo_work() -> Iterator[None]:
         symbolic_convert.get_funcname = funcname
 
 
-# Graph-break types that are findings of a known family, by dynamo's registered `gb_type` (a prefix of it).
-_VALUE_READS = ("Data-dependent branching", "Data-dependent assertion", "Unsupported Tensor.item()",
-                "Tensor.tolist()", "Tensor.numpy()", "Dynamic slicing with Tensor arguments",
-                "Data dependent operator")  # an op whose Python output is a tensor's value (`x[t]`, t 0-d)
+# Graph-break types that are findings of a known family, by dynamo's registered `gb_type` (a prefix of it); for a
+# value read, the code when the break's line names no construct (a call on a tensor: the rule table's code)
+_VALUE_READS = {
+    "Data-dependent branching": "WSC101", "Data-dependent assertion": "WSC101",
+    "Unsupported Tensor.item()": TENSOR_METHODS["item"], "Tensor.tolist()": TENSOR_METHODS["tolist"],
+    "Tensor.numpy()": TENSOR_METHODS["numpy"], "Dynamic slicing with Tensor arguments": "WSC201",
+    "Data dependent operator": "WSC203",  # an op whose Python output is a tensor's value (`x[t]`, t 0-d)
+}
 _DYNAMIC_SHAPES = ("Dynamic shape operator", "Attempted to use `torch.nn.functional.one_hot`")
 _LOGGING = ("logging.Logger method",)
 _NON_CONTIGUOUS_OUT = ("Attempted to call op with non-contiguous `out=`",)
@@ -242,9 +247,8 @@ def _every_step_does_it(found: Break, path: str, line: int) -> bool:
 def _break_code(found: Break, path: str, line: int) -> Classified | None:
     """The code for a break at the user's line; None for a construct no rule covers (dynamo cannot trace
     `time.perf_counter()`; a static-graph device traces through it)."""
-    if found.gb_type.startswith(_VALUE_READS):
-        fallback = "WSC101" if found.gb_type.startswith("Data-dependent") else \
-            "WSC203" if found.gb_type.startswith("Data dependent operator") else "WSC201"
+    fallback = next((code for gb_type, code in _VALUE_READS.items() if found.gb_type.startswith(gb_type)), None)
+    if fallback is not None:
         return classify_line(path, line) or Classified(fallback, "a tensor value read on the host")
     if found.gb_type.startswith(_DYNAMIC_SHAPES):
         return Classified("WSC501", "an op whose output shape depends on tensor values")

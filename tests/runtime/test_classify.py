@@ -88,6 +88,25 @@ def test_a_break_that_reads_no_value_on_an_if_line_is_not_a_tensor_condition(tmp
     assert branch is not None and branch.code == "WSC101"
 
 
+def test_a_read_break_on_a_line_naming_no_call_takes_the_code_the_rules_give_that_call(tmp_path: Path) -> None:
+    """`np.asarray(h)` calls `h.numpy()` inside torch: the line names no call on a tensor, the break's type
+    does, and its code is the one the rule owning that call declares (cslint/core/rule_table.py)."""
+    import pytest
+
+    pytest.importorskip("torch")
+    from cslint.core.rule_table import TENSOR_METHODS
+    from cslint.runtime.dynamo_backend import Break, _break_code
+
+    path = tmp_path / "gate.py"
+    path.write_text("import numpy as np\n\n\ndef gate(h):\n    values = np.asarray(h)\n    return values\n")
+    stack = ((str(path), 5, "gate"),)
+    for gb_type, method in (("Tensor.numpy() with trace_numpy=False", "numpy"),
+                            ("Tensor.tolist() with non-integer tensor", "tolist"),
+                            ("Unsupported Tensor.item() call with capture_scalar_outputs=False", "item")):
+        found = _break_code(Break(gb_type, "", stack), str(path), 5)
+        assert found is not None and found.code == TENSOR_METHODS[method], gb_type
+
+
 GUARDED = '''\
 import random
 
