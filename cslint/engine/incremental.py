@@ -134,13 +134,30 @@ class FileState:
     unchanged: bool = False
 
 
+class RuleSet:
+    """The enabled rules, loaded when a file needs them: a run the cache serves whole imports neither the rules
+    nor libcst. The sessions of one run's projects (project_parts.py) share one."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._rules: list[Any] | None = None
+
+    def get(self) -> list[Any]:
+        if self._rules is None:
+            from cslint.engine import selection  # looked up at call time, so tests can swap enabled_rules
+
+            self._rules = selection.enabled_rules(self.settings)
+        return self._rules
+
+
 class Session:
     """One `cslint check` run. `codes` are the enabled rules; the rule classes (and libcst with them)
     are imported only if some file has to be analysed: a run served from the cache never needs them."""
 
     def __init__(self, settings: Settings, codes: list[str], cache: Cache | None, jobs: int = 1,
                  profile: Profile | None = None, roots: list[Path] | None = None,
-                 progress: Progress | None = None, tree: TreeMemo | None = None) -> None:
+                 progress: Progress | None = None, tree: TreeMemo | None = None,
+                 rule_set: RuleSet | None = None) -> None:
         self.settings = settings
         self.tree = tree  # the walks and module names of earlier runs
         self.progress = progress or Progress.off()
@@ -148,7 +165,7 @@ class Session:
         self.roots = roots if roots is not None else [settings.project_root] if settings.project_root else []
         self.aliases: dict[str, Path] = {}
         self.codes = codes
-        self._rules: list[Any] | None = None
+        self._rule_set = rule_set or RuleSet(settings)
         self.cache = cache
         self.jobs = max(1, jobs)
         self.profile = profile or Profile(enabled=False)
@@ -171,14 +188,7 @@ class Session:
 
     @property
     def rules(self) -> list[Any]:
-        return self._load_rules()
-
-    def _load_rules(self) -> list[Any]:
-        if self._rules is None:
-            from cslint.engine import selection  # looked up at call time, so tests can swap enabled_rules
-
-            self._rules = selection.enabled_rules(self.settings)
-        return self._rules
+        return self._rule_set.get()
 
     # ---- what changed ----------------------------------------------------------------------------
 
@@ -344,10 +354,8 @@ class Session:
             results, checked = [], []
             for own, others in parts:
                 part = Session(self.settings, self.codes, self.cache, self.jobs, self.profile, self.roots,
-                               self.progress, self.tree)
-                part._rules = self._rules
+                               self.progress, self.tree, self._rule_set)
                 found, part_checked = part._run_part(own, others, fix, unsafe_fixes)
-                self._rules = part._rules
                 results.append(found)
                 checked += part_checked
             result = merged(results)
@@ -531,7 +539,7 @@ class Session:
                    for part, target in zip(parts, saved)]
         self.progress.phase("indexing", len(keys))
         graph.save(self._graph_file, {self.states[k].path: target for part, target in zip(parts, saved) for k in part})
-        self._load_rules()  # now, while the workers index: they wait for nothing after
+        self._rule_set.get()  # now, while the workers index: they wait for nothing after
         for future, part in zip(futures, parts):
             self.profile.merge(future.result())
             self.progress.advance(len(part))
