@@ -614,3 +614,24 @@ def test_a_library_branch_a_constant_argument_decides_is_not_an_example_site(sit
     assert packed_first.search(branches[10])  # perhaps given, by name through **kwargs
     assert "fakeoptim.masks.filled -> fakeoptim.masks.find_packed: `if (diff != 1).any()`" in branches[11]
     assert "fakeoptim.masks.looped -> fakeoptim.masks.find_packed: `if (diff != 1).any()`" in branches[12]
+
+
+def test_a_library_helper_given_a_constant_beside_the_tensor_is_summarised_for_the_tensor(
+        site: Path, tmp_path: Path) -> None:
+    """`read_scaled(x, 10)`: the constant beside the step's input made the input a Python value, and the
+    helper's read went unreported; by keyword (`n=10`) it was reported."""
+    (site / "fakeoptim" / "extra.py").write_text(
+        "def read_scaled(x, n):\n    return x.item() * n\n", encoding="utf-8")
+    found = _lint(tmp_path / "proj", {"model.py": '''
+        import torch
+        from torch import nn
+        from fakeoptim.extra import read_scaled
+
+
+        class Head(nn.Module):
+            def forward(self, x):
+                first = read_scaled(x, 10)
+                second = read_scaled(x, n=10)
+                return x * first * second
+    '''})
+    assert [(c, line) for c, _, line, m in found if "via" in m] == [("WSC201", 8), ("WSC201", 9)]

@@ -201,6 +201,30 @@ class Sampler(nn.Module):
 
 
 @pytest.mark.parametrize("target", TARGETS)
+def test_a_required_input_handed_to_a_helper_with_a_constant_is_not_replaced_by_it(lint, target):
+    """`default(x, fallback)` replaces a None: a required `x` given to a two-argument helper with a number or
+    a pattern (`read(x, 10)`, `rearrange(x, "b n d -> b d n")`) is used there, and stays the tensor it is."""
+    code = """
+import torch
+from torch import nn
+from einops import rearrange
+from mylib.ops import top_values
+
+
+class Head(nn.Module):
+    def forward(self, hidden, scores):
+        best = top_values(scores, 10)
+        flat = rearrange(hidden, "b n d -> b (n d)")
+        if scores.max() > 0:
+            flat = flat * 2
+        if hidden.sum() > 0:
+            flat = flat + 1
+        return flat, best
+"""
+    assert codes(lint(code, target=target)) == [("WSC101", 11), ("WSC101", 13)]
+
+
+@pytest.mark.parametrize("target", TARGETS)
 def test_a_container_annotation_beats_a_callers_tensor(lint, target):
     code = """
 from typing import Optional

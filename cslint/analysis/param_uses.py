@@ -203,7 +203,7 @@ def _scan(node: cst.FunctionDef) -> ParamUses:
             uses[child.value].add(use)
             if child.value in option_uses:
                 option_uses[child.value].add(_option_use(child, parent, grand, parents.get(id(grand)), use))
-    fallbacks = frozenset(_fallbacks(node, names))
+    fallbacks = frozenset(_fallbacks(node, names, _none_defaults(p)))
     containers = frozenset(n for n, u in uses.items() if "container" in u)
     flags = frozenset(n for n, u in uses.items() if "flag" in u and u <= {"flag", "neutral"}
                       and not _tensor_like(n))
@@ -271,8 +271,11 @@ _BUILTINS = frozenset(dir(builtins))
 _LITERALS = (cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString)
 
 
-def _fallbacks(node: cst.FunctionDef, names: set[str]) -> Iterator[tuple[str, str]]:
-    """(parameter, source of the value its None is replaced by) for the function's top-level statements."""
+def _fallbacks(node: cst.FunctionDef, names: set[str], optional: set[str]) -> Iterator[tuple[str, str]]:
+    """(parameter, source of the value its None is replaced by) for the function's top-level statements. The
+    tests `x is None` name the None they replace; a call `default(x, fallback)` names none, so it is read
+    as one only for a parameter defaulting to None (`y = rearrange(x, "b n -> n b")` or `z = read(x, 5)`
+    on a required `x` is a use of `x`, not its fallback)."""
     params = node.params.params
     self_name = params[0].name.value if params else None
     body = node.body.body if isinstance(node.body, cst.IndentedBlock) else ()
@@ -289,7 +292,7 @@ def _fallbacks(node: cst.FunctionDef, names: set[str]) -> Iterator[tuple[str, st
             continue
         for small in stmt.body:
             value = small.value if isinstance(small, cst.Assign) else None
-            if _fallback_call(value, names):
+            if _fallback_call(value, optional):
                 # `x = default(x, fallback)`, `depth = default(loop_depth, self.loop_depth)`
                 yield from _source(value.args[0].value.value, value.args[1].value, self_name)  # type: ignore
             elif isinstance(value, cst.IfExp) and isinstance(value.body, cst.Name) and value.body.value in names \
