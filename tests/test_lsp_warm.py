@@ -367,3 +367,33 @@ def test_a_chains_hops_in_an_edited_buffer_are_located_from_the_analysis_tree(
         assert where[1] == text.splitlines().index("    def forward(self, x):", 10) + 1
     state.close(model)
     assert all(not warm.buffer_trees for warm in state._warm.values())
+
+
+def test_an_edited_functions_earlier_texts_are_not_kept_parsed_edit_after_edit(tmp_path: Path) -> None:
+    """Every keystroke in a function makes a new text of it: the session keeps the parsed functions of the
+    file's last few texts only (an edit undone finds its function parsed), never one per keystroke."""
+    from cslint.analysis.warm import KEPT_TEXTS
+
+    model, _ = _project(tmp_path)
+
+    def edited(number: int) -> str:
+        return MODEL.replace("return x * 2", f"return x * {number}", 1)
+
+    def kept_for_model() -> list[str]:
+        return [text for path, text in warm.pieces if path == str(model)]
+
+    warm = WarmIndexes()
+    numbers = range(3, 3 + 3 * KEPT_TEXTS)
+    for number in numbers:
+        _found({model: edited(number)}, warm)
+        if number == 3 + KEPT_TEXTS:
+            settled = len(kept_for_model())
+    assert len(kept_for_model()) == settled  # not one more per edit
+    kept = kept_for_model()
+    assert not any(f"x * {numbers[0]}\n" in text for text in kept)  # the first texts' forward: gone
+    last = next(text for text in kept if f"x * {numbers[-1]}\n" in text)
+    tree = warm.pieces[str(model), last]
+    _found({model: edited(numbers[-1]) + "# typed, then undone\n"}, warm)
+    _found({model: edited(numbers[-1])}, warm)
+    assert warm.pieces[str(model), last] is tree  # undone within the last texts: not parsed again
+    assert _found({model: edited(99)}, warm) == _found({model: edited(99)}, None)

@@ -4,7 +4,10 @@ An editor analyses the same project again on every edit. `WarmIndexes` keeps, be
 file's index (`ModuleInfo`, with the syntax trees of the functions analysed so far, under one tree
 budget for the session) while the file's text and module name are unchanged, and the parsed functions
 of the files whose text changes (by their text): an edit then re-reads and re-indexes only the
-edited buffer, and parses again only the function it changed. The files on disk are read again only
+edited buffer, and parses again only the function it changed. A parsed function is kept while it is
+used for one of the file's last `KEPT_TEXTS` texts (an edit undone finds its function parsed): every
+keystroke in a function makes a new text of it, and the session keeps only the latest few, never one
+per keystroke (what it keeps does not grow with the edits). The files on disk are read again only
 when their size, inode or modification time changed (or was too recent to trust, as `cslint check`
 judges it: file_times.settled), and their resolved paths are kept until `forget_paths`.
 """
@@ -27,6 +30,7 @@ if TYPE_CHECKING:
 _warm: ContextVar[WarmIndexes | None] = ContextVar("cslint_warm_indexes", default=None)
 # Parsed functions kept for files whose text changes: some 45 bytes of tree per byte of source.
 PIECE_BYTES = 1_000_000
+KEPT_TEXTS = 4  # a parsed function unused for this many texts of its file indexed since is dropped
 
 
 class WarmIndexes:
@@ -39,7 +43,9 @@ class WarmIndexes:
         self.walks: dict[Any, tuple[Any, Any]] = {}  # a kept libcst module -> a body in it, its walk.FlatTree
         self.sources: dict[str, tuple[tuple[int, int, int, int | None], SourceFile]] = {}  # path -> stat, read
         self._resolved: dict[Path, Path] = {}
-        self._kept_trees: set[int] = set()  # ids of the trees in `pieces` (each alive while kept)
+        self._kept_trees: dict[int, tuple[str, str]] = {}  # id of each tree in `pieces` (alive while kept) -> its key
+        self._texts_indexed: dict[str, int] = {}  # path -> how many of its texts were indexed
+        self._piece_used: dict[tuple[str, str], int] = {}  # a key of `pieces` -> its file's text it was last used for
         self._piece_bytes = 0
         self._budget: TreeBudget | None = None
         from cslint.analysis.reuse import KeptAnalyses
@@ -130,10 +136,19 @@ class WarmIndexes:
         return found[3] if found is not None else None
 
     def keep_module(self, path: Path, text: str, name: str, is_package: bool, info: ModuleInfo) -> None:
-        self.modules[buffer_key(path)] = (text, name, is_package, info)
+        """Keep the file's new index; its parsed functions not used for its last `KEPT_TEXTS` texts go."""
+        key = buffer_key(path)
+        self.modules[key] = (text, name, is_package, info)
+        indexed = self._texts_indexed[key] = self._texts_indexed.get(key, 0) + 1
+        for stale in [k for k in self.pieces if k[0] == key and self._piece_used[k] <= indexed - KEPT_TEXTS]:
+            self._drop_piece(stale)
 
     def piece(self, path: Path, text: str) -> Any | None:
-        return self.pieces.get((buffer_key(path), text))
+        key = (buffer_key(path), text)
+        tree = self.pieces.get(key)
+        if tree is not None:
+            self._piece_used[key] = self._texts_indexed.get(key[0], 0)
+        return tree
 
     def keep_piece(self, path: Path, text: str, tree: Any) -> None:
         if len(text) > PIECE_BYTES:
@@ -142,14 +157,23 @@ class WarmIndexes:
         if key in self.pieces:
             self._drop_piece(key)
         self.pieces[key] = tree
-        self._kept_trees.add(id(tree))
+        self._kept_trees[id(tree)] = key
+        self._piece_used[key] = self._texts_indexed.get(key[0], 0)
         self._piece_bytes += len(text)
         while self._piece_bytes > PIECE_BYTES:  # oldest first (dicts keep insertion order)
             self._drop_piece(next(iter(self.pieces)))
 
+    def used(self, tree: Any) -> None:
+        """A kept parsed function is used for the file's current text without being asked for by its text
+        (a function carried over to a new index of its file keeps its tree)."""
+        key = self._kept_trees.get(id(tree))
+        if key is not None:
+            self._piece_used[key] = self._texts_indexed.get(key[0], 0)
+
     def _drop_piece(self, key: tuple[str, str]) -> None:
         tree = self.pieces.pop(key)
-        self._kept_trees.discard(id(tree))
+        del self._kept_trees[id(tree)]
+        del self._piece_used[key]
         self.layouts.pop(tree, None)
         self.walks.pop(tree, None)
         self._piece_bytes -= len(key[1])

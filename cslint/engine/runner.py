@@ -462,7 +462,10 @@ class Linter:
         if not moved:
             return
         self.profile.count("functions carried over from the last index of an edited buffer", len(moved))
-        self._pieces_given.update(id(f.piece.module) for f in moved if f.piece is not None)
+        for func in moved:
+            if func.piece is not None:
+                self._pieces_given.add(id(func.piece.module))
+                warm.used(func.piece.module)  # kept for the new text, as if asked for by it
         if old.budget is not None:  # the trees they hold are the new module's to give back
             size = old.budget.resident.pop(old, 0)
             old.budget.size -= size
