@@ -38,6 +38,7 @@ from cslint import __version__
 from cslint.support.deep_stack import RECURSION_LIMIT
 from cslint.lsp.collector import Collector
 from cslint.lsp.framing import CHUNK, pumped, serve
+from cslint.lsp.protocol import CslintProtocol
 from cslint.lsp.notebooks import by_cell, cell_edits, cells_of, notebook_text, placed_in_cells, python_of
 from cslint.lsp.documents import lean_documents, leading_lines
 from cslint.lsp.convert import SOURCE, hover_text, lsp_range, minimal_edits, related_information, to_lsp
@@ -54,7 +55,8 @@ Report = types.RelatedFullDocumentDiagnosticReport | types.RelatedUnchangedDocum
 
 class CslintServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__("cslint", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+        super().__init__("cslint", __version__, protocol_cls=CslintProtocol,
+                         text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
                          notebook_document_sync=types.NotebookDocumentSyncOptions(notebook_selector=[
                              types.NotebookDocumentFilterWithCells(cells=[types.NotebookCellLanguage("python")],
                                                                    notebook="jupyter-notebook")], save=True))
