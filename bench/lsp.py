@@ -33,6 +33,8 @@ it). `--under-load DIR` keeps a cold `cslint check --no-cache DIR` running (star
 ends) while the server is measured: the issue's "loaded machine" case. `--profile OUT` runs the server
 under cProfile during the timed edits only (the protocol's thread, the analysis worker and the
 analysis's deep-stack thread, merged) and writes the stats to OUT (`python -m pstats OUT`).
+`--endurance N --trace-memory OUT` traces the server's allocations (tracemalloc) from the 50th edit on and
+prints what those left alive grew by between edit N/2 and edit N, by traceback (snapshots in OUT.<edits>).
 """
 
 from __future__ import annotations
@@ -104,6 +106,28 @@ def dump():
         stats.dump_stats(sys.argv[1])
 
 atexit.register(dump)
+lsp.main()
+"""
+
+
+# The server as `cslint lsp` runs it, tracing its allocations (tracemalloc) from a request of the bench on, and
+# writing snapshots of what they left alive (after a full collection) where each later request says: diffed by
+# traceback, they show what grows with the edits.
+TRACED_SERVER = r"""
+import gc, tracemalloc
+from cslint.lsp import server as lsp
+
+@lsp.server.feature("cslintBench/memory")
+def memory(ls, params):
+    if params.action == "start":
+        tracemalloc.start(int(params.frames))
+        return None
+    gc.unfreeze()
+    gc.collect()
+    gc.freeze()
+    tracemalloc.take_snapshot().dump(params.out)
+    return None
+
 lsp.main()
 """
 
@@ -256,7 +280,7 @@ def pasted_function(indent: str, number: int) -> str:
 
 
 async def measure(root: Path, files: list[Path], rounds: int, debounce: str | None, endurance: int = 0,
-                  profile: Path | None = None) -> dict[str, object]:
+                  profile: Path | None = None, trace: Path | None = None) -> dict[str, object]:
     client = LanguageClient("cslint-bench", "1")
     arrived: dict[tuple[str, int], tuple[float, list[types.Diagnostic]]] = {}
     event = asyncio.Event()
@@ -280,7 +304,8 @@ async def measure(root: Path, files: list[Path], rounds: int, debounce: str | No
     env = dict(os.environ)
     if debounce is not None:
         env["CSLINT_LSP_DEBOUNCE"] = debounce
-    command = ["-c", PROFILED_SERVER, str(profile.resolve())] if profile else ["-m", "cslint", "lsp"]
+    command = ["-c", PROFILED_SERVER, str(profile.resolve())] if profile else \
+        ["-c", TRACED_SERVER] if trace else ["-m", "cslint", "lsp"]
     await client.start_io(sys.executable, *command, cwd=str(root), env=env)
     await client.initialize_async(types.InitializeParams(capabilities=types.ClientCapabilities(),
                                                          root_uri=root.as_uri(), workspace_folders=[
@@ -322,6 +347,11 @@ async def measure(root: Path, files: list[Path], rounds: int, debounce: str | No
                 texts[file, version] = editor.text
             elif pid and version - 1 in (50, endurance):
                 memory[version - 1] = peak_mb(pid)[0]
+            if trace and endurance and version - 1 == 50:
+                await client.protocol.send_request_async("cslintBench/memory", {"action": "start", "frames": 10})
+            elif trace and endurance and version - 1 in (endurance // 2, endurance):
+                await client.protocol.send_request_async("cslintBench/memory", {
+                    "action": "snapshot", "out": str(trace.resolve()) + f".{version - 1}"})
         cpu += cpu_seconds(pid) - cpu_before if pid else 0.0
         edits += len(sequence)
         if profile:
@@ -427,6 +457,9 @@ def main() -> None:
     parser.add_argument("--debounce", help="seconds (default: the server's)")
     parser.add_argument("--no-verify", action="store_true", help="skip comparing the publishes with `cslint check`")
     parser.add_argument("--profile", type=Path, help="write the server's cProfile stats of the timed edits here")
+    parser.add_argument("--trace-memory", type=Path, metavar="OUT", help="with --endurance: trace the server's "
+                        "allocations from the 50th edit on, write snapshots of what is alive after half the edits "
+                        "and after all of them to OUT.<edits>, and print what grew between the two")
     parser.add_argument("--project", type=Path, help="a project directory used in place (its cache as it is; the "
                         "edits are only sent to the server, never written, so the publishes are not compared)")
     parser.add_argument("--file", type=Path, nargs="+", help="with --project: the files edited, relative to it")
@@ -441,7 +474,8 @@ def main() -> None:
         args.no_verify = True
         before = os.getloadavg()[0]
         with cold_checks(args.under_load):
-            found = asyncio.run(measure(root, files, args.rounds, args.debounce, args.endurance, args.profile))
+            found = asyncio.run(measure(root, files, args.rounds, args.debounce, args.endurance, args.profile,
+                                        args.trace_memory))
         report(found, root, files, args, 0.0, before, os.getloadavg()[0], [])
         return
     libraries = [p.resolve() for p in args.libraries] if args.libraries else default_libraries()
@@ -457,7 +491,8 @@ def main() -> None:
         warmed = time.perf_counter() - started
         before = os.getloadavg()[0]
         with cold_checks(args.under_load):
-            found = asyncio.run(measure(root, files, args.rounds, args.debounce, args.endurance, args.profile))
+            found = asyncio.run(measure(root, files, args.rounds, args.debounce, args.endurance, args.profile,
+                                        args.trace_memory))
         after = os.getloadavg()[0]
         checked = not (args.no_verify or args.endurance)
         problems = verify(root, found["texts"], found["shown"]) if checked else []  # type: ignore[arg-type]
@@ -506,6 +541,23 @@ def report(found: dict[str, object], root: Path, files: list[Path], args: argpar
             print(f"  {problem}")
     else:
         print(f"every publish ({len(found['texts'])}) equals `cslint check` on the same text")  # type: ignore[arg-type]
+    if args.trace_memory is not None and args.endurance:
+        print_growth(args.trace_memory, args.endurance)
+
+
+def print_growth(trace: Path, endurance: int, shown: int = 15) -> None:
+    """What the server's allocations left alive grew by between the two snapshots, by traceback."""
+    import tracemalloc
+
+    half, whole = (tracemalloc.Snapshot.load(f"{trace}.{edits}") for edits in (endurance // 2, endurance))
+    changes = whole.compare_to(half, "traceback")
+    grown = sum(change.size_diff for change in changes)
+    print(f"allocations alive from edit 50 on: {grown / 2**20:+.1f} MB between edit {endurance // 2} and {endurance}")
+    for change in changes[:shown]:
+        print(f"  {change.size_diff / 2**20:+.2f} MB ({change.count_diff:+} blocks), "
+              f"{change.size / 2**20:.2f} MB alive:")
+        for frame in change.traceback.format(limit=12, most_recent_first=True):
+            print(f"    {frame}")
 
 
 if __name__ == "__main__":
