@@ -34,7 +34,8 @@ ends) while the server is measured: the issue's "loaded machine" case. `--profil
 under cProfile during the timed edits only (the protocol's thread, the analysis worker and the
 analysis's deep-stack thread, merged) and writes the stats to OUT (`python -m pstats OUT`).
 `--endurance N --trace-memory OUT` traces the server's allocations (tracemalloc) from the 50th edit on and
-prints what those left alive grew by between edit N/2 and edit N, by traceback (snapshots in OUT.<edits>).
+prints what those left alive grew by between edit N/2 and edit N, by traceback (snapshots in OUT.<edits>;
+traced, an edit takes many times as long).
 """
 
 from __future__ import annotations
@@ -466,6 +467,8 @@ def main() -> None:
     parser.add_argument("--under-load", type=Path, metavar="DIR", help="keep a cold `cslint check --no-cache DIR` "
                         "running while the server is measured")
     args = parser.parse_args()
+    if args.trace_memory is not None and args.endurance <= 100:
+        raise SystemExit("--trace-memory needs --endurance over 100 (it traces from the 50th edit to the last)")
     if args.project is not None:
         if not args.file:
             raise SystemExit("--project needs --file")
