@@ -28,6 +28,7 @@ import libcst as cst
 from cslint.analysis.imports import ImportTable, dotted_name
 from cslint.analysis.index import ClassInfo
 from cslint.analysis.syntax import path_key, string_value
+from cslint.analysis.walk import iter_nodes
 from cslint.rule_api.findings import Applicability, Fix, Replacement
 
 SKIPPED_METHODS = frozenset({"__init__", "__setstate__", "preinitialize", "state_dict", "load_state_dict"})
@@ -71,9 +72,8 @@ def state_aliases(method: cst.FunctionDef) -> set[str]:
 
 def _state_aliases(method: cst.FunctionDef) -> set[str]:
     found: set[str] = set()
-
-    class Collector(cst.CSTVisitor):
-        def visit_Assign(self, node: cst.Assign) -> None:
+    for node in iter_nodes(method):  # not libcst's visitor: many times slower, and asked on every edit
+        if type(node) is cst.Assign:
             if is_state_of_param(node.value):
                 for target in node.targets:
                     if isinstance(target.target, cst.Name):
@@ -81,8 +81,6 @@ def _state_aliases(method: cst.FunctionDef) -> set[str]:
             for name, value in unpacked_pairs(node):
                 if is_state_of_param(value):
                     found.add(name)
-
-    method.visit(Collector())
     return found
 
 
@@ -166,15 +164,12 @@ def writes_state(body: cst.CSTNode, aliases: set[str]) -> bool:
 def state_writes(body: cst.CSTNode, aliases: set[str]) -> list[tuple[cst.Subscript, cst.BaseExpression]]:
     """`state["k"] = value` assignments inside `body` (targets and values)."""
     found: list[tuple[cst.Subscript, cst.BaseExpression]] = []
-
-    class Collector(cst.CSTVisitor):
-        def visit_Assign(self, node: cst.Assign) -> None:
+    for node in iter_nodes(body):
+        if type(node) is cst.Assign:
             for target in node.targets:
                 t = target.target
                 if isinstance(t, cst.Subscript) and is_state(t.value, aliases):
                     found.append((t, node.value))
-
-    body.visit(Collector())
     return found
 
 
@@ -547,17 +542,9 @@ def _all_bound(method: cst.FunctionDef | cst.If) -> set[str]:
     names = {p.name.value for p in (*method.params.params, *method.params.kwonly_params)} \
         if isinstance(method, cst.FunctionDef) else set()
 
-    class Binder(cst.CSTVisitor):
-        def visit_AssignTarget(self, n: cst.AssignTarget) -> None:
-            names.update(_bound_names(n.target))
-
-        def visit_For(self, n: cst.For) -> None:
-            names.update(_bound_names(n.target))
-
-        def visit_AugAssign(self, n: cst.AugAssign) -> None:
-            names.update(_bound_names(n.target))
-
-    method.body.visit(Binder())
+    for n in iter_nodes(method.body):
+        if type(n) in (cst.AssignTarget, cst.For, cst.AugAssign):
+            names.update(_bound_names(n.target))  # type: ignore[attr-defined]
     return names
 
 
@@ -714,6 +701,9 @@ def _first_step_flags(method: cst.FunctionDef, plan: _Plan) -> list[tuple[cst.CS
     guard created at 0 and the step increments after reading the flag; without one, no fix."""
     aliases = state_aliases(method)
     guards = {id(g.test) for g, _ in lazy_guards(method)}
+    if not any(isinstance(node, cst.BaseExpression) and id(node) not in guards and
+               is_emptiness_test(node, lambda e: is_state(e, aliases)) for node in iter_nodes(method)):
+        return []  # no flag: the visitors below (which number every node libcst visits) need not run
     flags: list[cst.BaseExpression] = []
     increments: list[tuple[int, str]] = []
 
