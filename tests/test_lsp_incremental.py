@@ -410,3 +410,71 @@ def test_a_line_inserted_in_a_model_file_that_says_padding_parses_and_walks_none
         assert kept.analysed - analysed <= 3  # Attention.forward, until its callees' results settle
         assert profile.counts.get("functions whose rule findings were reused", 0) - reused >= 2
     assert [d.code for d in workspace.findings[model][1]]
+
+
+def test_an_edit_of_a_vision_model_whose_docstring_draws_at_random_does_not_parse_the_whole_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """WSC553 follows a size drawn at random (a call of `random.*`, `numpy.random.*` or `torch.randint`)
+    into a resize wherever a file's batches come from; a file whose only "rand" is the `torch.randn(...)`
+    of a docstring example, as most vision model files have, cannot call one: an edit of it makes no
+    libcst tree of the whole file for the data pipeline rules (each edit did, and walked it)."""
+    monkeypatch.setenv("CSLINT_NO_CACHE", "1")
+    root = tmp_path / "project"
+    root.mkdir()
+    workspace = _project(root)
+    model = root / "pkg/model.py"
+    vision = MODEL.replace(
+        "class Model(nn.Module):\n",
+        'class Model(nn.Module):\n    """\n    >>> pixel_values = torch.randn(1, 3, 224, 224)\n    """\n\n').replace(
+        "        x = self.block(x)\n",
+        "        x = self.block(x)\n        x = nn.functional.interpolate(x, scale_factor=2.0)\n")
+    workspace.open(model, vision, 1)
+    workspace.analyse(model)
+    profile = Profile(enabled=True)
+    monkeypatch.setattr("cslint.engine.runner.Profile", lambda enabled=False: profile)
+    text = vision
+    for number in range(2):
+        text = text.replace("        y = scale(x)\n", f"        z = {number}\n        y = scale(x)\n")
+        workspace.change(model, text, number + 2)
+        workspace.analyse(model)
+        assert profile.counts.get("files parsed on demand", 0) == 0
+    assert [d.code for d in workspace.findings[model][1]]
+
+
+def test_an_edit_of_an_optimizers_step_walks_none_of_its_methods_with_libcsts_visitor(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The optimizer rules (WSC30x) and their preinitialize fix read each method of the class (its state
+    aliases, state writes, bound names) for every function traced from an edited `step`; with libcst's
+    visitor, many times slower than the rules' own walk, those reads were most of the edit's time."""
+    import libcst as cst
+
+    monkeypatch.setenv("CSLINT_NO_CACHE", "1")
+    root = tmp_path / "project"
+    root.mkdir()
+    workspace = _project(root)
+    optim = root / "pkg/optim.py"
+    lazy = OPTIMIZER.replace('                p.sub_(group["lr"] * p.grad)\n', (
+        '                state = self.state[p]\n'
+        '                if len(state) == 0:\n'
+        '                    state["buf"] = torch.zeros_like(p)\n'
+        '                state["buf"].mul_(0.9).add_(p.grad)\n'
+        '                p.sub_(group["lr"] * state["buf"])\n'))
+    workspace.open(optim, lazy, 1)
+    workspace.analyse(optim)
+    assert "WSC301" in [d.code for d in workspace.findings[optim][1]]
+    walked: list[str] = []
+    visit = cst.CSTNode.visit
+
+    def counted(node: cst.CSTNode, visitor: object) -> object:
+        if isinstance(node, cst.FunctionDef) and isinstance(visitor, cst.CSTVisitor):  # a whole method
+            walked.append(type(visitor).__qualname__)
+        return visit(node, visitor)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(cst.CSTNode, "visit", counted)
+    text = lazy
+    for number in range(2):
+        text = text.replace("        self.updates += 1\n", f"        self.updates += 1\n        z = {number}\n")
+        workspace.change(optim, text, number + 2)
+        workspace.analyse(optim)
+        assert "WSC301" in [d.code for d in workspace.findings[optim][1]]
+    assert walked == []

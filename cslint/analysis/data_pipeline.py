@@ -106,6 +106,13 @@ _WORDS = ("DataLoader", "TrainingArguments", "DataCollator", "pad_sequence", "pa
 # do again on every keystroke in it. The exception is a size drawn at random for a resize (WSC553), which
 # follows the loop around it whatever module built its loader.
 _FEEDERS = ("DataLoader", "Trainer")
+# The calls that draw a size at random (WSC553), by the start of their qualified names.
+RANDOM_MODULES = ("random.", "numpy.random.", "torch.randint")
+# A call resolves to one of them only when the last part of that prefix is written in the file (at the call
+# or in an import) or is part of the module's own name (its definitions and relative imports qualify with
+# it): "rand" alone would also match the `torch.randn(...)` of docstring examples, which most vision
+# model files have, and have each of their edits parse and walk the whole file.
+_RANDOM_WORDS = tuple(dict.fromkeys(prefix.rstrip(".").rsplit(".", 1)[-1] for prefix in RANDOM_MODULES))
 
 
 def pipeline(module: ModuleInfo, project: Project) -> Pipeline | None:
@@ -113,7 +120,8 @@ def pipeline(module: ModuleInfo, project: Project) -> Pipeline | None:
     that could feed a traced step."""
     source = module.source
     feeds = any(word in source for word in _WORDS) and any(word in source for word in _FEEDERS)
-    if not feeds and not ("rand" in source and any(word in source for word in RESIZE_CALLS)):
+    if not feeds and not (any(word in source or word in module.name for word in _RANDOM_WORDS)
+                          and any(word in source for word in RESIZE_CALLS)):
         return None
     cached = module.tree_data.get("data_pipeline")
     if cached is None:

@@ -10,7 +10,8 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from cslint.analysis.data_pipeline import HF_TRAINING_ARGUMENTS, Loader, Pipeline, is_literal, keyword, pipeline
+from cslint.analysis.data_pipeline import HF_TRAINING_ARGUMENTS, RANDOM_MODULES, Loader, Pipeline, is_literal, keyword, \
+    pipeline
 from cslint.rule_api.context import ModuleScope
 from cslint.rule_api.findings import Applicability, Fix
 from cslint.rules.base import Rule
@@ -376,7 +377,6 @@ COMPOSES = frozenset({"torchvision.transforms.Compose", "torchvision.transforms.
                       "torchvision.transforms.transforms.Compose"})
 INTERPOLATES = frozenset({"torch.nn.functional.interpolate", "torch.nn.functional.upsample",
                           "torchvision.transforms.functional.resize", "torchvision.transforms.v2.functional.resize"})
-RANDOM_MODULES = ("random.", "numpy.random.", "torch.randint")
 
 
 class VariableImageSize(Rule):
