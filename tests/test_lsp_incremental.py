@@ -412,11 +412,12 @@ def test_a_line_inserted_in_a_model_file_that_says_padding_parses_and_walks_none
     assert [d.code for d in workspace.findings[model][1]]
 
 
+@pytest.mark.parametrize("example", ["torch.randn(1, 3, 224, 224)", "torch.randint(0, 2, (1, 196)).bool()"])
 def test_an_edit_of_a_vision_model_whose_docstring_draws_at_random_does_not_parse_the_whole_file(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, example: str) -> None:
     """WSC553 follows a size drawn at random (a call of `random.*`, `numpy.random.*` or `torch.randint`)
-    into a resize wherever a file's batches come from; a file whose only "rand" is the `torch.randn(...)`
-    of a docstring example, as most vision model files have, cannot call one: an edit of it makes no
+    into a resize wherever a file's batches come from; a file whose only such words are in a docstring
+    example, as most vision model files have next to an `interpolate`, calls none: an edit of it makes no
     libcst tree of the whole file for the data pipeline rules (each edit did, and walked it)."""
     monkeypatch.setenv("CSLINT_NO_CACHE", "1")
     root = tmp_path / "project"
@@ -425,7 +426,7 @@ def test_an_edit_of_a_vision_model_whose_docstring_draws_at_random_does_not_pars
     model = root / "pkg/model.py"
     vision = MODEL.replace(
         "class Model(nn.Module):\n",
-        'class Model(nn.Module):\n    """\n    >>> pixel_values = torch.randn(1, 3, 224, 224)\n    """\n\n').replace(
+        f'class Model(nn.Module):\n    """\n    >>> pixel_values = {example}\n    """\n\n').replace(
         "        x = self.block(x)\n",
         "        x = self.block(x)\n        x = nn.functional.interpolate(x, scale_factor=2.0)\n")
     workspace.open(model, vision, 1)
@@ -439,6 +440,28 @@ def test_an_edit_of_a_vision_model_whose_docstring_draws_at_random_does_not_pars
         workspace.analyse(model)
         assert profile.counts.get("files parsed on demand", 0) == 0
     assert [d.code for d in workspace.findings[model][1]]
+
+
+def test_a_size_drawn_at_random_for_a_resize_in_an_edited_training_script_is_still_reported(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """The calls an edited buffer makes are read from its Python tree to skip the data pipeline scan: a
+    script that does draw a size at random for each batch still gets WSC553, as `cslint check` reports."""
+    script = """\
+import random
+
+import torch.nn.functional as F
+
+from pkg.data import make_loader
+
+loader = make_loader()
+for images, targets in loader:
+    size = random.choice([320, 416, 512])
+    images = F.interpolate(images, size=(size, size))
+    model(images, targets).backward()
+"""
+    edits = [("train.py", script.replace("loader = make_loader()\n", "loader = make_loader()\nsteps = 0\n"))]
+    seen = _edit_and_compare(tmp_path, monkeypatch, capsys, edits, {"train.py": script})
+    assert all([code for code, *_ in found["train.py"]] == ["WSC553"] for found in seen)
 
 
 def test_an_edit_of_an_optimizers_step_walks_none_of_its_methods_with_libcsts_visitor(

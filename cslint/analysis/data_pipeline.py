@@ -12,6 +12,7 @@ only" (its `drop_last=True` fix is safe) when every use found is a loop that cal
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -22,6 +23,7 @@ from cslint.analysis.index import ModuleInfo
 from cslint.analysis.project import Project
 from cslint.analysis.step_functions import MODEL_PARAM_NAMES, MODEL_WRAPPERS, MODULE_PREFIXES, \
     OPTIMIZER_PARAM_NAMES, SELF_RETURNING_METHODS
+from cslint.analysis.warm import warm_indexes
 from cslint.core.targets import step_calls
 
 DATALOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
@@ -123,11 +125,45 @@ def pipeline(module: ModuleInfo, project: Project) -> Pipeline | None:
     if not feeds and not (any(word in source or word in module.name for word in _RANDOM_WORDS)
                           and any(word in source for word in RESIZE_CALLS)):
         return None
+    if module.tree_data.get("data_pipeline calls") is None:
+        module.tree_data["data_pipeline calls"] = _may_call_one(module)
+    if not module.tree_data["data_pipeline calls"]:
+        return None
     cached = module.tree_data.get("data_pipeline")
     if cached is None:
         cached = _Scan(module, project).run()
         module.tree_data["data_pipeline"] = cached
     return cached
+
+
+def _may_call_one(module: ModuleInfo) -> bool:
+    """Whether the file calls a loader, a Hugging Face trainer or a random draw (names resolved as the rules
+    resolve them), as far as an editor's buffer's Python tree says; True without one. Words of the file
+    also found in its docstrings and comments (a vision model's `>>> torch.randint(...)` example) would
+    otherwise have its whole libcst tree made and walked on every edit, to find none."""
+    warm = warm_indexes()
+    kept = warm.buffer_parse(module.path) if warm is not None else None
+    if kept is None or kept[0] != module.source:
+        return True
+    names = module.imports.names
+    for node in ast.walk(kept[1]):
+        if type(node) is ast.Call:
+            called = _ast_dotted_name(node.func)
+            if called is not None and called.partition(".")[0] in names:
+                qualified = module.imports.qualify(called)
+                if qualified in DATALOADERS or qualified in HF_TRAINERS or qualified.startswith(RANDOM_MODULES):
+                    return True
+    return False
+
+
+def _ast_dotted_name(node: ast.expr) -> str | None:
+    """`dotted_name` of Python's tree: `a.b.c` for a plain name or attribute chain."""
+    if type(node) is ast.Name:
+        return node.id
+    if type(node) is ast.Attribute:
+        base = _ast_dotted_name(node.value)
+        return f"{base}.{node.attr}" if base is not None else None
+    return None
 
 
 def keyword(call: cst.Call, name: str) -> cst.Arg | None:
