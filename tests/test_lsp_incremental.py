@@ -501,3 +501,37 @@ def test_an_edit_of_an_optimizers_step_walks_none_of_its_methods_with_libcsts_vi
         workspace.analyse(optim)
         assert "WSC301" in [d.code for d in workspace.findings[optim][1]]
     assert walked == []
+
+
+def test_an_edit_beside_an_optimizer_class_does_not_read_its_methods_again_for_its_entries(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Which state and param-group entries of an optimizer are Python numbers is read from its methods
+    (optimizer_entries.py), for every optimizer class an analysis meets: on every keystroke, for each of
+    a project's optimizers (all of torch.optim's, for an edit of one). An edit that leaves a class's
+    methods' text as it was reuses the answers the last analysis read from them."""
+    from cslint.analysis import project_oracle
+
+    monkeypatch.setenv("CSLINT_NO_CACHE", "1")
+    root = tmp_path / "project"
+    root.mkdir()
+    workspace = _project(root)
+    optim = root / "pkg/optim.py"
+    read: list[list[str]] = []
+    for name in ("group_tensor_entries", "state_entry_kinds"):
+        plain = getattr(project_oracle, name)
+        monkeypatch.setattr(project_oracle, name, lambda methods, *rest, plain=plain: read.append(
+            [m.name.value for m in methods]) or plain(methods, *rest))
+    text = OPTIMIZER.replace('group["lr"] * p.grad', 'group["lr"] * group["momentum"] * p.grad')  # asks
+    workspace.open(optim, text, 1)
+    workspace.analyse(optim)
+    assert ["__init__", "step"] in read  # Counting's
+    for number in range(2):
+        read.clear()
+        text = text.replace(f"    return {number}\n", f"    return {number + 1}\n")
+        workspace.change(optim, text, number + 2)
+        workspace.analyse(optim)
+        assert ["__init__", "step"] not in read
+    read.clear()
+    workspace.change(optim, text.replace("self.updates += 1", "self.updates += 2"), 4)  # its step changes
+    workspace.analyse(optim)
+    assert ["__init__", "step"] in read

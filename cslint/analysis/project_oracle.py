@@ -4,7 +4,8 @@ functions a class keeps in a table."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Hashable
+from typing import TYPE_CHECKING, TypeVar
 
 import libcst as cst
 
@@ -19,6 +20,8 @@ from cslint.analysis.walk import iter_nodes
 
 if TYPE_CHECKING:
     from cslint.analysis.reuse import KeptAnalyses
+
+_Answer = TypeVar("_Answer")
 
 # Methods whose `self.x = ...` assignments define instance attributes (analysing every method of every
 # class costs more than the rest of the analysis; attributes are nearly always set in these).
@@ -68,8 +71,9 @@ class ProjectOracle:
             for klass in self.project.mro(cls):  # each class's own assignments are read once per run
                 own = self._own_state_entries.get((klass.qualname, tensor_group_keys))
                 if own is None:
-                    own = self._own_state_entries[klass.qualname, tensor_group_keys] = state_entry_kinds(
-                        [m.node for m in klass.methods.values()], tensor_group_keys)
+                    own = self._own_state_entries[klass.qualname, tensor_group_keys] = self._of_methods(
+                        "state entries", klass, lambda klass=klass: state_entry_kinds(
+                            [m.node for m in klass.methods.values()], tensor_group_keys), tensor_group_keys)
                 for key, kind in own.items():
                     old = merged.get(key, kind)
                     merged[key] = None if kind is None or old is None else join(old, kind)
@@ -80,9 +84,16 @@ class ProjectOracle:
         """Param-group entries the optimizer (or a base) stores a tensor into: tensors wherever they are read."""
         found = self._group_entries.get(cls.qualname)
         if found is None:
-            found = self._group_entries[cls.qualname] = frozenset().union(
-                *(group_tensor_entries([m.node for m in klass.methods.values()]) for klass in self.project.mro(cls)))
+            found = self._group_entries[cls.qualname] = frozenset().union(*(self._of_methods(
+                "group entries", klass, lambda klass=klass: group_tensor_entries([m.node for m in klass.methods.values()]))
+                for klass in self.project.mro(cls)))
         return found
+
+    def _of_methods(self, question: str, klass: ClassInfo, answer: Callable[[], _Answer],
+                    extra: Hashable = None) -> _Answer:
+        """`answer()`, read from the class's methods alone: in an editor, as an earlier analysis answered it
+        for methods of the same text (every optimizer class of the project is asked on every keystroke)."""
+        return answer() if self.kept is None else self.kept.class_answer(question, klass, answer, extra)
 
     def instance_kind(self, cls: ClassInfo) -> Kind:
         return self.self_kind(cls)

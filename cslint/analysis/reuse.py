@@ -16,7 +16,7 @@ never the run's history, so the result never depends on which analyses came befo
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -137,6 +137,10 @@ class KeptAnalyses:
         self._last_findings: dict[int, tuple[FunctionAnalysis, FindingsKey, list[Any]]] = {}
         self.reused = 0
         self.analysed = 0
+        # answers read from a class's methods alone (`class_answer`): (question, class, extra) -> the
+        # methods' names and texts, the answer
+        self._class_answers: dict[tuple[str, str, Hashable], tuple[tuple[tuple[str, str], ...], Any]] = {}
+        self.class_answers_reused = 0
 
     def start(self) -> None:
         """A new analysis of the project begins."""
@@ -156,6 +160,22 @@ class KeptAnalyses:
     def keep_findings(self, analysis: FunctionAnalysis, key: FindingsKey, findings: list[Any]) -> None:
         self._last_findings[id(analysis)] = (analysis, key, findings)
 
+    def class_answer(self, question: str, klass: ClassInfo, answer: Callable[[], _Answer],
+                     extra: Hashable = None) -> _Answer:
+        """`answer()`, a function of the class's methods' nodes alone, as it was given for methods of the
+        same names and text (a node is what its text parses to); without their text, computed."""
+        texts = _method_texts(klass)
+        if texts is None:
+            return answer()
+        key = (question, klass.qualname, extra)
+        kept = self._class_answers.get(key)
+        if kept is not None and kept[0] == texts:
+            self.class_answers_reused += 1
+            return kept[1]  # type: ignore[no-any-return]
+        found = answer()
+        self._class_answers[key] = (texts, found)
+        return found
+
     def analyse(self, project: Project, oracle: Oracle, func: FunctionInfo, params: dict[str, Kind],
                 keywords: dict[str, Kind], guards: Guards | None) -> FunctionAnalysis:
         node = func.node
@@ -174,6 +194,15 @@ class KeptAnalyses:
         now.append(_Kept(func, node, analysis, reads, func.module))
         self.analysed += 1
         return analysis
+
+
+def _method_texts(klass: ClassInfo) -> tuple[tuple[str, str], ...] | None:
+    texts = []
+    for name, method in klass.methods.items():
+        if method.span is None:
+            return None
+        texts.append((name, method.module.source[method.span.start:method.span.end]))
+    return tuple(texts)
 
 
 # What rules read besides a function's analysis: values compared by equality, objects by identity
