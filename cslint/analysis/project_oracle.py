@@ -5,6 +5,7 @@ functions a class keeps in a table."""
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
+from functools import partial
 from typing import TYPE_CHECKING, TypeVar
 
 import libcst as cst
@@ -22,6 +23,15 @@ if TYPE_CHECKING:
     from cslint.analysis.reuse import KeptAnalyses
 
 _Answer = TypeVar("_Answer")
+
+
+def _group_entries_of(klass: ClassInfo) -> set[str]:
+    return group_tensor_entries([m.node for m in klass.methods.values()])
+
+
+def _state_entries_of(klass: ClassInfo, tensor_group_keys: frozenset[str]) -> dict[str, Kind | None]:
+    return state_entry_kinds([m.node for m in klass.methods.values()], tensor_group_keys)
+
 
 # Methods whose `self.x = ...` assignments define instance attributes (analysing every method of every
 # class costs more than the rest of the analysis; attributes are nearly always set in these).
@@ -72,8 +82,7 @@ class ProjectOracle:
                 own = self._own_state_entries.get((klass.qualname, tensor_group_keys))
                 if own is None:
                     own = self._own_state_entries[klass.qualname, tensor_group_keys] = self._of_methods(
-                        "state entries", klass, lambda klass=klass: state_entry_kinds(
-                            [m.node for m in klass.methods.values()], tensor_group_keys), tensor_group_keys)
+                        "state entries", klass, partial(_state_entries_of, klass, tensor_group_keys), tensor_group_keys)
                 for key, kind in own.items():
                     old = merged.get(key, kind)
                     merged[key] = None if kind is None or old is None else join(old, kind)
@@ -85,8 +94,7 @@ class ProjectOracle:
         found = self._group_entries.get(cls.qualname)
         if found is None:
             found = self._group_entries[cls.qualname] = frozenset().union(*(self._of_methods(
-                "group entries", klass, lambda klass=klass: group_tensor_entries([m.node for m in klass.methods.values()]))
-                for klass in self.project.mro(cls)))
+                "group entries", klass, partial(_group_entries_of, klass)) for klass in self.project.mro(cls)))
         return found
 
     def _of_methods(self, question: str, klass: ClassInfo, answer: Callable[[], _Answer],
