@@ -10,8 +10,8 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from cslint.analysis.data_pipeline import HF_TRAINING_ARGUMENTS, RANDOM_MODULES, Loader, Pipeline, is_literal, keyword, \
-    pipeline
+from cslint.analysis.data_pipeline import HF_TRAINING_ARGUMENTS, RANDOM_MODULES, Loader, Pipeline, is_literal, \
+    keyword, pipeline
 from cslint.rule_api.context import ModuleScope
 from cslint.rule_api.findings import Applicability, Fix
 from cslint.rules.base import Rule
