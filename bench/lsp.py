@@ -402,7 +402,7 @@ def percentile(values: list[float], share: float) -> float:
 def as_shown(item: dict[str, object]) -> tuple[object, ...]:
     """A `cslint check --output-format json` finding as the server shows it (`convert.to_lsp`)."""
     fix = item.get("fix")
-    message = str(item["message"])
+    message = str(item["message"]) + "".join(f"\n{note}" for note in item.get("notes") or [])
     if isinstance(fix, dict):
         message += f"\n(fix, {fix['applicability']}: {fix['message']})"
     return item["code"], item["line"], item["column"], message
