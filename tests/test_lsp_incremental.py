@@ -535,3 +535,22 @@ def test_an_edit_beside_an_optimizer_class_does_not_read_its_methods_again_for_i
     workspace.change(optim, text.replace("self.updates += 1", "self.updates += 2"), 4)  # its step changes
     workspace.analyse(optim)
     assert ["__init__", "step"] in read
+
+
+def test_a_reused_finding_keeps_its_notes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A function's findings reused after an edit elsewhere are those `cslint check` reports, the notes
+    under their messages included (the library code a finding comes from): they were dropped."""
+    monkeypatch.setenv("CSLINT_NO_CACHE", "1")
+    root = tmp_path / "project"
+    root.mkdir()
+    workspace = _project(root)
+    model = root / "pkg/model.py"
+    text = MODEL.replace("from torch import nn\n", "from torch import nn\nfrom torch.optim.optimizer import _get_value\n")
+    text = text.replace("        x = self.block(x)\n", "        x = self.block(x)\n        n = _get_value(x)\n")
+    workspace.open(model, text, 1)
+    workspace.analyse(model)
+    first = [(d.code, d.notes) for d in workspace.findings[model][1] if d.notes]
+    assert first and "via torch.optim.optimizer._get_value" in first[0][1][0]
+    workspace.change(model, text.replace("    return torch.relu(x)", "    return torch.relu(x) + 0"), 2)
+    workspace.analyse(model)
+    assert [(d.code, d.notes) for d in workspace.findings[model][1] if d.notes] == first

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Collection, Iterable, Mapping
 from contextlib import ExitStack
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -386,7 +387,7 @@ class Linter:
             found = kept.findings(analysis, (values, objects))
         if found is not None:
             self.profile.count("functions whose rule findings were reused")
-            return [Finding(f.code, f.message, f.node, traced, f.fix) for f in found]
+            return [replace(f, traced=traced, notes=list(f.notes)) for f in found]
         try:
             with self.profile.phase("rules"):
                 found, read_text = self.checker.check_noting(traced)
@@ -394,7 +395,7 @@ class Linter:
             return [internal_error(traced.func.node.name, traced, f"checking {traced.func.display_name}", exc)]
         if all(f.traced is traced and f.code != INTERNAL_ERROR for f in found):
             kept.keep_findings(analysis, (values if read_text else values[:-1], objects),
-                               [Finding(f.code, f.message, f.node, None, f.fix) for f in found])
+                               [replace(f, traced=None, notes=list(f.notes)) for f in found])
         return found
 
     def _index(self, source: SourceFile, name: str, is_package: bool) -> ModuleInfo | None:
