@@ -3,6 +3,11 @@ module, a torch_xla loop; and silence for data code that feeds no traced step.""
 
 from __future__ import annotations
 
+import pytest
+
+from cslint.rules import rule_by_code
+from tests.test_messages import LONGEST
+
 PLAIN_LOOP = '''
 import argparse
 
@@ -183,6 +188,9 @@ np.save("mean.npy", (mean / len(loader)).numpy())
 '''
 
 
+_RULE_EXAMPLES = [example for code in ("WSC551", "WSC552", "WSC553") for example in rule_by_code(code).INVALID]
+
+
 def _codes(diagnostics, prefix="WSC55"):  # type: ignore[no-untyped-def]
     return sorted((d.line, d.code) for d in diagnostics if d.code.startswith(prefix))
 
@@ -193,8 +201,8 @@ def test_plain_loop_reports_both_loaders_and_fixes_only_training_safely(lint, fi
     train = next(i for i, line in enumerate(lines, 1) if "train_loader = DataLoader" in line)
     valid = next(i for i, line in enumerate(lines, 1) if "valid_loader = DataLoader" in line)
     assert (train, "WSC551") in _codes(found) and (valid, "WSC551") in _codes(found)
-    message = next(d.message for d in found if d.line == valid and d.code == "WSC551")
-    assert "model(...)" in message and "new compile on the wafer" in message
+    finding = next(d for d in found if d.line == valid and d.code == "WSC551")
+    assert "model(...)" in finding.notes[0] and "new compile on the wafer" in finding.message
     fixed = fix(PLAIN_LOOP)
     assert "shuffle=True, collate_fn=collate, drop_last=True)" in fixed  # training loader: safe
     assert "batch_size=64, collate_fn=collate)" in fixed  # evaluation loader: only with unsafe fixes
@@ -244,7 +252,7 @@ for x, y in DataLoader(dataset, batch_size=32):
     assert _codes(lint(script.format(options=""), target="compile")) == []
     found = lint(script.format(options=", dynamic=False"), target="compile")
     assert [d.code for d in found if d.code.startswith("WSC55")] == ["WSC551"]
-    assert "torch.compile(dynamic=False)" in found[0].message
+    assert "`dynamic=False`" in found[0].message and "`torch.compile(dynamic=False)`" in found[0].notes[-1]
 
 
 def test_drop_last_from_a_flag_or_a_batch_sampler_is_not_reported(lint) -> None:
@@ -274,7 +282,7 @@ def test_padding_to_the_longest_in_a_collate_function_and_a_collator(lint, fix) 
     pad_line = next(i for i, line in enumerate(PLAIN_LOOP.lstrip("\n").splitlines(), 1) if "pad_sequence(batch" in line)
     assert (pad_line, "WSC552") in _codes(plain)
     hf = [d for d in lint(HF_TRAINER) if d.code == "WSC552"]
-    assert len(hf) == 1 and "DataCollatorWithPadding(tokenizer)" in hf[0].message
+    assert len(hf) == 1 and "`DataCollatorWithPadding(...)` pads to the longest" in hf[0].message
     assert "DataCollatorWithPadding(tokenizer, pad_to_multiple_of=64)" in fix(HF_TRAINER, unsafe=True)
     assert "DataCollatorWithPadding(tokenizer)" in fix(HF_TRAINER)  # unsafe only
 
@@ -513,3 +521,15 @@ for images, _ in loader:  # a preview of the augmentation: nothing traced runs h
     save_grid(F.interpolate(images, size=size), "preview.png")
 '''
     assert _codes(lint(script)) == []
+
+
+@pytest.mark.parametrize("target", ["wsc", "xla", "rdu", "compile"])
+def test_every_message_fits_a_line_and_the_why_is_a_note(lint, target: str) -> None:
+    """#40 item 5 on this family: the message is what is wrong and its consequence on the target (one
+    line); what the loader feeds and why its last batch is smaller are notes under it."""
+    static = "\ncompiled = torch.compile(model, dynamic=False)\n" if target == "compile" else ""
+    found = [d for script in (PLAIN_LOOP, HF_TRAINER, LIGHTNING, XLA_LOOP, *_RULE_EXAMPLES)
+             for d in lint(script + static, target=target) if d.code.startswith("WSC55")]
+    assert {"WSC551", "WSC552", *(["WSC553"] if target != "compile" else [])} <= {d.code for d in found}
+    assert [(d.code, len(d.message), d.message) for d in found if len(d.message) > LONGEST] == []
+    assert all(d.notes for d in found)

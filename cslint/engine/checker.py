@@ -131,8 +131,10 @@ class ModuleContext:
         text = " ".join(cst.Module([]).code_for_node(node).split())
         return text if len(text) <= limit else text[: limit - 3] + "..."
 
-    def report(self, node: cst.CSTNode, message: str, fix: Fix | None = None) -> None:
-        self.findings.append(Finding(code=self.current_rule.code, message=message, node=node, traced=None, fix=fix))
+    def report(self, node: cst.CSTNode, message: str, fix: Fix | None = None,
+               notes: list[str] | None = None) -> None:
+        self.findings.append(Finding(code=self.current_rule.code, message=message, node=node, traced=None, fix=fix,
+                                     notes=list(notes or ())))
 
 
 def _placed_by_guards(ctx: RuleContext, dead: set[int], unguarded: dict[int, str]) -> list[Finding]:

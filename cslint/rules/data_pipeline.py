@@ -7,6 +7,7 @@ is reported only when it feeds a traced step (analysis/data_pipeline.py says how
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 import libcst as cst
 
@@ -16,14 +17,21 @@ from cslint.rule_api.context import ModuleScope
 from cslint.rule_api.findings import Applicability, Fix
 from cslint.rules.base import Rule
 
-# The consequence of a new input shape on each target, in one sentence.
+# The consequence of a new input shape on each target, short enough to end a one-line message ({shape}: what
+# varies, the batch shape, the sequence length or the image size); what it costs is a note under it.
 CONSEQUENCES = {
-    "wsc": "each new batch shape is a new compile on the wafer (minutes, or a failure)",
-    "xla": "each new batch shape is a new XLA graph compile",
-    "rdu": "the SambaFlow graph is compiled for one input shape and another does not fit it",
-    "compile": "under {static} each new batch shape is a recompile, and past the recompile limit the step "
-               "runs eagerly",
+    "wsc": "each new {shape} is a new compile on the wafer",
+    "xla": "each new {shape} is a new XLA graph compile",
+    "rdu": "the SambaFlow graph is compiled for one {shape}",
+    "compile": "a recompile per {shape} under {static}",
 }
+COSTS = {
+    "wsc": "a compile on the wafer takes minutes, or fails",
+    "rdu": "an input of another shape does not fit the compiled graph",
+    "compile": "`{static}` asks for static shapes; past the recompile limit the step runs eagerly",
+}
+# how a message names what asks for static shapes under torch.compile (the note names the call)
+STATIC_NAMES = {"torch.compile(dynamic=False)": "`dynamic=False`", "torch._dynamo.mark_static": "`mark_static`"}
 HF_COLLATORS = frozenset({f"{prefix}{name}" for prefix in ("transformers.", "transformers.data.data_collator.")
                           for name in ("DataCollatorWithPadding", "DataCollatorForLanguageModeling",
                                        "DataCollatorForSeq2Seq", "DataCollatorForTokenClassification",
@@ -31,13 +39,36 @@ HF_COLLATORS = frozenset({f"{prefix}{name}" for prefix in ("transformers.", "tra
 PAD_SEQUENCE = frozenset({"torch.nn.utils.rnn.pad_sequence"})
 
 
-def consequence(ctx: ModuleScope, found: Pipeline) -> str | None:
+@dataclass(frozen=True)
+class Effect:
+    """What a new shape does on the target, in the words of one kind of variation."""
+
+    target: str
+    static: str | None  # how a torch.compile here asks for static shapes
+
+    def says(self, shape: str) -> str:
+        """The consequence that ends a message: `shape` is what varies ("batch shape", "image size")."""
+        static = STATIC_NAMES.get(self.static or "", f"`{self.static}`")
+        return CONSEQUENCES.get(self.target, CONSEQUENCES["wsc"]).format(shape=shape, static=static)
+
+    def notes(self, *why: str) -> list[str]:
+        """`why` (what the finding feeds, how it varies the shape, what to do), then what a compile costs."""
+        cost = COSTS.get(self.target if self.target in CONSEQUENCES else "wsc")
+        return [*why, *([cost.format(static=self.static)] if cost else [])]
+
+
+def consequence(ctx: ModuleScope, found: Pipeline) -> Effect | None:
     """The target's consequence, or None on torch.compile when nothing asks for static shapes (dynamo
     then makes the batch dimension dynamic after the first recompile)."""
     target = ctx.settings.target.lower()
-    if target == "compile":
-        return CONSEQUENCES["compile"].format(static=found.compile_static) if found.compile_static else None
-    return CONSEQUENCES.get(target, CONSEQUENCES["wsc"])
+    if target == "compile" and not found.compile_static:
+        return None
+    return Effect(target, found.compile_static)
+
+
+def called(ctx: ModuleScope, call: cst.Call) -> str:
+    """A call as a message names it: the callee and `(...)` (the arguments are on the reported line)."""
+    return f"`{ctx.code(call.func, 32)}(...)`" if call.args else f"`{ctx.code(call)}`"
 
 
 def add_keyword_fix(call: cst.Call, name: str, value: str, applicability: Applicability, message: str) -> Fix:
@@ -158,11 +189,12 @@ trainer.train()
                 if arg is None or is_literal(arg.value, "False"):
                     fix = add_keyword_fix(call, "dataloader_drop_last", "True", "unsafe",
                                           "Set `dataloader_drop_last=True`")
-                    ctx.report(call, f"`{ctx.code(call)}` keeps the last partial batch "
-                                     f"(`dataloader_drop_last` is False): {effect}", fix)
+                    ctx.report(call, f"{called(ctx, call)} keeps a smaller last batch: {effect.says('batch shape')}",
+                               fix, effect.notes("`dataloader_drop_last` is False: the last batch of an epoch "
+                                                 "keeps the samples left over"))
 
     @staticmethod
-    def _check_loader(ctx: ModuleScope, loader: Loader, effect: str) -> None:
+    def _check_loader(ctx: ModuleScope, loader: Loader, effect: Effect) -> None:
         call = loader.call
         batch_size = keyword(call, "batch_size") or \
             (call.args[1] if len(call.args) > 1 and call.args[1].keyword is None and not call.args[1].star else None)
@@ -183,9 +215,9 @@ trainer.train()
         hows = list(dict.fromkeys(f.how for f in sorted(loader.feeds, key=lambda f: not f.training)))
         applicability: Applicability = "safe" if loader.training_only else "unsafe"
         fix = add_keyword_fix(call, "drop_last", "True", applicability, "Set `drop_last=True`")
-        ctx.report(call, f"`{ctx.code(call)}` feeds {' and '.join(hows[:2])} without `drop_last=True`: unless "
-                         f"the dataset's size is a multiple of the batch size its last batch is smaller, and "
-                         f"{effect}", fix)
+        ctx.report(call, f"{called(ctx, call)} keeps a smaller last batch: {effect.says('batch shape')}", fix,
+                   effect.notes(f"it feeds {' and '.join(hows[:2])} without `drop_last=True`: unless the dataset's "
+                                "size is a multiple of the batch size its last batch is smaller"))
 
 
 def _value(arg: cst.Arg | None) -> cst.BaseExpression | None:
@@ -310,7 +342,6 @@ trainer = Seq2SeqTrainer(model=model, args=args, train_dataset=train, data_colla
         effect = consequence(ctx, found)
         if effect is None:
             return
-        effect = effect.replace("batch shape", "sequence length")
         for function, why in found.batch_functions:
             for call in _walk_calls(function.body):
                 self._check_batch_call(ctx, call, why, effect)
@@ -326,19 +357,22 @@ trainer = Seq2SeqTrainer(model=model, args=args, train_dataset=train, data_colla
                     padding is not None and not is_literal(padding.value, *PADS_TO_LONGEST):
                 continue
             fix = add_keyword_fix(call, "pad_to_multiple_of", "64", "unsafe", "Pad to a multiple of 64")
-            ctx.report(call, f"`{ctx.code(call)}` pads each batch to its longest example: {effect}; pass "
-                             "`pad_to_multiple_of` (a few lengths) or `padding=\"max_length\"` with `max_length`",
-                       fix)
+            ctx.report(call, f"{called(ctx, call)} pads to the longest: {effect.says('sequence length')}", fix,
+                       effect.notes("it pads each batch to its longest example; pass `pad_to_multiple_of` (a few "
+                                    "lengths) or `padding=\"max_length\"` with `max_length`"))
 
     @staticmethod
-    def _check_batch_call(ctx: ModuleScope, call: cst.Call, why: str, effect: str) -> None:
+    def _check_batch_call(ctx: ModuleScope, call: cst.Call, why: str, effect: Effect) -> None:
+        varies = effect.says("sequence length")
         if ctx.resolve(call.func) in PAD_SEQUENCE:
-            ctx.report(call, f"`{ctx.code(call)}` in {why} pads to the longest sequence of each batch: {effect}; "
-                             "pad to a fixed length (`torch.nn.functional.pad` to `max_length`)")
+            ctx.report(call, f"{called(ctx, call)} pads to the longest: {varies}", None,
+                       effect.notes(f"in {why}, it pads each batch to its longest sequence; pad to a fixed length "
+                                    "(`torch.nn.functional.pad` to `max_length`)"))
             return
         if _longest_length(ctx, call):
-            ctx.report(call, f"`{ctx.code(call)}` in {why} takes the longest length of each batch, to pad to "
-                             f"it: {effect}; pad to a fixed `max_length` (or round up to a multiple)")
+            ctx.report(call, f"{called(ctx, call)} takes each batch's longest length: {varies}", None,
+                       effect.notes(f"in {why}, the batch is padded to it; pad to a fixed `max_length` (or round "
+                                    "up to a multiple)"))
             return
         if not _is_tokenizer_call(call):
             return
@@ -348,8 +382,9 @@ trainer = Seq2SeqTrainer(model=model, args=args, train_dataset=train, data_colla
         fix = None
         if keyword(call, "max_length") is not None:
             fix = add_keyword_fix(call, "padding", '"max_length"', "unsafe", "Pad to `max_length`")
-        ctx.report(call, f"`{ctx.code(call)}` in {why} pads to the longest sequence: {effect}; use "
-                         "`padding=\"max_length\"` with `max_length`, or `pad_to_multiple_of`", fix)
+        ctx.report(call, f"{called(ctx, call)} pads to the longest: {varies}", fix,
+                   effect.notes(f"in {why}, it pads to the longest sequence; use `padding=\"max_length\"` with "
+                                "`max_length`, or `pad_to_multiple_of`"))
 
 
 def _longest_length(ctx: ModuleScope, call: cst.Call) -> bool:
@@ -444,7 +479,6 @@ for images, targets in loader:
         effect = consequence(ctx, found)
         if effect is None:
             return
-        effect = effect.replace("batch shape", "image size")
         for transform, _ in found.transforms:
             if isinstance(transform, cst.Call) and ctx.resolve(transform.func) in COMPOSES and transform.args and \
                     isinstance(transform.args[0].value, (cst.List, cst.Tuple)):
@@ -454,7 +488,7 @@ for images, targets in loader:
             self._check_loop(ctx, loop, how, effect)
 
     @staticmethod
-    def _check_compose(ctx: ModuleScope, steps: cst.List | cst.Tuple, effect: str) -> None:
+    def _check_compose(ctx: ModuleScope, steps: cst.List | cst.Tuple, effect: Effect) -> None:
         calls = [e.value for e in steps.elements if isinstance(e.value, cst.Call)]
         if any("Crop" in (ctx.resolve(c.func) or "") for c in calls):
             return
@@ -466,12 +500,13 @@ for images, targets in loader:
                 continue
             square = f"({size.value.value}, {size.value.value})"
             fix = Fix("unsafe", f"Resize to {square}", [(size.value, cst.parse_expression(square))])
-            ctx.report(call, f"`{ctx.code(call)}` fixes only the shorter side and the transforms crop nothing: "
-                             f"images of another aspect ratio give another shape, and {effect}; resize to a "
-                             f"fixed `{square}` or crop after it", fix)
+            ctx.report(call, f"{called(ctx, call)} keeps the aspect ratio: {effect.says('image size')}", fix,
+                       effect.notes("it fixes only the shorter side and the transforms crop nothing: images of "
+                                    f"another aspect ratio give another shape; resize to a fixed `{square}` or "
+                                    "crop after it"))
 
     @staticmethod
-    def _check_loop(ctx: ModuleScope, loop: cst.For, how: str, effect: str) -> None:
+    def _check_loop(ctx: ModuleScope, loop: cst.For, how: str, effect: Effect) -> None:
         drawn: set[str] = set()
         assigns = [n for n in _walk(loop.body) if isinstance(n, cst.Assign)]
         grew = True
@@ -484,8 +519,9 @@ for images, targets in loader:
         for call in _walk_calls(loop.body):
             if ctx.resolve(call.func) in INTERPOLATES and \
                     any(_mentions_random(ctx, a.value, drawn) for a in call.args[1:]):
-                ctx.report(call, f"`{ctx.code(call)}` resizes each batch to a size drawn at random in "
-                                 f"{how}: {effect}; use one size, or a few sizes compiled as buckets")
+                ctx.report(call, f"{called(ctx, call)} resizes to a random size: {effect.says('image size')}", None,
+                           effect.notes(f"each batch is resized to a size drawn at random in {how}; use one size, "
+                                        "or a few sizes compiled as buckets"))
 
 
 def _mentions_random(ctx: ModuleScope, expr: cst.CSTNode, drawn: set[str]) -> bool:
