@@ -487,3 +487,17 @@ def test_watch_polls_a_large_tree_less_often(monkeypatch: pytest.MonkeyPatch) ->
     changed = module.wait_for_change(argparse.Namespace(), {"a": (1, 1, 1)}, pauses.append)
     assert changed == {"a": (2, 1, 1)}
     assert pauses[0] == module.POLL_SECONDS and pauses[1] >= 0.8 and pauses[2] >= 0.8
+
+
+def test_a_reader_that_goes_away_ends_the_run_quietly(tmp_path: Path) -> None:
+    """`cslint rule WSC101 | head -3`: the pipe closes while cslint writes. That is no error of cslint's: no
+    'internal error' line, and 141 (128 + SIGPIPE) as for a program the signal ends."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        done = subprocess.run([sys.executable, "-m", "cslint", "rule", "WSC101"], stdout=write,
+                              stderr=subprocess.PIPE, text=True, timeout=120, cwd=tmp_path)
+    finally:
+        os.close(write)
+    assert done.returncode == 141, done.stderr
+    assert done.stderr == ""

@@ -1,6 +1,7 @@
 """`cslint check`, `cslint rule`, `cslint runtime`: the command line.
 
-Exit codes: 0 no findings, 1 findings remain, 2 usage, configuration or internal error.
+Exit codes: 0 no findings, 1 findings remain, 2 usage, configuration or internal error (130 interrupted,
+141 the output's reader went away).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from cslint.runtime_logs.match import LogReport
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as a program killed by it, and as 130 is 128 + SIGINT
 
 
 class _Parser(argparse.ArgumentParser):
@@ -236,6 +238,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("cslint: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader went away (`cslint rule WSC101 | head -3`): not an error of cslint's
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # Python's flush at exit would fail again
+        return EXIT_BROKEN_PIPE
     except Exception as exc:  # a bug in cslint: one line, not a traceback (CSLINT_DEBUG=1 shows it)
         if os.environ.get("CSLINT_DEBUG"):
             raise
