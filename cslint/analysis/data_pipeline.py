@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from cslint.analysis.import_scan import ast_dotted_name
 from cslint.analysis.imports import dotted_name
 from cslint.analysis.index import ModuleInfo
 from cslint.analysis.project import Project
@@ -148,22 +149,12 @@ def _may_call_one(module: ModuleInfo) -> bool:
     names = module.imports.names
     for node in ast.walk(kept[1]):
         if type(node) is ast.Call:
-            called = _ast_dotted_name(node.func)
+            called = ast_dotted_name(node.func)
             if called is not None and called.partition(".")[0] in names:
                 qualified = module.imports.qualify(called)
                 if qualified in DATALOADERS or qualified in HF_TRAINERS or qualified.startswith(RANDOM_MODULES):
                     return True
     return False
-
-
-def _ast_dotted_name(node: ast.expr) -> str | None:
-    """`dotted_name` of Python's tree: `a.b.c` for a plain name or attribute chain."""
-    if type(node) is ast.Name:
-        return node.id
-    if type(node) is ast.Attribute:
-        base = _ast_dotted_name(node.value)
-        return f"{base}.{node.attr}" if base is not None else None
-    return None
 
 
 def keyword(call: cst.Call, name: str) -> cst.Arg | None:
