@@ -287,7 +287,7 @@ def test_the_parent_saves_the_graph_and_imports_the_rules_while_the_workers_inde
             class Waited(Future):  # type: ignore[type-arg]
                 def result(self, timeout=None):  # type: ignore[no-untyped-def]
                     if not self.done():
-                        ready_when_waited.append((os.path.exists(session._graph_file), session._rules is not None))
+                        ready_when_waited.append((os.path.exists(session._graph_file), session._rule_set.loaded))
                         self.set_result(fn(*args))
                     return super().result(timeout)
 

@@ -142,6 +142,10 @@ class RuleSet:
         self.settings = settings
         self._rules: list[Any] | None = None
 
+    @property
+    def loaded(self) -> bool:
+        return self._rules is not None
+
     def get(self) -> list[Any]:
         if self._rules is None:
             from cslint.engine import selection  # looked up at call time, so tests can swap enabled_rules
