@@ -336,3 +336,19 @@ def test_hook_sees_an_unchanged_context_file_call_a_helper_the_edit_added(tree, 
                                                  "    return x\n")
     findings, _ = _hook(capsys, tree, "helpers.py")
     assert _where(findings) == [("helpers.py", 15, "WSC101")]
+
+
+def test_a_report_cached_by_another_build_of_cslint_is_not_served(tree, capsys, monkeypatch):
+    """Every checkout and git install of cslint calls itself the same version: an upgrade whose rules find
+    what the old build missed must not be served the old build's clean reports."""
+    from cslint.engine import selection
+    from cslint.store import cache as cache_module
+
+    with monkeypatch.context() as old_build:
+        old_build.setattr(cache_module, "code_digest", lambda: "an-older-build", raising=False)
+        old_build.setattr(selection, "enabled_rules", lambda settings: [])  # it found nothing
+        clean, _ = _check(capsys, tree)
+    assert clean == []
+    findings, err = _check(capsys, tree)
+    assert _where(findings) == [("helpers.py", 5, "WSC101")]
+    assert _reused(err) == 0

@@ -35,6 +35,7 @@ from cslint.store import sealed
 from cslint.core.config import Settings
 from cslint.core.json_shape import ABSENT, matches
 from cslint.core.report import Diagnostic
+from cslint.support.code_digest import code_digest
 
 CACHE_DIR_NAME = ".cslint_cache"
 FORMAT = 3  # 3: a diagnostic keeps its cell and graph break (core/report.py, Diagnostic.as_json)
@@ -89,7 +90,7 @@ _EXTRA = {"hints": _hints}
 def settings_key(settings: Settings, codes: list[str]) -> str:
     """A digest of everything in the configuration that changes a report."""
     relevant = {
-        "version": __version__, "format": FORMAT, "codes": sorted(codes), "target": settings.target,
+        "version": __version__, "code": code_digest(), "format": FORMAT, "codes": sorted(codes), "target": settings.target,
         "trace_roots": list(settings.trace_roots), "cerebras_version": settings.cerebras_version,
         "per_file_ignores": {k: list(v) for k, v in sorted(settings.per_file_ignores.items())},
         "unsafe_fixes": settings.unsafe_fixes, "project_root": str(settings.project_root or ""),

@@ -21,6 +21,7 @@ from cslint.analysis.kinds import BOOL_TENSOR, DYN_TENSOR, HOST, MODULE, STATIC,
 from cslint.analysis.call_depth import Reach
 from cslint.analysis.library_env import Effect, Summary
 from cslint.core.rule_table import BUILTINS, IN_LIBRARIES, TENSOR_METHODS
+from cslint.support.code_digest import code_digest
 
 # 8: an effect of a call is its code, and which calls a summary records is the rule table's, whose digest is part
 # of the format: a summary made under another table is made again (cslint/core/rule_table.py);
@@ -34,7 +35,8 @@ def format_for(tensor_methods: dict[str, str], builtins: dict[str, str], in_libr
     return "8-" + hashlib.blake2b(table.encode(), digest_size=6).hexdigest()
 
 
-FORMAT = format_for(TENSOR_METHODS, BUILTINS, IN_LIBRARIES)
+# the cslint that made the summaries, too: every build calls itself the same version (support/code_digest.py)
+FORMAT = f"{format_for(TENSOR_METHODS, BUILTINS, IN_LIBRARIES)}-{code_digest()}"
 
 
 _active: LibraryCache | None = None
