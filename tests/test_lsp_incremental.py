@@ -554,3 +554,41 @@ def test_a_reused_finding_keeps_its_notes(tmp_path: Path, monkeypatch: pytest.Mo
     workspace.change(model, text.replace("    return torch.relu(x)", "    return torch.relu(x) + 0"), 2)
     workspace.analyse(model)
     assert [(d.code, d.notes) for d in workspace.findings[model][1] if d.notes] == first
+
+
+def test_an_edit_scans_the_other_files_for_platform_entry_points_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Roots are looked for in every file of the edited one's neighbourhood on each edit: SambaNova's
+    `trace_graph` calls and torch_xla's `mark_step` loops. A file that says `trace_graph` (torch's own
+    registries do) but imports nothing of SambaFlow cannot call it, so it is not walked for the calls; a
+    file that does import torch_xla is walked for its loops once, not on every keystroke elsewhere (a
+    walk of each was most of an edit's time in a project of torch's modules)."""
+    from cslint.analysis import platforms, xla_loops
+
+    monkeypatch.setenv("CSLINT_NO_CACHE", "1")
+    root = tmp_path / "project"
+    root.mkdir()
+    workspace = _project(root)
+    (root / "pkg/registry.py").write_text(
+        'from pkg.model import Model\n\nSKIPPED = ("torch._C._jit_trace_graph",)\n\n\n'
+        'def build():\n    return Model()\n', encoding="utf-8")
+    (root / "pkg/train_xla.py").write_text(
+        "import torch_xla.core.xla_model as xm\n\nfrom pkg.model import Model\n\n\n"
+        "def train(loader):\n    model = Model()\n    for x in loader:\n        loss = model(x).sum()\n"
+        "        if loss > 0:\n            loss.backward()\n        xm.mark_step()\n", encoding="utf-8")
+    walked: list[str] = []
+    finder, step_loops = platforms._CallFinder, xla_loops._step_loops
+    monkeypatch.setattr(platforms, "_CallFinder", lambda module: walked.append(module.name) or finder(module))
+    monkeypatch.setattr(xla_loops, "_step_loops",
+                        lambda module, *rest, **named: walked.append(module.name) or step_loops(module, *rest, **named))
+    model = root / "pkg/model.py"
+    workspace.open(model, MODEL, 1)
+    workspace.analyse(model)
+    assert "pkg.train_xla" in walked and "pkg.registry" not in walked
+    text = MODEL
+    for number in range(2):
+        walked.clear()
+        text = text.replace("        y = scale(x)\n", f"        z = {number}\n        y = scale(x)\n")
+        workspace.change(model, text, number + 2)
+        workspace.analyse(model)
+        assert walked == []

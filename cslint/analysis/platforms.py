@@ -100,11 +100,17 @@ def samba_script(module: ModuleInfo) -> SambaScript | None:
     """The SambaFlow calls of a file, or None for the (many) files that make none."""
     if "trace_graph" not in module.source and "trace_multigraph" not in module.source:
         return None
+    if not _imports_samba(module):  # a call resolves to samba.utils only through an import naming samba
+        return None
     finder = _CallFinder(module)
     visit(module.tree, finder)
     if not finder.calls:
         return None
     return SambaScript(finder.calls, finder.assigned, finder.grads_initialised)
+
+
+def _imports_samba(module: ModuleInfo) -> bool:
+    return any("samba" in full.split(".") for full in module.imports.names.values())
 
 
 def classes_of(expr: cst.BaseExpression | None, script: SambaScript, module: ModuleInfo,

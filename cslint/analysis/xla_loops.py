@@ -77,13 +77,7 @@ def mark_step_loop_roots(modules: Iterable[ModuleInfo]) -> Iterator[tuple[LoopSt
         if not any(p in module.source for p in packages) or not _imports_mark_step(module):  # before parsing
             continue
         module.holds += 1  # the LoopSteps keep nodes of this tree: it must stay the module's tree
-        owners: list[tuple[FunctionInfo | None, Sequence[cst.BaseStatement]]] = [
-            (func, _statements(func.node.body)) for func in _module_functions(module)]
-        owners.append((None, module.tree.body))
-        for owner, scope in owners:
-            found = _step_loops(module, scope, prune_defs=owner is None)
-            if not found:
-                continue
+        for owner, scope, found in _loops_of(module):
             statements = [s for _, step, _ in found for s in step]
             loops = tuple(loop for loop, _, _ in found)
             body = cst.IndentedBlock(body=statements)
@@ -101,6 +95,21 @@ def mark_step_loop_roots(modules: Iterable[ModuleInfo]) -> Iterator[tuple[LoopSt
                                 step_function=True, loops=loops, scope=tuple(scope))
                 where = f"the top level of {module.name}"
             yield step, f"the body of a loop in {where} that ends each step with {call}"
+
+
+def _loops_of(module: ModuleInfo) -> list[tuple[FunctionInfo | None, Sequence[cst.BaseStatement],
+                                                list[tuple[cst.For | cst.While, list[cst.BaseStatement], str]]]]:
+    """Each owner (function, or None for the top level) of the module with loops calling mark_step, its
+    statements and those loops; kept with the tree, as an editor asks again on every edit of another file."""
+    kept = module.tree_data.get("mark_step loops")
+    if kept is None:
+        owners: list[tuple[FunctionInfo | None, Sequence[cst.BaseStatement]]] = [
+            (func, _statements(func.node.body)) for func in _module_functions(module)]
+        owners.append((None, module.tree.body))
+        kept = [(owner, scope, found) for owner, scope in owners
+                if (found := _step_loops(module, scope, prune_defs=owner is None))]
+        module.tree_data["mark_step loops"] = kept
+    return kept
 
 
 def _imports_mark_step(module: ModuleInfo) -> bool:
