@@ -172,3 +172,23 @@ def test_an_edited_buffers_unchanged_statements_are_not_measured_again(monkeypat
     # the class edited back, then one deep statement (the others are the same text); the first line's form
     # feed and the two statements of the last line; the first line again
     assert counts == [statements, 1, 2, 3, 1]
+
+
+def test_a_question_about_the_project_asked_again_is_checked_once_for_reuse(tmp_path: Path) -> None:
+    """Every edit checks each kept analysis by asking its questions again; a `forward` making twenty
+    `torch.*` calls asked where `torch` comes from twenty times, and its checks repeated each. The project
+    does not change during a run, so a project or module question is written down once per analysis;
+    the oracle's, whose answers change as the run goes on, each time."""
+    model, _ = _project(tmp_path)
+    calls = "".join(f"        x = torch.relu(x) + torch.tanh(x) * {n}\n" for n in range(10))
+    text = MODEL.replace("    def forward(self, x, labels):\n", "    def forward(self, x, labels):\n" + calls)
+    warm = WarmIndexes()
+    fresh = _found({model: text}, None)
+    assert _found({model: text}, warm) == fresh
+    reads = [read for kept in warm.analyses._last.values() for k in kept for read in k.reads
+             if k.func.name == "forward" and k.func.cls is not None and k.func.cls.name == "Net"]
+    asked = [(who, name, repr(args)) for who, name, args, _ in reads if who in ("project", "module")]
+    assert asked and len(asked) == len(set(asked))
+    assert ("module", "_object_in_module", repr(("torch",))) in asked
+    assert _found({model: text.replace("x = x + 1", "x = x + 2")}, warm) == \
+        _found({model: text.replace("x = x + 1", "x = x + 2")}, None)

@@ -43,6 +43,8 @@ _ORACLE_QUESTIONS = frozenset({"return_kind", "call_return", "self_kind", "state
 
 def _kept(answer: Any) -> Any:
     """The answer as it is kept: an iterator is read out, a dict copied (the oracle fills its own)."""
+    if answer is None or type(answer) in _PLAIN:
+        return answer
     if isinstance(answer, dict):
         return dict(answer)
     if hasattr(answer, "__next__"):
@@ -50,7 +52,12 @@ def _kept(answer: Any) -> Any:
     return answer
 
 
+_PLAIN = frozenset({Kind, FunctionInfo, ClassInfo, ModuleInfo, bool, str, tuple, frozenset})
+
+
 def same_answer(old: Any, new: Any) -> bool:
+    if old is new:
+        return True
     if isinstance(old, (FunctionInfo, ClassInfo, ModuleInfo)):
         return old is new
     if isinstance(old, tuple) and old and isinstance(old[0], (FunctionInfo, ClassInfo, ModuleInfo)):
@@ -58,11 +65,42 @@ def same_answer(old: Any, new: Any) -> bool:
     return type(old) is type(new) and old == new
 
 
+_UNASKED = object()
+
+
+class _Reads:
+    """The reads of one analysis, in the order they were made. A question about the project, its modules
+    or its tracing predicates asked again with the same answer is written down once: the project does not
+    change during a run, so asking it again when the analysis is checked for reuse (on every edit, for every
+    function kept) would only repeat the first answer's check. The oracle's answers can change as the run
+    goes on (a callee's result becomes known), and are written down each time."""
+
+    _ONCE = frozenset({"project", "module", "guards"})
+
+    def __init__(self, reads: list[Read]) -> None:
+        self.reads = reads
+        self._first: dict[Hashable, Any] = {}
+
+    def add(self, who: str, name: str, args: tuple[Any, ...], named: dict[str, Any] | None, answer: Any) -> None:
+        if who in self._ONCE:
+            key = (who, name, args, tuple(sorted(named.items())) if named else ())
+            try:
+                first = self._first.get(key, _UNASKED)
+            except TypeError:  # an argument that is not hashable: written down each time
+                pass
+            else:
+                if first is _UNASKED:
+                    self._first[key] = answer
+                elif same_answer(first, answer):
+                    return
+        self.reads.append((who, name, (_kept_args(args), named or {}) if named is not None else args, answer))
+
+
 class _Asking:
     """Stands for the project, the oracle or the tracing guards inside one analysis: passes the questions
     on and writes each down with its answer."""
 
-    def __init__(self, target: Any, who: str, questions: frozenset[str], reads: list[Read]) -> None:
+    def __init__(self, target: Any, who: str, questions: frozenset[str], reads: _Reads) -> None:
         self._target = target
         self._who = who
         self._questions = questions
@@ -75,7 +113,7 @@ class _Asking:
 
         def asked(*args: Any, **named: Any) -> Any:
             answer = _kept(value(*args, **named))
-            self._reads.append((self._who, name, (_kept_args(args), named), answer))
+            self._reads.add(self._who, name, args, named, answer)
             return answer
 
         return asked
@@ -87,8 +125,8 @@ def _kept_args(args: tuple[Any, ...]) -> tuple[Any, ...]:
 
 class _RecordingInference(FunctionInference):
     def __init__(self, project: Project, oracle: Oracle, func: FunctionInfo, params: dict[str, Kind],
-                 keywords: dict[str, Kind] | None, guards: Guards | None, reads: list[Read]) -> None:
-        self._reads = reads
+                 keywords: dict[str, Kind] | None, guards: Guards | None, recorded: list[Read]) -> None:
+        reads = self._reads = _Reads(recorded)
         self._project_itself = project
         asking_guards = _Asking(guards, "guards", frozenset({"value"}), reads) if guards is not None else None
         super().__init__(_Asking(project, "project", _PROJECT_QUESTIONS, reads),  # type: ignore[arg-type]
@@ -111,7 +149,7 @@ class _RecordingInference(FunctionInference):
             answer = ask(argument)
         finally:
             self.project = real
-        self._reads.append(("module", question, (argument,), answer))
+        self._reads.add("module", question, (argument,), None, answer)
         return answer
 
 
