@@ -592,3 +592,37 @@ def test_an_edit_scans_the_other_files_for_platform_entry_points_once(
         workspace.change(model, text, number + 2)
         workspace.analyse(model)
         assert walked == []
+
+
+def test_an_edit_does_not_walk_the_methods_of_unchanged_classes_for_the_attributes_they_set(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Which methods of a class may set `self.<attr>` is read from their text, for every class whose
+    attributes an analysis asks about, on every edit: most of an edit of a large model file (qwen3_5) went
+    to walking the same methods again. The answer is kept with each method's index entry."""
+    from cslint.analysis import project_oracle
+
+    monkeypatch.setenv("CSLINT_NO_CACHE", "1")
+    root = tmp_path / "project"
+    root.mkdir()
+    workspace = _project(root)
+    walked: list[str] = []
+    walk = project_oracle._walk_sets_own_attributes
+    monkeypatch.setattr(project_oracle, "_walk_sets_own_attributes",
+                        lambda method: walked.append(method.qualname) or walk(method))
+    model = root / "pkg/model.py"
+    workspace.open(model, MODEL, 1)
+    workspace.analyse(model)
+    assert "pkg.model.Block.__init__" in walked
+    text = MODEL
+    for number in range(2):
+        walked.clear()
+        text = text.replace("        y = scale(x)\n", f"        z = {number}\n        y = scale(x)\n")
+        workspace.change(model, text, number + 2)
+        workspace.analyse(model)
+        assert walked == []
+        assert "WSC101" in [d.code for d in workspace.findings[model][1]]
+    walked.clear()
+    setting = text.replace("        self.block = Block()\n", "        self.block = Block()\n        self.k = 2\n")
+    workspace.change(model, setting, 9)
+    workspace.analyse(model)
+    assert "pkg.model.Model.__init__" in walked

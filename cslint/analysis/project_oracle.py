@@ -4,6 +4,7 @@ functions a class keeps in a table."""
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Hashable
 from functools import partial
 from typing import TYPE_CHECKING, TypeVar
@@ -149,10 +150,21 @@ class ProjectOracle:
 _REGISTRATIONS = frozenset({"register_buffer", "register_parameter", "add_module"})
 
 
+_SETS_OWN: weakref.WeakKeyDictionary[FunctionInfo, bool] = weakref.WeakKeyDictionary()
+
+
 def _sets_own_attributes(method: FunctionInfo) -> bool:
     """Whether a method may set an attribute of its instance (`self.x = ...`, `self.x["k"] += ...`,
     `for self.i in ...`, `self.register_buffer(...)`, in a nested function too): one that does not (a forward
-    that only reads them) adds nothing to `attributes`, and is not analysed for it."""
+    that only reads them) adds nothing to `attributes`, and is not analysed for it. A function of the
+    method's text, which its index entry keeps: an editor asks it of every class on every keystroke."""
+    sets = _SETS_OWN.get(method)
+    if sets is None:
+        sets = _SETS_OWN[method] = _walk_sets_own_attributes(method)
+    return sets
+
+
+def _walk_sets_own_attributes(method: FunctionInfo) -> bool:
     node = method.node
     own = first_param(node) if not method.is_static_method else None
     if own is None:
