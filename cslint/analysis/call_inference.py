@@ -17,7 +17,8 @@ from cslint.analysis.function_analysis import CallSite, Env, FunctionAnalysis
 from cslint.analysis.imports import dotted_name
 from cslint.analysis.index import ClassInfo, FunctionInfo, ModuleInfo
 from cslint.analysis.kinds import (
-    HOST, MODULE, STATIC, TENSOR, UNKNOWN, Kind, Tag, as_boolean, element_of, join, obj, sequence_of, tensor, tuple_of,
+    HOST, MODULE, STATIC, TENSOR, UNKNOWN, Kind, Tag, as_boolean, element_of, join, modules_of, obj, sequence_of,
+    tensor, tuple_of,
 )
 from cslint.analysis.none_arguments import literal_nones, with_none_arguments
 from cslint.analysis.project import Project
@@ -310,6 +311,8 @@ class CallInference:
 
     def _note_registration(self, node: cst.Call, receiver: Kind, method: str, arg_kinds: list[Kind]) -> None:
         """`self.register_buffer("step", t)` declares a tensor attribute like `self.step = t` would."""
+        if method == "append" and receiver.role == "module" and len(arg_kinds) == 1:
+            self._note_appended_module(node, arg_kinds[0])
         if method not in ("register_buffer", "register_parameter", "add_module") or len(node.args) < 2:
             return
         name = string_value(node.args[0].value)
@@ -320,6 +323,22 @@ class CallInference:
         kind = MODULE if method == "add_module" else TENSOR
         attrs = self.result.attribute_assignments
         attrs[name] = kind
+
+    def _note_appended_module(self, node: cst.Call, module: Kind) -> None:
+        """`self.blocks.append(Block(...))` on a module container of this method's instance (`self.blocks =
+        nn.ModuleList()`): a list of such blocks, like `nn.ModuleList([Block(...) ...])`, while every module
+        appended is of that class."""
+        assert isinstance(node.func, cst.Attribute)
+        key = path_key(node.func.value)
+        if self.self_name is None or key is None or not key.startswith(self.self_name + ".") or key.count(".") != 1:
+            return
+        attrs = self.result.attribute_assignments
+        attr = key.split(".", 1)[1]
+        before = attrs.get(attr)
+        if before is None or before.tag is not Tag.OBJECT or before.role != "module":
+            return
+        appended = modules_of(module)
+        attrs[attr] = appended if before.elem is None else join(before, appended)
 
     def _call_value(self, node: cst.Call, callee: Kind, arg_kinds: list[Kind], env: Env | None = None) -> Kind:
         if callee.tag is Tag.OBJECT and callee.role == "nested" and env is not None:

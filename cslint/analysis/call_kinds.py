@@ -8,8 +8,8 @@ import libcst as cst
 
 from cslint.analysis import torch_api as api
 from cslint.analysis.kinds import (
-    DYN_TENSOR, HOST, HOST_LIST, MODULE, STATIC, TENSOR, UNKNOWN, Kind, Tag, combine, element_of, obj, sequence_of,
-    tuple_of,
+    DYN_TENSOR, HOST, HOST_LIST, MODULE, STATIC, TENSOR, UNKNOWN, Kind, Tag, combine, element_of, modules_of, obj,
+    sequence_of, tuple_of,
 )
 from cslint.analysis.ranks import function_rank
 from cslint.analysis.syntax import string_value
@@ -47,6 +47,8 @@ def known_external_kind(qualified: str, node: cst.Call, arg_kinds: list[Kind]) -
         return obj("optimizer")
     if qualified.startswith(("torch.nn.", "cerebras.pytorch.nn.")):
         last = qualified.rsplit(".", 1)[-1]
+        if last == "ModuleList" and arg_kinds and arg_kinds[0].tag is Tag.SEQUENCE:
+            return modules_of(element_of(arg_kinds[0]))  # `nn.ModuleList([Block(d) for _ in range(n)])`
         if last[:1].isupper():
             return MODULE
     if namespace == "torch" and last.startswith("_") and not last.startswith(api.PRIVATE_TORCH_OPS):

@@ -13,7 +13,7 @@ from cslint.analysis.call_inference import AUTOGRAD_CONTEXT, CallInference
 from cslint.analysis.function_analysis import Env
 from cslint.analysis.index import FunctionInfo
 from cslint.analysis.kinds import (
-    BOOL_TENSOR, HOST, MODULE, STATIC, TENSOR, UNKNOWN, Kind, Tag, combine, element_of, join, obj, sequence_of,
+    BOOL_TENSOR, HOST, STATIC, TENSOR, UNKNOWN, Kind, Tag, combine, element_of, join, obj, sequence_of,
     tensor, tuple_of,
 )
 from cslint.analysis.ranks import elementwise_rank, subscript_rank
@@ -264,8 +264,8 @@ class ExpressionInference(CallInference):
                 if name is not None and cls is not None and self.project.is_optimizer_class(cls):
                     return self.oracle.state_entries(cls).get(name, TENSOR)
                 return TENSOR
-            if base.role == "module":
-                return MODULE
+            if base.role == "module":  # `self.blocks[i]`; `self.blocks[1:]` is a list of the same blocks
+                return base if any(isinstance(e.slice, cst.Slice) for e in node.slice) else element_of(base)
             return self.oracle.function_table(base.cls) or UNKNOWN  # `ATTENTION_FUNCTIONS[name]`
         if base.tag is Tag.HOST:
             return HOST

@@ -26,8 +26,9 @@ class Kind:
     tag: Tag
     # TENSOR: its shape depends on values (nonzero, boolean indexing, unique ...)
     dynamic_shape: bool = False
-    # SEQUENCE: element kind; OBJECT: the role ("module", "param_groups", "group", "opt_state", ...); STATIC:
-    # "none" for None itself (NONE)
+    # SEQUENCE: element kind; OBJECT of the "module" role: a container of modules (`nn.ModuleList`), the kind
+    # of its elements when the project puts in modules of one known class. OBJECT: the role ("module",
+    # "param_groups", "group", "opt_state", ...); STATIC: "none" for None itself (NONE)
     elem: Kind | None = None
     role: str = ""
     # OBJECT: qualified name of the project class it is an instance of, when known
@@ -116,7 +117,7 @@ def element_of(kind: Kind) -> Kind:
     if kind.tag is Tag.TENSOR:
         return tensor(rank=kind.rank - 1) if kind.rank else TENSOR
     if kind.tag is Tag.OBJECT and kind.role == "module":
-        return MODULE  # ModuleList / Sequential
+        return kind.elem or MODULE  # ModuleList / Sequential
     if kind.tag is Tag.HOST:
         return kind.elem or kind
     if kind.tag is Tag.STATIC:
@@ -126,6 +127,12 @@ def element_of(kind: Kind) -> Kind:
 
 def obj(role: str, cls: str = "") -> Kind:
     return Kind(Tag.OBJECT, role=role, cls=cls)
+
+
+def modules_of(element: Kind) -> Kind:
+    """An `nn.ModuleList` of modules of this kind (`nn.ModuleList([Block(d) for _ in range(n)])`): iterating
+    or indexing it gives them, so calling one reaches their `forward`."""
+    return Kind(Tag.OBJECT, role="module", elem=element) if element.tag is Tag.OBJECT and element.cls else MODULE
 
 
 def join(a: Kind, b: Kind) -> Kind:
@@ -145,6 +152,8 @@ def join(a: Kind, b: Kind) -> Kind:
             if a.role == b.role and a.role in ("function", "method") and a.cls and b.cls:
                 # one of several functions: keep them all, so a call through the variable reaches each
                 return obj(a.role, "|".join(sorted(set(a.cls.split("|")) | set(b.cls.split("|")))))
+            if a.role == b.role and a.elem != b.elem:  # containers of different modules: elements unknown
+                return Kind(Tag.OBJECT, role=a.role, cls=a.cls, elem=MODULE)
             return a if a.role == b.role else obj("")
         if a.tag is Tag.STATIC:
             return STATIC  # None or another Python value
