@@ -124,3 +124,49 @@ class Net(nn.Module):
         return x
 """
     assert codes(lint(code, target=target)) == [("WSC101", 12), ("WSC101", 18)]
+
+
+CHECK = """
+import torch
+from torch import nn
+
+def check(condition: bool, msg: str = "") -> bool:
+    if not condition:
+        raise ValueError(msg)
+    return True
+
+class Checked(nn.Module):
+    def forward(self, x, sigma):
+        check(bool((sigma > 0).all()), "sigma must be positive")
+        check(x.shape[0] > 0, "empty batch")
+        return x * sigma
+"""
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_an_annotated_bool_given_a_value_read_from_a_tensor_is_reported_where_it_is_read(lint, target):
+    """F8 (kornia's `KORNIA_CHECK(condition: bool, ...)`): the read is the caller's `bool(...)`; the
+    `if not condition` inside the check is not a second finding."""
+    assert codes(lint(CHECK, target=target)) == [("WSC203", 11)]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_an_annotated_bool_given_a_tensor_is_reported_once_at_the_call(lint, target):
+    code = CHECK.replace('check(x.shape[0] > 0, "empty batch")', 'check((x > 0).all(), "x must be positive")')
+    found = lint(code, target=target)
+    assert codes(found) == [("WSC203", 11), ("WSC203", 12)]
+    assert "passes a tensor to `condition: bool`, a Python value in `check`" in found[1].message
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_an_unannotated_condition_given_a_tensor_is_still_reported_in_the_callee(lint, target):
+    code = CHECK.replace("condition: bool", "condition").replace(
+        'check(x.shape[0] > 0, "empty batch")', 'check((x > 0).all(), "x must be positive")')
+    assert codes(lint(code, target=target)) == [("WSC101", 5), ("WSC203", 11)]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_an_annotation_that_admits_a_tensor_keeps_the_callers_tensor(lint, target):
+    code = CHECK.replace("condition: bool", "condition: bool | torch.Tensor").replace(
+        'check(x.shape[0] > 0, "empty batch")', 'check((x > 0).all(), "x must be positive")')
+    assert codes(lint(code, target=target)) == [("WSC101", 5), ("WSC203", 11)]
