@@ -170,3 +170,22 @@ def test_an_annotation_that_admits_a_tensor_keeps_the_callers_tensor(lint, targe
     code = CHECK.replace("condition: bool", "condition: bool | torch.Tensor").replace(
         'check(x.shape[0] > 0, "empty batch")', 'check((x > 0).all(), "x must be positive")')
     assert codes(lint(code, target=target)) == [("WSC101", 5), ("WSC203", 11)]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_tensor_given_to_a_number_annotation_the_callee_only_computes_with_is_not_read(lint, target):
+    """`loss_masks(..., num_masks: int)` given a tensor count that it only divides by: nothing is read."""
+    code = """
+    import torch
+    from torch import nn
+
+    def mask_loss(logits, labels, num_masks: int):
+        loss = torch.nn.functional.binary_cross_entropy_with_logits(logits, labels, reduction="none")
+        return loss.mean(1).sum() / num_masks
+
+    class Criterion(nn.Module):
+        def forward(self, logits, labels):
+            num_masks = torch.clamp(labels.sum(), min=1)
+            return mask_loss(logits, labels, num_masks)
+    """
+    assert codes(lint(code, target=target)) == []

@@ -7,6 +7,7 @@ import libcst as cst
 from cslint.analysis.dynamo_config import SCALAR_OUTPUTS
 from cslint.analysis.syntax import string_value
 from cslint.analysis.kinds import STATIC, Tag
+from cslint.analysis.param_uses import param_uses
 from cslint.analysis.ranks import python_value_annotation
 from cslint.analysis.signatures import all_params
 from cslint.fixers.host import (
@@ -336,7 +337,8 @@ class Checked(nn.Module):
 def _passes_tensors_as_python_values(node: cst.Call, ctx: RuleContext) -> bool:
     """`check(ok.all(), "...")` into `def check(condition: bool, ...)`: the callee is analysed with the
     Python value its annotation declares (param_kinds.callers_kinds), so the tensor passed is reported here,
-    once for the call, not at each use inside the callee. True if reported."""
+    once for the call, not at each use inside the callee -- where the callee reads it (tests it, sizes with
+    it, converts it): a tensor it only computes with (`loss / num_masks`) is never read. True if reported."""
     sites = ctx.scratch.get("host.call_sites")
     if sites is None:
         sites = ctx.scratch["host.call_sites"] = {}
@@ -345,7 +347,8 @@ def _passes_tensors_as_python_values(node: cst.Call, ctx: RuleContext) -> bool:
     passed = [(param.name.value, declared, site.callee) for site in sites.get(id(node), ())
               for param in all_params(site.callee.node)
               if site.args.get(param.name.value, STATIC).tag is Tag.TENSOR
-              and (declared := python_value_annotation(param.annotation)) is not None]
+              and (declared := python_value_annotation(param.annotation)) is not None
+              and param.name.value in param_uses(site.callee).read]
     if not passed or _in_raise(node, ctx):
         return False
     named = ", ".join(dict.fromkeys(f"`{name}: {declared}`" for name, declared, _ in passed))
