@@ -30,8 +30,8 @@ def _parser() -> argparse.ArgumentParser:
                "Exit codes: 0 clean and every backend complete, 1 findings, 2 an error or a backend that "
                "did not trace the step to the end (unless --allow-incomplete). See docs/runtime.md.")
     parser.add_argument("targets", nargs="+", metavar="TARGET", help="what to run (path/to/file.py:factory)")
-    parser.add_argument("--backend", action="append", choices=["lazy", "dynamo"],
-                        help="a backend to run; repeat for several (default: both)")
+    parser.add_argument("--backend", action="append", choices=["lazy", "fake", "dynamo"],
+                        help="a backend to run; repeat for several (default: lazy and dynamo)")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
                         help=f"seconds per target; what was found before it is kept (default {DEFAULT_TIMEOUT:g})")
     parser.add_argument("--memory-limit", type=int, default=DEFAULT_MEMORY_LIMIT_MB, metavar="MB",

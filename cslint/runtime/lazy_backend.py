@@ -95,13 +95,15 @@ def _has_mask(indices: Any) -> bool:
 
 
 def _stay_on_device(func: Any, out: Any) -> None:
-    for tensor in _tensors(out):
+    for tensor in tensors(out):
         if tensor.device.type != "lazy":
             raise LeftTheDevice(f"aten.{func.__name__} was given lazy tensors and returned a {tensor.device.type} "
                                 "tensor: the rest of the step would run outside the traced graph")
 
 
 class Watcher(TorchDispatchMode):
+    backend = "lazy"  # the name on its findings
+
     def __init__(self, report: RuntimeReport) -> None:
         super().__init__()
         self.report = report
@@ -113,7 +115,7 @@ class Watcher(TorchDispatchMode):
                            kwargs: dict[str, Any] | None = None) -> Any:
         kwargs = kwargs or {}
         out = REPLACEMENTS.get(func, func)(*args, **kwargs)
-        inputs = _tensors((args, kwargs))  # an op's arguments: tensors and lists of them, not pytrees
+        inputs = tensors((args, kwargs))  # an op's arguments: tensors and lists of them, not pytrees
         if not any(t.device.type == "lazy" for t in inputs):
             # Under a dispatch mode, a lazy tensor the step creates (a factory op, `torch.arange(n, device=d)`,
             # or a copy of a CPU value, `torch.tensor(mask, device=d)`) skips functionalization, and a view of
@@ -171,8 +173,16 @@ class Watcher(TorchDispatchMode):
         what = f"{found.what}: {base}" if found.what != base else \
             f"{op_words(op)}: {base}" if kind in _OP_UNSAID else base
         message = f"{what} in `{frame.function}`{inside}; {_CONSEQUENCES[kind]}"
-        self.report.add(RuntimeFinding(found.code, frame.path, frame.line, message, "lazy",
+        self.report.add(RuntimeFinding(found.code, frame.path, frame.line, message, self.backend,
                                        chain=call_chain(start)))
+
+    def on_device(self, tensor: torch.Tensor) -> bool:
+        """A tensor of the traced graph (reading it on the host is a finding)."""
+        return tensor.device.type == "lazy"
+
+    def host_copy(self, tensor: torch.Tensor) -> torch.Tensor:
+        """The tensor's values on the CPU, as the host would receive them."""
+        return tensor.cpu()
 
 
 def _library_sites(start: FrameType, user: UserFrame) -> Iterator[FrameType]:
@@ -185,15 +195,15 @@ def _library_sites(start: FrameType, user: UserFrame) -> Iterator[FrameType]:
 
 
 @contextmanager
-def _watching_numpy(watcher: Watcher) -> Iterator[None]:
+def watching_numpy(watcher: Watcher) -> Iterator[None]:
     """`.numpy()` dispatches no aten op; watch the Python method instead."""
     original = torch.Tensor.numpy
 
     def numpy(self: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
         frame = user_frame(sys._getframe(1))
-        if frame is not None and self.device.type == "lazy":
+        if frame is not None and watcher.on_device(self):
             watcher.event("numpy", frame, "Tensor.numpy", sys._getframe(1))
-            return original(self.cpu(), *args, **kwargs)
+            return original(watcher.host_copy(self), *args, **kwargs)
         return original(self, *args, **kwargs)
 
     torch.Tensor.numpy = numpy  # type: ignore[method-assign]
@@ -203,13 +213,13 @@ def _watching_numpy(watcher: Watcher) -> Iterator[None]:
         torch.Tensor.numpy = original  # type: ignore[method-assign]
 
 
-def _tensors(value: Any) -> list[torch.Tensor]:
+def tensors(value: Any) -> list[torch.Tensor]:
     if isinstance(value, torch.Tensor):
         return [value]
     if isinstance(value, (list, tuple)):
-        return [t for v in value for t in _tensors(v)]
+        return [t for v in value for t in tensors(v)]
     if isinstance(value, dict):
-        return [t for v in value.values() for t in _tensors(v)]
+        return [t for v in value.values() for t in tensors(v)]
     return []
 
 
@@ -220,7 +230,7 @@ def _own_files(optimizer: torch.optim.Optimizer) -> set[str]:
 
 
 @contextmanager
-def _watching_optimizers(watcher: Watcher) -> Iterator[None]:
+def watching_optimizers(watcher: Watcher) -> Iterator[None]:
     """Every optimizer's step(): mark its ops, and report state it creates (WSC301, like the static rule):
     for an optimizer outside torch at each of its lines that created state, else at the user's `opt.step()`."""
     before: dict[int, set[tuple[int, str]]] = {}
@@ -257,11 +267,11 @@ def _watching_optimizers(watcher: Watcher) -> Iterator[None]:
                 made.setdefault((path, line, function), []).append(key)
         for (path, line, function), made_here in made.items():  # like the optimizer check: each line that made it
             watcher.report.add(RuntimeFinding("WSC301", path, line, state_created_in_step(
-                name, sorted(made_here)), "lazy", chain=chain + (f"{path}:{line} in {function}",)))
+                name, sorted(made_here)), watcher.backend, chain=chain + (f"{path}:{line} in {function}",)))
         elsewhere = [key for key in new if not any(key in keys for keys in made.values())]
         if elsewhere:  # torch's own optimizers: at the user's `opt.step()`
             watcher.report.add(RuntimeFinding("WSC301", frame.path, frame.line, state_created_in_step(
-                name, elsewhere), "lazy", chain=chain))
+                name, elsewhere), watcher.backend, chain=chain))
 
     handles = [register_optimizer_step_pre_hook(pre), register_optimizer_step_post_hook(post)]
     try:
@@ -283,9 +293,9 @@ def run_lazy(step: Step, report: RuntimeReport, progress: Any = None) -> list[li
     created_state = False
     for index, batch in enumerate(step.batches):
         watcher = Watcher(report)
-        with _watching_optimizers(watcher), _watching_numpy(watcher), watcher:
+        with watching_optimizers(watcher), watching_numpy(watcher), watcher:
             out = step.fn(*batch)
-        for tensor in _tensors(out):
+        for tensor in tensors(out):
             if tensor.device.type != "lazy":
                 raise LeftTheDevice(f"the step returned a {tensor.device.type} tensor: part of it ran outside "
                                     "the traced graph")

@@ -86,8 +86,9 @@ def _as_batch(value: Any) -> tuple[Any, ...]:
     return tuple(value) if isinstance(value, tuple) else (value,)
 
 
-def build(factory: Callable[..., Any], device: str) -> Step | OptimizerStep:
-    """Call the factory for `device` and normalise what it returns."""
+def build(factory: Callable[..., Any], device: str, move: bool = True) -> Step | OptimizerStep:
+    """Call the factory for `device` and normalise what it returns; with `move`, put what a factory without
+    a `device` argument made on the device (not needed when it was made there, as under fake tensors)."""
     import torch
 
     from cslint.runtime.loader import batches_from, recording_loaders
@@ -111,7 +112,7 @@ def build(factory: Callable[..., Any], device: str) -> Step | OptimizerStep:
     if not isinstance(made, Step) or not callable(made.fn) or not made.batches:
         raise TargetError("the factory must return Step(fn, batches), (fn, inputs) or a torch optimizer; "
                           f"got {type(made).__name__}")
-    if not _takes_device(factory):
+    if move and not _takes_device(factory):
         from cslint.runtime.captures import move_captures
 
         move_captures(made.fn, device)

@@ -135,6 +135,20 @@ def execute(target: str, backends: tuple[str, ...] = BACKENDS, outputs: bool = F
             report.set_status("lazy", COMPLETE)
         except Exception as exc:  # noqa: BLE001 - ops the lazy backend lacks; the CPU run worked
             _stop(report, "lazy", exc)
+    if "fake" in backends:
+        from cslint.runtime.fake_backend import run_fake
+
+        report.set_status("fake", RUNNING)
+        say("building the step under fake tensors")
+        try:
+            fake_step, per_step = run_fake(factory, report, say)
+            if fake_step.loader is None:
+                compare_steps(per_step, report)  # type: ignore[arg-type]
+            else:
+                compare_loader_steps(fake_step.loader, fake_step.batches, per_step, report)
+            report.set_status("fake", COMPLETE)
+        except Exception as exc:  # noqa: BLE001 - an op fake tensors cannot run; the CPU run worked
+            _stop(report, "fake", exc)
     if "dynamo" in backends:
         from cslint.runtime.dynamo_backend import run_dynamo
 
