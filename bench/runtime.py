@@ -37,10 +37,11 @@ ROOT = Path(__file__).resolve().parent.parent
 TARGETS = {"tiny": ROOT / "tests" / "runtime" / "targets" / "real_steps.py",
            "small": ROOT / "bench" / "runtime_steps.py"}
 FAMILIES = ("bert", "gpt2", "t5", "llama", "mixtral")
-BACKENDS = ("lazy", "dynamo")
+BACKENDS = ("lazy", "fake", "dynamo")
+MODEL_STEPS = ROOT / "bench" / "model_steps.py"
 
 MEASURE = r"""
-import json, resource, sys, time
+import json, os, resource, sys, time
 started = time.perf_counter()
 import torch, transformers
 torch.set_num_threads(1)
@@ -69,6 +70,22 @@ if backend == "eager":
     for _ in range(3):
         for batch in step.batches:
             step.fn(*batch)
+elif backend in ("fake-floor", "fake"):
+    from cslint.runtime.fake_backend import FakeWatcher, build_fake, fake_mode, run_fake
+    from cslint.runtime.stability import compare_steps
+    begin, cpu = time.perf_counter(), time.process_time()
+    try:
+        if backend == "fake":
+            compare_steps(run_fake(factory, report)[1], report)
+        else:  # fake tensors with real values, reads answered from them, nothing recorded
+            with fake_mode() as mode:
+                torch.manual_seed(0)
+                step = build_fake(factory, mode, report)
+                with mode, FakeWatcher(report, mode, recording=False):
+                    for batch in step.batches:
+                        step.fn(*batch)
+    except Exception as exc:
+        counts = {"stopped": f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ''}"}
 elif backend in ("lazy-floor", "lazy"):
     import torch._lazy.metrics
     from cslint.runtime.lazy_backend import init, run_lazy
@@ -80,12 +97,15 @@ elif backend in ("lazy-floor", "lazy"):
     torch._lazy.metrics.reset()
     begin, cpu = time.perf_counter(), time.process_time()
     if backend == "lazy":
-        compare_steps(run_lazy(step, report), report)
+        try:
+            compare_steps(run_lazy(step, report), report)
+        except Exception as exc:
+            counts = {"stopped": f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ''}"}
     else:
         for batch in step.batches:
             step.fn(*batch)
             torch._lazy.mark_step()
-    counts = {"graphs compiled": torch._lazy.metrics.counter_value("UncachedCompile") or 0,
+    counts = counts or {"graphs compiled": torch._lazy.metrics.counter_value("UncachedCompile") or 0,
               "graphs run": (torch._lazy.metrics.counter_value("UncachedCompile") or 0)
               + (torch._lazy.metrics.counter_value("CachedCompile") or 0)}
 else:
@@ -106,8 +126,10 @@ else:
         torch._dynamo.reset()
     counts = {"frames": counters["frames"]["total"], "graphs": counters["stats"]["unique_graphs"],
               "restarts": max(restarts)}
+sites = sorted({f"{f.code} {os.path.basename(f.path)}:{f.line}" for f in report.findings})
 print(json.dumps({"imports": imported - started, "seconds": time.process_time() - cpu,
                   "wall": time.perf_counter() - begin, "findings": len(report.findings), "counts": counts,
+                  "sites": sites,
                   "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
 
@@ -117,7 +139,7 @@ def measure(target: str, backend: str) -> dict[str, float] | None:
     done = subprocess.run([sys.executable, "-c", MEASURE, target, backend], capture_output=True, text=True,
                           cwd=ROOT, env=env, check=False)
     if done.returncode != 0:
-        if backend.endswith("-floor"):
+        if backend.endswith("-floor") or "--compare" in sys.argv or "--model-steps" in sys.argv:
             return None  # the lazy backend alone cannot run this step (the checker works around it)
         raise SystemExit(f"{target}/{backend} failed:\n{done.stderr[-2000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -127,13 +149,57 @@ def _load() -> str:
     return " ".join(f"{value:.1f}" for value in os.getloadavg())
 
 
+def _status(result: dict[str, object]) -> str:
+    stopped = result["counts"].get("stopped") if isinstance(result["counts"], dict) else None
+    return f"stopped ({stopped})" if stopped else "complete"
+
+
+def compare(targets: list[str], backends: list[str], floors: bool = True) -> None:
+    """Per target and backend: complete or not, the sites found (code file:line), the checker's CPU seconds
+    and its bare backend's (the floor), and the sites one backend found that another did not."""
+    print(f"{'target':<28} {'backend':<7} {'status':<9} {'sites':>5} {'seconds':>7} {'floor':>6} {'x floor':>7}")
+    for target in targets:
+        found: dict[str, set[str]] = {}
+        for backend in backends:
+            result = measure(target, backend)
+            floor = measure(target, f"{backend}-floor") if floors and backend != "dynamo" else None
+            if result is None:
+                print(f"{target.rpartition('/')[2]:<28} {backend:<7} crashed (the process died)", flush=True)
+                found[backend] = set()
+                continue
+            status = _status(result)
+            found[backend] = set(result["sites"])  # type: ignore[arg-type]
+            base = floor["seconds"] if floor is not None and _status(floor) == "complete" else None
+            print(f"{target.rpartition('/')[2]:<28} {backend:<7} {status.split(' ')[0]:<9} {len(found[backend]):>5} "
+                  f"{result['seconds']:>7.2f} " + (f"{base:>6.2f} {result['seconds'] / base:>7.2f}" if base
+                                                   else f"{'-':>6} {'-':>7}"), flush=True)
+            if status != "complete":
+                print(f"    {backend}: {status}")
+        for backend in backends:
+            others = set().union(*(found[b] for b in backends if b != backend))
+            only = sorted(found[backend] - others)
+            if only:
+                print(f"    only {backend}: {', '.join(only)}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--families", nargs="+", choices=FAMILIES, default=list(FAMILIES))
     parser.add_argument("--sizes", nargs="+", choices=tuple(TARGETS), default=list(TARGETS))
     parser.add_argument("--backends", nargs="+", choices=BACKENDS, default=list(BACKENDS))
+    parser.add_argument("--compare", action="store_true",
+                        help="complete / sites / seconds per backend instead of the cost table")
+    parser.add_argument("--no-floor", action="store_true", help="with --compare: do not time the bare backends")
+    parser.add_argument("--model-steps", nargs="+", metavar="NAME",
+                        help="compare on these factories of bench/model_steps.py (implies --compare)")
     args = parser.parse_args()
     print(f"load average at start: {_load()}")
+    if args.compare or args.model_steps:
+        targets = [f"{MODEL_STEPS}:{name}" for name in args.model_steps] if args.model_steps else \
+            [f"{TARGETS[size]}:{family}" for size in args.sizes for family in args.families]
+        compare(targets, args.backends, floors=not args.no_floor)
+        print(f"load average at end: {_load()}")
+        return 0
     header = f"{'family':<8} {'size':<6} {'eager x3':>8}"
     for backend in args.backends:
         header += f" {backend + ' floor':>12} {backend:>7} {'ratio':>6} {'MB':>5} {'counts':<34}"

@@ -404,3 +404,25 @@ def state_created_in_step(optimizer: str, keys: list[str], preinitialize: bool =
         return f"`{optimizer}.preinitialize()` does not create state {names}; `step()` creates it"
     return (f"optimizer state {names} of `{optimizer}` is created inside `step()`; it must exist before the "
             "first step: create it in `preinitialize()`")
+
+
+def _is_cpu(node: ast.expr) -> bool:
+    """`"cpu"` or `torch.device("cpu")` written out."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, str) and node.value.split(":")[0] == "cpu"
+    return isinstance(node, ast.Call) and isinstance(node.func, (ast.Attribute, ast.Name)) and \
+        (node.func.attr if isinstance(node.func, ast.Attribute) else node.func.id) == "device" and \
+        bool(node.args) and _is_cpu(node.args[0])
+
+
+def names_the_cpu(path: str, span: tuple[int, int, int, int] | None) -> bool:
+    """The call at `span` names the CPU as its device in the source (`x.to("cpu")`, `device=torch.device("cpu")`):
+    where tensors live on the CPU while traced, this is what tells a copy to the host from a `.to(device)`."""
+    parsed = _parsed(path)
+    if parsed is None or span is None:
+        return False
+    node = parsed.at(span[0]).at_span.get(span)
+    if not isinstance(node, ast.Call):
+        return False
+    return any(_is_cpu(arg) for arg in node.args) or \
+        any(k.arg == "device" and _is_cpu(k.value) for k in node.keywords)

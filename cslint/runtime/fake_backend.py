@@ -30,7 +30,8 @@ from torch.utils._python_dispatch import _disable_current_modes
 from torch.utils._pytree import tree_map
 
 from cslint.runtime.findings import RuntimeReport
-from cslint.runtime.frames import user_frame
+from cslint.runtime.classify import names_the_cpu
+from cslint.runtime.frames import instruction_span, user_frame
 from cslint.runtime.lazy_backend import (_BOOKKEEPING, OpRecord, Watcher, _describe, tensors, watching_numpy,
                                          watching_optimizers)
 from cslint.runtime.step_factory import Step, build
@@ -107,7 +108,9 @@ def _parse_to(*args: Any, **kwargs: Any) -> torch.device | None:
 @contextmanager
 def watching_host_copies(watcher: FakeWatcher) -> Iterator[None]:
     """`.cpu()`, `.to("cpu")`, `.tolist()` and `repr()` of a fake tensor on the CPU device dispatch no op, or
-    none that reads a value: watch them as methods of FakeTensor; each is answered from the real tensor."""
+    none that reads a value: watch them as methods of FakeTensor; each is answered from the real tensor.
+    The step's own device is the CPU too, so `.to(device)` is a copy to the host only where the source
+    names the CPU (`.to("cpu")`); `.to(other_tensor.device)` to the CPU is not seen."""
     inherited = {name: getattr(FakeTensor, name) for name in ("cpu", "to", "tolist", "__repr__")}
     own = {name: FakeTensor.__dict__[name] for name in inherited if name in FakeTensor.__dict__}
 
@@ -122,7 +125,9 @@ def watching_host_copies(watcher: FakeWatcher) -> Iterator[None]:
         return inherited["cpu"](self, *args, **kwargs)
 
     def to(self: FakeTensor, *args: Any, **kwargs: Any) -> Any:
-        if _parse_to(*args, **kwargs) == torch.device("cpu"):
+        caller = sys._getframe(1)
+        if _parse_to(*args, **kwargs) == torch.device("cpu") and \
+                names_the_cpu(caller.f_code.co_filename, instruction_span(caller.f_code, caller.f_lasti)):
             host("Tensor.to")
         return inherited["to"](self, *args, **kwargs)
 
@@ -179,11 +184,20 @@ def converting_in_place() -> Iterator[None]:
         torch.nn.Module._apply = original  # type: ignore[method-assign]
 
 
+class _RealValuedMode(FakeTensorMode):
+    """No constant fake tensors: the fake mode computes an op on small constants (`torch.tensor(0.0)`, an
+    optimizer's `step`) apart from the real tensors, so an in-place update of one (`step += 1`) left its real
+    value behind, and the next read of it (Adam's `step.item()`) answered the stale value."""
+
+    def may_turn_const(self, t: torch.Tensor) -> bool:
+        return False
+
+
 @contextmanager
 def fake_mode() -> Iterator[FakeTensorMode]:
     """A fake-tensor mode that keeps each fake tensor's real value (static shapes: no symbolic sizes)."""
     with torch._functorch.config.patch(fake_tensor_propagate_real_tensors=True), converting_in_place():
-        yield FakeTensorMode(allow_non_fake_inputs=True)
+        yield _RealValuedMode(allow_non_fake_inputs=True)
 
 
 def build_fake(factory: Any, mode: FakeTensorMode, report: RuntimeReport) -> Step:

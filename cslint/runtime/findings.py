@@ -23,8 +23,9 @@ def stopped(reason: str, path: str = "", line: int = 0) -> str:
     return f"stopped{where} ({reason})"
 
 
-# The backends in the order of how precisely they name the construct (lazy reads the executing instruction).
-_PRECISION = ("optimizer", "lazy", "stability", "dynamo")
+# The backends in the order of how precisely they name the construct (lazy and fake read the executing
+# instruction).
+_PRECISION = ("optimizer", "lazy", "fake", "stability", "dynamo")
 
 
 def _problem(code: str) -> str:
@@ -39,7 +40,7 @@ class RuntimeFinding:
     path: str
     line: int
     message: str
-    backend: str  # "lazy", "dynamo", "stability", "optimizer"
+    backend: str  # "lazy", "fake", "dynamo", "stability", "optimizer"
     column: int = 0  # 1-based; 0 when the backend only knows the line
     chain: tuple[str, ...] = ()  # "path:line in function" from the step down to the op (--show-chain)
     graph_break: str = ""  # the registry id of the break dynamo reported here ("GB0170"), else ""
