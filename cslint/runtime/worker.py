@@ -41,19 +41,37 @@ def _plain(value: Any) -> Any:
     return repr(value)
 
 
+def _chain(exc: BaseException) -> list[BaseException]:
+    """The exception and those it was raised from, outermost first."""
+    chain = [exc]
+    inner = exc.__cause__ or (None if exc.__suppress_context__ else exc.__context__)
+    while inner is not None and all(inner is not e for e in chain):
+        chain.append(inner)
+        inner = inner.__cause__ or (None if inner.__suppress_context__ else inner.__context__)
+    return chain
+
+
 def _stopped_by(exc: BaseException) -> str:
+    """The first line of what stopped the backend, at the user's line nearest the failure: that of the
+    innermost exception it was raised from, not the line of a wrapper that re-raised it."""
     from cslint.runtime.frames import raise_site
 
     first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     reason = f"{type(exc).__name__}: {first}" if first else type(exc).__name__
-    site = raise_site(exc)
+    site = next((s for s in map(raise_site, reversed(_chain(exc))) if s is not None), None)
     return stopped(reason, *site) if site else stopped(reason)
 
 
-def _stop(report: RuntimeReport, backend: str, exc: BaseException) -> None:
-    """The backend's status names the first line of what stopped it; its cause keeps the whole message."""
+def _said(exc: BaseException) -> str:
     message = str(exc).strip()
-    report.causes[backend] = f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+
+
+def _stop(report: RuntimeReport, backend: str, exc: BaseException) -> None:
+    """The backend's status names the first line of what stopped it; its cause keeps the whole message, and
+    the exceptions it was raised from (a library's wrapper often says less than what it wraps)."""
+    first, *inner = _chain(exc)
+    report.causes[backend] = "\n".join([_said(first), *(f"raised from {_said(e)}" for e in inner)])
     report.set_status(backend, _stopped_by(exc))
 
 
