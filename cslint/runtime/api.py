@@ -69,8 +69,9 @@ def check(target: str, backends: tuple[str, ...] = ("lazy", "dynamo"), *, timeou
           outputs: bool = False, isolate: bool = True, progress: bool = False, cwd: str | None = None,
           memory_limit_mb: int = DEFAULT_MEMORY_LIMIT_MB,
           compiled_backends: tuple[str, ...] | None = None) -> RuntimeReport:
-    """Run `target` (`file.py:factory` or `module:factory`) under the runtime backends (a torch.compile
-    step under `compiled_backends` instead, when given).
+    """Run `target` (`file.py:factory` or `module:factory`) under the runtime backends, "lazy", "fake"
+    (fake tensors, docs/runtime.md) and "dynamo" (a torch.compile step under `compiled_backends` instead,
+    when given).
 
     `isolate=False` runs in this process (faster; for tests of trusted targets only: no timeout, no limit).
     """

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from typing import Any
 
 import torch
@@ -208,23 +208,31 @@ def build_fake(factory: Any, mode: FakeTensorMode, report: RuntimeReport) -> Ste
     return step
 
 
-def run_fake(factory: Any, report: RuntimeReport, progress: Any = None) -> tuple[Step, list[list[OpRecord]]]:
-    """Build the step under fake tensors and trace every batch; return the step and each batch's op records."""
-    with ExitStack() as stack:
-        mode = stack.enter_context(fake_mode())
-        torch.manual_seed(0)
-        step = build_fake(factory, mode, report)
-        per_step: list[list[OpRecord]] = []
-        created_state = False
-        for index, batch in enumerate(step.batches):
-            watcher = FakeWatcher(report, mode)
-            with mode, watching_optimizers(watcher), watching_numpy(watcher), watching_host_copies(watcher), \
-                    watcher:
-                step.fn(*batch)
-            created_state = created_state or watcher.created_state
-            per_step.append(watcher.ops)
-            if progress is not None:
-                progress(f"fake step {index + 1}/{len(step.batches)}")
+def trace_fake(step: Step, mode: FakeTensorMode, report: RuntimeReport,
+               progress: Any = None) -> list[list[OpRecord]]:
+    """Trace every batch of a step built by `build_fake`; return each batch's op records (for graph stability).
+
+    The ops of an optimizer step that created state are left out of the records: that instability is
+    reported as WSC301 at the `opt.step()` line.
+    """
+    per_step: list[list[OpRecord]] = []
+    created_state = False
+    for index, batch in enumerate(step.batches):
+        watcher = FakeWatcher(report, mode)
+        with mode, watching_optimizers(watcher), watching_numpy(watcher), watching_host_copies(watcher), watcher:
+            step.fn(*batch)
+        created_state = created_state or watcher.created_state
+        per_step.append(watcher.ops)
+        if progress is not None:
+            progress(f"fake step {index + 1}/{len(step.batches)}")
     if created_state:
         per_step = [[op for op in ops if not op.in_optimizer_step] for ops in per_step]
-    return step, per_step
+    return per_step
+
+
+def run_fake(factory: Any, report: RuntimeReport, progress: Any = None) -> tuple[Step, list[list[OpRecord]]]:
+    """Build the step under fake tensors and trace every batch; return the step and each batch's op records."""
+    with fake_mode() as mode:
+        torch.manual_seed(0)
+        step = build_fake(factory, mode, report)
+        return step, trace_fake(step, mode, report, progress)

@@ -134,7 +134,7 @@ def user_frame(start: FrameType | None = None, also_skip: tuple[str, ...] = (),
 
 _LOGGING_DIR = os.path.dirname(os.path.abspath(logging.__file__)) + os.sep
 # The checker's functions that call the user's step: above them, nothing is part of the step.
-_STEP_CALLERS = ("run_lazy", "run_fake", "execute", "run_dynamo", "check_optimizer")
+_STEP_CALLERS = ("run_lazy", "trace_fake", "execute", "run_dynamo", "check_optimizer")
 
 
 def instruction_span(code: CodeType, lasti: int) -> tuple[int, int, int, int] | None:

@@ -1,4 +1,5 @@
-"""Runs in the child process: load the target, run it on the CPU, the lazy backend and dynamo.
+"""Runs in the child process: load the target, run it on the CPU, then under the lazy backend, fake tensors
+(when asked) and dynamo.
 
 `python -m cslint.runtime.worker OPTIONS_JSON` writes the report as JSON to options["result_path"].
 """
