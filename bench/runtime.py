@@ -3,6 +3,8 @@
     pip install -e '.[test]'
     python bench/runtime.py                                  # the five families, tiny and small, each backend
     python bench/runtime.py --families llama --sizes small --backends lazy
+    python bench/runtime.py --compare --sizes tiny --backends lazy fake   # complete / sites / time per backend
+    python bench/runtime.py --model-steps bert llama --backends lazy fake --no-floor   # bench/model_steps.py
 
 The steps: transformers bert, gpt2, t5, llama and mixtral (random weights, no download), forward + loss +
 backward + AdamW, two batches. `tiny` is the test configuration (tests/runtime/targets/real_steps.py,
@@ -22,6 +24,11 @@ backends. "counts": for lazy, the graphs compiled and run (each CPU fallback or 
 pending graph); for dynamo, the frames compiled, the graphs captured and the restarts (dynamo traces a
 frame again from its start after each graph break in it); the floor's in brackets. Prints one table;
 nothing is asserted.
+
+`--compare` (and `--model-steps`, on the factories of bench/model_steps.py) prints instead, per step and
+backend: complete or stopped (and why), the sites found (code file:line), CPU seconds, the bare backend's
+("fake floor": fake tensors with real values, reads answered, nothing recorded; the build of the model
+under fake tensors is timed apart), and the sites only one backend found (docs/runtime.md).
 """
 
 from __future__ import annotations
@@ -61,6 +68,13 @@ if backend.startswith("dynamo"):
     torch._dynamo.reset = counting_reset
 factory = load_factory(target)
 imported = time.perf_counter()
+
+
+def stopped_by(exc):
+    first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
+    return f"{type(exc).__name__}: {first}"
+
+
 report = RuntimeReport(target)
 counts = {}
 if backend == "eager":
@@ -87,7 +101,7 @@ elif backend in ("fake-floor", "fake"):
                     for batch in step.batches:
                         step.fn(*batch)
         except Exception as exc:
-            counts["stopped"] = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ''}"
+            counts["stopped"] = stopped_by(exc)
 elif backend in ("lazy-floor", "lazy"):
     import torch._lazy.metrics
     from cslint.runtime.lazy_backend import init, run_lazy
@@ -102,7 +116,7 @@ elif backend in ("lazy-floor", "lazy"):
         try:
             compare_steps(run_lazy(step, report), report)
         except Exception as exc:
-            counts = {"stopped": f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ''}"}
+            counts = {"stopped": stopped_by(exc)}
     else:
         for batch in step.batches:
             step.fn(*batch)
@@ -191,7 +205,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--families", nargs="+", choices=FAMILIES, default=list(FAMILIES))
     parser.add_argument("--sizes", nargs="+", choices=tuple(TARGETS), default=list(TARGETS))
-    parser.add_argument("--backends", nargs="+", choices=BACKENDS, default=list(BACKENDS))
+    parser.add_argument("--backends", nargs="+", choices=BACKENDS, default=["lazy", "dynamo"])
     parser.add_argument("--compare", action="store_true",
                         help="complete / sites / seconds per backend instead of the cost table")
     parser.add_argument("--no-floor", action="store_true", help="with --compare: do not time the bare backends")

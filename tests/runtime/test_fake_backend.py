@@ -10,7 +10,7 @@ import pytest
 pytest.importorskip("torch")
 
 from cslint.runtime import check  # noqa: E402
-from cslint.runtime.cli import render_text  # noqa: E402
+from cslint.runtime.cli import main as runtime_main, render_text  # noqa: E402
 
 from tests.runtime.test_runtime import expected_line  # noqa: E402
 
@@ -43,3 +43,10 @@ def test_a_failure_inside_the_backend_has_its_whole_cause_and_the_users_line() -
     assert cause.startswith("Wrapped: the step's own wrapper\nraised from RuntimeError: There was no fake impl")
     assert "cslint_tests::doubled" in cause and "register_fake" in cause
     assert "raised from RuntimeError: There was no fake impl" in render_text(report)
+
+
+def test_cslint_runtime_backend_fake(capsys: pytest.CaptureFixture[str]) -> None:
+    assert runtime_main([f"{STEPS}:reads", "--backend", "fake", "--no-progress"]) == 1  # findings
+    out = capsys.readouterr().out
+    assert f"fake_steps.py:{expected_line(STEPS, 'WSC201')}: WSC201 [fake] `.item()`" in out
+    assert f"{STEPS}:reads: fake: complete" in out
