@@ -46,6 +46,8 @@ LIBRARY_HELPERS: dict[str, frozenset[str]] = {
     "is_jit_tracing": frozenset(),
     "is_torch_fx_proxy": frozenset(),
     "is_fx_tracing": frozenset(),
+    "is_tracing": frozenset({DYNAMO}),  # transformers: dynamo, jit, fx or stream capture, never lazy tensors
+    "is_torchdynamo_exporting": frozenset(),
 }
 LIBRARY_ROOTS = ("transformers.", "diffusers.", "timm.", "accelerate.", "peft.")
 _PREDICATE_NAMES = tuple(sorted({name.rsplit(".", 1)[-1] for name in PREDICATES}))

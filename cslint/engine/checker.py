@@ -73,6 +73,7 @@ class Checker:
     def __init__(self, rules: Iterable[type[Rule]], settings: Settings, profile: Profile | None = None) -> None:
         self.settings = settings
         self.profile = profile
+        self.project: Project | None = None  # the program the functions checked next belong to (set by the runner)
         self.rules = [rule() for rule in rules]
         self.module_rules = [rule for rule in self.rules if getattr(rule, "scope", "function") == "module"]
         self.table: dict[type, list[tuple[Rule, Handler]]] = {}
@@ -92,7 +93,7 @@ class Checker:
         """The function's findings, and whether a rule read the whole file's text to find them."""
         if traced.analysis is None or not self.table or traced.eager:
             return [], False
-        ctx = RuleContext(traced=traced, settings=self.settings)
+        ctx = RuleContext(traced=traced, settings=self.settings, project=self.project)
         with aliases_remembered():
             _dispatch(self.table, ctx, self.profile)
         analysis = traced.analysis

@@ -149,7 +149,7 @@ class Linter:
                     parse(source, self.settings.analysis_budget)
         findings: dict[Path, list[Finding]] = {}
         modules, by_module = self._index_all(sources, names, findings)
-        project = self._project(modules.values())
+        project = self.checker.project = self._project(modules.values())
         with self.profile.phase("traced code and tensor inference"):
             program = TracedProgram(project, self.settings.trace_roots,
                                     root_modules=_module_names(by_module, roots_in),
@@ -208,7 +208,7 @@ class Linter:
                 per_function[traced.func.qualname] = (_rule_inputs(traced), self._locate(traced.func.module, found))
             traced.analysis = None  # its node-keyed maps would keep the tree alive
 
-        project = self._project(every if isinstance(every, LazyModules) else modules.values())
+        project = self.checker.project = self._project(every if isinstance(every, LazyModules) else modules.values())
         with ExitStack() as holding:
             for module in held or ():
                 holding.enter_context(module.held())

@@ -44,6 +44,7 @@ _TESTED = (cst.If, cst.While, cst.IfExp, cst.Assert, cst.CompIf)  # nodes whose 
 class RuleContext:
     traced: TracedFunction
     settings: Settings
+    project: Project | None = None  # the program being checked: what a fix looks up in other modules
     findings: list[Finding] = field(default_factory=list)
     current_code: str = ""  # the code of the rule running: its findings carry it
     scratch: dict[str, Any] = field(default_factory=dict)  # per-function notes a rule keeps between visits

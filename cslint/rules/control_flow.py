@@ -7,6 +7,7 @@ import libcst as cst
 from cslint.analysis.libraries import BRANCH
 from cslint.fixers.checks import keep_assert, keep_raising_check
 from cslint.fixers.expert_loops import dense_expert_loop
+from cslint.fixers.fast_paths import skip_fast_path
 from cslint.fixers.masked_block import masked_block
 from cslint.fixers.first_match import first_match
 from cslint.fixers.masked_tail import early_return
@@ -135,7 +136,8 @@ class Clamp(nn.Module):
         keyword = "elif" if id(node) in elifs else "if"
         fix: Fix | None = None if keyword == "elif" else \
             if_to_where(node, ctx) or inplace_if_to_where(node, ctx) or masked_block(node, ctx) or \
-            early_return(node, ctx) or first_match(node, ctx) or keep_raising_check(node, ctx)
+            skip_fast_path(node, ctx) or early_return(node, ctx) or first_match(node, ctx) or \
+            keep_raising_check(node, ctx)
         what = ctx.kind(node.test).describe() if ctx.is_data_dependent(node.test) else "computed from a tensor"
         ctx.report(node.test, f"`{keyword} {ctx.code(node.test)}` branches on {what}", fix, consequence=FROZEN)
 
