@@ -44,10 +44,11 @@ def skip_fast_path(node: cst.If, ctx: RuleContext) -> Fix | None:
         return None
     shortcut = _returned(node.body)
     final = _returned(cst.IndentedBlock([body[-1]]))
-    if shortcut is None or final is None or not _constant(shortcut[0]) or not _constant(final[0]):
+    general = final[0] if final is not None else None
+    if shortcut is None or general is None or not _constant(shortcut[0]) or not _constant(general):
         return None
-    guard = _inline_guard(node.test, ctx) if _same(shortcut[0], final[0]) is False else None
-    guard = guard or _compile_guard(body[:[id(s) for s in body].index(id(node))], final[0], ctx)
+    guard = _inline_guard(node.test, ctx) if not _same(shortcut[0], general) else None
+    guard = guard or _compile_guard(body[:[id(s) for s in body].index(id(node))], general, ctx)
     if guard is None:
         return None
     dropped: list[cst.BaseExpression] = []
@@ -65,7 +66,7 @@ def skip_fast_path(node: cst.If, ctx: RuleContext) -> Fix | None:
     tests = ", ".join(f"`{ctx.code(part, 40)}`" for part in dropped)
     message = (f"Take the general path on a static graph, as `{guard}` does under torch.compile: drop the "
                f"fast path's tensor test {tests}; unsafe: where the test held the function now goes on to its "
-               f"general path (which ends `return {ctx.code(final[0])}`), and the caller computes what the fast path "
+               f"general path (which ends `return {ctx.code(general)}`), and the caller computes what the fast path "
                "skipped (the same numbers only if the fast path is an optimisation: compare the outputs), "
                "also when run eagerly")
     if reasons:
