@@ -122,3 +122,14 @@ def test_transformers_tracing_helpers_guard_when_transformers_is_not_linted(lint
     assert [d.line for d in lint(TRANSFORMERS_HELPER, target="compile") if d.code == "WSC101"] == []
     found = [d for d in lint(TRANSFORMERS_HELPER, target="wsc") if d.code == "WSC101"]
     assert [d.line for d in found] == [8] and found[0].fix is not None
+
+
+def test_an_early_return_of_the_general_answer_is_kept(lint):
+    """transformers' `if local_size is not None and kv_length >= local_size: return False` (a mask is needed
+    whatever the padding) with kv_length taken for a tensor: dropping it would let the shortcuts after it
+    answer True for a sliding-window layer."""
+    code = HELPER.format(guard=GUARD, guard_returns="False", test="mask.sum() >= q_len").replace(
+        "    if mask.sum() >= q_len:\n        return True\n",
+        "    if mask.sum() >= q_len:\n        return False\n    if mask is None:\n        return True\n")
+    found = [d for d in lint(code, target="wsc") if d.code == "WSC101" and d.line == 11]
+    assert len(found) == 1 and found[0].fix is None, found[0].fix

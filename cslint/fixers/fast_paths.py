@@ -47,8 +47,10 @@ def skip_fast_path(node: cst.If, ctx: RuleContext) -> Fix | None:
     general = final[0] if final is not None else None
     if shortcut is None or general is None or not _constant(shortcut[0]) or not _constant(general):
         return None
-    guard = _inline_guard(node.test, ctx) if not _same(shortcut[0], general) else None
-    guard = guard or _compile_guard(body[:[id(s) for s in body].index(id(node))], general, ctx)
+    if _same(shortcut[0], general):
+        return None  # a check that returns the general answer early: dropping it would run the shortcuts after it
+    guard = _inline_guard(node.test, ctx) or \
+        _compile_guard(body[:[id(s) for s in body].index(id(node))], general, ctx)
     if guard is None:
         return None
     dropped: list[cst.BaseExpression] = []
