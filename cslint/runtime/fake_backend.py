@@ -32,8 +32,7 @@ from torch.utils._pytree import tree_map
 from cslint.runtime.findings import RuntimeReport
 from cslint.runtime.classify import names_the_cpu
 from cslint.runtime.frames import instruction_span, user_frame
-from cslint.runtime.lazy_backend import (_BOOKKEEPING, OpRecord, Watcher, _describe, tensors, watching_numpy,
-                                         watching_optimizers)
+from cslint.runtime.lazy_backend import OpRecord, Watcher, tensors, watching_numpy, watching_optimizers
 from cslint.runtime.step_factory import Step, build
 
 aten = torch.ops.aten
@@ -73,20 +72,8 @@ class FakeWatcher(Watcher):
         reads = fake_inputs and (func is aten._local_scalar_dense.default
                                  or torch.Tag.dynamic_output_shape in func.tags)
         out = self._on_real(func, args, kwargs) if reads else func(*args, **kwargs)
-        if not self.recording:
-            return out
-        start = sys._getframe(1)
-        frame = user_frame(start)
-        if frame is None:
-            return out
-        if func not in _BOOKKEEPING and func.namespace != "profiler":
-            self.ops.append(OpRecord(str(func), frame.path, frame.line,
-                                     tuple(_describe(a) for a in args)
-                                     + tuple(sorted((k, _describe(v)) for k, v in kwargs.items())),
-                                     self.optimizer_steps > 0))
-        kind = self._kind(func, args, kwargs, out)
-        if kind is not None:
-            self.event(kind, frame, f"aten.{func.__name__}", start)
+        if self.recording:
+            self.record(func, args, kwargs, out, sys._getframe(1))
         return out
 
     def _on_real(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:

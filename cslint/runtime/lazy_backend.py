@@ -123,10 +123,15 @@ class Watcher(TorchDispatchMode):
             out = tree_map(_functional, out)
         elif func not in _HOST_READS:
             _stay_on_device(func, out)
-        start = sys._getframe(1)
+        self.record(func, args, kwargs, out, sys._getframe(1))
+        return out
+
+    def record(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any, start: Any) -> None:
+        """The op at the user's line (for the stability check) and, when it reads a value or copies to the
+        host, its finding; `start` is the frame that dispatched it."""
         frame = user_frame(start)
         if frame is None:
-            return out
+            return
         if func not in _BOOKKEEPING and func.namespace != "profiler" and torch.Tag.view_copy not in func.tags:
             self.ops.append(OpRecord(str(func), frame.path, frame.line,
                                      tuple(_describe(a) for a in args)
@@ -135,7 +140,6 @@ class Watcher(TorchDispatchMode):
         kind = self._kind(func, args, kwargs, out)
         if kind is not None:
             self.event(kind, frame, f"aten.{func.__name__}", start)
-        return out
 
     @staticmethod
     def _kind(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> str | None:
