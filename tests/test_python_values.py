@@ -490,10 +490,7 @@ def test_starred_unpacking_outside_traced_code_stays_quiet(lint):
 
 
 @pytest.mark.parametrize("target", TARGETS)
-def test_a_tensor_passed_to_a_number_annotation_is_reported_once_at_the_call(lint, target):
-    """#36: annotations are believed. `timestep: int` is a Python int inside `step` (no finding on its uses
-    there); the traced call that passes it a tensor is the finding, once, naming the parameter. (Before,
-    the callers' tensor won over the annotation and each use inside the callee was reported instead.)"""
+def test_callers_passing_tensors_win_over_a_number_annotation_and_the_message_says_so(lint, target):
     code = """
     import torch
     from torch import nn
@@ -520,8 +517,8 @@ def test_a_tensor_passed_to_a_number_annotation_is_reported_once_at_the_call(lin
             return self.scheduler.step(out, timesteps[0], noisy)
     """
     found = lint(code, target=target)
-    assert codes(found) == [("WSC203", 23)]
-    assert "passes a tensor to `timestep: int`, a Python value in `step`" in found[0].message
+    assert codes(found) == [("WSC101", 6)]
+    assert "`timestep` is annotated `int`, but the traced callers pass a tensor" in found[0].notes
 
 
 def test_a_number_annotation_outside_traced_code_stays_quiet(lint):

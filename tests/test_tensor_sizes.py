@@ -170,10 +170,10 @@ class Scheduler:
         self.timesteps = torch.arange(steps - 1, -1, -1)
         self.alphas = torch.linspace(0.99, 0.5, steps)
 
-    def previous_timestep(self, timestep: int | torch.Tensor) -> int | torch.Tensor:
+    def previous_timestep(self, timestep: int) -> int | torch.Tensor:
         return timestep - 1
 
-    def step(self, out, timestep: int | torch.Tensor, sample, order: list[int]):
+    def step(self, out, timestep: int, sample, order: list[int]):
         alpha = self.alphas[timestep]
         alpha_prev = self.alphas[self.previous_timestep(timestep)]
         return sample * alpha / alpha_prev + out + self.alphas[order].sum()
@@ -190,12 +190,12 @@ def sample_step(x, t, order):
 
 @pytest.mark.parametrize("target", ("wsc", "xla", "rdu"))
 def test_a_tensor_given_where_a_number_is_declared_is_a_zero_dimensional_index(lint, target):
-    """`timestep: int | torch.Tensor` (and `-> int | torch.Tensor`) given a tensor by the traced caller: one
-    number, so indexing by it reads it under lazy tracing; `order: list[int]` given a tensor is a gather. (A
-    parameter annotated `int` alone is a Python int in the callee: tests/test_evidence_of_tensors.py.)"""
+    """`timestep: int` (and `-> int | torch.Tensor`) given a tensor by the traced caller: one number, so
+    indexing by it reads it under lazy tracing; `order: list[int]` given a tensor is a gather."""
     findings = [f for f in lint(SCHEDULER_STEP, target=target) if f.code == "WSC207"]
     assert [(f.line, f.message.split("`")[1]) for f in findings] == [
         (13, "timestep"), (14, "self.previous_timestep(timestep)")], findings
+    assert "`timestep` is annotated `int`, but the traced callers pass a tensor" in findings[0].notes
 
 
 def test_under_compile_a_declared_number_is_not_known_to_be_zero_dimensional(lint):

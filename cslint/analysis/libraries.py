@@ -199,7 +199,7 @@ class Libraries:
         guards = self._oracles.get(f"guards:{tracer}")
         if guards is None and tracer is not None:
             guards = self._oracles[f"guards:{tracer}"] = Guards(self.project, tracer)
-        params = helper_param_kinds(oracle, func, given, annotations_believed=False)
+        params = helper_param_kinds(oracle, func, given)
         analysis = FunctionInference(self.project, oracle, func, params, unannotated_param=UNKNOWN,
                                      guards=guards).run()
         returns = analysis.return_kind if analysis.returns_value else STATIC

@@ -13,7 +13,6 @@ from cslint.analysis.index import FunctionInfo
 from cslint.analysis.kinds import HOST, STATIC, TENSOR, UNKNOWN, Kind, Tag, as_boolean, obj, sequence_of, tuple_of
 from cslint.analysis.param_uses import param_uses
 from cslint.analysis.project import Project
-from cslint.analysis.ranks import python_value_annotation
 from cslint.analysis.signatures import all_params, annotation_kind, default_kind, first_param, signature_kind
 from cslint.analysis.step_params import apply_step_params
 
@@ -84,11 +83,8 @@ def _apply_self_and_roles(oracle: ProjectOracle, func: FunctionInfo, params: dic
                     params[name] = STATIC
 
 
-def callers_kinds(func: FunctionInfo, given: dict[str, Kind], annotations_believed: bool = True) -> dict[str, Kind]:
-    """What callers pass, as the function takes it. A parameter annotated as a Python number, bool or string
-    (`condition: bool`, `timestep: int | None`) is one (`annotations_believed`): a traced call passing it a
-    tensor is the finding, at the call (WSC203), and a value read from tensor data was reported where it was
-    read, not again at each use in the callee. A parameter annotated as a container stays one when a
+def callers_kinds(func: FunctionInfo, given: dict[str, Kind]) -> dict[str, Kind]:
+    """What callers pass, as the function takes it: a parameter annotated as a container stays one when a
     caller's value is a tensor -- the annotation is the author's word on structure, and a caller's tensor
     there comes from a nested container whose own annotation said less (`cache.get("inner")` of a
     `dict[str, Tensor]` holding dicts). The caller's word on data stays: Python numbers it declares
@@ -96,10 +92,7 @@ def callers_kinds(func: FunctionInfo, given: dict[str, Kind], annotations_believ
     taken = dict(given)
     for param in all_params(func.node):
         name = param.name.value
-        if name in taken and annotations_believed and taken[name].is_data_dependent and \
-                python_value_annotation(param.annotation) is not None:
-            taken[name] = STATIC
-        elif name in taken and taken[name].tag is Tag.TENSOR:
+        if name in taken and taken[name].tag is Tag.TENSOR:
             declared = annotation_kind(param.annotation)
             if declared is not None and declared.tag is Tag.SEQUENCE:
                 taken[name] = _read_from_tensors(declared)
@@ -118,12 +111,9 @@ def _read_from_tensors(kind: Kind) -> Kind:
     return kind
 
 
-def helper_param_kinds(oracle: ProjectOracle, func: FunctionInfo, given: dict[str, Kind],
-                       annotations_believed: bool = True) -> dict[str, Kind]:
-    """A helper's parameters: what callers pass, else what its signature says, else unknown. An installed
-    library's function is summarised for what the call really passes (`annotations_believed` False): its
-    effects are reported at the call."""
-    given = callers_kinds(func, given, annotations_believed)
+def helper_param_kinds(oracle: ProjectOracle, func: FunctionInfo, given: dict[str, Kind]) -> dict[str, Kind]:
+    """A helper's parameters: what callers pass, else what its signature says, else unknown."""
+    given = callers_kinds(func, given)
     params: dict[str, Kind] = {}
     for param in all_params(func.node):
         name = param.name.value
@@ -138,7 +128,7 @@ def helper_param_kinds(oracle: ProjectOracle, func: FunctionInfo, given: dict[st
 
 
 def annotation_overrides(func: FunctionInfo, params: dict[str, Kind]) -> dict[str, str]:
-    """`grid: np.ndarray` given a tensor by the traced callers: {"grid": "np.ndarray"}."""
+    """`timestep: int` given a tensor by the traced callers: {"timestep": "int"}."""
     overrides = {}
     for param in all_params(func.node):
         name = param.name.value

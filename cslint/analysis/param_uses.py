@@ -43,10 +43,6 @@ class ParamUses:
     # predicate (`exists(beam_size)`), compares with number literals (`beam_size > 1`) or converts with
     # `int()`/`float()` -- nothing it does needs a tensor, and a number is what `> 1` and `int()` are for
     options: frozenset[str] = frozenset()
-    # read as Python values, whatever their names: tested (`if not condition`, `assert n > 0`, a ternary),
-    # used where Python needs an int, or converted (`int(n)`, `range(n)`, `max(n, 1)`) -- a tensor given to
-    # one of these is read where the body uses it (`x / scale`, `x.view(n, -1)` of a tensor is no such use)
-    read: frozenset[str] = frozenset()
 
 
 _CACHE: weakref.WeakKeyDictionary[FunctionInfo, ParamUses] = weakref.WeakKeyDictionary()
@@ -191,7 +187,6 @@ def _scan(node: cst.FunctionDef) -> ParamUses:
     uses: dict[str, set[str]] = {name: set() for name in names}
     parents: dict[int, cst.CSTNode | None] = {}
     numbers: set[str] = set()
-    read: set[str] = set()
     option_uses: dict[str, set[str]] = {name: set() for name in _none_defaults(p)}
     for child, parent in iter_with_parents(node.body, prune=(cst.FunctionDef, cst.Lambda, cst.ClassDef)):
         parents[id(child)] = parent
@@ -204,9 +199,6 @@ def _scan(node: cst.FunctionDef) -> ParamUses:
                 continue
             if _in_int_slot(child, parent, parents):
                 numbers.add(child.value)
-                read.add(child.value)
-            elif _tested_or_converted(child, parent, parents):
-                read.add(child.value)
             use = _use(child, parent, grand)
             uses[child.value].add(use)
             if child.value in option_uses:
@@ -217,27 +209,7 @@ def _scan(node: cst.FunctionDef) -> ParamUses:
                       and not _tensor_like(n))
     options = frozenset(n for n, u in option_uses.items() if "number" in u and u <= {"number", "flag", "neutral"}
                         and not _tensor_like(n))
-    return ParamUses(containers, flags, fallbacks, frozenset(n for n in numbers if not _tensor_like(n)), options,
-                     frozenset(read))
-
-
-_OPERATORS = (cst.BinaryOperation, cst.UnaryOperation, cst.Comparison, cst.ComparisonTarget, cst.BooleanOperation)
-_READING_BUILTINS = frozenset({"int", "float", "bool", "complex", "round", "range", "min", "max", "abs"})
-
-
-def _tested_or_converted(name: cst.Name, parent: cst.CSTNode | None,
-                         parents: dict[int, cst.CSTNode | None]) -> bool:
-    """The parameter, alone or in an operation, is the test of an `if`, `while`, `assert` or ternary, or the
-    argument of a builtin that makes a Python number of it."""
-    node: cst.CSTNode = name
-    while isinstance(parent, _OPERATORS):
-        node, parent = parent, parents.get(id(parent))
-    if isinstance(parent, (cst.If, cst.While, cst.IfExp, cst.Assert)):
-        return parent.test is node
-    if isinstance(parent, cst.Arg):
-        call = parents.get(id(parent))
-        return isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value in _READING_BUILTINS
-    return False
+    return ParamUses(containers, flags, fallbacks, frozenset(n for n in numbers if not _tensor_like(n)), options)
 
 
 def _none_defaults(p: cst.Parameters) -> set[str]:

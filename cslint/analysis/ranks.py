@@ -92,7 +92,6 @@ def _nonzero(options: Sequence[cst.Arg]) -> Kind:
 
 
 PYTHON_NUMBERS = frozenset({"int", "float", "bool", "complex"})
-PYTHON_VALUES = PYTHON_NUMBERS | {"str"}
 
 
 def declared_scalar(kind: Kind, annotation: cst.Annotation | None) -> Kind:
@@ -106,20 +105,6 @@ def declared_scalar(kind: Kind, annotation: cst.Annotation | None) -> Kind:
             all(n in PYTHON_NUMBERS or n == "None" or (n or "").endswith("Tensor") for n in names):
         return tensor(kind.dynamic_shape, 0)
     return kind
-
-
-def python_value_annotation(annotation: cst.Annotation | None) -> str | None:
-    """The annotation's text when it declares a Python number, bool or string, or None besides one (`int`,
-    `bool`, `Optional[float]`, `int | None`, `Union[int, float]`): never a tensor, whatever a caller passes."""
-    if annotation is None:
-        return None
-    members = _union_members(annotation.annotation)
-    if not all(isinstance(m, (cst.Name, cst.SimpleString)) for m in members):
-        return None
-    names = [_last_name(m) for m in members]
-    if not any(n in PYTHON_VALUES for n in names) or not all(n in PYTHON_VALUES or n == "None" for n in names):
-        return None
-    return cst.Module([]).code_for_node(annotation.annotation)
 
 
 def _union_members(node: cst.BaseExpression) -> list[cst.BaseExpression]:

@@ -62,9 +62,8 @@ class TracedFunction:
     analysis: FunctionAnalysis | None = None
     analyses: int = 0
     keywords: dict[str, Kind] = field(default_factory=dict)  # passed by name into its `**kwargs`
-    # Parameters annotated as other Python objects (`grid: np.ndarray`, a config class) that traced callers
-    # pass tensors (name -> annotation): the callers win, and findings on them say so. (A Python number, bool
-    # or string annotation is believed instead: param_kinds.callers_kinds.)
+    # Parameters annotated as Python values that traced callers pass tensors (name -> annotation): the
+    # callers win, and findings on them say so.
     annotation_overrides: dict[str, str] = field(default_factory=dict)
     # A decorator of a traced function (`@dynamic_rope_update` on a rotary embedding's forward): the
     # parameters of the function it wraps, which the wrapper it returns is called with.

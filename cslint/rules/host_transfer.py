@@ -6,10 +6,7 @@ import libcst as cst
 
 from cslint.analysis.dynamo_config import SCALAR_OUTPUTS
 from cslint.analysis.syntax import string_value
-from cslint.analysis.kinds import STATIC, Tag
-from cslint.analysis.param_uses import param_uses
-from cslint.analysis.ranks import python_value_annotation
-from cslint.analysis.signatures import all_params
+from cslint.analysis.kinds import Tag
 from cslint.fixers.host import (
     builtin_over_iterable, builtin_to_clamp, builtin_to_torch, drop_conversion, feeds_tensor_arithmetic,
     keep_bookkeeping_on_device, keep_tensor_name, math_to_torch,
@@ -233,14 +230,10 @@ class PythonNumberConversion(Rule):
     target_notes = XLA_READ_NOTE
     target_advice = XLA_READ_ADVICE
     name = "tensor-to-python-number"
-    summary = ("Checks for `float(t)`, `int(t)`, `bool(t)` and `complex(t)` on tensors in traced code, and for "
-               "tensors passed to parameters annotated as Python numbers, bools or strings.")
+    summary = "Checks for `float(t)`, `int(t)`, `bool(t)` and `complex(t)` on tensors in traced code."
     why = (
         "Converting a tensor to a Python number reads its value, which does not exist while the step is "
-        "traced: the trace fails or syncs, and the first step's number is frozen into the graph. A tensor "
-        "passed to `def check(condition: bool)` or `def step(timestep: int)` is converted where the callee "
-        "uses it as the number its annotation declares; cslint believes the annotation inside the callee and "
-        "reports the call, once. "
+        "traced: the trace fails or syncs, and the first step's number is frozen into the graph. "
     ) + _captured_note("`float(t)` or `int(t)`")
     example = """
 def forward(self, x):
@@ -293,19 +286,6 @@ class Mix(nn.Module):
             return x * int(x.sum())  # expect: WSC203
         return x
 """,
-        """
-import torch
-from torch import nn
-
-def check(condition: bool, message: str) -> None:
-    if not condition:
-        raise ValueError(message)
-
-class Checked(nn.Module):
-    def forward(self, x):
-        check((x >= 0).all(), "negative input")  # expect: WSC203
-        return x.sqrt()
-""",
     ]
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation, ctx: RuleContext) -> None:
@@ -320,8 +300,6 @@ class Checked(nn.Module):
             return
         if ctx.report_library_effects(node, self.code, "converts a tensor to a Python number", NO_VALUE):
             return
-        if _passes_tensors_as_python_values(node, ctx):
-            return
         name = _is_builtin(node.func, self.builtins, ctx)
         if name is None or not node.args or not ctx.is_tensor(node.args[0].value):
             return
@@ -332,30 +310,6 @@ class Checked(nn.Module):
         fix = drop_conversion(node, ctx) if id(node) in ctx.scratch.get(ARITHMETIC_KEY, ()) else \
             keep_tensor_name(node, ctx) or keep_bookkeeping_on_device(node, ctx)
         ctx.report(node, f"`{ctx.code(node)}` converts a tensor to a Python {name}", fix, consequence=NO_VALUE)
-
-
-def _passes_tensors_as_python_values(node: cst.Call, ctx: RuleContext) -> bool:
-    """`check(ok.all(), "...")` into `def check(condition: bool, ...)`: the callee is analysed with the
-    Python value its annotation declares (param_kinds.callers_kinds), so the tensor passed is reported here,
-    once for the call, not at each use inside the callee -- where the callee reads it (tests it, sizes with
-    it, converts it): a tensor it only computes with (`loss / num_masks`) is never read. True if reported."""
-    sites = ctx.scratch.get("host.call_sites")
-    if sites is None:
-        sites = ctx.scratch["host.call_sites"] = {}
-        for (call_id, _), site in ctx.analysis.calls.items():
-            sites.setdefault(call_id, []).append(site)
-    passed = [(param.name.value, declared, site.callee) for site in sites.get(id(node), ())
-              for param in all_params(site.callee.node)
-              if site.args.get(param.name.value, STATIC).tag is Tag.TENSOR
-              and (declared := python_value_annotation(param.annotation)) is not None
-              and param.name.value in param_uses(site.callee).read]
-    if not passed or _in_raise(node, ctx):
-        return False
-    named = ", ".join(dict.fromkeys(f"`{name}: {declared}`" for name, declared, _ in passed))
-    call = f"{ctx.code(node.func, 40)}(...)"
-    ctx.report(node, f"`{call}` passes a tensor to {named}, a Python value in `{passed[0][2].name}`",
-               consequence=NO_VALUE)
-    return True
 
 
 class MathOnTensor(Rule):
