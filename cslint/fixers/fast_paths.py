@@ -26,8 +26,9 @@ from __future__ import annotations
 import libcst as cst
 
 from cslint.analysis.tracing_guards import Guards, guard_text
+from cslint.analysis.walk import iter_nodes
 from cslint.core.targets import DYNAMO
-from cslint.fixers.masked_tail import _returned, _same
+from cslint.fixers.masked_tail import returned_value, same_code
 from cslint.fixers.where import unsafe_reason
 from cslint.rule_api.context import RuleContext
 from cslint.rule_api.findings import Fix
@@ -42,15 +43,16 @@ def skip_fast_path(node: cst.If, ctx: RuleContext) -> Fix | None:
     body = list(function.body.body) if isinstance(function.body, cst.IndentedBlock) else []
     if ctx.project is None or node.orelse is not None or not any(stmt is node for stmt in body):
         return None
-    shortcut = _returned(node.body)
-    final = _returned(cst.IndentedBlock([body[-1]]))
+    shortcut = returned_value(node.body)
+    final = returned_value(cst.IndentedBlock([body[-1]]))
     general = final[0] if final is not None else None
     if shortcut is None or general is None or not _constant(shortcut[0]) or not _constant(general):
         return None
-    if _same(shortcut[0], general):
+    if same_code(shortcut[0], general):
         return None  # a check that returns the general answer early: dropping it would run the shortcuts after it
-    guard = _inline_guard(node.test, ctx) or \
-        _compile_guard(body[:[id(s) for s in body].index(id(node))], general, ctx)
+    guards = Guards(ctx.project, DYNAMO)
+    guard = _inline_guard(node.test, guards, ctx) or \
+        _compile_guard(body[:[id(s) for s in body].index(id(node))], general, guards, ctx)
     if guard is None:
         return None
     dropped: list[cst.BaseExpression] = []
@@ -76,25 +78,22 @@ def skip_fast_path(node: cst.If, ctx: RuleContext) -> Fix | None:
     return Fix("unsafe", message, [(node, replacement)])
 
 
-def _compile_guard(before: list[cst.BaseStatement], general: cst.BaseExpression, ctx: RuleContext) -> str | None:
+def _compile_guard(before: list[cst.BaseStatement], general: cst.BaseExpression, guards: Guards,
+                   ctx: RuleContext) -> str | None:
     """The text of an `if <guard>: return <general>` among `before` (no else) whose guard holds while dynamo
     traces (where the tensor it names is there), or None."""
-    assert ctx.project is not None
-    guards = Guards(ctx.project, DYNAMO)
     for stmt in before:
         if not isinstance(stmt, cst.If) or stmt.orelse is not None:
             continue
-        returned = _returned(stmt.body)
-        if returned is not None and _same(returned[0], general) and _holds_while_compiling(stmt.test, guards, ctx):
+        returned = returned_value(stmt.body)
+        if returned is not None and same_code(returned[0], general) and _holds_while_compiling(stmt.test, guards, ctx):
             return guard_text(stmt.test)
     return None
 
 
-def _inline_guard(test: cst.BaseExpression, ctx: RuleContext) -> str | None:
+def _inline_guard(test: cst.BaseExpression, guards: Guards, ctx: RuleContext) -> str | None:
     """The text of a `not <guard>` among the conjuncts of the shortcut's own test (`if not (is_exporting() or
     is_tracing(mask)) and mask.all(): return True`): dynamo never takes the shortcut there."""
-    assert ctx.project is not None
-    guards = Guards(ctx.project, DYNAMO)
     for conjunct in _operands(test, cst.And):
         if isinstance(conjunct, cst.UnaryOperation) and isinstance(conjunct.operator, cst.Not) and \
                 _holds_while_compiling(conjunct.expression, guards, ctx):
@@ -171,13 +170,4 @@ def _with_parens(expr: cst.BaseExpression, outer: cst.BaseExpression) -> cst.Bas
 
 
 def _has_call(expr: cst.BaseExpression) -> bool:
-    found = False
-
-    class Calls(cst.CSTVisitor):
-        def visit_Call(self, node: cst.Call) -> bool:
-            nonlocal found
-            found = True
-            return False
-
-    expr.visit(Calls())
-    return found
+    return any(type(node) is cst.Call for node in iter_nodes(expr))

@@ -26,7 +26,7 @@ import libcst as cst
 
 from cslint.fixers.assignments import assignments
 from cslint.fixers.masked_block import TAKEN, _Condition, _fresh, _line, _Masker
-from cslint.fixers.masked_tail import _names, _returned, _same, _updates_in_place
+from cslint.fixers.masked_tail import _names, returned_value, same_code, _updates_in_place
 from cslint.fixers.where import _condition, is_boolean_condition
 from cslint.rule_api.context import RuleContext
 from cslint.rule_api.findings import Fix
@@ -41,7 +41,7 @@ def first_match(node: cst.If, ctx: RuleContext) -> Fix | None:
     if node.orelse is not None or not isinstance(node.body, cst.IndentedBlock) or \
             not is_boolean_condition(node.test, ctx):
         return None
-    returned = _returned(cst.IndentedBlock([node.body.body[-1]]))
+    returned = returned_value(cst.IndentedBlock([node.body.body[-1]]))
     function = ctx.traced.func.node
     body = list(function.body.body) if isinstance(function.body, cst.IndentedBlock) else []
     loop = next((s for s in body if isinstance(s, cst.For) and isinstance(s.body, cst.IndentedBlock)
@@ -50,8 +50,8 @@ def first_match(node: cst.If, ctx: RuleContext) -> Fix | None:
             ctx.is_data_dependent(loop.iter):
         return None
     index = body.index(loop)
-    final = _returned(cst.IndentedBlock(body[index + 1:])) if index + 2 == len(body) else None
-    if final is None or not _same(final[0], returned[0]):
+    final = returned_value(cst.IndentedBlock(body[index + 1:])) if index + 2 == len(body) else None
+    if final is None or not same_code(final[0], returned[0]):
         return None
     value_names = {n.value for n in _names(returned[0])}
     before_test = list(loop.body.body[:-1])

@@ -36,7 +36,7 @@ AUGMENTED: dict[type[cst.BaseAugOp], type[cst.Add | cst.Subtract | cst.Multiply 
 LOGGING = ("logging.", "print", "warnings.warn")
 
 
-def _same(a: cst.CSTNode | None, b: cst.CSTNode | None) -> bool:
+def same_code(a: cst.CSTNode | None, b: cst.CSTNode | None) -> bool:
     if a is None or b is None:
         return a is None and b is None
     code = cst.Module([]).code_for_node
@@ -203,13 +203,13 @@ def early_return(node: cst.If, ctx: RuleContext) -> Fix | None:
     body = function.body.body if isinstance(function.body, cst.IndentedBlock) else ()
     if node.orelse is not None or not any(stmt is node for stmt in body) or not _maskable(node.test, ctx):
         return None
-    returned = _returned(node.body)
+    returned = returned_value(node.body)
     if returned is None:
         return None
     tail = list(body[[id(s) for s in body].index(id(node)) + 1:])
-    final = _returned(cst.IndentedBlock([tail[-1]])) if tail else None
+    final = returned_value(cst.IndentedBlock([tail[-1]])) if tail else None
     if final is not None:
-        if not _same(final[0], returned[0]) or _rebinds(tail[:-1], final[0]):
+        if not same_code(final[0], returned[0]) or _rebinds(tail[:-1], final[0]):
             return None
         tail = tail[:-1]
     elif returned[0] is not None:
@@ -280,7 +280,7 @@ def _updates_in_place(expr: cst.BaseExpression) -> bool:
     return found
 
 
-def _returned(suite: cst.BaseSuite) -> tuple[cst.BaseExpression | None] | None:
+def returned_value(suite: cst.BaseSuite) -> tuple[cst.BaseExpression | None] | None:
     """(the value) of a suite that is only `return value` / `return`, else None."""
     statements = suite.body if isinstance(suite, cst.IndentedBlock) else ()
     if len(statements) != 1 or not isinstance(statements[0], cst.SimpleStatementLine):
