@@ -457,6 +457,7 @@ def main() -> None:
                         "the server's memory after the first 50 and after them (no check of the publishes)")
     parser.add_argument("--debounce", help="seconds (default: the server's)")
     parser.add_argument("--no-verify", action="store_true", help="skip comparing the publishes with `cslint check`")
+    parser.add_argument("--per-edit", action="store_true", help="print each file's edit latencies in the order made")
     parser.add_argument("--profile", type=Path, help="write the server's cProfile stats of the timed edits here")
     parser.add_argument("--trace-memory", type=Path, metavar="OUT", help="with --endurance: trace the server's "
                         "allocations from the 50th edit on, write snapshots of what is alive after half the edits "
@@ -518,6 +519,8 @@ def report(found: dict[str, object], root: Path, files: list[Path], args: argpar
         times = per_file.get(file, [0.0])
         print(f"  {str(file.relative_to(root)):<72} {file.stat().st_size:>7} bytes  first {opened:5.2f} s  edits: "
               f"p50 {statistics.median(times):.3f} s, max {max(times):.3f} s")
+        if args.per_edit:
+            print("    " + " ".join(f"{kind}={seconds:.3f}" for kind, seconds in zip(KINDS * args.rounds, times)))
     latencies: dict[str, list[float]] = found["latencies"]  # type: ignore[assignment]
     every = [x for kind in KINDS for x in latencies[kind]]
     print(f"{'didChange -> diagnostics':<28} {'edits':>6} {'p50':>8} {'p95':>8} {'max':>8}")

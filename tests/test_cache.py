@@ -352,3 +352,29 @@ def test_a_report_cached_by_another_build_of_cslint_is_not_served(tree, capsys, 
     findings, err = _check(capsys, tree)
     assert _where(findings) == [("helpers.py", 5, "WSC101")]
     assert _reused(err) == 0
+
+
+def test_report_caches_of_other_builds_and_configurations_are_pruned(tree, capsys):
+    """Each cslint build (its code digest) and each configuration writes its own report cache: without
+    pruning, a directory used across upgrades kept every one of them forever."""
+    from cslint.store.cache import REPORTS_KEPT
+
+    _check(capsys, tree)
+    cache = tree / ".cache"
+    [current] = cache.glob("v*-*.json")
+    old = []
+    for age in range(REPORTS_KEPT + 4):  # older builds' reports, the oldest last
+        stale = cache / f"v0.0.{age}-{age:024x}.json"
+        stale.write_text("{}")
+        os.utime(stale, ns=(0, 1_000_000_000 * (10_000 - age)))
+        old.append(stale.name)
+    library = cache / "v0.0.1-lib-torch-2.13.0.json"  # summaries of an installed library: not a report
+    library.write_text("{}")
+    os.utime(library, ns=(0, 0))
+    _touch(tree / "helpers.py", HELPERS_STATIC)  # a changed report: the cache is written again
+    _check(capsys, tree)
+    left = sorted(p.name for p in cache.glob("v*.json") if "-lib-" not in p.name)
+    assert left == sorted([current.name, *old[:REPORTS_KEPT - 1]])
+    assert library.exists()
+    _, err = _check(capsys, tree)
+    assert _reused(err) == 3  # the current report cache was kept and is read

@@ -169,6 +169,7 @@ class Cache:
             data = sealed.seal(self.path.name, text)
             if data is not None:  # without this user's key nothing written could be believed
                 write_new(directory, self.path.name, data)
+                prune_reports(directory, self.path.name)
         except OSError:
             pass
         finally:
@@ -318,6 +319,25 @@ def write_new(directory: int, name: str, content: str | bytes) -> None:
         with suppress(OSError):
             os.unlink(temporary, dir_fd=directory)
         raise
+
+
+REPORTS_KEPT = 8  # report caches kept in a directory: one per cslint build and configuration in use
+_REPORT_FILE = re.compile(r"v[\w.+!-]+-[0-9a-f]+\.json")
+
+
+def prune_reports(directory: int, written: str) -> None:
+    """Remove all but the `REPORTS_KEPT` most recently written report caches (`written` among them): each
+    cslint build and each configuration writes its own, and the others would stay forever. A run that
+    still wanted one removed starts from an empty cache, as after `cslint clean`."""
+    found = []
+    with os.scandir(directory) as entries:
+        for entry in entries:
+            if entry.name != written and _REPORT_FILE.fullmatch(entry.name) and entry.is_file(follow_symlinks=False):
+                with suppress(OSError):
+                    found.append((entry.stat(follow_symlinks=False).st_mtime_ns, entry.name))
+    for _, name in sorted(found, reverse=True)[REPORTS_KEPT - 1:]:
+        with suppress(OSError):
+            os.unlink(name, dir_fd=directory)
 
 
 def clean(directory: Path) -> int:
