@@ -69,31 +69,34 @@ _UNASKED = object()
 
 
 class _Reads:
-    """The reads of one analysis, in the order they were made. A question about the project, its modules
-    or its tracing predicates asked again with the same answer is written down once: the project does not
-    change during a run, so asking it again when the analysis is checked for reuse (on every edit, for every
-    function kept) would only repeat the first answer's check. The oracle's answers can change as the run
-    goes on (a callee's result becomes known), and are written down each time."""
-
-    _ONCE = frozenset({"project", "module", "guards"})
+    """The reads of one analysis, in the order they were made. A question asked again with the same answer
+    is written down once: a kept analysis is checked for reuse (on every edit, for every function kept) by
+    asking its questions again all at once, so a second copy would only repeat the first one's check. This
+    holds for the oracle too: its answers can change as the run goes on (a callee's result becomes known),
+    but not while the check asks them. A question asked again with another answer is written down again."""
 
     def __init__(self, reads: list[Read]) -> None:
         self.reads = reads
         self._first: dict[Hashable, Any] = {}
 
     def add(self, who: str, name: str, args: tuple[Any, ...], named: dict[str, Any] | None, answer: Any) -> None:
-        if who in self._ONCE:
-            key = (who, name, args, tuple(sorted(named.items())) if named else ())
-            try:
-                first = self._first.get(key, _UNASKED)
-            except TypeError:  # an argument that is not hashable: written down each time
-                pass
-            else:
-                if first is _UNASKED:
-                    self._first[key] = answer
-                elif same_answer(first, answer):
-                    return
+        try:
+            key = (who, name, *map(_as_key, args), tuple(sorted(named.items())) if named else ())
+            first = self._first.get(key, _UNASKED)
+        except TypeError:  # an argument that is not hashable (or a dict's keys not ordered): written down each time
+            pass
+        else:
+            if first is _UNASKED:
+                self._first[key] = answer
+            elif same_answer(first, answer):
+                return
         self.reads.append((who, name, (_kept_args(args), named or {}) if named is not None else args, answer))
+
+
+def _as_key(argument: Any) -> Any:
+    """An argument as part of a question's key: a dict (a call's arguments, a guard's names) by its items
+    as they are when asked."""
+    return tuple(sorted(argument.items())) if isinstance(argument, dict) else argument
 
 
 class _Asking:
