@@ -7,6 +7,7 @@
     python bench/heldout.py --sample rows.json --seed 36 --size 64 --tsv docs/heldout-1-sample.tsv
     python bench/heldout.py --score docs/heldout-1-sample.tsv
     python bench/heldout.py --set 2 --json docs/heldout-2-rows.json   # set 2, venv /tmp/cslint-heldout-2
+    python bench/heldout.py --set 2 --packages rows.json      # every finding in the set's packages, whole
 
 Held-out set 1: seven PyTorch packages of different kinds, none of them measured or tuned on before (not the
 packages of `bench/realcode.py` nor of docs/accuracy.md's tuned tables). Each is installed with `--no-deps`
@@ -504,7 +505,7 @@ def short(path: str) -> str:
     """The path from the package's directory on (`kornia/augmentation/base.py`)."""
     parts = Path(path).parts
     for i, part in enumerate(parts):
-        if any(part in held_out.scopes for held_out in SETS.values()):
+        if any(part in held_out.scopes or part.removesuffix(".py") in held_out.scopes for held_out in SETS.values()):
             return "/".join(parts[i:])
     return path
 
@@ -572,6 +573,29 @@ def reachability(args: argparse.Namespace) -> None:
                         for n in range(site["line"] - 3, site["line"] + 1))
             print(f"{row['target']} {row['factory']}: {'found' if found else 'still missed'} with every function a "
                   f"root: {short(site['path'])}:{site['line']} {site['code']}")
+
+
+def lint_packages(args: argparse.Namespace) -> None:
+    """Every static finding in the set's installed packages, whole (`cslint check --target`, default roots), as
+    rows `--sample` reads: the population a user linting these packages sees, beyond the files the steps ran."""
+    held_out = SETS[args.set]
+    python = ensure_venv(args.venv, held_out)
+    rows = []
+    for target in args.targets.split(","):
+        for scope in held_out.scopes:
+            # a package's directory, or the file of a one-module distribution (rtdl_revisiting_models.py)
+            where = subprocess.run([str(python), "-c", f"import {scope}; f = {scope}.__file__; "
+                                    "print(f.rsplit('/', 1)[0] if f.endswith('/__init__.py') else f)"],
+                                   capture_output=True, text=True, check=True).stdout.strip()
+            out = subprocess.run([str(python), "-m", "cslint", "check", "--no-cache", "--exit-zero", "--target", target,
+                                  "--output-format", "json", where], capture_output=True, text=True,
+                                 timeout=args.timeout)
+            static = [{"path": str(Path(f["filename"]).resolve()), "line": f["line"], "code": f["code"],
+                       "message": f.get("message", ""), "executed": ""} for f in json.loads(out.stdout)]
+            rows.append({"target": target, "factory": f"package:{scope}", "runtime_sites": 0, "error": "",
+                         "static": static})
+            print(f"{target} {scope}: {len(static)} findings", flush=True)
+            args.packages.write_text(json.dumps(rows, indent=1), encoding="utf-8")
 
 
 def findings_of(rows: list[dict], target: str) -> list[dict]:
@@ -668,6 +692,8 @@ def main() -> None:
     parser.add_argument("--recall", type=Path, help="print the recall of a --json file and stop")
     parser.add_argument("--reachability", type=Path, help="lint the missed sites of a --json file again with every "
                                                           "function of the package a root, and stop")
+    parser.add_argument("--packages", type=Path, help="lint the set's installed packages whole into this JSON file "
+                                                      "(rows --sample reads) and stop")
     parser.add_argument("--sample", type=Path, help="draw the judged sample from this --json file and stop")
     parser.add_argument("--seed", default="36", help="the sample's seed, the target appended (\"36-wsc\")")
     parser.add_argument("--size", type=int, default=64, help="findings judged per target")
@@ -681,6 +707,8 @@ def main() -> None:
         print_recall(json.loads(args.recall.read_text()))
     elif args.reachability:
         reachability(args)
+    elif args.packages:
+        lint_packages(args)
     elif args.sample:
         sample(args)
     elif args.score:
