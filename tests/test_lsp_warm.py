@@ -397,3 +397,29 @@ def test_an_edited_functions_earlier_texts_are_not_kept_parsed_edit_after_edit(t
     _found({model: edited(numbers[-1])}, warm)
     assert warm.pieces[str(model), last] is tree  # undone within the last texts: not parsed again
     assert _found({model: edited(99)}, warm) == _found({model: edited(99)}, None)
+
+
+
+def test_an_editors_analyses_do_not_keep_earlier_runs_alive(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each analysis makes a new project of the modules. The edited buffer's index of each run held that
+    run's function parser (its linter, so its checker), the checker held the run's project, and a cache of
+    module-level objects kept per project (weakly) held the buffer's index: every run's project, modules
+    and edited text stayed alive (881 MB after 2,000 edits of one model file, against 100 MB after 50)."""
+    import gc
+
+    from cslint.analysis.project import Project
+    from cslint.lsp.workspace import Workspace
+
+    monkeypatch.setenv("CSLINT_NO_CACHE", "1")
+    model, _ = _project(tmp_path)
+    text = MODEL.replace("class First", "SCALE = 2\n\n\nclass First").replace("return x * 2", "return x * SCALE", 1)
+    state = Workspace()
+    state.open(model, text, 1)
+    state.analyse(model)
+    gc.collect()
+    before = sum(1 for o in gc.get_objects() if type(o) is Project)
+    for n in range(8):
+        state.change(model, text.replace("return x\n", f"return x + {n}\n", 1), n + 2)
+        state.analyse(model)
+    gc.collect()
+    assert sum(1 for o in gc.get_objects() if type(o) is Project) <= before

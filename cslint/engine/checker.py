@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import weakref
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -73,7 +74,7 @@ class Checker:
     def __init__(self, rules: Iterable[type[Rule]], settings: Settings, profile: Profile | None = None) -> None:
         self.settings = settings
         self.profile = profile
-        self.project: Project | None = None  # the program the functions checked next belong to (set by the runner)
+        self._project: weakref.ref[Project] | None = None
         self.rules = [rule() for rule in rules]
         self.module_rules = [rule for rule in self.rules if getattr(rule, "scope", "function") == "module"]
         self.table: dict[type, list[tuple[Rule, Handler]]] = {}
@@ -85,6 +86,18 @@ class Checker:
                 if cls is None:
                     raise TypeError(f"{type(rule).__name__}.visit_{node_type}: no libcst node {node_type}")
                 self.table.setdefault(cls, []).append((rule, handler))
+
+    @property
+    def project(self) -> Project | None:
+        """The program the functions checked next belong to (set by the runner for a run)."""
+        return self._project() if self._project is not None else None
+
+    @project.setter
+    def project(self, project: Project | None) -> None:
+        # Held weakly: a checker outlives its run (an editor's kept modules hold the linter that parses
+        # their functions, and the linter its checker), and a project held here kept every earlier run's
+        # modules and edited texts alive.
+        self._project = weakref.ref(project) if project is not None else None
 
     def check(self, traced: TracedFunction) -> list[Finding]:
         return self.check_noting(traced)[0]
