@@ -52,6 +52,13 @@ def can_skip(mask):
     return False
 
 
+def lens_to_mask(lens, max_len=None):
+    if max_len is None:
+        max_len = lens.amax().item()
+    seq = torch.arange(max_len, device=lens.device)
+    return seq[None, :] < lens[:, None]
+
+
 def can_skip_inline(mask):
     if not (mask is not None and torch.compiler.is_compiling()) and (mask is None or mask.all()):
         return True
@@ -208,6 +215,25 @@ def test_a_mask_left_by_a_tracing_guard_is_none(site: Path, tmp_path: Path, targ
     '''}, target=target)
     vias = sorted(m.split(": `")[0].split("via ")[1] for c, _, _, m in found if "via" in m)
     assert vias == (["fakeoptim.utils.can_skip", "fakeoptim.utils.can_skip_inline"] if target == "wsc" else [])
+
+
+@pytest.mark.parametrize("target", ["wsc", "compile"])
+def test_an_argument_that_is_not_none_decides_the_library_test(site: Path, tmp_path: Path, target: str) -> None:
+    """#36 item 5: `lens_to_mask(lens, x.shape[1])` passes the length, so the callee's `if max_len is None:
+    max_len = lens.amax().item()` never runs for this call; the call that leaves it out still reads it."""
+    found = _lint(tmp_path / "proj", {"model.py": '''
+        from torch import nn
+        from fakeoptim.utils import lens_to_mask
+
+
+        class Masker(nn.Module):
+            def forward(self, x, lens):
+                given = lens_to_mask(lens, x.shape[1])
+                keyword = lens_to_mask(lens, max_len=2 * x.shape[1])
+                left_out = lens_to_mask(lens)
+                return x * given * keyword * left_out
+    '''}, target=target)
+    assert [(c, line) for c, _, line, m in found if "via fakeoptim.utils.lens_to_mask" in m] == [("WSC201", 9)]
 
 
 def test_tensor_arithmetic_in_a_library_is_not_a_finding(site: Path, tmp_path: Path) -> None:

@@ -133,9 +133,30 @@ class CallInference:
                 return self._call_super(node, method, arg_kinds, env)
             receiver = self.ev(func.value, env)
             self._record(func, UNKNOWN)
+            self._grow_list(func.value, receiver, method, arg_kinds, env)
             return self._call_method(node, receiver, method, arg_kinds, env)
         callee = self.ev(func, env)
         return self._call_value(node, callee, arg_kinds, env)
+
+    def _grow_list(self, target: cst.BaseExpression, receiver: Kind, method: str, arg_kinds: list[Kind],
+                   env: Env) -> None:
+        """`masks.append(x > 0)`: a local list's elements are what is put in it, so a loop over it (`for idx, m
+        in zip(indices, masks)`) gets tensors where tensors were appended. Only tensors (or tuples of them): a
+        number read from a tensor and put in a list is reported where it is read, not again in each loop."""
+        if type(target) is not cst.Name or receiver.tag is not Tag.SEQUENCE or receiver.items is not None or \
+                target.value not in env:
+            return
+        if method in ("append", "insert") and arg_kinds:
+            added = sequence_of(arg_kinds[-1])
+        elif method == "extend" and len(arg_kinds) == 1 and arg_kinds[0].tag is Tag.SEQUENCE:
+            added = sequence_of(arg_kinds[0].elem or UNKNOWN)
+        else:
+            return
+        if not _holds_tensors(added.elem or UNKNOWN):
+            return
+        grown = join(receiver, added)
+        if grown != receiver:
+            env[target.value] = grown
 
     # ---- masks: tensors of the bool dtype --------------------------------------------------------
 
@@ -478,3 +499,13 @@ def bind_arguments(target: FunctionInfo, node: cst.Call, arg_kinds: list[Kind],
 def _positional_with_default(target: FunctionInfo) -> set[str]:
     p = target.node.params
     return {param.name.value for param in (*p.posonly_params, *p.params) if param.default is not None}
+
+
+def _holds_tensors(kind: Kind) -> bool:
+    """A tensor, or a tuple or list of tensors (`recoveries.append((models, scores, counts))`)."""
+    if kind.tag is Tag.TENSOR:
+        return True
+    if kind.tag is Tag.SEQUENCE:
+        parts = kind.items if kind.items is not None else (kind.elem,) if kind.elem is not None else ()
+        return bool(parts) and all(_holds_tensors(part) for part in parts)
+    return False

@@ -23,7 +23,8 @@ from cslint.analysis.function_analysis import Env, FunctionAnalysis
 from cslint.analysis.imports import dotted_name
 from cslint.analysis.index import FunctionInfo, ModuleInfo
 from cslint.analysis.kinds import (
-    STATIC, TENSOR, UNKNOWN, Kind, Tag, as_boolean, combine, element_of, is_none, join, obj, sequence_of, tuple_of,
+    STATIC, TENSOR, UNKNOWN, Kind, Tag, as_boolean, combine, element_of, is_none, is_some, join, obj, sequence_of,
+    tuple_of,
 )
 from cslint.analysis.none_arguments import none_truth
 from cslint.analysis.project import Project
@@ -64,9 +65,9 @@ class FunctionInference(ExpressionInference):
         self._nested_active: set[int] = set()
         star_kwarg = func.node.params.star_kwarg
         self.star_kwarg = star_kwarg.name.value if isinstance(star_kwarg, cst.Param) else None
-        # a parameter is None for this analysis (a library's, per call): tests on it decide branches, settled
-        # once the function is done (`_settle_none_tests`)
-        self._nones = any(is_none(kind) for kind in params.values())
+        # a parameter is None, or shown not to be, for this analysis (a library's, per call): tests on it decide
+        # branches, settled once the function is done (`_settle_none_tests`)
+        self._nones = any(is_none(kind) or is_some(kind) for kind in params.values())
         self._none_tests: dict[int, tuple[cst.If | cst.IfExp, set[bool | None]]] = {}
         self._none_rest: dict[int, set[int]] = {}  # after a decided `if x is None: return`: the rest of the block
 

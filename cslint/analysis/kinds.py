@@ -80,10 +80,17 @@ MODULE = Kind(Tag.OBJECT, role="module")
 HOST_LIST = Kind(Tag.HOST, elem=HOST)
 # `None` itself, where a library is summarised for a call that passes it (analysis/none_arguments.py)
 NONE = Kind(Tag.STATIC, role="none")
+# a Python value the call's own expression shows is not None (`x.shape[1]`, `2 * n`, a literal), where it decides
+# a library's test for None
+SOME = Kind(Tag.STATIC, role="some")
 
 
 def is_none(kind: Kind) -> bool:
     return kind.tag is Tag.STATIC and kind.role == "none"
+
+
+def is_some(kind: Kind) -> bool:
+    return kind.tag is Tag.STATIC and kind.role == "some"
 
 
 def tensor(dynamic_shape: bool = False, rank: int | None = None, boolean: bool = False) -> Kind:
@@ -114,8 +121,9 @@ def element_of(kind: Kind) -> Kind:
     """The kind of one element when iterating, indexing or unpacking a value of this kind."""
     if kind.tag is Tag.SEQUENCE:
         return kind.elem or UNKNOWN
-    if kind.tag is Tag.TENSOR:
-        return tensor(rank=kind.rank - 1) if kind.rank else TENSOR
+    if kind.tag is Tag.TENSOR:  # the rows of a mask are masks
+        return tensor(rank=kind.rank - 1, boolean=kind.boolean) if kind.rank else \
+            BOOL_TENSOR if kind.boolean else TENSOR
     if kind.tag is Tag.OBJECT and kind.role == "module":
         return kind.elem or MODULE  # ModuleList / Sequential
     if kind.tag is Tag.HOST:

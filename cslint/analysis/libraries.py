@@ -25,7 +25,7 @@ from cslint.analysis import torch_api as api
 from cslint.analysis.call_depth import CallChain, reach
 from cslint.analysis.index import ClassInfo, FunctionInfo, ModuleInfo
 from cslint.analysis.inference import FunctionInference
-from cslint.analysis.kinds import STATIC, UNKNOWN, Kind, Tag, is_none, obj
+from cslint.analysis.kinds import STATIC, UNKNOWN, Kind, Tag, is_none, is_some, obj
 from cslint.analysis.library_env import (
     BRANCH, MAX_DEPTH, SHAPE, Effect, Environment, LibraryPathError, Summary, SummaryStore,
     environment_for, readable_library_module,
@@ -168,8 +168,9 @@ class Libraries:
         itself): a library function does not look into the project's classes (their attributes are the
         project analysis's). Fewer distinct arguments, fewer summaries: one serves every model calling it."""
         if kind.tag is Tag.STATIC:
-            # a Python value or not known: neither is a tensor, nor read from one; None where it decides a test
-            return kind if is_none(kind) else UNKNOWN
+            # a Python value or not known: neither is a tensor, nor read from one; None, or a value shown not to
+            # be None, where it decides a test
+            return kind if is_none(kind) or is_some(kind) else UNKNOWN
         if self.user is None:
             return kind
         if kind.tag is Tag.OBJECT and kind.cls and "|" not in kind.cls and self.user.lookup_class(kind.cls):

@@ -9,6 +9,11 @@ of None, and a test on a name that is still that None (inference.py: `_none_test
 summary follows. Only parameters that a test compares with None (`if x is None`, `... if x is not None else
 ...`) or that are passed on to a call (`create_causal_mask` hands its `position_ids` to
 `_preprocess_mask_arguments`) are specialised: other Nones would only multiply the summaries worked out.
+
+The other way round (#36 item 5): `lens_to_mask(lens, x.shape[1])` passes a length, and the callee's `if max_len
+is None: max_len = lens.amax().item()` never runs for that call. A Python value whose expression at the call
+cannot be None (a literal, arithmetic, a comparison, a shape entry, `len()`/`int()`/...) is given as `SOME`
+where it decides a test, and the test on a name still bound to it is decided the other way.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from cslint.analysis.index import FunctionInfo
-from cslint.analysis.kinds import NONE, STATIC, Kind, is_none
+from cslint.analysis.kinds import NONE, SOME, STATIC, Kind, Tag, is_none, is_some
 from cslint.analysis.walk import iter_nodes
 
 
@@ -46,7 +51,8 @@ def with_none_arguments(func: FunctionInfo, node: cst.Call, bound: dict[str, Kin
     a test of `func`, and added for such a parameter left at its default None (when no `*`/`**` argument
     could fill it)."""
     tests = none_tests(func)
-    taken = {name: STATIC if is_none(kind) and name not in tests.deciding else kind for name, kind in bound.items()}
+    taken = {name: STATIC if (is_none(kind) or is_some(kind)) and name not in tests.deciding else kind
+             for name, kind in bound.items()}
     if tests.defaults and not any(arg.star for arg in node.args):
         for name in tests.defaults:
             taken.setdefault(name, NONE)
@@ -54,9 +60,35 @@ def with_none_arguments(func: FunctionInfo, node: cst.Call, bound: dict[str, Kin
 
 
 def literal_nones(node: cst.Call, arg_kinds: list[Kind]) -> list[Kind]:
-    """The argument kinds of a call, NONE for each argument that is a literal `None`."""
-    return [NONE if type(arg.value) is cst.Name and arg.value.value == "None" else kind
+    """The argument kinds of a call, NONE for each argument that is a literal `None`, SOME for each Python value
+    whose expression cannot be None."""
+    return [NONE if type(arg.value) is cst.Name and arg.value.value == "None" else
+            SOME if kind.tag is Tag.STATIC and not arg.star and _never_none(arg.value) else kind
             for arg, kind in zip(node.args, arg_kinds)]
+
+
+_NEVER_NONE = (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString,
+               cst.FormattedString, cst.List, cst.Tuple, cst.Set, cst.Dict, cst.ListComp, cst.SetComp,
+               cst.DictComp, cst.BinaryOperation, cst.UnaryOperation, cst.Comparison)
+# builtins and tensor methods that return a Python value, never None
+_VALUE_CALLS = frozenset({"int", "float", "bool", "len", "str", "abs", "round", "min", "max", "sum", "tuple",
+                          "size", "dim", "numel"})
+
+
+def _never_none(expr: cst.BaseExpression) -> bool:
+    """True when the expression itself shows its value is not None."""
+    if isinstance(expr, _NEVER_NONE):
+        return True
+    if isinstance(expr, cst.Subscript):  # `x.shape[1]`, `x.size()[0]`
+        value = expr.value
+        return (isinstance(value, cst.Attribute) and value.attr.value == "shape") or \
+            (isinstance(value, cst.Call) and _never_none(value))
+    if isinstance(expr, cst.Call):
+        func = expr.func
+        name = func.value if isinstance(func, cst.Name) else func.attr.value if isinstance(func, cst.Attribute) \
+            else ""
+        return name in _VALUE_CALLS
+    return False
 
 
 def none_truth(test: cst.BaseExpression, env: Mapping[str, Kind]) -> bool | None:
@@ -67,7 +99,9 @@ def none_truth(test: cst.BaseExpression, env: Mapping[str, Kind]) -> bool | None
         if compared is None:
             return None
         value = env.get(compared[0])
-        return compared[1] if value is not None and is_none(value) else None
+        if value is None:
+            return None
+        return compared[1] if is_none(value) else not compared[1] if is_some(value) else None
     if kind is cst.UnaryOperation and type(test.operator) is cst.Not:  # type: ignore[attr-defined]
         inner = none_truth(test.expression, env)  # type: ignore[attr-defined]
         return None if inner is None else not inner
