@@ -193,11 +193,9 @@ def test_4_a_project_is_compiling_helper_is_a_guard_under_compile(lint):
     assert codes(lint(code, target="compile")) == []
 
 
-# Item 5: a library summary that ignores the argument avoiding the sync. The library form (the issue's) is
-# tests/test_libraries.py::test_an_argument_that_is_not_none_decides_the_library_test; a project helper is
-# analysed once for all its callers, and which of its branches a caller reaches is not decided per call.
+# Item 5: a summary that ignores the argument avoiding the sync. The library form (the issue's) is
+# tests/test_libraries.py::test_an_argument_that_is_not_none_decides_the_library_test.
 
-@pytest.mark.xfail(strict=True, reason="#36 item 5 in a project helper: branches are not decided per caller")
 @pytest.mark.parametrize("target", TARGETS)
 def test_5_a_helper_called_with_the_argument_that_avoids_the_sync(lint, target):
     code = """
@@ -236,6 +234,27 @@ def test_5_the_same_helper_called_without_it_still_syncs(lint, target):
             return x.masked_fill(~mask[..., None], 0.0)
     """
     assert codes(lint(code, target=target)) != []
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_5_one_caller_leaving_it_out_keeps_the_sync(lint, target):
+    code = """
+    import torch
+    from torch import nn
+
+    def lens_to_mask(lens, max_len=None):
+        if max_len is None:
+            max_len = lens.amax().item()
+        seq = torch.arange(max_len, device=lens.device)
+        return seq[None, :] < lens[:, None]
+
+    class Masker(nn.Module):
+        def forward(self, x, lens):
+            given = lens_to_mask(lens, x.shape[1])
+            left_out = lens_to_mask(lens)
+            return x * given * left_out
+    """
+    assert ("WSC201", 6) in codes(lint(code, target=target))
 
 
 # Item 6: a module in a package named "augmentation" called from a traced forward is traced.

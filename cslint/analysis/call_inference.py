@@ -433,7 +433,10 @@ class CallInference:
             summary = libraries.summary(target, bound, self.guards.tracer if self.guards is not None else None)
             self.result.library_calls[id(node)] = (target.qualname, summary)
             return summary.returns
-        bound = bind_arguments(target, node, arg_kinds, receiver)
+        # the Nones, and the values shown not to be None, that decide the helper's tests for None: joined over
+        # its callers, a test is decided only where every caller agrees
+        bound = with_none_arguments(target, node, bind_arguments(target, node, literal_nones(node, arg_kinds),
+                                                                 receiver))
         if self.keywords and any(a.star == "**" and isinstance(a.value, cst.Name) and a.value.value == self.star_kwarg
                                  for a in node.args):
             explicit = {a.keyword.value for a in node.args if a.keyword is not None}
