@@ -196,9 +196,7 @@ def test_4_a_project_is_compiling_helper_is_a_guard_under_compile(lint):
 # Item 5: a summary that ignores the argument avoiding the sync. The library form (the issue's) is
 # tests/test_libraries.py::test_an_argument_that_is_not_none_decides_the_library_test.
 
-@pytest.mark.parametrize("target", TARGETS)
-def test_5_a_helper_called_with_the_argument_that_avoids_the_sync(lint, target):
-    code = """
+LENS_TO_MASK = """
     import torch
     from torch import nn
 
@@ -210,6 +208,12 @@ def test_5_a_helper_called_with_the_argument_that_avoids_the_sync(lint, target):
 
     class Masker(nn.Module):
         def forward(self, x, lens):
+"""
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_5_a_helper_called_with_the_argument_that_avoids_the_sync(lint, target):
+    code = LENS_TO_MASK + """\
             mask = lens_to_mask(lens, x.shape[1])
             return x.masked_fill(~mask[..., None], 0.0)
     """
@@ -218,18 +222,7 @@ def test_5_a_helper_called_with_the_argument_that_avoids_the_sync(lint, target):
 
 @pytest.mark.parametrize("target", TARGETS)
 def test_5_the_same_helper_called_without_it_still_syncs(lint, target):
-    code = """
-    import torch
-    from torch import nn
-
-    def lens_to_mask(lens, max_len=None):
-        if max_len is None:
-            max_len = lens.amax().item()
-        seq = torch.arange(max_len, device=lens.device)
-        return seq[None, :] < lens[:, None]
-
-    class Masker(nn.Module):
-        def forward(self, x, lens):
+    code = LENS_TO_MASK + """\
             mask = lens_to_mask(lens)
             return x.masked_fill(~mask[..., None], 0.0)
     """
@@ -238,18 +231,7 @@ def test_5_the_same_helper_called_without_it_still_syncs(lint, target):
 
 @pytest.mark.parametrize("target", TARGETS)
 def test_5_one_caller_leaving_it_out_keeps_the_sync(lint, target):
-    code = """
-    import torch
-    from torch import nn
-
-    def lens_to_mask(lens, max_len=None):
-        if max_len is None:
-            max_len = lens.amax().item()
-        seq = torch.arange(max_len, device=lens.device)
-        return seq[None, :] < lens[:, None]
-
-    class Masker(nn.Module):
-        def forward(self, x, lens):
+    code = LENS_TO_MASK + """\
             given = lens_to_mask(lens, x.shape[1])
             left_out = lens_to_mask(lens)
             return x * given * left_out
