@@ -371,10 +371,13 @@ def test_report_caches_of_other_builds_and_configurations_are_pruned(tree, capsy
     library = cache / "v0.0.1-lib-torch-2.13.0.json"  # summaries of an installed library: not a report
     library.write_text("{}")
     os.utime(library, ns=(0, 0))
+    hex_version = cache / "v0.0.1-lib-einops-1.json"  # a library version of hex digits alone
+    hex_version.write_text("{}")
+    os.utime(hex_version, ns=(0, 0))
     _touch(tree / "helpers.py", HELPERS_STATIC)  # a changed report: the cache is written again
     _check(capsys, tree)
     left = sorted(p.name for p in cache.glob("v*.json") if "-lib-" not in p.name)
     assert left == sorted([current.name, *old[:REPORTS_KEPT - 1]])
-    assert library.exists()
+    assert library.exists() and hex_version.exists()
     _, err = _check(capsys, tree)
     assert _reused(err) == 3  # the current report cache was kept and is read

@@ -248,7 +248,10 @@ class CacheDirectoryError(OSError):
 
 MARKER_NAME = ".gitignore"
 MARKER = "# created by cslint\n*\n"  # written first into a cache directory cslint creates
-_CACHE_FILE = re.compile(r"v[\w.+!-]+-(?:[0-9a-f]+\.json|(?:imports|tree)\.memo|lib-[\w.+!-]+\.json)"
+# `Cache.path`'s name, a report cache: a version has no hyphen, so a library's summaries
+# (`v<cslint>-lib-<name>-<version>.json`, whose version may be hex digits alone) never match
+_REPORT_NAME = r"v[\w.+!]+-[0-9a-f]+\.json"
+_CACHE_FILE = re.compile(_REPORT_NAME + r"|v[\w.+!-]+-(?:(?:imports|tree)\.memo|lib-[\w.+!-]+\.json)"
                          r"|\.tmp-[\w-]+\.json")
 NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0)
 NO_BLOCK = getattr(os, "O_NONBLOCK", 0)
@@ -322,7 +325,7 @@ def write_new(directory: int, name: str, content: str | bytes) -> None:
 
 
 REPORTS_KEPT = 8  # report caches kept in a directory: one per cslint build and configuration in use
-_REPORT_FILE = re.compile(r"v[\w.+!-]+-[0-9a-f]+\.json")
+_REPORT_FILE = re.compile(_REPORT_NAME)
 
 
 def prune_reports(directory: int, written: str) -> None:
