@@ -225,14 +225,48 @@ def test_the_servers_collector_frees_garbage_and_freezes_the_rest() -> None:
     try:
         kept = Node()
         kept.me = kept  # a cycle, alive when frozen
-        Collector.tidy()
+        collector.tidy()
         assert gc.get_freeze_count() > 0
         ref = weakref.ref(kept)
         del kept
         gc.collect()
         assert ref() is not None  # frozen: an ordinary collection leaves it
-        Collector.tidy()
+        collector.tidy()
         assert ref() is None  # the next tidy collects it
+    finally:
+        gc.unfreeze()
+
+
+def test_an_overdue_tidy_walks_only_what_is_new_and_every_few_the_whole() -> None:
+    """Edits that never pause get young tidies (what was made since the last freeze), and a full one every
+    `full_every`-th, so garbage frozen earlier is still collected."""
+    import gc
+    import weakref
+
+    from cslint.lsp.collector import Collector
+
+    class Node:
+        me: object = None
+
+    def cycle() -> tuple[weakref.ref[Node], Node]:
+        node = Node()
+        node.me = node
+        return weakref.ref(node), node
+
+    collector = Collector(every=1, idle=1.0, full_every=3)
+    try:
+        old_ref, old = cycle()
+        collector.tidy()  # `old` is frozen now
+        del old
+        young_ref, young = cycle()
+        del young
+        collector.catch_up()
+        assert young_ref() is None  # made since the freeze: collected by a young tidy
+        assert old_ref() is not None  # frozen: left for a full one
+        collector.catch_up()
+        assert old_ref() is not None
+        collector.catch_up()  # the third: full
+        assert old_ref() is None and collector.young == 0
     finally:
         gc.unfreeze()
 
@@ -423,3 +457,31 @@ def test_an_editors_analyses_do_not_keep_earlier_runs_alive(tmp_path: Path, monk
         state.analyse(model)
     gc.collect()
     assert sum(1 for o in gc.get_objects() if type(o) is Project) <= before
+
+
+def test_an_edited_buffers_kept_index_leaves_its_runs_linter_to_reference_counting(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The index kept for the next edit held its run's function parser and tree loader, so the run's linter,
+    whose modules hold the index: a cycle per edit that only a full collection frees. The server freezes
+    what it keeps between tidies (lsp/collector.py), so those cycles piled up until the next full one."""
+    import gc
+
+    from cslint.engine.runner import Linter
+    from cslint.lsp.workspace import Workspace
+
+    monkeypatch.setenv("CSLINT_NO_CACHE", "1")
+    model, _ = _project(tmp_path)
+    text = MODEL.replace("class First", "SCALE = 2\n\n\nclass First").replace("return x * 2", "return x * SCALE", 1)
+    state = Workspace()
+    state.open(model, text, 1)
+    state.analyse(model)
+    gc.collect()
+    gc.disable()
+    try:
+        for n in range(6):
+            state.change(model, text.replace("return x\n", f"return x + {n}\n", 1), n + 2)
+            state.analyse(model)
+        alive = sum(1 for o in gc.get_objects() if type(o) is Linter)
+    finally:
+        gc.enable()
+    assert alive <= 1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import weakref
 from collections.abc import Callable, Collection, Iterable, Mapping
 from contextlib import ExitStack
 from dataclasses import replace
@@ -408,9 +409,9 @@ class Linter:
             if new:
                 self.profile.count("files indexed")
             elif info is not None:  # its loader and budget are this analysis's
-                info.loader = lambda: self._load_tree(source)
+                info.loader = self._tree_loader(source)
                 info.budget = self._budget
-                info.piece_parser = partial(self._parse_piece, source.path)
+                info.piece_parser = self._piece_parser(source.path)
             if info is not None and info.piece_parser is not None and warm_indexes() is None:
                 info.spare_pieces = self.store.pieces
             return info
@@ -424,7 +425,8 @@ class Linter:
             budget = self._budget if self._budget is not None or warm is None else warm.kept_budget()
             info = warm.module(source.path, source.text, name, is_package) if warm is not None else None
             if info is not None:
-                info.budget, info.piece_parser = budget, partial(self._parse_piece, source.path)
+                info.budget, info.piece_parser = budget, self._piece_parser(source.path)
+                info.loader = self._tree_loader(source)
                 return info
             before = warm.buffer_parse(source.path) if warm is not None else None  # an edited buffer's last
             tree = reparse(before[0], before[1], source.text) if before is not None else None
@@ -439,10 +441,10 @@ class Linter:
             if tree is not None:
                 keep_buffer_tree(source.path, source.text, tree)
                 info = index_module_from_ast(source.path, source.text, tree, name, is_package,
-                                             loader=lambda: self._load_tree(source))
+                                             loader=self._tree_loader(source))
                 info.budget = budget if warm is not None else self._budget
                 if piecemeal:  # fixes edit whole trees
-                    info.piece_parser = partial(self._parse_piece, source.path)
+                    info.piece_parser = self._piece_parser(source.path)
                 if warm is not None:
                     self._carry_over(warm, source.path, info)
                     warm.keep_module(source.path, source.text, name, is_package, info)
@@ -473,6 +475,34 @@ class Linter:
             if size and info.budget is not None:
                 info.loaded = True
                 info.budget.loaded(info, size)
+
+    def _piece_parser(self, path: Path) -> Callable[[str], cst.Module]:
+        """The parser of `path`'s functions an index holds: this analysis's, held weakly. An index an editor
+        keeps for its next edit is given the next analysis's parser and loader (`_index`); held strongly,
+        this analysis's linter (whose modules hold the index) and the index would form a cycle that only a
+        full collection frees, one per edit (lsp/collector.py). Called after the linter is gone (a hover
+        on a kept index), a piece is parsed afresh."""
+        parse_piece = weakref.WeakMethod(self._parse_piece)
+
+        def parse_one(text: str) -> cst.Module:
+            bound = parse_piece()
+            return bound(path, text) if bound is not None else parse_unvalidated(text)
+        return parse_one
+
+    def _tree_loader(self, source: SourceFile) -> Callable[[], cst.Module]:
+        """The loader of `source`'s whole tree an index holds: this analysis's, held weakly (`_piece_parser`)."""
+        load_tree = weakref.WeakMethod(self._load_tree)
+
+        def load() -> cst.Module:
+            bound = load_tree()
+            if bound is not None:
+                return bound(source)
+            if source.tree is None:
+                parse(source)
+            if source.tree is None:
+                raise Unparsable(f"cslint's parser rejects {source.path} (Python accepts it)")
+            return source.tree
+        return load
 
     def _parse_piece(self, path: Path, text: str) -> cst.Module:
         warm = warm_indexes()

@@ -8,8 +8,16 @@ is garbage and freezes the rest (`gc.freeze`): collections then walk only what w
 frozen and becomes garbage later is unfrozen and collected at the next tidy, so the server's memory does
 not grow with the edits. A tidy takes as long as a full collection, so one that is due waits until no
 analysis has run for `TIDY_WHEN_IDLE` seconds (the user stopped typing): an edit's answer does not wait
-for it while edits come, unless `TIDY_EVERY` more analyses came without such a pause (then the memory
-kept wins).
+for it while edits come, unless `TIDY_EVERY` more analyses came without such a pause. That overdue tidy is a
+young one (`catch_up`): it collects and freezes only what was made since the last freeze, a fraction of a
+full collection's walk, so typing without a pause does not stall an edit on the whole project's objects.
+Every `FULL_EVERY`-th overdue tidy is full, so what was frozen and died since is still collected when the
+edits never pause.
+
+Opening a file makes its indexes, kept for every edit after; left young, the next collection of the old
+generation (Python's own, at its thresholds) walks them, and that is the file's first edit. So an open's
+analysis ends with a tidy before its diagnostics go out (`after_open`): young, or the full one if one is
+due; an open has a larger budget than an edit.
 """
 
 from __future__ import annotations
@@ -18,12 +26,15 @@ import gc
 
 TIDY_EVERY = 50
 TIDY_WHEN_IDLE = 1.0  # seconds
+FULL_EVERY = 10  # overdue tidies, one in this many full
 
 
 class Collector:
-    def __init__(self, every: int = TIDY_EVERY, idle: float = TIDY_WHEN_IDLE) -> None:
+    def __init__(self, every: int = TIDY_EVERY, idle: float = TIDY_WHEN_IDLE, full_every: int = FULL_EVERY) -> None:
         self.every = every
         self.idle = idle
+        self.full_every = full_every
+        self.young = 0  # overdue tidies since the last full one
         self.analyses = 0
         self.due = False  # a tidy waits for a pause
         self.due_at = 0  # the analysis it became due after
@@ -51,8 +62,26 @@ class Collector:
         self.due = False
         return True
 
-    @staticmethod
-    def tidy() -> None:
+    def tidy(self) -> None:
+        """A full tidy: everything, frozen or not, walked once."""
+        self.young = 0
         gc.unfreeze()
         gc.collect()
         gc.freeze()
+
+    def after_open(self) -> None:
+        if self.due:
+            self.due = False
+            self.tidy()
+        else:
+            gc.collect()
+            gc.freeze()
+
+    def catch_up(self) -> None:
+        """The tidy done when one is overdue: young, but full every `full_every`-th time."""
+        self.young += 1
+        if self.young >= self.full_every:
+            self.tidy()
+        else:
+            gc.collect()
+            gc.freeze()

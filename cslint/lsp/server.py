@@ -76,6 +76,7 @@ class CslintServer(LanguageServer):
         self.result_ids: dict[Path, int] = {}  # bumped when a document's diagnostics change
         self.analysed_event: asyncio.Event | None = None  # set (and replaced) after each analysis
         self.unprompted: set[Path] = set()  # analyses due to settings, saves or the cache, not to edits
+        self.opening: set[Path] = set()  # opened, first analysis not yet published
         self.progress = False  # the client shows work done progress (`$/progress`)
         self.checks: dict[Path, str | None] = {}  # projects checked in the background: their progress token
         self.progress_tokens = 0  # tokens made so far
@@ -173,6 +174,9 @@ class CslintServer(LanguageServer):
         self.unprompted.discard(path)
         try:
             analysed = await loop.run_in_executor(self.analyses, self._analyse_and_convert, path)
+            if path in self.opening:  # before the publish, so the first edit does not wait for it
+                self.opening.discard(path)
+                await loop.run_in_executor(self.analyses, self.collector.after_open)
         except Exception as exc:  # a bug outside the analysis itself: say so on the document, go on
             document = self.state.documents.get(path)
             if document is None:
@@ -198,7 +202,7 @@ class CslintServer(LanguageServer):
             self.workspace_diagnostic_refresh(None)
         if self.collector.analysed(loop.time()):  # due: done once edits pause (collector.py)
             if self.collector.overdue():
-                self.analyses.submit(self.collector.tidy)
+                self.analyses.submit(self.collector.catch_up)
             else:
                 self._tidy_later()
 
@@ -362,6 +366,7 @@ def did_open(ls: CslintServer, params: types.DidOpenTextDocumentParams) -> None:
     if _is_python(path):
         ls.uris[path] = params.text_document.uri
         ls.state.open(path, params.text_document.text, params.text_document.version)
+        ls.opening.add(path)
         ls.schedule(path, 0)
 
 
@@ -393,6 +398,7 @@ def did_close(ls: CslintServer, params: types.DidCloseTextDocumentParams) -> Non
     ls.published.pop(path, None)
     ls.current.pop(path, None)
     ls.again.discard(path)
+    ls.opening.discard(path)
     timer = ls.timers.pop(path, None)
     if timer is not None:
         timer.cancel()
@@ -458,6 +464,7 @@ def notebook_did_close(ls: CslintServer, params: types.DidCloseNotebookDocumentP
     ls.uris.pop(path, None)
     ls.current.pop(path, None)
     ls.again.discard(path)
+    ls.opening.discard(path)
     timer = ls.timers.pop(path, None)
     if timer is not None:
         timer.cancel()
