@@ -12,6 +12,7 @@ from cslint.analysis.imports import dotted_name
 from cslint.analysis.syntax import path_key, string_value
 from cslint.analysis.kinds import Tag
 from cslint.fixers.buffers import counter_to_buffer
+from cslint.fixers.log_guard import guard_under_compile
 from cslint.fixers.summaries import data_dependent_parts, log_call_kind, report_through_summaries
 from cslint.rule_api.context import RuleContext
 from cslint.rules.base import Rule
@@ -69,7 +70,10 @@ def forward(self, x, y):
         "Before 2.1 it becomes `cstorch.summarize_scalar` (for `.item()`/`float()` or a full reduction) or "
         "`cstorch.summarize_tensor`, when exactly one tensor is printed. Plain messages are not reported. "
         "Offered only on the wsc target and when the file or the project already imports cerebras.pytorch: a "
-        "fix never adds an import of a package the project does not import."
+        "fix never adds an import of a package the project does not import. Under `--target compile` (any "
+        "call, tensors or not) the statement is guarded with `if not torch.compiler.is_compiling():`, which "
+        "dynamo answers while tracing, so the call is dead in the graph: unsafe, the message is not logged in "
+        "compiled runs (eager runs are unchanged); offered when the call is a statement of its own."
     )
     VALID = [
         """
@@ -126,13 +130,14 @@ class Net(nn.Module):
         if not data_dependent_parts(node, ctx):
             if get_target(ctx.settings.target).has_graph_breaks:  # any print or log breaks the graph
                 ctx.report(node, f"`{ctx.code(node)}` {'prints' if kind == 'print' else 'logs'} inside the "
-                                 "compiled step, whatever it holds")
+                                 "compiled step, whatever it holds", guard_under_compile(node, ctx, kind))
+            return
+        verb = "prints" if kind == "print" else "logs"
+        if get_target(ctx.settings.target).has_graph_breaks:  # no step closure: the tracer's predicate skips it
+            ctx.report(node, f"`{ctx.code(node)}` {verb} tensor values inside the compiled step",
+                       guard_under_compile(node, ctx, kind))
             return
         fix = report_through_summaries(node, ctx) if kind != "warnings" else None
-        verb = "prints" if kind == "print" else "logs"
-        if get_target(ctx.settings.target).has_graph_breaks:  # no step closure: the target's hint says what to do
-            ctx.report(node, f"`{ctx.code(node)}` {verb} tensor values inside the compiled step", fix)
-            return
         ctx.report(node, f"`{ctx.code(node)}` {verb} tensor values in the traced step", fix, consequence=ONCE)
 
 
