@@ -10,6 +10,7 @@ from cslint.fixers.expert_loops import dense_expert_loop
 from cslint.fixers.fast_paths import skip_fast_path
 from cslint.fixers.masked_block import masked_block
 from cslint.fixers.first_match import first_match
+from cslint.fixers.layer_drop import run_and_select
 from cslint.fixers.masked_tail import early_return
 from cslint.fixers.where import if_to_where, ifexp_to_where, inplace_if_to_where
 from cslint.rule_api.context import RuleContext
@@ -142,7 +143,8 @@ class Clamp(nn.Module):
             return
         keyword = "elif" if id(node) in elifs else "if"
         fix: Fix | None = None if keyword == "elif" else \
-            if_to_where(node, ctx) or inplace_if_to_where(node, ctx) or masked_block(node, ctx) or \
+            if_to_where(node, ctx) or inplace_if_to_where(node, ctx) or run_and_select(node, ctx) or \
+            masked_block(node, ctx) or \
             skip_fast_path(node, ctx) or early_return(node, ctx) or first_match(node, ctx) or \
             keep_raising_check(node, ctx)
         what = ctx.kind(node.test).describe() if ctx.is_data_dependent(node.test) else "computed from a tensor"
