@@ -26,7 +26,8 @@ from cslint.fixers.where import is_boolean_condition
 from cslint.rule_api.context import RuleContext
 from cslint.rule_api.findings import Fix
 
-UNSAFE = ("the call runs every step, also when it was skipped (its compute), a skipped call's parameters get "
+UNSAFE = ("the call runs every step, also when it was skipped (its compute, and its side effects such as a cache "
+          "it updates), a skipped call's parameters get "
           "zero gradients instead of none (an optimizer with momentum or weight decay still moves them), and "
           "random numbers it draws (dropout) shift the random stream")
 _BOOLEAN_LITERALS = ("True", "False")
@@ -115,3 +116,83 @@ def _nodes(expr: cst.BaseExpression) -> list[cst.CSTNode]:
 
     expr.visit(Collect())
     return found
+
+
+def skip_rest_of_loop(node: cst.If, ctx: RuleContext) -> Fix | None:
+    """BART's decoder: `if dropout_probability < self.layerdrop: continue` (possibly inside static `if`s),
+    the rest of the loop body one `hidden = layer(hidden, ...)`. The condition is kept in a flag and the
+    assignment selects: `hidden = torch.where(skip, hidden, layer(hidden, ...))`."""
+    if node.orelse is not None or not _only_continue(node.body):
+        return None
+    found = _loop_position(node, ctx)
+    if found is None:
+        return None
+    loop, index = found
+    body = loop.body.body  # type: ignore[attr-defined]
+    rest = body[index + 1:]
+    if len(rest) != 1 or not isinstance(rest[0], cst.SimpleStatementLine) or len(rest[0].body) != 1:
+        return None
+    tail, assign = rest[0], rest[0].body[0]
+    if not isinstance(assign, cst.Assign) or len(assign.targets) != 1 or not isinstance(assign.targets[0].target, cst.Name):
+        return None
+    name = assign.targets[0].target.value
+    before = ctx.bound_before(node).get(name)
+    if before is None or before.tag is not Tag.TENSOR or ctx.kind(assign.value).tag is not Tag.TENSOR:
+        return None
+    if not (_flag_condition(node.test, ctx) or is_boolean_condition(node.test, ctx)):
+        return None
+    flag = _free_name("skip_layer", ctx)
+    torch, imports = ctx.torch_name()
+    flag_line = cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(cst.Name(flag))],
+                                                    _tensor_condition(node.test, ctx, torch))],
+                                        leading_lines=node.leading_lines)
+    where = _call(torch, "where", tensor_operand(cst.Name(flag), ctx, torch)[0], cst.Name(name), assign.value)
+    new_tail = tail.with_changes(body=[assign.with_changes(value=where)])
+    replacements: list[tuple[cst.CSTNode, cst.CSTNode | cst.FlattenSentinel[cst.CSTNode]]] = [(tail, new_tail)]
+    if body[index] is node:
+        replacements.append((node, flag_line))
+    else:  # the flag is False when the enclosing `if`s are not taken
+        outer = body[index]
+        start = cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(cst.Name(flag))], cst.Name("False"))],
+                                        leading_lines=outer.leading_lines)
+        rewritten = outer.with_changes(leading_lines=[]).deep_replace(node, flag_line)
+        replacements.append((outer, cst.FlattenSentinel([start, rewritten])))  # type: ignore[list-item]
+    return Fix("unsafe", f"Keep the condition in `{flag}` and select `{name}` with {torch}.where instead of "
+                         f"`continue`; unsafe: {UNSAFE}", replacements, imports)  # type: ignore[arg-type]
+
+
+def _only_continue(suite: cst.BaseSuite) -> bool:
+    lines = suite.body if isinstance(suite, cst.IndentedBlock) else [suite]
+    return len(lines) == 1 and isinstance(lines[0], (cst.SimpleStatementLine, cst.SimpleStatementSuite)) and \
+        len(lines[0].body) == 1 and isinstance(lines[0].body[0], cst.Continue)
+
+
+def _loop_position(node: cst.If, ctx: RuleContext) -> tuple[cst.For, int] | None:
+    """The `for` loop whose body holds `node`, directly or as the last statement of `if`s without `else`
+    (so nothing after it is skipped but the rest of the loop body), and the index of that statement."""
+    for loop in ctx.walk():
+        if type(loop) is not cst.For or loop.orelse is not None or \
+                not isinstance(loop.body, cst.IndentedBlock):  # type: ignore[attr-defined]
+            continue
+        for index, stmt in enumerate(loop.body.body):  # type: ignore[attr-defined]
+            if _ends_with(stmt, node):
+                return loop, index  # type: ignore[return-value]
+    return None
+
+
+def _ends_with(stmt: cst.BaseStatement, node: cst.If) -> bool:
+    if stmt is node:
+        return True
+    if not isinstance(stmt, cst.If) or stmt.orelse is not None or not isinstance(stmt.body, cst.IndentedBlock) \
+            or not stmt.body.body:
+        return False
+    return _ends_with(stmt.body.body[-1], node)
+
+
+def _free_name(base: str, ctx: RuleContext) -> str:
+    taken = set(assignments(ctx)) | {n.value for n in ctx.walk() if type(n) is cst.Name}  # type: ignore[attr-defined]
+    name, i = base, 1
+    while name in taken:
+        i += 1
+        name = f"{base}_{i}"
+    return name

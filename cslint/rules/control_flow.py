@@ -10,7 +10,7 @@ from cslint.fixers.expert_loops import dense_expert_loop
 from cslint.fixers.fast_paths import skip_fast_path
 from cslint.fixers.masked_block import masked_block
 from cslint.fixers.first_match import first_match
-from cslint.fixers.layer_drop import run_and_select
+from cslint.fixers.layer_drop import run_and_select, skip_rest_of_loop
 from cslint.fixers.masked_tail import early_return
 from cslint.fixers.where import if_to_where, ifexp_to_where, inplace_if_to_where
 from cslint.rule_api.context import RuleContext
@@ -82,6 +82,15 @@ def forward(self, x):
         "guard does under torch.compile (unsafe: the general path computes what the shortcut skipped, also "
         "when run eagerly, the same numbers only when the shortcut is an optimisation). No fix when the "
         "dropped test modifies state, draws random numbers or skips a Python call."
+        " Layer-drop: an `if` without else on flags (not/and/or of boolean tensor conditions, local flags "
+        "only ever bound to bools, Python values: `if not to_drop:`, `if not skip_the_layer or synced_gpus:`) "
+        "whose body is one `hidden = <tensor>` becomes `hidden = torch.where(<flags as torch.logical_not/or/and>, "
+        "<tensor>, hidden)`; `if <flags>: continue` (inside `if`s without else) followed by one such assignment "
+        "ending the loop body keeps the condition in a flag (`False` when the enclosing `if`s are not taken) "
+        "and selects with it. Unsafe: the call runs every step (compute, and side effects such as a cache it "
+        "updates), a dropped layer's parameters get zero gradients instead of none (an optimizer with momentum "
+        "or weight decay still moves them), and random numbers it draws shift the random stream. No fix when "
+        "the result is not known to be a tensor (a tuple) or `continue` skips more than that assignment."
         " Conditions joined with `and`/`or` whose sides are both boolean tensors become "
         "`torch.logical_and`/`torch.logical_or` (both sides are evaluated, as the tensors have no side "
         "effects)."
@@ -144,7 +153,7 @@ class Clamp(nn.Module):
         keyword = "elif" if id(node) in elifs else "if"
         fix: Fix | None = None if keyword == "elif" else \
             if_to_where(node, ctx) or inplace_if_to_where(node, ctx) or run_and_select(node, ctx) or \
-            masked_block(node, ctx) or \
+            masked_block(node, ctx) or skip_rest_of_loop(node, ctx) or \
             skip_fast_path(node, ctx) or early_return(node, ctx) or first_match(node, ctx) or \
             keep_raising_check(node, ctx)
         what = ctx.kind(node.test).describe() if ctx.is_data_dependent(node.test) else "computed from a tensor"

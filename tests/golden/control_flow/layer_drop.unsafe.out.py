@@ -1,7 +1,7 @@
 """Fixed for the default target (wsc): the same rewrite as layer_drop.compile.
 
 LayerDrop as transformers writes it (BART's encoder, wav2vec2's encoder): a flag drawn with
-`torch.rand([])` per layer, then `if not to_drop: hidden = layer(hidden)`. The where fix makes the flag a
+`torch.rand([])` per layer, then `if not to_drop: hidden = layer(hidden)` (BART's decoder: `continue`). The where fix makes the flag a
 boolean tensor; the branch on it is then rewritten to run the layer every step and select its result
 (unsafe: compute, zero gradients for a dropped layer, dropout's random stream). `run` uses layers without
 randomness, and counts a missing gradient as zero."""
@@ -46,14 +46,33 @@ class SyncedEncoder(nn.Module):
         return hidden_states
 
 
+class Decoder(nn.Module):
+    def __init__(self, n=4, dim=8, layerdrop=0.5):
+        super().__init__()
+        self.layers = nn.ModuleList(nn.Linear(dim, dim) for _ in range(n))
+        self.layerdrop = layerdrop
+
+    def forward(self, hidden_states):
+        for idx, decoder_layer in enumerate(self.layers):
+            # add LayerDrop
+            skip_layer = False
+            if self.training and self.layerdrop > 0.0:
+                dropout_probability = torch.rand([])
+                skip_layer = dropout_probability < self.layerdrop
+
+            hidden_states = torch.where(torch.as_tensor(skip_layer), hidden_states, decoder_layer(hidden_states))
+        return hidden_states
+
+
 class Model(nn.Module):
     def __init__(self, synced_gpus=False):
         super().__init__()
         self.encoder = Encoder()
         self.synced = SyncedEncoder(synced_gpus=synced_gpus)
+        self.decoder = Decoder()
 
     def forward(self, x):
-        return self.synced(self.encoder(x)).pow(2).mean()
+        return self.decoder(self.synced(self.encoder(x))).pow(2).mean()
 
 
 def _batch(seed, device="cpu"):
