@@ -51,7 +51,8 @@ def run_and_select(node: cst.If, ctx: RuleContext) -> Fix | None:
         return None
     torch, imports = ctx.torch_name()
     where = cst.Call(cst.Attribute(cst.Name(torch), cst.Name("where")),
-                     [cst.Arg(_tensor_condition(node.test, ctx, torch)), cst.Arg(assign.value), cst.Arg(cst.Name(name))])
+                     [cst.Arg(_on_device(_tensor_condition(node.test, ctx, torch), name, torch)), cst.Arg(assign.value),
+                      cst.Arg(cst.Name(name))])
     replacement = stmt.with_changes(body=[assign.with_changes(value=where)], leading_lines=[*node.leading_lines, *stmt.leading_lines])
     return Fix("unsafe", f"Run it every step and select `{name}` with {torch}.where; unsafe: {UNSAFE}",
                [(node, replacement)], imports)
@@ -102,6 +103,18 @@ def _tensor_condition(test: cst.BaseExpression, ctx: RuleContext, torch: str) ->
     return tensor_operand(test.with_changes(lpar=[], rpar=[]) if test.lpar else test, ctx, torch)[0]
 
 
+def _on_device(condition: cst.BaseExpression, name: str, torch: str) -> cst.Call:
+    """`torch.as_tensor(<condition>, device=<name>.device)`: the flag is drawn on the host (`torch.rand([])`
+    has no device), and a host condition of `torch.where` gives a host gradient for a device tensor, which a
+    lazy-tensor backend rejects."""
+    device = cst.Arg(cst.Attribute(cst.Name(name), cst.Name("device")), keyword=cst.Name("device"),
+                     equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))
+    if isinstance(condition, cst.Call) and len(condition.args) == 1 and isinstance(condition.func, cst.Attribute) \
+            and condition.func.attr.value == "as_tensor":
+        return condition.with_changes(args=[condition.args[0].with_changes(comma=cst.MaybeSentinel.DEFAULT), device])
+    return _call(torch, "as_tensor", condition).with_changes(args=[cst.Arg(condition), device])
+
+
 def _call(torch: str, name: str, *args: cst.BaseExpression) -> cst.Call:
     return cst.Call(cst.Attribute(cst.Name(torch), cst.Name(name)), [cst.Arg(a) for a in args])
 
@@ -146,7 +159,7 @@ def skip_rest_of_loop(node: cst.If, ctx: RuleContext) -> Fix | None:
     flag_line = cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(cst.Name(flag))],
                                                     _tensor_condition(node.test, ctx, torch))],
                                         leading_lines=node.leading_lines)
-    where = _call(torch, "where", tensor_operand(cst.Name(flag), ctx, torch)[0], cst.Name(name), assign.value)
+    where = _call(torch, "where", _on_device(cst.Name(flag), name, torch), cst.Name(name), assign.value)
     new_tail = tail.with_changes(body=[assign.with_changes(value=where)])
     replacements: list[tuple[cst.CSTNode, cst.CSTNode | cst.FlattenSentinel[cst.CSTNode]]] = [(tail, new_tail)]
     if body[index] is node:

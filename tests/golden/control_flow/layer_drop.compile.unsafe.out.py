@@ -21,7 +21,7 @@ class Encoder(nn.Module):
                 dropout_probability = torch.rand([])
                 to_drop = torch.where(dropout_probability < self.layerdrop, True, to_drop)
 
-            hidden_states = torch.where(torch.logical_not(torch.as_tensor(to_drop)), encoder_layer(hidden_states), hidden_states)
+            hidden_states = torch.where(torch.as_tensor(torch.logical_not(torch.as_tensor(to_drop)), device=hidden_states.device), encoder_layer(hidden_states), hidden_states)
         return hidden_states
 
 
@@ -40,7 +40,7 @@ class SyncedEncoder(nn.Module):
                 dropout_probability = torch.rand([])
                 skip_the_layer = dropout_probability < self.layerdrop
             # under fsdp or deepspeed zero3 all gpus must run in sync
-            hidden_states = torch.where(torch.logical_or(torch.logical_not(torch.as_tensor(skip_the_layer)), torch.as_tensor(synced_gpus)), layer(hidden_states), hidden_states)
+            hidden_states = torch.where(torch.as_tensor(torch.logical_or(torch.logical_not(torch.as_tensor(skip_the_layer)), torch.as_tensor(synced_gpus)), device=hidden_states.device), layer(hidden_states), hidden_states)
         return hidden_states
 
 
@@ -58,7 +58,7 @@ class Decoder(nn.Module):
                 dropout_probability = torch.rand([])
                 skip_layer = dropout_probability < self.layerdrop
 
-            hidden_states = torch.where(torch.as_tensor(skip_layer), hidden_states, decoder_layer(hidden_states))
+            hidden_states = torch.where(torch.as_tensor(skip_layer, device=hidden_states.device), hidden_states, decoder_layer(hidden_states))
         return hidden_states
 
 
