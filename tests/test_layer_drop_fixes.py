@@ -87,3 +87,19 @@ def test_continue_keeps_its_condition_in_a_flag(fix):
 def test_continue_that_skips_more_than_one_tensor_assignment_has_no_fix(lint, rest):
     found = [d for d in lint(CONTINUE.format(rest=rest), target="compile") if d.code == "WSC101"]
     assert found and all(d.fix is None for d in found)
+
+
+def test_the_fixed_layer_drop_steps_run_on_the_lazy_backend(tmp_path):
+    """The flag is drawn on the host (`torch.rand([])`): selecting with a host condition gives a lazy tensor a
+    host gradient, and the lazy backend stops. The fixed golden puts the condition on the tensor's device."""
+    pytest.importorskip("torch")
+    from pathlib import Path
+
+    from cslint.runtime import check
+
+    fixed = Path(__file__).parent / "golden" / "control_flow" / "layer_drop.unsafe.out.py"
+    target = tmp_path / "target.py"
+    target.write_text(fixed.read_text(encoding="utf-8"), encoding="utf-8")
+    report = check(f"{target}:runtime_target", ("lazy",), isolate=False)
+    assert not report.error, report.error
+    assert dict(report.status) == {"lazy": "complete"}
