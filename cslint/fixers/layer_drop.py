@@ -141,7 +141,7 @@ def skip_rest_of_loop(node: cst.If, ctx: RuleContext) -> Fix | None:
     if found is None:
         return None
     loop, index = found
-    body = loop.body.body  # type: ignore[attr-defined]
+    body = loop.body.body
     rest = body[index + 1:]
     if len(rest) != 1 or not isinstance(rest[0], cst.SimpleStatementLine) or len(rest[0].body) != 1:
         return None
@@ -166,10 +166,12 @@ def skip_rest_of_loop(node: cst.If, ctx: RuleContext) -> Fix | None:
         replacements.append((node, flag_line))
     else:  # the flag is False when the enclosing `if`s are not taken
         outer = body[index]
+        if not isinstance(outer, cst.If):
+            return None
         start = cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(cst.Name(flag))], cst.Name("False"))],
                                         leading_lines=outer.leading_lines)
         rewritten = outer.with_changes(leading_lines=[]).deep_replace(node, flag_line)
-        replacements.append((outer, cst.FlattenSentinel([start, rewritten])))  # type: ignore[list-item]
+        replacements.append((outer, cst.FlattenSentinel([start, rewritten])))
     return Fix("unsafe", f"Keep the condition in `{flag}` and select `{name}` with {torch}.where instead of "
                          f"`continue`; unsafe: {UNSAFE}", replacements, imports)  # type: ignore[arg-type]
 
@@ -185,11 +187,11 @@ def _loop_position(node: cst.If, ctx: RuleContext) -> tuple[cst.For, int] | None
     (so nothing after it is skipped but the rest of the loop body), and the index of that statement."""
     for loop in ctx.walk():
         if type(loop) is not cst.For or loop.orelse is not None or \
-                not isinstance(loop.body, cst.IndentedBlock):  # type: ignore[attr-defined]
+                not isinstance(loop.body, cst.IndentedBlock):
             continue
-        for index, stmt in enumerate(loop.body.body):  # type: ignore[attr-defined]
+        for index, stmt in enumerate(loop.body.body):
             if _ends_with(stmt, node):
-                return loop, index  # type: ignore[return-value]
+                return loop, index
     return None
 
 
@@ -203,7 +205,7 @@ def _ends_with(stmt: cst.BaseStatement, node: cst.If) -> bool:
 
 
 def _free_name(base: str, ctx: RuleContext) -> str:
-    taken = set(assignments(ctx)) | {n.value for n in ctx.walk() if type(n) is cst.Name}  # type: ignore[attr-defined]
+    taken = set(assignments(ctx)) | {n.value for n in ctx.walk() if type(n) is cst.Name}
     name, i = base, 1
     while name in taken:
         i += 1

@@ -34,8 +34,8 @@ def guard_under_compile(node: cst.Call, ctx: RuleContext, kind: str) -> Fix | No
 def _statement_of(node: cst.Call, ctx: RuleContext) -> cst.SimpleStatementLine | None:
     """The line whose only statement is the call itself (not a value another expression uses)."""
     for candidate in ctx.walk(prune=(cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-        if type(candidate) is cst.SimpleStatementLine and len(candidate.body) == 1:  # type: ignore[attr-defined]
-            small = candidate.body[0]  # type: ignore[attr-defined]
+        if type(candidate) is cst.SimpleStatementLine and len(candidate.body) == 1:
+            small = candidate.body[0]
             if isinstance(small, cst.Expr) and small.value is node:
-                return candidate  # type: ignore[return-value]
+                return candidate
     return None
