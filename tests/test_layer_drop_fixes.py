@@ -59,7 +59,8 @@ def test_a_branch_on_a_drop_flag_runs_the_layer_and_selects(lint, fix):
     assert len(found) == 1 and found[0].fix is not None and found[0].fix.applicability == "unsafe"
     assert "zero gradients" in found[0].fix.message
     fixed = fix(FLAG.format(start="False", call="layer(hidden)"), unsafe=True, target="compile")
-    assert "hidden = torch.where(torch.as_tensor(torch.logical_not(torch.as_tensor(to_drop)), device=hidden.device), layer(hidden), hidden)" in fixed
+    assert "hidden = torch.where(torch.as_tensor(torch.logical_not(torch.as_tensor(to_drop)), " \
+           "device=hidden.device), layer(hidden), hidden)" in fixed
     assert "if not to_drop" not in fixed
 
 

@@ -34,7 +34,8 @@ _BOOLEAN_LITERALS = ("True", "False")
 
 
 def run_and_select(node: cst.If, ctx: RuleContext) -> Fix | None:
-    """`if <flags>: name = <call>` (no else), `name` a tensor bound before: `name = torch.where(<flags>, <call>, name)`."""
+    """`if <flags>: name = <call>` (no else), `name` a tensor bound before:
+    `name = torch.where(<flags>, <call>, name)`."""
     if node.orelse is not None or not isinstance(node.body, cst.IndentedBlock) or len(node.body.body) != 1:
         return None
     stmt = node.body.body[0]
@@ -53,7 +54,8 @@ def run_and_select(node: cst.If, ctx: RuleContext) -> Fix | None:
     where = cst.Call(cst.Attribute(cst.Name(torch), cst.Name("where")),
                      [cst.Arg(_on_device(_tensor_condition(node.test, ctx, torch), name, torch)), cst.Arg(assign.value),
                       cst.Arg(cst.Name(name))])
-    replacement = stmt.with_changes(body=[assign.with_changes(value=where)], leading_lines=[*node.leading_lines, *stmt.leading_lines])
+    replacement = stmt.with_changes(body=[assign.with_changes(value=where)],
+                                    leading_lines=[*node.leading_lines, *stmt.leading_lines])
     return Fix("unsafe", f"Run it every step and select `{name}` with {torch}.where; unsafe: {UNSAFE}",
                [(node, replacement)], imports)
 
@@ -146,7 +148,8 @@ def skip_rest_of_loop(node: cst.If, ctx: RuleContext) -> Fix | None:
     if len(rest) != 1 or not isinstance(rest[0], cst.SimpleStatementLine) or len(rest[0].body) != 1:
         return None
     tail, assign = rest[0], rest[0].body[0]
-    if not isinstance(assign, cst.Assign) or len(assign.targets) != 1 or not isinstance(assign.targets[0].target, cst.Name):
+    if not isinstance(assign, cst.Assign) or len(assign.targets) != 1 or \
+            not isinstance(assign.targets[0].target, cst.Name):
         return None
     name = assign.targets[0].target.value
     before = ctx.bound_before(node).get(name)
