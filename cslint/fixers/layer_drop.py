@@ -80,8 +80,7 @@ def _boolean_flag(name: str, ctx: RuleContext, seen: frozenset[str]) -> bool:
     if name in seen:  # `to_drop = torch.where(c, True, to_drop)`: its other bindings decide
         return True
     values = assignments(ctx).get(name, [])
-    return bool(values) and all(v is not None and _boolean_value(v, ctx, seen | {name})
-                                                     for v in values)
+    return bool(values) and all(v is not None and _boolean_value(v, ctx, seen | {name}) for v in values)
 
 
 def _boolean_value(value: cst.BaseExpression, ctx: RuleContext, seen: frozenset[str]) -> bool:
