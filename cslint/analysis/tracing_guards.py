@@ -22,6 +22,7 @@ from cslint.analysis.import_scan import ast_dotted_name
 from cslint.analysis.imports import dotted_name
 from cslint.analysis.index import FunctionInfo, ModuleInfo
 from cslint.analysis.project import Project
+from cslint.analysis.torch_facts import attribute_guard, version_guard
 from cslint.analysis.walk import FlatTree, iter_nodes
 from cslint.core.targets import DYNAMO, LAZY
 
@@ -72,6 +73,8 @@ class Guards:
             return None
         if dotted == "bool" and len(call.args) == 1 and not call.args[0].keyword and not call.args[0].star:
             return self.value(module, call.args[0].value)
+        if dotted == "hasattr":  # `if not hasattr(torch, "nextafter"):` a fallback for an older torch
+            return attribute_guard(module, call)
         qualified = module.imports.resolve(call.func)
         if qualified is None:  # `import torch._dynamo as dynamo` inside the helper: not a module-level import
             if "." not in dotted:  # a module-level name of this module
@@ -108,6 +111,8 @@ class Guards:
         if type(expr) is cst.IfExp:  # `pred() if pred is not None else False`: the predicate decides
             return _combined([self.value(module, expr.body, names), self.value(module, expr.orelse, names)],
                              [_constant(expr.body), _constant(expr.orelse)])
+        if type(expr) is cst.Comparison:  # `torch.__version__ < "1.7"`
+            return version_guard(module, expr)
         if type(expr) is cst.BooleanOperation:
             left = self.value(module, expr.left, names)
             is_or = type(expr.operator) is cst.Or
