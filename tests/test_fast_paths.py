@@ -215,7 +215,7 @@ kept = T.compile(
     following = {name for names, value in every if value is not None for name in names}
     assert bindings == [b for b in every if b[1] is not None or following.intersection(b[0])]
     assert len(every) - len(bindings) == 4  # HELP, other, x, (pair, single)
-    assert bindings[0] == (("model",), ("call", "GPT", None, None, (("name", "config"),)))
+    assert bindings[0] == (("model",), ("call", "GPT", None, None, (("name", "config"),), None))
     objects = module_objects(Project([info, model]), info)
     assert objects == module_objects(Project([whole, model]), whole)
     assert {name for name, kind in objects.items() if kind.role == "module"} == \

@@ -30,9 +30,9 @@ def object_assignments(body: list[ast.stmt]) -> list[ast.Assign | ast.AnnAssign]
     def targets(stmt: ast.Assign | ast.AnnAssign) -> list[ast.expr]:
         return stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
 
-    binding = {t.id for a in found if isinstance(a.value, (ast.Call, ast.Name))
+    binding = {t.id for a in found if isinstance(a.value, (ast.Call, ast.Name, ast.Attribute))
                for t in targets(a) if isinstance(t, ast.Name)}
-    return [a for a in found if isinstance(a.value, (ast.Call, ast.Name))
+    return [a for a in found if isinstance(a.value, (ast.Call, ast.Name, ast.Attribute))
             or any(isinstance(t, ast.Name) and t.id in binding for t in targets(a))]
 
 

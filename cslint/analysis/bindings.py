@@ -6,10 +6,11 @@ value's shape: a name, or a call with its callee's dotted name, the receiver of 
 first argument. An `ast`-indexed file keeps this summary from indexing, so libcst never parses a file's
 module-level statements (a model registry's `MAPPING = OrderedDict([...])` of hundreds of lines) for it.
 
-A value is None (nothing cslint follows), `("name", id)`, or `("call", dotted, method, receiver, first)`:
-`dotted` the callee as `a.b.c` (None if it is not one), `method` and `receiver` the attribute called and
-the value it is called on (None unless the callee is an attribute), `first` a 1-tuple with the first
-argument's value as written (keyword or starred included), empty without arguments.
+A value is None (nothing cslint follows), `("name", id)`, `("attribute", dotted)` (`torch.float64`), or
+`("call", dotted, method, receiver, first, dtype)`: `dotted` the callee as `a.b.c` (None if it is not one),
+`method` and `receiver` the attribute called and the value it is called on (None unless the callee is an
+attribute), `first` a 1-tuple with the first argument's value as written (keyword or starred included), empty
+without arguments, `dtype` the value of its `dtype=` keyword (None without one).
 """
 
 from __future__ import annotations
@@ -29,18 +30,25 @@ Binding = tuple[tuple[str, ...], Value]  # the plain names an assignment binds, 
 def cst_value(expr: cst.BaseExpression) -> Value:
     if type(expr) is cst.Name:
         return ("name", expr.value)
+    if type(expr) is cst.Attribute:
+        dotted = dotted_name(expr)
+        return ("attribute", dotted) if dotted is not None else None
     if type(expr) is not cst.Call:
         return None
     func = expr.func
     method = func.attr.value if type(func) is cst.Attribute else None
     receiver = cst_value(func.value) if type(func) is cst.Attribute else None
     first = (cst_value(expr.args[0].value),) if expr.args else ()
-    return ("call", dotted_name(func), method, receiver, first)
+    dtype = next((cst_value(a.value) for a in expr.args if a.keyword is not None and a.keyword.value == "dtype"), None)
+    return ("call", dotted_name(func), method, receiver, first, dtype)
 
 
 def ast_value(expr: ast.expr) -> Value:
     if isinstance(expr, ast.Name):
         return ("name", expr.id)
+    if isinstance(expr, ast.Attribute):
+        dotted = ast_dotted_name(expr)
+        return ("attribute", dotted) if dotted is not None else None
     if not isinstance(expr, ast.Call):
         return None
     func = expr.func
@@ -51,7 +59,8 @@ def ast_value(expr: ast.expr) -> Value:
     first_arg = min(args, key=lambda a: (a.lineno, a.col_offset)) if args else None
     first = () if first_arg is None else \
         (ast_value(first_arg.value if isinstance(first_arg, (ast.Starred, ast.keyword)) else first_arg),)
-    return ("call", ast_dotted_name(func), method, receiver, first)
+    dtype = next((ast_value(k.value) for k in expr.keywords if k.arg == "dtype"), None)
+    return ("call", ast_dotted_name(func), method, receiver, first, dtype)
 
 
 def cst_bindings(statements: list[cst.Assign | cst.AnnAssign]) -> list[Binding]:

@@ -17,8 +17,8 @@ from cslint.analysis.function_analysis import CallSite, Env, FunctionAnalysis
 from cslint.analysis.imports import dotted_name
 from cslint.analysis.index import ClassInfo, FunctionInfo, ModuleInfo
 from cslint.analysis.kinds import (
-    HOST, MODULE, STATIC, TENSOR, UNKNOWN, Kind, Tag, as_boolean, element_of, join, modules_of, obj, sequence_of,
-    tensor, tuple_of,
+    FLOAT64, FLOAT64_DTYPE, HOST, MODULE, STATIC, TENSOR, UNKNOWN, Kind, Tag, as_boolean, element_of, is_float64,
+    join, modules_of, obj, sequence_of, tensor, tuple_of, with_dtype,
 )
 from cslint.analysis.none_arguments import literal_nones, with_none_arguments
 from cslint.analysis.project import Project
@@ -118,7 +118,7 @@ class CallInference:
             if kind.tag is Tag.TENSOR and not kind.boolean and \
                     self._function_makes_mask(qualified, node, arg_kinds, env):
                 return as_boolean(kind)
-            return kind
+            return self._function_dtype(qualified, node, kind, arg_kinds)
         if isinstance(func, cst.Name) and func.value not in env:
             self._record(func, STATIC)
             return self._call_builtin(func.value, node, arg_kinds)
@@ -200,6 +200,64 @@ class CallInference:
                 return False
         return True
 
+    # ---- float64: dtypes as values (`dtype = torch.float64`, `t.dtype`) and the tensors made with them --------
+
+    def _function_dtype(self, qualified: str, node: cst.Call, kind: Kind, arg_kinds: list[Kind]) -> Kind:
+        """`torch.as_tensor(v, dtype=dtype)` with `dtype` a float64 value makes a float64 tensor;
+        `torch.promote_types(dtype, other)` of float64 is float64; `torch.zeros_like(t)` keeps `t`'s dtype."""
+        if qualified == "torch.promote_types":
+            return FLOAT64_DTYPE if any(is_float64(k) for k in arg_kinds) else kind
+        if kind.tag is not Tag.TENSOR or not qualified.startswith("torch."):
+            return kind
+        given = self._dtype_given(node, arg_kinds, positional=False)
+        if given is not None:
+            return with_dtype(kind, given)
+        name = qualified.rsplit(".", 1)[-1]
+        keeps = name in api.DTYPE_PRESERVING_CALLS or name in api.DTYPE_KEEPING_MATH
+        tensors = [k for k in arg_kinds if k.tag is Tag.TENSOR]
+        return with_dtype(kind, FLOAT64 if keeps and tensors and all(is_float64(k) for k in tensors) else "")
+
+    def _method_dtype(self, method: str, receiver: Kind, node: cst.Call, arg_kinds: list[Kind], env: Env) -> str:
+        """The dtype of a tensor method's result, where it is float64: `.double()`, `.to(dtype)` and `.type(dtype)`
+        with a float64 dtype value, `.to(device)` and shape, copy or elementwise ops of a float64 tensor."""
+        if method in api.FLOAT64_METHODS:
+            return FLOAT64
+        if method == "type_as" and arg_kinds:
+            return arg_kinds[0].dtype if arg_kinds[0].tag is Tag.TENSOR else ""
+        if method in ("to", "type"):
+            given = self._dtype_given(node, arg_kinds, positional=True)
+            if given is not None:
+                return given
+            return receiver.dtype if all(self._names_a_device(a) for a in node.args) else ""
+        if method in api.DEVICE_MOVES or method in api.DTYPE_PRESERVING_CALLS or method in api.DTYPE_KEEPING_MATH:
+            return receiver.dtype if self._dtype_argument(node) is None else ""
+        return ""
+
+    def _dtype_given(self, node: cst.Call, arg_kinds: list[Kind], positional: bool) -> str | None:
+        """The dtype a call is told to make (`dtype=`, or a positional dtype or tensor of `.to`): "float64",
+        "" for another or an unknown one, None when it names none."""
+        for arg, kind in zip(node.args, arg_kinds):
+            keyword = arg.keyword.value if arg.keyword is not None else None
+            if keyword == "dtype":
+                return FLOAT64 if is_float64(kind) else ""
+            if positional and keyword is None and (kind.dtype or kind.tag is Tag.TENSOR):
+                return FLOAT64 if is_float64(kind) else ""  # `.to(dtype)`, `.to(other)`
+            if positional and keyword is None and not self._names_a_device(arg):
+                return ""  # `.to(t_dtype)`: perhaps a dtype, not known to be float64
+        return None
+
+    def _names_a_device(self, arg: cst.Arg) -> bool:
+        """`device=...`, `"cuda"`, `x.device`, `torch.device(...)`, a name or attribute called `device`."""
+        if arg.keyword is not None:
+            return arg.keyword.value in ("device", "non_blocking", "copy", "memory_format")
+        value = arg.value
+        if type(value) is cst.SimpleString:
+            return True
+        if type(value) is cst.Call:
+            return dotted_name(value.func) in ("torch.device", "device")
+        last = value.attr.value if type(value) is cst.Attribute else value.value if type(value) is cst.Name else ""
+        return last == "device" or last.endswith("_device")
+
     def _call_qualified(self, qualified: str, node: cst.Call, arg_kinds: list[Kind], env: Env) -> Kind:
         if self.guards is not None and self.guards.tracer == DYNAMO and qualified.startswith("numpy.random.") \
                 and qualified.rsplit(".", 1)[-1] not in NUMPY_RANDOM_STATE:
@@ -267,7 +325,8 @@ class CallInference:
             if kind.tag is Tag.TENSOR:  # `x.float()` of a mask (returned as is when its shape is dynamic) is not one
                 boolean = self._method_makes_mask(method, receiver, node, arg_kinds, env)
                 if boolean != kind.boolean:
-                    return tensor(kind.dynamic_shape, kind.rank, boolean)
+                    kind = tensor(kind.dynamic_shape, kind.rank, boolean)
+                return with_dtype(kind, self._method_dtype(method, receiver, node, arg_kinds, env))
             return kind
         if receiver.tag is Tag.OBJECT:
             self._note_registration(node, receiver, method, arg_kinds)

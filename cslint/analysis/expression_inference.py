@@ -13,8 +13,8 @@ from cslint.analysis.call_inference import AUTOGRAD_CONTEXT, CallInference
 from cslint.analysis.function_analysis import Env
 from cslint.analysis.index import FunctionInfo
 from cslint.analysis.kinds import (
-    BOOL_TENSOR, HOST, STATIC, TENSOR, UNKNOWN, Kind, Tag, combine, element_of, join, obj, sequence_of,
-    tensor, tuple_of,
+    BOOL_TENSOR, FLOAT64_DTYPE, HOST, STATIC, TENSOR, UNKNOWN, Kind, Tag, combine, element_of, is_float64, join, obj,
+    sequence_of, tensor, tuple_of,
 )
 from cslint.analysis.ranks import elementwise_rank, subscript_rank
 from cslint.analysis.syntax import path_key, string_value
@@ -55,7 +55,7 @@ class ExpressionInference(CallInference):
         if result.tag is Tag.TENSOR:
             rank = elementwise_rank(node.operator, ((node.left, left), (node.right, right)))
             boolean = type(node.operator) in _BITWISE and (left.boolean or right.boolean)  # `mask & (x > 0)`
-            return result if rank is None and not boolean else tensor(rank=rank, boolean=boolean)
+            return result if rank is None and not boolean else tensor(rank=rank, boolean=boolean, dtype=result.dtype)
         return result
 
     def _unary(self, node: cst.UnaryOperation, env: Env) -> Kind:
@@ -172,11 +172,15 @@ class ExpressionInference(CallInference):
         if key is not None and key in env:
             self.ev(node.value, env)
             return env[key]
+        if self._is_import(node, env) in api.FLOAT64_DTYPES:
+            return FLOAT64_DTYPE
         base = self.ev(node.value, env)
         attr = node.attr.value
         if base.tag is Tag.TENSOR:
             if attr in api.SHAPE_ATTRIBUTES and base.dynamic_shape:
                 return HOST
+            if attr == "dtype" and is_float64(base):
+                return FLOAT64_DTYPE
             if attr in api.STATIC_TENSOR_ATTRIBUTES:
                 return STATIC
             return base if attr in ("T", "mT", "H", "mH", "data", "real", "imag") else TENSOR
@@ -232,7 +236,8 @@ class ExpressionInference(CallInference):
         if key is not None and key in env:
             return env[key]
         if base.tag is Tag.TENSOR:  # `mask[:, None]` is still a mask, `mask[idx]` a gather of one
-            return tensor(rank=subscript_rank(base.rank, node.slice), boolean=base.boolean and not tensor_index)
+            return tensor(rank=subscript_rank(base.rank, node.slice), boolean=base.boolean and not tensor_index,
+                          dtype=base.dtype)
         if base.tag is Tag.SEQUENCE:
             if base.items is not None and len(node.slice) == 1:
                 index = node.slice[0].slice

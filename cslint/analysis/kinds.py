@@ -41,6 +41,10 @@ class Kind:
     # TENSOR: its dtype is torch.bool (a comparison, `.bool()`, `dtype=torch.bool`, a `BoolTensor`
     # parameter): indexing by it selects a data-dependent number of elements
     boolean: bool = False
+    # TENSOR: its dtype when something shows it is one the WSC6xx rules care about ("float64": `dtype=
+    # torch.float64`, `.double()`, arithmetic on float64 tensors); STATIC: the value is that torch dtype itself
+    # (`torch.float64`, a variable bound to it, `t.dtype` of a float64 tensor). Empty: not known to be one.
+    dtype: str = ""
 
     @property
     def is_tensor(self) -> bool:
@@ -93,12 +97,30 @@ def is_some(kind: Kind) -> bool:
     return kind.tag is Tag.STATIC and kind.role == "some"
 
 
-def tensor(dynamic_shape: bool = False, rank: int | None = None, boolean: bool = False) -> Kind:
+def tensor(dynamic_shape: bool = False, rank: int | None = None, boolean: bool = False, dtype: str = "") -> Kind:
+    if dtype:
+        return Kind(Tag.TENSOR, dynamic_shape=dynamic_shape, rank=rank, dtype=dtype)
     if rank is None and not boolean:
         return DYN_TENSOR if dynamic_shape else TENSOR
     if rank is None and not dynamic_shape:
         return BOOL_TENSOR
     return Kind(Tag.TENSOR, dynamic_shape=dynamic_shape, rank=rank, boolean=boolean)
+
+
+FLOAT64 = "float64"
+FLOAT64_DTYPE = Kind(Tag.STATIC, dtype=FLOAT64)  # `torch.float64` as a value
+
+
+def with_dtype(kind: Kind, dtype: str) -> Kind:
+    """The same tensor with `dtype` (empty: not known)."""
+    if kind.tag is not Tag.TENSOR or kind.dtype == dtype:
+        return kind
+    return tensor(kind.dynamic_shape, kind.rank, kind.boolean and not dtype, dtype)
+
+
+def is_float64(kind: Kind) -> bool:
+    """A float64 tensor, or the dtype torch.float64 itself."""
+    return kind.dtype == FLOAT64
 
 
 def as_boolean(kind: Kind) -> Kind:
@@ -122,8 +144,8 @@ def element_of(kind: Kind) -> Kind:
     if kind.tag is Tag.SEQUENCE:
         return kind.elem or UNKNOWN
     if kind.tag is Tag.TENSOR:  # the rows of a mask are masks
-        return tensor(rank=kind.rank - 1, boolean=kind.boolean) if kind.rank else \
-            BOOL_TENSOR if kind.boolean else TENSOR
+        return tensor(rank=kind.rank - 1, boolean=kind.boolean, dtype=kind.dtype) if kind.rank else \
+            BOOL_TENSOR if kind.boolean else tensor(dtype=kind.dtype)
     if kind.tag is Tag.OBJECT and kind.role == "module":
         return kind.elem or MODULE  # ModuleList / Sequential
     if kind.tag is Tag.HOST:
@@ -150,7 +172,7 @@ def join(a: Kind, b: Kind) -> Kind:
     if a.tag is b.tag:
         if a.tag is Tag.TENSOR:  # a mask only if it is one on every path
             return tensor(a.dynamic_shape or b.dynamic_shape, a.rank if a.rank == b.rank else None,
-                          a.boolean and b.boolean)
+                          a.boolean and b.boolean, a.dtype if a.dtype == b.dtype else "")
         if a.tag is Tag.SEQUENCE:
             ea, eb = a.elem or UNKNOWN, b.elem or UNKNOWN
             if a.items is not None and b.items is not None and len(a.items) == len(b.items):
@@ -175,6 +197,9 @@ def join(a: Kind, b: Kind) -> Kind:
 def combine(*kinds: Kind) -> Kind:
     """The kind of an arithmetic result over operands of these kinds (`a + b`, `a < b`)."""
     result = STATIC
+    tensors = [k for k in kinds if k.tag is Tag.TENSOR]
+    if tensors:  # float64 only where every tensor operand is (a float32 tensor times a 0-d float64 one is float32)
+        return tensor(dtype=FLOAT64) if all(is_float64(k) for k in tensors) else TENSOR
     for k in kinds:
         if k.tag is Tag.TENSOR:
             return TENSOR

@@ -6,9 +6,10 @@ from __future__ import annotations
 import libcst as cst
 
 from cslint.analysis.imports import dotted_name
-from cslint.analysis.kinds import BOOL_TENSOR, STATIC, TENSOR, UNKNOWN, Kind, join, sequence_of, tuple_of
+from cslint.analysis.kinds import BOOL_TENSOR, FLOAT64_DTYPE, STATIC, TENSOR, UNKNOWN, Kind, join, sequence_of, tuple_of
 from cslint.analysis.syntax import string_value
 
+FLOAT64_SPELLINGS = frozenset({"torch.float64", "torch.double"})  # as written: a default has no imports here
 STATIC_FLAG_PREFIXES = ("use_", "return_", "output_", "is_", "has_", "do_", "enable_", "training")
 
 
@@ -94,6 +95,8 @@ def default_kind(param: cst.Param) -> Kind | None:
         name = param.name.value
         # `use_cache=None`, `return_dict=None`: flags, not optional tensors
         return STATIC if name.startswith(STATIC_FLAG_PREFIXES) else None
+    if dotted_name(default) in FLOAT64_SPELLINGS:  # `dtype=torch.float64`: the dtype when no caller says another
+        return FLOAT64_DTYPE
     return STATIC
 
 

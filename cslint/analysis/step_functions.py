@@ -29,7 +29,8 @@ import libcst as cst
 from cslint.analysis.bindings import Binding, Value, cst_bindings, cst_value
 from cslint.analysis.imports import dotted_name
 from cslint.analysis.index import ClassInfo, FunctionInfo, ModuleInfo
-from cslint.analysis.kinds import MODULE, STATIC, TENSOR, Kind, Tag, obj, sequence_of
+from cslint.analysis import torch_api as api
+from cslint.analysis.kinds import FLOAT64, FLOAT64_DTYPE, MODULE, STATIC, TENSOR, Kind, Tag, is_float64, obj, sequence_of, tensor
 from cslint.analysis.project import Project
 from cslint.core.targets import trace_wrappers
 
@@ -100,7 +101,12 @@ def value_kind(project: Project, module: ModuleInfo, value: Value, known: dict[s
         return None
     if value[0] == "name":
         return known.get(value[1])
-    _, dotted, method, receiver, first = value
+    if value[0] == "attribute":  # `TIME_DTYPE = torch.float64`
+        return FLOAT64_DTYPE if module.imports.qualify(value[1]) in api.FLOAT64_DTYPES else None
+    _, dotted, method, receiver, first, dtype = value
+    made = _float64_constant(project, module, dotted, method, receiver, dtype, known)
+    if made is not None:
+        return made
     if method in SELF_RETURNING_METHODS:
         kind = value_kind(project, module, receiver, known)
         if kind is not None and kind.role == "module":
@@ -111,6 +117,25 @@ def value_kind(project: Project, module: ModuleInfo, value: Value, known: dict[s
     if qualified in MODEL_WRAPPERS and first:
         return value_kind(project, module, first[0], known)
     return class_instance_kind(project, qualified)
+
+
+def _float64_constant(project: Project, module: ModuleInfo, dotted: str | None, method: str | None, receiver: Value,
+                      dtype: Value, known: dict[str, Kind]) -> Kind | None:
+    """A float64 tensor made at import: `torch.tensor([...], dtype=torch.float64)` (or a dtype named by a module-level
+    constant), `torch.tensor(v).double()`."""
+    qualified = module.imports.qualify(dotted) if dotted is not None else ""
+    if method is not None and method in api.FLOAT64_METHODS:
+        made = value_kind(project, module, receiver, known) if receiver is not None else None
+        return tensor(dtype=FLOAT64) if made is not None and made.tag is Tag.TENSOR or \
+            receiver is not None and receiver[0] == "call" and _is_torch_call(module, receiver) else None
+    if qualified.startswith("torch.") and dtype is not None:
+        given = value_kind(project, module, dtype, known)
+        return tensor(dtype=FLOAT64) if given is not None and is_float64(given) else None
+    return None
+
+
+def _is_torch_call(module: ModuleInfo, value: Value) -> bool:
+    return value[1] is not None and module.imports.qualify(value[1]).startswith("torch.")
 
 
 def _toplevel_assignments(module: ModuleInfo) -> list[Binding]:

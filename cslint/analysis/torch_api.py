@@ -157,5 +157,13 @@ DTYPE_PRESERVING_CALLS = frozenset({
     "zeros_like", "ones_like", "empty_like", "full_like", "new_zeros", "new_ones", "new_empty", "new_full",
     "masked_fill", "masked_fill_",
 })
+# The dtype torch.float64 under its names (the WSC6xx rules' concern), and tensor methods that cast to it.
+FLOAT64_DTYPES = frozenset({"torch.float64", "torch.double"})
+FLOAT64_METHODS = frozenset({"double"})
+# Elementwise and reducing ops whose result has their tensor's floating dtype (`t.abs()`, `torch.clamp(t, lo)`).
+DTYPE_KEEPING_MATH = frozenset({
+    "abs", "neg", "sqrt", "rsqrt", "exp", "log", "clamp", "clamp_min", "clamp_max", "reciprocal", "sign", "pow",
+    "sum", "mean", "min", "max", "maximum", "minimum", "cumsum", "mul", "add", "sub", "div",
+})
 # Tensor methods that copy to another device, keeping the dtype unless told otherwise.
 DEVICE_MOVES = frozenset({"to", "cuda", "cpu"})

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from cslint.analysis.device_guards import which_branch
-from cslint.analysis.kinds import Tag
+from cslint.analysis.kinds import Tag, is_float64
 from cslint.fixers.dtypes import double_method_fix, dtype_attribute_fix, python_float_dtype_fix
 from cslint.rule_api.context import RuleContext
 from cslint.rules.base import Rule
@@ -68,6 +68,41 @@ def _mark_if_dtype_collection(node: cst.Tuple | cst.List | cst.Set, ctx: RuleCon
     names = [ctx.resolve(e.value) or "" for e in node.elements]
     if len(names) >= 2 and all(n.startswith("torch.") and n[len("torch."):] in TORCH_DTYPES for n in names):
         _mark_inspection(node, ctx)
+
+
+def _names_float64(node: cst.CSTNode, ctx: RuleContext) -> bool:
+    """`torch.float64` is written in `node` (and reported there)."""
+    return any(type(n) is cst.Attribute and ctx.resolve(n) in FLOAT64_NAMES for n in ctx.walk(node))
+
+
+def _bindings(ctx: RuleContext) -> list[tuple[set[str], cst.BaseExpression]]:
+    """The names each assignment of this function binds, with the value bound."""
+    found: list[tuple[set[str], cst.BaseExpression]] | None = ctx.scratch.get("bindings")
+    if found is None:
+        found = []
+        for stmt in ctx.walk():
+            targets: list[cst.BaseExpression]
+            if isinstance(stmt, cst.Assign):
+                targets = [t.target for t in stmt.targets]
+            elif isinstance(stmt, cst.AnnAssign) and stmt.value is not None:
+                targets = [stmt.target]
+            else:
+                continue
+            assert stmt.value is not None
+            found.append(({n.value for t in targets for n in ctx.walk(t) if type(n) is cst.Name}, stmt.value))
+        ctx.scratch["bindings"] = found
+    return found
+
+
+def _float64_locals(ctx: RuleContext) -> set[str]:
+    """Names this function binds to a value that writes `torch.float64` (reported where it is written)."""
+    return {name for names, value in _bindings(ctx) if _names_float64(value, ctx) for name in names}
+
+
+def _is_module_constant(node: cst.BaseExpression, ctx: RuleContext) -> bool:
+    """A float64 tensor named by a module-level name this function does not bind (`_COEFFS`)."""
+    return type(node) is cst.Name and is_float64(ctx.kind(node)) and node.value not in ctx.analysis.params \
+        and all(node.value not in names for names, _ in _bindings(ctx))
 
 
 class Float64(Rule):
@@ -166,6 +201,33 @@ class StableLoss(nn.Module):
         for value in self._python_float_dtypes(node, ctx):
             ctx.report(value, f"`{ctx.code(node)}` passes `float` as a dtype, read as float64: {SUPPORTED}",
                        python_float_dtype_fix(value, ctx))
+        self._float64_through_a_value(node, ctx)
+
+    def _float64_through_a_value(self, node: cst.Call, ctx: RuleContext) -> None:
+        """`torch.as_tensor(tol, dtype=self.dtype)`, `t.to(time_dtype)` with the dtype a float64 value made outside
+        this function (an attribute, a parameter's default, a module-level constant), and `_COEFFS.to(x.device)`
+        of a float64 tensor made at import: float64 made or brought into the traced graph here. A dtype bound in
+        this function is reported where `torch.float64` is written."""
+        func = node.func
+        method = func.attr.value if isinstance(func, cst.Attribute) and ctx.resolve(func) is None \
+            and ctx.is_tensor(func.value) else None
+        if method is None and not (ctx.resolve(func) or "").startswith("torch."):
+            return
+        for arg in node.args:
+            keyword = arg.keyword.value if arg.keyword is not None else None
+            value = arg.value
+            is_dtype = keyword == "dtype" or keyword is None and method in ("to", "type")
+            if not is_dtype or not is_float64(ctx.kind(value)) or ctx.kind(value).tag is not Tag.STATIC:
+                continue
+            if _names_float64(value, ctx) or type(value) is cst.Name and value.value in _float64_locals(ctx):
+                return
+            ctx.report(value, f"`{ctx.code(value)}` is torch.float64: `{ctx.code(node)}` makes float64 tensors: "
+                       f"{SUPPORTED}")
+            return
+        if method in ("to", "cuda") and is_float64(ctx.kind(node)) and type(func) is cst.Attribute \
+                and _is_module_constant(func.value, ctx):
+            ctx.report(node, f"`{ctx.code(func.value)}` is a float64 tensor made at import: `{ctx.code(node)}` "
+                       f"brings it into the traced graph: {SUPPORTED}")
 
     def _python_float_dtypes(self, node: cst.Call, ctx: RuleContext) -> list[cst.Name]:
         qualified = ctx.resolve(node.func)
