@@ -30,7 +30,9 @@ from cslint.analysis.bindings import Binding, Value, cst_bindings, cst_value
 from cslint.analysis.imports import dotted_name
 from cslint.analysis.index import ClassInfo, FunctionInfo, ModuleInfo
 from cslint.analysis import torch_api as api
-from cslint.analysis.kinds import FLOAT64, FLOAT64_DTYPE, MODULE, STATIC, TENSOR, Kind, Tag, is_float64, obj, sequence_of, tensor
+from cslint.analysis.kinds import (
+    FLOAT64, FLOAT64_DTYPE, MODULE, STATIC, TENSOR, Kind, Tag, is_float64, obj, sequence_of, tensor,
+)
 from cslint.analysis.project import Project
 from cslint.core.targets import trace_wrappers
 
