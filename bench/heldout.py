@@ -33,6 +33,7 @@ import argparse
 import csv
 import json
 import math
+import os
 import random
 import subprocess
 import sys
@@ -42,7 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from realcode import REPO, TORCH, measure_target  # noqa: E402
+from realcode import COVERAGE, NEAR_LINES, REPO, TORCH, _enclosing_ifs, measure_target, run_json  # noqa: E402
 
 # Installed with --no-deps: the packages, then the small dependencies their steps import.
 PACKAGES = ["kornia==0.9.0", "vector-quantize-pytorch==1.32.0", "x-transformers==2.31.10", "torchmetrics==1.9.0",
@@ -575,6 +576,62 @@ def reachability(args: argparse.Namespace) -> None:
                   f"root: {short(site['path'])}:{site['line']} {site['code']}")
 
 
+def restatic(args: argparse.Namespace) -> None:
+    """The static half of a --json file again with the cslint the venv runs (or `--cslint-path`'s checkout):
+    each row's files the step ran (the coverage run, not the runtime one), `cslint check` on them, and the
+    row's stored runtime sites scored as `measure` scores them. Rows go to `--json` (the runtime sites kept)."""
+    held_out = SETS[args.set]
+    python = ensure_venv(args.venv, held_out)
+    env = {**os.environ, "PYTHONPATH": str(args.cslint_path)} if args.cslint_path else None
+    work = Path(tempfile.mkdtemp(prefix="cslint-heldout-"))
+    factories = work / "factories.py"
+    factories.write_text(held_out.factories, encoding="utf-8")
+    rows = json.loads(args.restatic.read_text())
+    ran_of: dict[str, dict] = {}
+    out_rows = []
+    for row in rows:
+        if row.get("error") and not row.get("runtime"):
+            out_rows.append(row)
+            continue
+        name, target = row["factory"], row["target"]
+        if name not in ran_of:
+            ran_of[name] = run_json([str(python), "-c", COVERAGE, str(factories), name, ",".join(held_out.scopes)],
+                                    args.timeout)
+        ran = ran_of[name]
+        files = sorted(path for path in ran if path.endswith(".py"))
+        done = subprocess.run([str(python), "-m", "cslint", "check", "--no-cache", "--exit-zero", "--target", target,
+                               "--output-format", "json", *files], capture_output=True, text=True,
+                              timeout=args.timeout, env=env)
+        static = json.loads(done.stdout) if files else []
+        resolved = {str(Path(p).resolve()) for p in files}
+        static = [f for f in static if str(Path(f["filename"]).resolve()) in resolved]
+        families: dict[tuple[str, int], set[str]] = defaultdict(set)
+        for f in static:
+            families[(str(Path(f["filename"]).resolve()), f["line"])].add(f["code"][:4])
+        recalled = 0
+        runtime = []
+        for site in row.get("runtime", []):
+            family = site["code"][:4]
+            near = [n for n in range(site["line"] - NEAR_LINES, site["line"] + 1)
+                    if family in families[(site["path"], n)]]
+            if not near and family == "WSC3":
+                near = [n for n in _enclosing_ifs(site["path"], site["line"]) if family in families[(site["path"], n)]]
+            recalled += bool(near)
+            runtime.append({**site, "verdict": "recalled" if near else "missed"})
+        executed = {(str(Path(p).resolve()), line) for p, lines in ran.items() for line in lines}
+        out_rows.append({"target": target, "factory": name, "runtime_sites": row["runtime_sites"],
+                         "recalled": recalled, "error": row.get("error", ""), "runtime": runtime,
+                         "static": [{"path": str(Path(f["filename"]).resolve()), "line": f["line"], "code": f["code"],
+                                     "message": f.get("message", ""),
+                                     "executed": (str(Path(f["filename"]).resolve()), f["line"]) in executed}
+                                    for f in static]})
+        print(f"{target} {name}: recalled {recalled}/{row['runtime_sites']}, {len(static)} static findings",
+              flush=True)
+        if args.json:
+            args.json.write_text(json.dumps(out_rows, indent=1), encoding="utf-8")
+    print_recall(out_rows)
+
+
 def lint_packages(args: argparse.Namespace) -> None:
     """Every static finding in the set's installed packages, whole (`cslint check --target`, default roots), as
     rows `--sample` reads: the population a user linting these packages sees, beyond the files the steps ran."""
@@ -692,6 +749,10 @@ def main() -> None:
     parser.add_argument("--recall", type=Path, help="print the recall of a --json file and stop")
     parser.add_argument("--reachability", type=Path, help="lint the missed sites of a --json file again with every "
                                                           "function of the package a root, and stop")
+    parser.add_argument("--restatic", type=Path, help="score this --json file's runtime sites against a new static "
+                                                      "run (no runtime run) into --json, and stop")
+    parser.add_argument("--cslint-path", type=Path, help="with --restatic: run the cslint of this checkout "
+                                                         "(PYTHONPATH), e.g. /work/main for the before-figure")
     parser.add_argument("--packages", type=Path, help="lint the set's installed packages whole into this JSON file "
                                                       "(rows --sample reads) and stop")
     parser.add_argument("--sample", type=Path, help="draw the judged sample from this --json file and stop")
@@ -707,6 +768,8 @@ def main() -> None:
         print_recall(json.loads(args.recall.read_text()))
     elif args.reachability:
         reachability(args)
+    elif args.restatic:
+        restatic(args)
     elif args.packages:
         lint_packages(args)
     elif args.sample:

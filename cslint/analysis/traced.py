@@ -1,7 +1,8 @@
 """Which functions run inside a traced step, why, and what their parameters are.
 
 Roots come from the class hierarchy (`forward` of an nn.Module, `step` of an Optimizer), decorators
-(`@cstorch.trace`, `@torch.compile`), wrapper calls (`torch.compile(fn)`) and user patterns. Everything
+(`@cstorch.trace`, `@torch.compile`), wrapper calls (`torch.compile(fn)`), user patterns and, in a library
+with no step of its own, the public functions a user's step may call (entry_points.py). Everything
 they call in the linted tree is traced too. Helpers are analysed with the kinds of the arguments their
 callers pass, iterated to a fixed point, so `helper(x, self.eps)` sees a tensor and a static number.
 """
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING
 
 
 from cslint.analysis.call_returns import CallSiteOracle
+from cslint.analysis.entry_points import entry_points, is_entry_point
 from cslint.analysis.compile_options import DEEP, SHALLOW, CompileOptions, decorated_options, disabled, wrapper_options
 from cslint.analysis.generated_code import generated_twin
 from cslint.analysis.graph import reachable
@@ -99,15 +101,16 @@ Root = tuple[FunctionInfo, str, "cst.Call | None"]  # the function, why it is a 
 
 
 def find_roots(project: Project, patterns: Iterable[str] = (),
-               root_modules: Collection[str] | None = None) -> list[tuple[FunctionInfo, str]]:
+               root_modules: Collection[str] | None = None, library: bool = False) -> list[tuple[FunctionInfo, str]]:
     """The roots named in `root_modules` (all modules if None): a class's forward or step, a decorated
     function, a function a wrapper call or a platform's entry point names (wherever it is defined), a
-    training loop, a function matching a `trace-roots` pattern."""
-    return [(func, reason) for func, reason, _ in find_root_calls(project, patterns, root_modules)]
+    training loop, a function matching a `trace-roots` pattern; with `library` (the project has no step of
+    its own), the library's entry points (entry_points.py)."""
+    return [(func, reason) for func, reason, _ in find_root_calls(project, patterns, root_modules, library)]
 
 
 def find_root_calls(project: Project, patterns: Iterable[str] = (),
-                    root_modules: Collection[str] | None = None) -> list[Root]:
+                    root_modules: Collection[str] | None = None, library: bool = False) -> list[Root]:
     """`find_roots`, with the module-level wrapper call (`torch.compile(step, ...)`) naming each root."""
     patterns = list(patterns)
     roots: dict[str, Root] = {}
@@ -154,6 +157,9 @@ def find_root_calls(project: Project, patterns: Iterable[str] = (),
             matched = next((p for p in patterns if fnmatch.fnmatchcase(func.qualname, p)), None)
             if matched is not None:
                 add(func, f"matches trace-roots pattern '{matched}'")
+    elif library:  # last: a function that is a root for another reason keeps that reason
+        for func, reason in entry_points(project, modules):
+            add(func, reason)
     return list(roots.values())
 
 
@@ -211,11 +217,12 @@ class TracedProgram:
     def __init__(self, project: Project, trace_roots: Iterable[str] = (),
                  after_analysis: Callable[[TracedFunction], None] | None = None,
                  root_modules: Collection[str] | None = None, tracer: str | None = None,
-                 kept: KeptAnalyses | None = None) -> None:
+                 kept: KeptAnalyses | None = None, library: bool = False) -> None:
         """`root_modules`: look for roots in these modules only (the others are there for what they
         define; their functions are traced only when called). `tracer` (tracing_guards.LAZY or DYNAMO):
         decide tracing predicates for it; None leaves both branches of such guards traced. `kept`: an
-        editor's analyses of earlier runs, reused where nothing they read changed (reuse.py)."""
+        editor's analyses of earlier runs, reused where nothing they read changed (reuse.py). `library`: the
+        project has no step of its own, and its entry points are roots too (entry_points.py)."""
         self.project = project
         self.guards = Guards(project, tracer) if tracer is not None else None
         # A tensor where a Python number is declared is taken as one number (0-dim) under lazy tracing, where
@@ -230,11 +237,13 @@ class TracedProgram:
         self._callers: dict[str, dict[str, None]] = {}
         self._given: dict[str, dict[str, Kind]] = {}
         self._site_args: dict[tuple[str, str], dict[str, Kind]] = {}
-        self._roots = find_root_calls(project, trace_roots, root_modules)
+        self._roots = find_root_calls(project, trace_roots, root_modules, library)
         self._dynamo = tracer == DYNAMO
         if self._dynamo:  # a function dynamo is told not to trace is no root of its graph
             self._roots = [root for root in self._roots if disabled(root[0]) != DEEP]
-        self._root_names = {func.qualname for func, _, _ in self._roots}
+        # the roots whose inputs are assumed (a tensor for an unannotated one); an entry point's are unknown,
+        # as a helper's with no caller
+        self._root_names = {func.qualname for func, reason, _ in self._roots if not is_entry_point(reason)}
         self.errors: list[tuple[TracedFunction, Exception]] = []
         self.kept = kept
         if kept is not None:
@@ -359,7 +368,7 @@ class TracedProgram:
             named = {p.name.value for p in all_params(traced.func.node)}
             traced.keywords = {k: v for k, v in self._given.get(name, {}).items() if k not in named}
         if name not in self._root_names:
-            traced.params = helper_param_kinds(self.oracle, traced.func, self._given[name])
+            traced.params = helper_param_kinds(self.oracle, traced.func, self._given.get(name, {}))
         else:
             self._update_root_params(traced)
         traced.annotation_overrides = annotation_overrides(traced.func, traced.params)

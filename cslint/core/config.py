@@ -67,6 +67,10 @@ class Settings:
     # the `torch._dynamo.config` settings the project's module-level code turns on (analysis/dynamo_config.py),
     # read with its imports
     dynamo_config: tuple[str, ...] = ()
+    # set with the target's inference: the project has no step of its own (no accelerator package imported, no
+    # model or step handed to torch.compile), so it is a library a user's step calls, and its public functions
+    # are roots (analysis/entry_points.py)
+    entry_points: bool = False
     # the Python whose installed libraries traced calls are read from (analysis/libraries.py): None for the
     # one cslint runs in, "none" for no libraries
     python: str | None = None

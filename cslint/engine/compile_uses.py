@@ -11,6 +11,10 @@ form is called only inside methods of the file's classes (a `step()` calling a c
 else handed to `torch.compile` (a model, `build(cfg)`, `self.model`, a function the file does not define)
 compiles the project's model or step. The file is parsed, never executed; one that does not parse counts
 as compiling its model, as before this distinction.
+
+A file whose every such call compiles a parameter of the function making it (`def compile(model, **kw):
+return torch.compile(model, **kw)`) offers a compile wrapper to its users: the model it compiles is theirs,
+so it is no sign that the project holds a step of its own (`passes_through`; analysis/entry_points.py).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ _ENTRY_METHODS = frozenset({"forward", "step", "__call__"})
 class CompileUses:
     compiles_entry: bool  # a model, a module or a training step is compiled
     helpers: tuple[str, ...] = ()  # the internal functions compiled, in the file's order
+    passes_through: bool = False  # each model or step compiled is a parameter of the function compiling it
 
 
 def compile_uses(text: str) -> CompileUses:
@@ -57,6 +62,7 @@ class _Scan:
 
     def result(self) -> CompileUses:
         entry = False
+        own = False  # a model or step compiled that is not a parameter handed in by the caller
         helpers: list[str] = []
         for node in ast.walk(self.tree):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
@@ -70,9 +76,22 @@ class _Scan:
                 continue
             if internal is None:
                 entry = True
+                own = own or not (isinstance(node, ast.Call) and self._is_parameter(compiled, node))
             else:
                 helpers.append(internal)
-        return CompileUses(entry, tuple(dict.fromkeys(helpers)))
+        return CompileUses(entry, tuple(dict.fromkeys(helpers)), entry and not own)
+
+    def _is_parameter(self, compiled: ast.expr | None, call: ast.Call) -> bool:
+        """`compiled` names a parameter of the function the call is in."""
+        if not isinstance(compiled, ast.Name):
+            return False
+        node: ast.AST = call
+        while node in self.parents:
+            node = self.parents[node]
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                args = node.args
+                return compiled.id in {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
+        return False
 
     def _is_compile(self, func: ast.expr) -> bool:
         return ast_dotted_name(func) in self.compile_names

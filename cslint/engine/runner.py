@@ -154,7 +154,8 @@ class Linter:
         with self.profile.phase("traced code and tensor inference"):
             program = TracedProgram(project, self.settings.trace_roots,
                                     root_modules=_module_names(by_module, roots_in),
-                                    tracer=get_target(self.settings.target).tracer).run()
+                                    tracer=get_target(self.settings.target).tracer,
+                                    library=self.settings.entry_points).run()
         for traced, exc in program.errors:
             source = by_module[traced.func.module.name]
             if source.syntax_error is None:  # else libcst rejects the file (Python accepts it): a syntax error
@@ -217,7 +218,8 @@ class Linter:
                 program = TracedProgram(project, self.settings.trace_roots, after_analysis=check_now,
                                         root_modules=_module_names(by_module, roots_in),
                                         tracer=get_target(self.settings.target).tracer,
-                                        kept=warm.analyses if warm is not None else None).run()
+                                        kept=warm.analyses if warm is not None else None,
+                                        library=self.settings.entry_points).run()
             held = None  # from here on, checked at once
             for traced in later_checked.values():
                 if traced.analysis is not None:

@@ -43,6 +43,10 @@ class TargetChoice:
     reason: str  # one clause: why this target ("the project imports torch_xla (train.py)")
     packages: tuple[str, ...]  # top-level packages the scanned files import, sorted
     dynamo_config: tuple[str, ...] = ()  # the dynamo settings the scanned files turn on (dynamo_config.py)
+    # the project has a step of its own: it imports an accelerator package or hands its model or step to
+    # torch.compile (not only a model its callers give a compile wrapper of its own). Without one it is a
+    # library, whose public functions are roots (analysis/entry_points.py)
+    own_step: bool = True
 
 
 def imported_modules(text: str) -> set[str]:
@@ -96,7 +100,7 @@ def file_imports(path: Path, max_size: int) -> FileImports | None:
         else None
     return FileImports(frozenset(modules), uses is not None and uses.compiles_entry,
                        assigned_settings(text) if _imports(modules, "torch") else (),
-                       uses.helpers if uses is not None else ())
+                       uses.helpers if uses is not None else (), uses is not None and uses.passes_through)
 
 
 def _uses_torch_compile(text: str) -> bool:
@@ -135,6 +139,7 @@ def infer_target(paths: Iterable[Path], max_size: int = DEFAULT_MAX_FILE_SIZE,
     packages: set[str] = set()
     first_with: dict[str, Path] = {}
     compile_file: Path | None = None
+    own_compile = False  # some file compiles a model or step of its own, not only what its callers hand it
     helper_compiled: tuple[str, Path] | None = None  # the first internal function handed to torch.compile
     assigned: list[tuple[tuple[str, bool], ...]] = []
     seen: set[str] = set()
@@ -157,6 +162,7 @@ def infer_target(paths: Iterable[Path], max_size: int = DEFAULT_MAX_FILE_SIZE,
                     first_with[target] = path
         if compile_file is None and found.uses_compile:
             compile_file = path
+        own_compile = own_compile or found.uses_compile and not found.compile_wrapper
         if helper_compiled is None and found.compiled_helpers:
             helper_compiled = (found.compiled_helpers[0], path)
     if memo is not None:
@@ -169,21 +175,24 @@ def infer_target(paths: Iterable[Path], max_size: int = DEFAULT_MAX_FILE_SIZE,
     if compile_file is not None:
         return TargetChoice("compile", f"inferred: the project hands its model or step to torch.compile "
                                        f"({compile_file.name}) and imports no accelerator package",
-                            tuple(sorted(packages)), settings)
+                            tuple(sorted(packages)), settings, own_step=own_compile)
     if helper_compiled is not None:
         name, path = helper_compiled
         return TargetChoice(DEFAULT_TARGET, f"default: the project imports no accelerator package, and torch.compile "
                                             f"is given only internal functions (`{name}` in {path.name}), not a model "
-                                            "or a training step", tuple(sorted(packages)), settings)
+                                            "or a training step", tuple(sorted(packages)), settings, own_step=False)
     return TargetChoice(DEFAULT_TARGET, "default: the project imports no accelerator package and does not use "
-                                        "torch.compile", tuple(sorted(packages)), settings)
+                                        "torch.compile", tuple(sorted(packages)), settings, own_step=False)
 
 
 def with_inferred_target(settings: Settings, paths: Iterable[Path], memo: ImportMemo | None = None) -> Settings:
     """`settings` with the project's packages recorded and, unless `--target` or the configuration gave a
     target (their `target_reason` says which), the inferred one."""
     choice = infer_target(paths, settings.max_file_size, memo)
+    entry_points = not choice.own_step and not settings.trace_roots
     if settings.target_reason:
-        return settings.with_overrides(project_packages=choice.packages, dynamo_config=choice.dynamo_config)
+        return settings.with_overrides(project_packages=choice.packages, dynamo_config=choice.dynamo_config,
+                                       entry_points=entry_points)
     return settings.with_overrides(target=choice.target, target_reason=choice.reason,
-                                   project_packages=choice.packages, dynamo_config=choice.dynamo_config)
+                                   project_packages=choice.packages, dynamo_config=choice.dynamo_config,
+                                   entry_points=entry_points)

@@ -5,7 +5,8 @@ Every kind of traced root, and every rule that looks at whole files, needs a wor
 calls (`compile` or `trace` for decorators, wrappers and SambaNova's `trace_graph`, `torch_xla` for
 training loops: `targets.root_markers` reads them from the records), a loss (the AutoGen rules), a
 `DataLoader`, `TrainingArguments` or `DataCollator` (the WSC55x data-pipeline rules), `noqa` (WSC003,
-when enabled), or a configured `trace-roots` pattern. When none of the files an analysis would load has
+when enabled), a configured `trace-roots` pattern, or, in a library with no step of its own (whose public
+functions are roots: analysis/entry_points.py), the word `torch`. When none of the files an analysis would load has
 one, no function is traced and only a syntax error could be reported, which Python's own parser finds.
 That is what the pre-commit hook meets on most commits (data, configuration, utility files), and it
 saves importing libcst and the rules.
@@ -52,7 +53,7 @@ def nothing_to_report(paths: list[Path], settings: Settings, codes: frozenset[st
             text = within_token_limit(read_source(path, settings.max_file_size), settings.max_file_tokens).text
         except ReadError:  # over a limit: a WSC004 to report
             return False
-        if may_hold_traced_code(text, codes):
+        if may_hold_traced_code(text, codes) or settings.entry_points and "torch" in text:
             return False
         texts.append(text)
     try:

@@ -21,7 +21,7 @@ from cslint import __version__
 from cslint.store import memo_file
 from cslint.core.file_times import settled
 
-FORMAT = 3
+FORMAT = 4
 
 
 @dataclass(frozen=True)
@@ -31,6 +31,8 @@ class FileImports:
     # the dynamo settings its module-level code assigns, in order (analysis/dynamo_config.py)
     dynamo_config: tuple[tuple[str, bool], ...] = ()
     compiled_helpers: tuple[str, ...] = ()  # the internal functions it hands to torch.compile
+    # what it hands to torch.compile is only its callers' (a compile wrapper it offers: compile_uses.py)
+    compile_wrapper: bool = False
     packages: frozenset[str] = field(init=False)  # the top-level packages of `modules`
 
     def __post_init__(self) -> None:
@@ -70,7 +72,7 @@ class ImportMemo:
         kept = {path: entry for path, entry in self._entries.items() if path in self._seen or os.path.exists(path)}
         payload = {"format": FORMAT, "files": {
             path: [mtime_ns, size, sorted(facts.modules), facts.uses_compile, [list(p) for p in facts.dynamo_config],
-                   list(facts.compiled_helpers)]
+                   list(facts.compiled_helpers), facts.compile_wrapper]
             for path, (mtime_ns, size, facts) in kept.items()}}
         memo_file.write(self.directory, self.name, payload)
 
@@ -84,8 +86,8 @@ def _entries(raw: dict[str, Any]) -> dict[str, tuple[int, int, FileImports]]:
         return {}
     return {path: (mtime_ns, size, FileImports(frozenset(modules), bool(uses_compile),
                                                tuple((str(name), bool(value)) for name, value in settings),
-                                               tuple(str(name) for name in helpers)))
-            for path, (mtime_ns, size, modules, uses_compile, settings, helpers) in raw["files"].items()}
+                                               tuple(str(name) for name in helpers), bool(wrapper)))
+            for path, (mtime_ns, size, modules, uses_compile, settings, helpers, wrapper) in raw["files"].items()}
 
 
 def preload(directory: Path) -> None:

@@ -1,0 +1,97 @@
+"""A library's entry points: the functions a user's step can call, traced as roots when the project linted
+has no step of its own.
+
+A package such as an ODE solver or a graph library holds no training step: the user's step calls its public
+functions (`odeint(field, y0, t)`, `to_dense_batch(x, batch)`) and the methods of its public classes
+(`solver.integrate(t)`), and everything those call runs in the step's trace. With no step in view, nothing
+would reach them. So when the run has no step of its own (`Settings.entry_points`, decided from the
+project's imports by engine/target_inference.py), each public function and each public method of a public
+class in the modules searched for roots is a root, unless its structure says it runs at construction or
+configuration time, or outside any step:
+
+- a name with a leading underscore (private helpers, `__init__`, `__repr__` and the other dunders): a
+  private helper is traced when an entry point calls it, as every callee is;
+- `extra_repr` and `reset_parameters` (what `nn.Module` calls from its constructor and its printing),
+  properties (read, not called), and classmethods named `from_*` (alternative constructors);
+- a function that rebinds a module global (`global _VALIDATION_ENABLED`): a setter of the module's
+  configuration, called around steps, not in them;
+- a `Dataset` subclass's methods (torch.utils.data's loaders call them, in worker processes);
+- the functions of a script (a module with an `if __name__ == "__main__":` block, or one that imports
+  `argparse`) and of a test file (`test_*.py`, `*_test.py`, `conftest.py`), and functions named `test_*`.
+
+An entry point's inputs are unknown, not assumed tensors (param_kinds.helper_param_kinds with no caller):
+a finding in it rests on what its body shows (a torch op's result, a tensor method, a `Tensor` annotation,
+a parameter or buffer of its module).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+
+import libcst as cst
+
+from cslint.analysis.index import ClassInfo, FunctionInfo, ModuleInfo
+from cslint.analysis.project import Project
+
+REASON = "library entry point"  # the start of an entry point's reason (`TracedFunction.reason`)
+
+# Methods nn.Module runs while it is built or printed.
+CONSTRUCTION_METHODS = frozenset({"extra_repr", "reset_parameters"})
+_MAIN_GUARD = re.compile(r"^if\s+__name__\s*==\s*['\"]__main__['\"]\s*:", re.MULTILINE)
+_GLOBAL = re.compile(r"^[ \t]+global[ \t]", re.MULTILINE)
+_CLI_IMPORT = re.compile(r"^\s*(?:import\s+argparse\b|from\s+argparse\s+import\b)", re.MULTILINE)
+
+
+def entry_points(project: Project, modules: Iterable[ModuleInfo]) -> Iterator[tuple[FunctionInfo, str]]:
+    """The entry points of `modules`, each with the reason it is a root."""
+    for module in modules:
+        if _outside_steps(module):
+            continue
+        for func in module.functions.values():
+            if _public(func):
+                yield func, f"{REASON}: public function {func.name}, which a user's step may call"
+        for cls in module.classes.values():
+            if not _public_name(cls.name) or _loaded_by_data_loaders(project, cls):
+                continue
+            for func in cls.methods.values():
+                if _public(func):
+                    yield func, f"{REASON}: public method {cls.name}.{func.name}, which a user's step may call"
+
+
+def is_entry_point(reason: str) -> bool:
+    return reason.startswith(REASON)
+
+
+def _public_name(name: str) -> bool:
+    return not name.startswith("_")
+
+
+def _public(func: FunctionInfo) -> bool:
+    if not _public_name(func.name) or func.name in CONSTRUCTION_METHODS or func.name.startswith("test_"):
+        return False
+    if func.is_property or any(d.rsplit(".", 1)[-1] in ("setter", "deleter") for d in func.decorators):
+        return False
+    if func.name.startswith("from_") and any(d.rsplit(".", 1)[-1] == "classmethod" for d in func.decorators):
+        return False
+    return not _sets_module_state(func)
+
+
+def _sets_module_state(func: FunctionInfo) -> bool:
+    """The function declares a `global`: read from its text, so that finding entry points parses nothing."""
+    if func.span is not None:
+        return bool(_GLOBAL.search(func.module.source, func.span.start, func.span.end))
+    return any(isinstance(s, cst.Global) for line in func.node.body.body if isinstance(line, cst.SimpleStatementLine)
+               for s in line.body)
+
+
+def _outside_steps(module: ModuleInfo) -> bool:
+    """A script, a command-line module or a test file: its functions run on the host, around any step."""
+    filename = module.path.name
+    if filename.startswith("test_") or filename.endswith("_test.py") or filename == "conftest.py":
+        return True
+    return bool(_MAIN_GUARD.search(module.source) or _CLI_IMPORT.search(module.source))
+
+
+def _loaded_by_data_loaders(project: Project, cls: ClassInfo) -> bool:
+    return any(base.startswith("torch.utils.data.") for base in project.external_bases(cls))

@@ -1,0 +1,232 @@
+"""A library's entry points are traced (#36, held-out set 2's M2).
+
+A package with no step of its own (an ODE solver, a graph library's utilities, an inference library) is
+called by its users' steps: its public functions and the public methods of its public classes are roots,
+with inputs that are unknown (not assumed tensors), so a finding in them rests on what the body shows.
+Each shape is self-written in the form of what set 2 missed (torchdiffeq's `odeint` and solver classes,
+torch-geometric's `to_dense_batch`); docs/accuracy.md names the packages. Checked through the command line,
+as a user linting the package would, so the project's own imports decide that it is a library.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from cslint.cli.main import main
+from cslint.engine.compile_uses import compile_uses
+from cslint.engine.target_inference import infer_target
+
+ODEINT = '''
+import torch
+
+
+def _rms(x):
+    return x.pow(2).mean().sqrt()
+
+
+def odeint(func, y0, t, rtol=1e-3, atol=1e-4):
+    y = y0
+    t0, t1 = t[0], t[-1]
+    dt = torch.full_like(t0, 0.1)
+    while t0 < t1:
+        y1 = y + dt * func(t0, y)
+        scale = atol + rtol * torch.maximum(y.abs(), y1.abs())
+        ratio = _rms((y1 - y) / scale)
+        if ratio.item() <= 1.0:
+            y, t0 = y1, t0 + dt
+        dt = dt * torch.clamp(0.9 / ratio, 0.2, 10.0)
+    return y
+'''
+
+SOLVER = '''
+import torch
+
+
+class EulerStep:
+    def __init__(self, tol):
+        self.tol = tol
+
+    def step(self, func, t, dt, y):
+        k1 = func(t, y)
+        k2 = func(t + dt, y + dt * k1)
+        error = torch.linalg.vector_norm(k2 - k1)
+        if error > self.tol:
+            dt = dt / 2
+        return y + dt * (k1 + k2) / 2
+'''
+
+DENSE_BATCH = '''
+import torch
+from torch import Tensor
+
+
+def to_dense_batch(x: Tensor, batch: Tensor, fill_value: float = 0.0):
+    batch_size = int(batch.max()) + 1
+    counts = torch.zeros(batch_size, dtype=torch.long).scatter_add_(0, batch, torch.ones_like(batch))
+    max_nodes = counts.max().item()
+    out = x.new_full((batch_size * max_nodes, x.size(-1)), fill_value)
+    return out.view(batch_size, max_nodes, -1)
+'''
+
+
+def check(root: Path, files: dict[str, str], capsys: pytest.CaptureFixture[str]) -> list[tuple[str, str, int]]:
+    """`cslint check --target wsc` of a project written under `root`: (file, code, line) of each finding."""
+    (root / "pyproject.toml").write_text('[project]\nname = "lib"\n', encoding="utf-8")
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
+    code = main(["check", str(root), "--no-cache", "-j", "1", "--target", "wsc", "--output-format", "json"])
+    out, err = capsys.readouterr()
+    assert code in (0, 1), err
+    return [(Path(f["filename"]).name, f["code"], f["line"]) for f in json.loads(out)]
+
+
+def lines_of(text: str, needle: str) -> int:
+    return next(i for i, line in enumerate(textwrap.dedent(text).lstrip("\n").splitlines(), 1) if needle in line)
+
+
+def test_an_odeint_like_function_only_a_users_step_calls_is_traced(tmp_path, capsys):
+    found = check(tmp_path, {"lib/__init__.py": "from .odeint import odeint\n", "lib/odeint.py": ODEINT}, capsys)
+    item = lines_of(ODEINT, "ratio.item()")
+    assert ("odeint.py", "WSC201", item) in found
+    assert ("odeint.py", "WSC102", lines_of(ODEINT, "while t0 < t1")) in found
+
+
+def test_a_plain_solver_class_whose_public_step_branches_on_a_tensor_is_traced(tmp_path, capsys):
+    found = check(tmp_path, {"lib/__init__.py": "", "lib/solvers.py": SOLVER}, capsys)
+    assert ("solvers.py", "WSC101", lines_of(SOLVER, "if error > self.tol")) in found
+
+
+def test_a_to_dense_batch_like_utility_is_traced(tmp_path, capsys):
+    found = check(tmp_path, {"lib/__init__.py": "", "lib/dense.py": DENSE_BATCH}, capsys)
+    assert ("dense.py", "WSC203", lines_of(DENSE_BATCH, "int(batch.max())")) in found
+    assert ("dense.py", "WSC201", lines_of(DENSE_BATCH, "counts.max().item()")) in found
+
+
+def test_a_compile_wrapper_the_library_offers_does_not_give_it_a_step(tmp_path, capsys):
+    wrapper = "import torch\n\n\ndef compile(model, **kwargs):\n    return torch.compile(model, **kwargs)\n"
+    found = check(tmp_path, {"lib/__init__.py": "", "lib/dense.py": DENSE_BATCH, "lib/_compile.py": wrapper}, capsys)
+    assert ("dense.py", "WSC201", lines_of(DENSE_BATCH, "counts.max().item()")) in found
+    assert compile_uses(wrapper).passes_through
+    assert not compile_uses("import torch\nmodel = torch.compile(build())\n").passes_through
+
+
+def test_a_project_with_a_step_of_its_own_keeps_its_roots(tmp_path, capsys):
+    step = '''
+    import torch
+    from lib.dense import to_dense_batch
+
+    model = torch.compile(torch.nn.Linear(4, 4))
+
+
+    def summary(x, batch):
+        return to_dense_batch(model(x), batch)
+    '''
+    found = check(tmp_path, {"lib/__init__.py": "", "lib/dense.py": DENSE_BATCH, "train.py": step}, capsys)
+    assert not [f for f in found if f[0] == "dense.py"]
+    assert infer_target([tmp_path / "train.py"]).own_step
+    assert not infer_target([tmp_path / "lib" / "dense.py"]).own_step
+
+
+# Negative shapes: what an entry point is not, and what its unknown inputs do not show.
+
+NUMBERS = '''
+import math
+
+
+def kernel_size(sigma, truncate=4.0):
+    radius = int(truncate * sigma + 0.5)
+    if radius % 2 == 0:
+        radius += 1
+    return [math.exp(-(i * i) / (2 * sigma * sigma)) for i in range(-radius, radius + 1)]
+
+
+def clip(values, low, high):
+    return [v for v in values if low < v < high]
+'''
+
+
+def test_a_public_function_used_on_python_numbers_stays_quiet(tmp_path, capsys):
+    assert check(tmp_path, {"lib/__init__.py": "", "lib/numbers_.py": "import torch\n" + NUMBERS}, capsys) == []
+
+
+CONSTRUCTION = '''
+import torch
+from torch import nn
+
+
+class Head(nn.Module):
+    def __init__(self, dim, scale):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim)
+        if torch.rand(()).item() > 0.5:
+            self.proj.weight.data.zero_()
+
+    def reset_parameters(self):
+        if self.proj.weight.abs().sum().item() == 0:
+            nn.init.normal_(self.proj.weight)
+
+    def extra_repr(self):
+        return f"norm={self.proj.weight.norm().item()}"
+
+    @classmethod
+    def from_weights(cls, weight):
+        head = cls(weight.shape[0], 1.0)
+        if weight.abs().max().item() > 1:
+            weight = weight / weight.abs().max()
+        head.proj.weight.data.copy_(weight)
+        return head
+
+    def forward(self, x):
+        return self.proj(x)
+
+
+class Solver:
+    def __init__(self, y0):
+        self.scale = y0.abs().max().item()
+
+
+def _unused_helper(x):
+    return torch.nonzero(x).item()
+'''
+
+
+def test_construction_time_methods_and_unreached_private_helpers_stay_untraced(tmp_path, capsys):
+    assert check(tmp_path, {"lib/__init__.py": "", "lib/head.py": CONSTRUCTION}, capsys) == []
+
+
+def test_scripts_and_test_files_hold_no_entry_points(tmp_path, capsys):
+    body = "import torch\n\n\ndef total(x):\n    return torch.nonzero(x).sum().item()\n"
+    script = body + '\n\nif __name__ == "__main__":\n    print(total(torch.ones(3)))\n'
+    cli = "import argparse\n" + body
+    found = check(tmp_path, {"lib/__init__.py": "", "lib/run.py": script, "lib/cli.py": cli,
+                             "tests/test_total.py": body}, capsys)
+    assert found == []
+    found = check(tmp_path, {"lib/util.py": body}, capsys)  # the same function in the library: traced
+    assert ("util.py", "WSC201", 5) in found
+
+
+def test_a_setter_of_module_state_is_no_entry_point(tmp_path, capsys):
+    setter = '''
+    import torch
+
+    _SCALE = 1.0
+
+
+    def set_scale(value):
+        global _SCALE
+        _SCALE = float(torch.as_tensor(value).sum().item())
+
+
+    def scaled(x):
+        return x * torch.nonzero(x).sum().item()
+    '''
+    found = check(tmp_path, {"lib/__init__.py": "", "lib/scale.py": setter}, capsys)
+    scaled = lines_of(setter, "def scaled") + 1
+    assert ("scale.py", "WSC201", scaled) in found
+    assert {line for _, _, line in found} == {scaled}
