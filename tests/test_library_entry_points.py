@@ -230,3 +230,14 @@ def test_a_setter_of_module_state_is_no_entry_point(tmp_path, capsys):
     scaled = lines_of(setter, "def scaled") + 1
     assert ("scale.py", "WSC201", scaled) in found
     assert {line for _, _, line in found} == {scaled}
+
+
+def test_an_entry_point_a_forward_calls_keeps_the_forwards_chain(tmp_path, capsys):
+    helpers = "import torch\n\n\ndef scale(x):\n    if x.sum() > 0:\n        return x * 2\n    return x\n"
+    model = ("import torch\nfrom torch import nn\nfrom lib.helpers import scale\n\n\nclass Net(nn.Module):\n"
+             "    def forward(self, x):\n        return scale(torch.relu(x))\n")
+    check(tmp_path, {"lib/__init__.py": "", "lib/helpers.py": helpers, "lib/model.py": model}, capsys)
+    main(["check", str(tmp_path), "--no-cache", "-j", "1", "--target", "wsc", "--output-format", "json"])
+    findings = json.loads(capsys.readouterr().out)
+    assert [(Path(f["filename"]).name, f["line"], f["trace_chain"]) for f in findings] == \
+        [("helpers.py", 5, ["lib.model.Net.forward", "lib.helpers.scale"])]

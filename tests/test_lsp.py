@@ -532,7 +532,7 @@ def test_every_document_opened_at_once_gets_its_diagnostics(tmp_path: Path) -> N
 
 
 def test_hover_on_a_traced_def_without_findings_names_its_root(tmp_path: Path) -> None:
-    source = ("import torch\nfrom torch import nn\n\n\ndef halve(x):\n    return x / 2\n\n\ndef untraced(x):\n"
+    source = ("import torch\nfrom torch import nn\n\n\ndef halve(x):\n    return x / 2\n\n\ndef _untraced(x):\n"
               "    return x\n\n\nclass Net(nn.Module):\n    def forward(self, x):\n        return halve(x)\n")
     root = _project(tmp_path, {"net.py": source})
 
@@ -549,7 +549,8 @@ def test_hover_on_a_traced_def_without_findings_names_its_root(tmp_path: Path) -
             shown = await hover(s, 4)
             assert shown is not None and "traced from 1 root" in shown and "`net.Net.forward`" in shown
             assert "forward of nn.Module subclass Net" in shown
-            assert await hover(s, 8) is None  # `def untraced`: no traced code reaches it
+            # `def _untraced`: no traced code reaches it (a public one would be a library entry point)
+            assert await hover(s, 8) is None
 
     run(scenario())
 

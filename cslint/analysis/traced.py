@@ -311,6 +311,7 @@ class TracedProgram:
                     self.functions[callee_name] = callee
                     changed = True
                 adopt_into_step(traced, callee)
+                adopt_entry_point(traced, callee)
                 if changed:
                     callee.params_stale = True
                     work.add(callee)
@@ -479,6 +480,17 @@ def adopt_into_step(caller: TracedFunction, callee: TracedFunction) -> None:
     """A root found by its class (`Net.forward`, `AdamW.step`) that a step function reaches becomes that
     step's callee, so its findings say `training_step -> Net.forward`. Its parameters stay those of a root."""
     if callee.parent is not None or callee is caller or not is_step_function(caller.root.func):
+        return
+    if callee.func.qualname in caller.chain:
+        return
+    callee.parent = caller
+    callee.reason = f"called from {caller.func.display_name}"
+
+
+def adopt_entry_point(caller: TracedFunction, callee: TracedFunction) -> None:
+    """A library entry point (entry_points.py) that traced code calls is that caller's callee: its findings
+    say `Net.forward -> scatter`, as they would without entry points. Its parameters are a helper's either way."""
+    if callee.parent is not None or callee is caller or not is_entry_point(callee.reason):
         return
     if callee.func.qualname in caller.chain:
         return
