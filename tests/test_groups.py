@@ -10,6 +10,8 @@ import pytest
 from cslint.engine import incremental
 from cslint.cli.main import main
 
+# The helpers are private: a public one in this project with no step of its own would be a library entry point
+# (analysis/entry_points.py), a root of its own group, whose traced code meets its callers' groups.
 CONFIG = """\
 class NetConfig:
     hidden = 4
@@ -20,7 +22,7 @@ NORMALIZE = """\
 import torch
 
 
-def normalize(x, eps):
+def _normalize(x, eps):
     if x.norm() > eps:
         return x / x.norm()
     return x
@@ -31,12 +33,12 @@ import torch
 from torch import nn
 
 from config import NetConfig
-from normalize import normalize
+from normalize import _normalize
 
 
 class NetA(nn.Module):
     def forward(self, x):
-        return normalize(x, NetConfig.threshold)
+        return _normalize(x, NetConfig.threshold)
 """
 
 NET_B = """\
@@ -53,7 +55,7 @@ class NetB(nn.Module):
 """
 
 SCALE = """\
-def scale(x, factor):
+def _scale(x, factor):
     if factor > 0:
         return x * factor
     return x
@@ -62,23 +64,23 @@ def scale(x, factor):
 CALLS_STATIC = """\
 from torch import nn
 
-from scale import scale
+from scale import _scale
 
 
 class Static(nn.Module):
     def forward(self, x):
-        return scale(x, 2.0)
+        return _scale(x, 2.0)
 """
 
 CALLS_TENSOR = """\
 from torch import nn
 
-from scale import scale
+from scale import _scale
 
 
 class Dynamic(nn.Module):
     def forward(self, x):
-        return scale(x, x.mean())
+        return _scale(x, x.mean())
 """
 
 
@@ -116,7 +118,7 @@ def test_models_sharing_only_a_configuration_are_analysed_apart_with_the_same_re
     # the helper's finding comes from NetA's analysis, where it was loaded to resolve the call
     assert [(Path(f["filename"]).name, f["code"]) for f in grouped] == [
         ("net_b.py", "WSC701"), ("normalize.py", "WSC101")]
-    assert grouped[1]["trace_chain"] == ["net_a.NetA.forward", "normalize.normalize"]
+    assert grouped[1]["trace_chain"] == ["net_a.NetA.forward", "normalize._normalize"]
     one_group()
     together, err = _check(capsys, root)
     assert _count(err, "groups") == 1

@@ -129,10 +129,12 @@ def find_root_calls(project: Project, patterns: Iterable[str] = (),
     for func, reason in mark_step_loop_roots(modules):  # a torch_xla training loop's body (see LoopStep)
         add(func, reason)
     wrappers = trace_wrappers()
+    searched = []
     for module in modules:
         twin = generated_twin(module.name)
         if twin is not None and twin in project.modules:
             continue  # a template whose generated module is linted: its code is analysed there
+        searched.append(module)
         for cls in module.classes.values():
             if project.is_module_class(cls) and "forward" in cls.methods and not in_data_pipeline(module.name):
                 add(cls.methods["forward"], f"forward of nn.Module subclass {cls.name}")
@@ -158,7 +160,7 @@ def find_root_calls(project: Project, patterns: Iterable[str] = (),
             if matched is not None:
                 add(func, f"matches trace-roots pattern '{matched}'")
     elif library:  # last: a function that is a root for another reason keeps that reason
-        for func, reason in entry_points(project, modules):
+        for func, reason in entry_points(project, searched):
             add(func, reason)
     return list(roots.values())
 
@@ -311,7 +313,7 @@ class TracedProgram:
                     self.functions[callee_name] = callee
                     changed = True
                 adopt_into_step(traced, callee)
-                adopt_entry_point(traced, callee)
+                adopt_entry_point(traced, callee, overriding.get(callee_name))
                 if changed:
                     callee.params_stale = True
                     work.add(callee)
@@ -487,7 +489,7 @@ def adopt_into_step(caller: TracedFunction, callee: TracedFunction) -> None:
     callee.reason = f"called from {caller.func.display_name}"
 
 
-def adopt_entry_point(caller: TracedFunction, callee: TracedFunction) -> None:
+def adopt_entry_point(caller: TracedFunction, callee: TracedFunction, overriding: str | None = None) -> None:
     """A library entry point (entry_points.py) that traced code calls is that caller's callee: its findings
     say `Net.forward -> scatter`, as they would without entry points. Its parameters are a helper's either way."""
     if callee.parent is not None or callee is caller or not is_entry_point(callee.reason):
@@ -496,3 +498,4 @@ def adopt_entry_point(caller: TracedFunction, callee: TracedFunction) -> None:
         return
     callee.parent = caller
     callee.reason = f"called from {caller.func.display_name}"
+    callee.overriding = overriding  # reached through `self.hook()` as a subclass's override
