@@ -73,14 +73,16 @@ def to_dense_batch(x: Tensor, batch: Tensor, fill_value: float = 0.0):
 '''
 
 
-def check(root: Path, files: dict[str, str], capsys: pytest.CaptureFixture[str]) -> list[tuple[str, str, int]]:
-    """`cslint check --target wsc` of a project written under `root`: (file, code, line) of each finding."""
-    (root / "pyproject.toml").write_text('[project]\nname = "lib"\n', encoding="utf-8")
+def check(root: Path, files: dict[str, str], capsys: pytest.CaptureFixture[str],
+          flags: tuple[str, ...] = ("--include-uncertain",), config: str = "") -> list[tuple[str, str, int]]:
+    """`cslint check --target wsc FLAGS` of a project written under `root`: (file, code, line) of each finding."""
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "pyproject.toml").write_text('[project]\nname = "lib"\n' + config, encoding="utf-8")
     for name, text in files.items():
         path = root / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
-    code = main(["check", str(root), "--no-cache", "-j", "1", "--target", "wsc", "--output-format", "json"])
+    code = main(["check", str(root), "--no-cache", "-j", "1", "--target", "wsc", *flags, "--output-format", "json"])
     out, err = capsys.readouterr()
     assert code in (0, 1), err
     return [(Path(f["filename"]).name, f["code"], f["line"]) for f in json.loads(out)]
@@ -95,6 +97,18 @@ def test_an_odeint_like_function_only_a_users_step_calls_is_traced(tmp_path, cap
     item = lines_of(ODEINT, "ratio.item()")
     assert ("odeint.py", "WSC201", item) in found
     assert ("odeint.py", "WSC102", lines_of(ODEINT, "while t0 < t1")) in found
+
+
+def test_entry_points_are_the_uncertain_tier_asked_for_by_flag_or_configuration(tmp_path, capsys):
+    """A library's public functions are roots only when uncertain findings are asked for: that a user's step
+    calls them is an assumption, and on set 2's packages linted whole most of what it adds is false
+    (docs/accuracy.md, session 22)."""
+    files = {"lib/__init__.py": "from .odeint import odeint\n", "lib/odeint.py": ODEINT}
+    assert check(tmp_path / "plain", files, capsys, flags=()) == []
+    item = ("odeint.py", "WSC201", lines_of(ODEINT, "ratio.item()"))
+    configured = "[tool.cslint]\ninclude-uncertain = true\n"
+    assert item in check(tmp_path / "configured", files, capsys, flags=(), config=configured)
+    assert item in check(tmp_path / "flag", files, capsys)
 
 
 def test_a_plain_solver_class_whose_public_step_branches_on_a_tensor_is_traced(tmp_path, capsys):
@@ -237,7 +251,8 @@ def test_an_entry_point_a_forward_calls_keeps_the_forwards_chain(tmp_path, capsy
     model = ("import torch\nfrom torch import nn\nfrom lib.helpers import scale\n\n\nclass Net(nn.Module):\n"
              "    def forward(self, x):\n        return scale(torch.relu(x))\n")
     check(tmp_path, {"lib/__init__.py": "", "lib/helpers.py": helpers, "lib/model.py": model}, capsys)
-    main(["check", str(tmp_path), "--no-cache", "-j", "1", "--target", "wsc", "--output-format", "json"])
+    main(["check", str(tmp_path), "--no-cache", "-j", "1", "--target", "wsc", "--include-uncertain",
+          "--output-format", "json"])
     findings = json.loads(capsys.readouterr().out)
     assert [(Path(f["filename"]).name, f["line"], f["trace_chain"]) for f in findings] == \
         [("helpers.py", 5, ["lib.model.Net.forward", "lib.helpers.scale"])]

@@ -102,6 +102,9 @@ def build_parser() -> argparse.ArgumentParser:
                             "calls from (default: the one cslint runs in; `none`: do not read libraries)")
     check.add_argument("--trace-roots", action="append", metavar="PATTERN",
                        help="glob over qualified names (pkg.mod.Class.method) of extra traced roots")
+    check.add_argument("--include-uncertain", action="store_true",
+                       help="also report findings that rest on an assumption: in a library with no step of its "
+                            "own, its public functions are taken to be called by a user's step")
     check.add_argument("--output-format", choices=OUTPUT_FORMATS,
                        help="how findings are reported (default: `output-format` in the configuration, else text)")
     check.add_argument("-o", "--output-file", type=Path, help="write the report to this file, not stdout")
@@ -295,6 +298,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         extend_select=tuple(settings.extend_select + tuple(args.extend_select)) if args.extend_select else None,
         ignore=tuple(settings.ignore + tuple(args.ignore)) if args.ignore else None,
         trace_roots=tuple(settings.trace_roots + tuple(args.trace_roots)) if args.trace_roots else None,
+        include_uncertain=True if getattr(args, "include_uncertain", False) else None,
         unsafe_fixes=args.unsafe_fixes,
         target=getattr(args, "target", None),
         target_reason="set by --target" if getattr(args, "target", None) else None,

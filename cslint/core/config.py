@@ -30,7 +30,7 @@ KNOWN_KEYS = {
     "trace-roots", "unsafe-fixes", "cerebras-version", "target", "runtime-targets", "output-format",
     "show-chain", "max-file-size", "max-file-tokens", "analysis-budget", "python",
     "fixable", "unfixable", "extend-fixable", "show-fixes",
-    "baseline",
+    "baseline", "include-uncertain",
 }
 OUTPUT_FORMATS = ("text", "concise", "grouped", "json", "json-lines", "sarif", "github", "gitlab", "junit", "pylint",
                   "azure", "rdjson")
@@ -71,6 +71,9 @@ class Settings:
     # model or step handed to torch.compile), so it is a library a user's step calls, and its public functions
     # are roots (analysis/entry_points.py)
     entry_points: bool = False
+    # findings that rest on an assumption rather than on evidence are reported too (`--include-uncertain`):
+    # today a library's entry points, assumed to be called by a user's step
+    include_uncertain: bool = False
     # the Python whose installed libraries traced calls are read from (analysis/libraries.py): None for the
     # one cslint runs in, "none" for no libraries
     python: str | None = None
@@ -247,6 +250,10 @@ def settings_from_table(table: dict[str, Any], path: Path | None) -> Settings:
             if not isinstance(table["show-fixes"], bool):
                 raise ConfigError("`show-fixes` must be true or false")
             kwargs["show_fixes"] = table["show-fixes"]
+        if "include-uncertain" in table:
+            if not isinstance(table["include-uncertain"], bool):
+                raise ConfigError("`include-uncertain` must be true or false")
+            kwargs["include_uncertain"] = table["include-uncertain"]
         if "show-chain" in table:
             if not isinstance(table["show-chain"], bool):
                 raise ConfigError("`show-chain` must be true or false")

@@ -45,7 +45,7 @@ class TargetChoice:
     dynamo_config: tuple[str, ...] = ()  # the dynamo settings the scanned files turn on (dynamo_config.py)
     # the project has a step of its own: it imports an accelerator package or hands its model or step to
     # torch.compile (not only a model its callers give a compile wrapper of its own). Without one it is a
-    # library, whose public functions are roots (analysis/entry_points.py)
+    # library, whose public functions are roots when uncertain findings are asked for (analysis/entry_points.py)
     own_step: bool = True
 
 
@@ -189,7 +189,7 @@ def with_inferred_target(settings: Settings, paths: Iterable[Path], memo: Import
     """`settings` with the project's packages recorded and, unless `--target` or the configuration gave a
     target (their `target_reason` says which), the inferred one."""
     choice = infer_target(paths, settings.max_file_size, memo)
-    entry_points = not choice.own_step and not settings.trace_roots
+    entry_points = settings.include_uncertain and not choice.own_step and not settings.trace_roots
     if settings.target_reason:
         return settings.with_overrides(project_packages=choice.packages, dynamo_config=choice.dynamo_config,
                                        entry_points=entry_points)
