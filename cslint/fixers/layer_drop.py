@@ -20,6 +20,7 @@ from __future__ import annotations
 import libcst as cst
 
 from cslint.analysis.kinds import Tag
+from cslint.analysis.walk import iter_nodes
 from cslint.fixers.assignments import assignments
 from cslint.fixers.operands import tensor_operand
 from cslint.fixers.where import is_boolean_condition
@@ -71,7 +72,7 @@ def _flag_condition(test: cst.BaseExpression, ctx: RuleContext) -> bool:
         return not ctx.is_data_dependent(test) or _boolean_flag(test.value, ctx, frozenset())
     if isinstance(test, cst.Attribute):
         return not ctx.is_data_dependent(test)  # `self.training`; a tensor attribute's truth is another shape
-    return is_boolean_condition(test, ctx) and not any(isinstance(n, cst.Call) for n in _nodes(test))
+    return is_boolean_condition(test, ctx) and not any(isinstance(n, cst.Call) for n in iter_nodes(test))
 
 
 def _boolean_flag(name: str, ctx: RuleContext, seen: frozenset[str]) -> bool:
@@ -118,18 +119,6 @@ def _on_device(condition: cst.BaseExpression, name: str, torch: str) -> cst.Call
 
 def _call(torch: str, name: str, *args: cst.BaseExpression) -> cst.Call:
     return cst.Call(cst.Attribute(cst.Name(torch), cst.Name(name)), [cst.Arg(a) for a in args])
-
-
-def _nodes(expr: cst.BaseExpression) -> list[cst.CSTNode]:
-    found: list[cst.CSTNode] = []
-
-    class Collect(cst.CSTVisitor):
-        def on_visit(self, n: cst.CSTNode) -> bool:
-            found.append(n)
-            return True
-
-    expr.visit(Collect())
-    return found
 
 
 def skip_rest_of_loop(node: cst.If, ctx: RuleContext) -> Fix | None:

@@ -390,23 +390,11 @@ def _read_before_bound(statements: Sequence[cst.BaseStatement], name: str, skip:
                     found, live = scan(_statements(stmt.orelse.body), live)
                     if found:
                         return True, live
-            elif (live and _reads(stmt, name)) or any(n is skip for n in _all_nodes(stmt)):
+            elif (live and _reads(stmt, name)) or any(n is skip for n in iter_nodes(stmt)):
                 return True, live
         return False, live
 
     return scan(statements, False)[0]
-
-
-def _all_nodes(node: cst.CSTNode) -> list[cst.CSTNode]:
-    found: list[cst.CSTNode] = []
-
-    class Nodes(cst.CSTVisitor):
-        def on_visit(self, n: cst.CSTNode) -> bool:
-            found.append(n)
-            return True
-
-    node.visit(Nodes())
-    return found
 
 
 def _statements(suite: cst.BaseSuite) -> Sequence[cst.BaseStatement]:
