@@ -88,3 +88,52 @@ def test_a_guard_the_supported_torch_does_not_settle_keeps_its_body(lint):
             return x
     """
     assert codes(lint(code, target="wsc")) == [("WSC201", 7), ("WSC201", 9)]
+
+
+FALLBACK = """
+import numpy as np
+import torch
+from torch import nn
+
+class Bump(nn.Module):
+    def forward(self, x):
+        if hasattr(torch, "nextafter"):
+            return torch.nextafter(x, x + 1)
+        return torch.tensor(np.nextafter(x.detach().cpu().numpy(), np.inf))
+"""
+
+
+def _environment_with_torch(root, monkeypatch, defines: str):
+    """A virtual environment (never run) whose torch defines `defines` at its top level."""
+    from cslint.analysis import library_env
+
+    venv = root / "venv"
+    site = venv / "lib" / "python3.11" / "site-packages"
+    (site / "torch").mkdir(parents=True)
+    (site / "torch" / "__init__.py").write_text(f"def {defines}(a, b):\n    return a\n", encoding="utf-8")
+    info = site / "torch-1.6.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Name: torch\nVersion: 1.6.0\n", encoding="utf-8")
+    (venv / "pyvenv.cfg").write_text("home = /usr/bin\nversion = 3.11.7\n", encoding="utf-8")
+    python = venv / "bin" / "python"
+    python.parent.mkdir()
+    python.write_text(f"#!/bin/sh\ntouch {root / 'ran'}\n", encoding="utf-8")
+    python.chmod(0o755)
+    monkeypatch.setattr(library_env, "_ENVIRONMENTS", {})
+    return str(python)
+
+
+def test_a_name_guard_asks_the_torch_of_the_linted_environment(tmp_path, monkeypatch):
+    """`hasattr(torch, "nextafter")` is settled by the torch the `python` setting names, not by the torch
+    cslint runs beside: an environment whose torch lacks the name keeps the fallback's findings."""
+    from tests.conftest import run_linter
+
+    old = _environment_with_torch(tmp_path / "old", monkeypatch, defines="other_function")
+    result, _ = run_linter(tmp_path / "a", {"model.py": FALLBACK}, python=old)
+    assert ("WSC201", 9) in codes(result.diagnostics)
+    new = _environment_with_torch(tmp_path / "new", monkeypatch, defines="nextafter")
+    result, _ = run_linter(tmp_path / "b", {"model.py": FALLBACK}, python=new)
+    assert not any(code.startswith("WSC2") for code, _ in codes(result.diagnostics))
+    assert not (tmp_path / "old" / "ran").exists() and not (tmp_path / "new" / "ran").exists()
+    result, _ = run_linter(tmp_path / "c", {"model.py": FALLBACK}, python="none")
+    assert ("WSC201", 9) in codes(result.diagnostics)

@@ -12,7 +12,7 @@ from cslint.analysis.walk import iter_nodes
 
 if TYPE_CHECKING:
     from cslint.analysis.kinds import Kind
-    from cslint.analysis.library_env import Summary
+    from cslint.analysis.library_env import Environment, Summary
 
 class InstalledLibraries(Protocol):
     """What the analysis asks of the installed libraries' functions (analysis/libraries.Libraries, which
@@ -20,6 +20,7 @@ class InstalledLibraries(Protocol):
 
     project: Project
     store: Any
+    environment: Environment  # the `python` setting's: where the libraries and torch are read from
 
     def lookup(self, qualified: str) -> FunctionInfo | ClassInfo | ModuleInfo | None: ...
 

@@ -4,14 +4,15 @@
 Libraries keep fallbacks for old torch versions behind such guards; on the torch cslint targets (2.x and
 newer) the guard decides which side runs, so the fallback is dead code. Only evidence decides: a version
 above the oldest supported one, or a name the installed torch does not define (it may be made at run
-time), is left undecided. Nothing is imported: the installed torch's sources and stubs are read as text.
+time), is left undecided. Nothing is imported: the torch installed for the linted code (the `python` setting's
+environment, the one the report cache is keyed on) has its sources and stubs read as text.
 """
 
 from __future__ import annotations
 
-import functools
 import os
 import re
+import weakref
 
 import libcst as cst
 
@@ -75,22 +76,35 @@ def version_guard(module: ModuleInfo, test: cst.Comparison) -> bool | None:
     return holds if when else None
 
 
-def attribute_guard(module: ModuleInfo, call: cst.Call) -> bool | None:
-    """`hasattr(torch.X, "name")`: True when the installed torch defines `name` there; never False (a name
-    it does not define in its sources may still be made at run time)."""
+def attribute_guard(module: ModuleInfo, call: cst.Call, environment: Environment | None) -> bool | None:
+    """`hasattr(torch.X, "name")`: True when the torch installed in `environment` defines `name` there; never
+    False (a name it does not define in its sources may still be made at run time). Undecided with no
+    environment (`python = "none"`)."""
     if len(call.args) != 2 or type(call.args[1].value) is not cst.SimpleString:
         return None
     owner = module.imports.qualify(dotted_name(call.args[0].value) or "")
     name = call.args[1].value.evaluated_value
-    if not isinstance(name, str) or not (owner == "torch" or owner.startswith("torch.")):
+    if environment is None or not isinstance(name, str) or not (owner == "torch" or owner.startswith("torch.")):
         return None
-    return True if name in torch_names(owner) else None
+    return True if name in torch_names(environment, owner) else None
 
 
-@functools.lru_cache(maxsize=64)
-def torch_names(module: str) -> frozenset[str]:
-    """The names the installed torch's sources and stubs define in `module` (empty when torch is not installed)."""
-    found = Environment.of_running_python().find(module)
+# Per environment, which environment_for makes afresh when a distribution is installed or removed there: a
+# long-lived server never answers from the torch it saw before an upgrade.
+_NAMES: weakref.WeakKeyDictionary[Environment, dict[str, frozenset[str]]] = weakref.WeakKeyDictionary()
+
+
+def torch_names(environment: Environment, module: str) -> frozenset[str]:
+    """The names the torch installed in `environment` defines in `module`, read from its sources and stubs
+    (empty when torch is not installed there)."""
+    known = _NAMES.setdefault(environment, {})
+    if module not in known:
+        known[module] = _defined_names(environment, module)
+    return known[module]
+
+
+def _defined_names(environment: Environment, module: str) -> frozenset[str]:
+    found = environment.find(module)
     if found is None:
         return frozenset()
     path, is_package = found

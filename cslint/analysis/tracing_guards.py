@@ -74,7 +74,8 @@ class Guards:
         if dotted == "bool" and len(call.args) == 1 and not call.args[0].keyword and not call.args[0].star:
             return self.value(module, call.args[0].value)
         if dotted == "hasattr":  # `if not hasattr(torch, "nextafter"):` a fallback for an older torch
-            return attribute_guard(module, call)
+            libraries = self.project.libraries
+            return attribute_guard(module, call, libraries.environment if libraries is not None else None)
         qualified = module.imports.resolve(call.func)
         if qualified is None:  # `import torch._dynamo as dynamo` inside the helper: not a module-level import
             if "." not in dotted:  # a module-level name of this module
