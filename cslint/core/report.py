@@ -62,6 +62,14 @@ class Diagnostic:
     cell: int | None = None  # a notebook's cell (1-based); `line` and `end_line` are then within it
     graph_break: GraphBreak | None = None  # under --target compile: the break dynamo reports for this construct
     notes: list[str] = field(default_factory=list)  # what explains the message, shown under it
+    # What the finding rests on besides evidence ("" when only on evidence): with `include-uncertain`, the
+    # assumption that made its function traced (a library entry point: that a user's step calls it).
+    assumption: str = ""
+
+    @property
+    def certainty(self) -> str:
+        """`evidence` or `assumed` (the `include-uncertain` tier)."""
+        return "assumed" if self.assumption else "evidence"
 
     @property
     def labelled_code(self) -> str:
@@ -82,7 +90,7 @@ class Diagnostic:
                 "fix": [self.fix.applicability, self.fix.message] if self.fix is not None else None,
                 "chain": list(self.chain), "reason": self.reason, "source_line": self.source_line,
                 "cell": self.cell, "graph_break": [gb.id, gb.type, gb.explanation, gb.hint] if gb is not None else None,
-                "notes": list(self.notes)}
+                "notes": list(self.notes), "assumption": self.assumption}
 
     @classmethod
     def from_json(cls, path: Path, data: Any) -> Diagnostic:
@@ -95,10 +103,10 @@ class Diagnostic:
         return cls(path, data["line"], data["column"], data["end_line"], data["end_column"], data["code"],
                    data["message"], FixSummary(*fix) if fix is not None else None, list(data["chain"]),
                    data["reason"], data["source_line"], data["cell"], GraphBreak(*gb) if gb is not None else None,
-                   list(data["notes"]))
+                   list(data["notes"]), data["assumption"])
 
 
 # The JSON of a diagnostic: each field's kind.
 _FIELDS = {"line": "int", "column": "int", "end_line": "int", "end_column": "int", "code": "str", "message": "str",
            "fix": "[str]*2|None", "chain": "[str]", "reason": "str", "source_line": "str", "cell": "int|None",
-           "graph_break": "[str]*4|None", "notes": "[str]"}
+           "graph_break": "[str]*4|None", "notes": "[str]", "assumption": "str"}

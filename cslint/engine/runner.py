@@ -18,6 +18,7 @@ from cslint.core import baseline
 
 from cslint.store import library_cache
 from cslint.analysis.carry_over import carry_over
+from cslint.analysis.entry_points import is_entry_point
 from cslint.analysis.libraries import Libraries, LibraryPathError, environment_for
 from cslint.analysis.index import FunctionInfo, ModuleInfo, TreeBudget, index_module, index_module_from_ast
 from cslint.analysis.index_store import IndexStore
@@ -820,7 +821,8 @@ def _placed(path: Path, lines: list[str], finding: Finding, span: CodeRange, fix
     return Diagnostic(path, line, span.start.column + 1, span.end.line, span.end.column + 1, finding.code,
                       finding.message, fix, chain=traced.chain if traced else [],
                       reason=traced.root.reason if traced else "",
-                      source_line=lines[line - 1] if 0 < line <= len(lines) else "", notes=list(finding.notes))
+                      source_line=lines[line - 1] if 0 < line <= len(lines) else "", notes=list(finding.notes),
+                      assumption=traced.root.reason if traced and is_entry_point(traced.root.reason) else "")
 
 
 def _summary(fix: Fix | None) -> FixSummary | None:

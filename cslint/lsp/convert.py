@@ -37,15 +37,24 @@ def to_lsp(d: Diagnostic, lines: list[str], codec: Any,
     return types.Diagnostic(
         range=lsp_range(d, lines, codec),
         message=d.message + "".join(f"\n{note}" for note in d.notes)
+        + (f"\nassumed: {d.assumption}" if d.assumption else "")
         + (f"\n(fix, {d.fix.applicability}: {d.fix.message})" if d.fix is not None else ""),
-        severity=types.DiagnosticSeverity.Error if rule is None else types.DiagnosticSeverity.Warning,
+        severity=_severity(d, rule is not None),
         code=d.code,
         code_description=types.CodeDescription(href=rule_url(d.code)) if rule is not None else None,
         source=SOURCE,
         related_information=related or None,
         data={"fix": [d.fix.applicability, d.fix.message] if d.fix is not None else None,
-              "line": d.line, "column": d.column},
+              "line": d.line, "column": d.column, "certainty": d.certainty},
     )
+
+
+def _severity(d: Diagnostic, known_rule: bool) -> types.DiagnosticSeverity:
+    """A rule's finding is a warning, one that rests on an assumption (`include-uncertain`) only
+    information; anything else (a syntax or internal error) an error."""
+    if not known_rule:
+        return types.DiagnosticSeverity.Error
+    return types.DiagnosticSeverity.Information if d.assumption else types.DiagnosticSeverity.Warning
 
 
 def related_information(d: Diagnostic, locate: Any,

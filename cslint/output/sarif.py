@@ -72,6 +72,9 @@ def _result(d: Diagnostic, index: int) -> dict[str, Any]:
     if d.chain:
         properties["traceChain"] = d.chain
         properties["tracedBecause"] = d.reason
+    if d.assumption:
+        properties["certainty"] = d.certainty
+        properties["assumption"] = d.assumption
     if d.cell is not None:  # SARIF has no notebook cells: the region's lines are within this cell
         properties["cell"] = d.cell
     if d.fix is not None:

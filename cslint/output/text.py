@@ -113,6 +113,8 @@ def render(result: RunResult, options: FormatOptions) -> str:
             if options.show_source:
                 out.extend(_excerpt(d))
             out.extend(escape_text(f"  = note: {note}") for note in d.notes)
+            if d.assumption:
+                out.append(escape_text(f"  = assumed: {d.assumption}"))
             if options.show_chain and d.chain:
                 out.append(escape_text(f"  = traced: {' -> '.join(d.chain)} ({d.reason})"))
             if d.graph_break is not None:

@@ -38,7 +38,7 @@ from cslint.core.report import Diagnostic
 from cslint.support.code_digest import code_digest
 
 CACHE_DIR_NAME = ".cslint_cache"
-FORMAT = 3  # 3: a diagnostic keeps its cell and graph break (core/report.py, Diagnostic.as_json)
+FORMAT = 4  # 4: a diagnostic keeps its cell, graph break and assumption (core/report.py, Diagnostic.as_json)
 
 
 @dataclass
