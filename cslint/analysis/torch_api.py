@@ -124,6 +124,29 @@ TENSOR_OP_NAMESPACES = frozenset({
 # The decorators and wrappers that make a function a traced root, and the calls that end a lazily traced
 # step, are each target's: `wrappers` and `step_calls` of its record (cslint/core/targets.py).
 
+# torch.distributions' distribution classes (torch 2.13), each with the module that defines it. Built with
+# argument validation on (`validate_args`, on unless Python runs with -O), each checks its parameters when
+# made and each value given to `log_prob`/`cdf`/`icdf`: `if not torch._is_all_true(valid): raise`.
+_DISTRIBUTION_MODULES = {
+    "Bernoulli": "bernoulli", "Beta": "beta", "Binomial": "binomial", "Categorical": "categorical",
+    "Cauchy": "cauchy", "Chi2": "chi2", "ContinuousBernoulli": "continuous_bernoulli", "Dirichlet": "dirichlet",
+    "Exponential": "exponential", "FisherSnedecor": "fishersnedecor", "Gamma": "gamma",
+    "GeneralizedPareto": "generalized_pareto", "Geometric": "geometric", "Gumbel": "gumbel",
+    "HalfCauchy": "half_cauchy", "HalfNormal": "half_normal", "Independent": "independent",
+    "InverseGamma": "inverse_gamma", "Kumaraswamy": "kumaraswamy", "LKJCholesky": "lkj_cholesky",
+    "Laplace": "laplace", "LogNormal": "log_normal", "LogisticNormal": "logistic_normal",
+    "LowRankMultivariateNormal": "lowrank_multivariate_normal", "MixtureSameFamily": "mixture_same_family",
+    "Multinomial": "multinomial", "MultivariateNormal": "multivariate_normal",
+    "NegativeBinomial": "negative_binomial", "Normal": "normal", "OneHotCategorical": "one_hot_categorical",
+    "OneHotCategoricalStraightThrough": "one_hot_categorical", "Pareto": "pareto", "Poisson": "poisson",
+    "RelaxedBernoulli": "relaxed_bernoulli", "RelaxedOneHotCategorical": "relaxed_categorical",
+    "StudentT": "studentT", "TransformedDistribution": "transformed_distribution", "Uniform": "uniform",
+    "VonMises": "von_mises", "Weibull": "weibull", "Wishart": "wishart",
+}
+VALIDATING_DISTRIBUTIONS = frozenset(
+    [f"torch.distributions.{name}" for name in _DISTRIBUTION_MODULES]
+    + [f"torch.distributions.{module}.{name}" for name, module in _DISTRIBUTION_MODULES.items()])
+
 # Ops that draw random numbers: computing them on both sides of a torch.where changes the RNG stream.
 RANDOM_FUNCTIONS = frozenset({
     "torch.rand", "torch.randn", "torch.randint", "torch.randperm", "torch.rand_like", "torch.randn_like",

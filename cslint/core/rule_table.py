@@ -16,6 +16,7 @@ RULE_CODES: tuple[tuple[str, bool], ...] = (
     ("WSC105", True),
     ("WSC106", True),
     ("WSC107", True),
+    ("WSC108", True),
     ("WSC201", True),
     ("WSC202", True),
     ("WSC203", True),

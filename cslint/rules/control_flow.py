@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from cslint.analysis.libraries import BRANCH
+from cslint.analysis.torch_api import VALIDATING_DISTRIBUTIONS
 from cslint.fixers.checks import keep_assert, keep_raising_check
 from cslint.fixers.expert_loops import dense_expert_loop
 from cslint.fixers.fast_paths import skip_fast_path
@@ -525,3 +526,79 @@ class Repeat(nn.Module):
         if kind.length_is_data:
             ctx.report(iterable, f"iterating over `{ctx.code(iterable)}`, whose length depends on tensor values",
                        dense_expert_loop(loop, ctx) if loop is not None else None, consequence=UNROLLED)
+
+
+class DistributionValidation(Rule):
+    code = "WSC108"
+    name = "distribution-validation"
+    summary = "Checks for `torch.distributions` distributions made in traced code with argument validation on."
+    why = (
+        "A distribution made with `validate_args` on (the default, unless Python runs with -O) checks its "
+        "parameters when it is made, and every value later given to `log_prob`, `cdf` or `icdf`: inside "
+        "torch.distributions, `if not torch._is_all_true(valid): raise ValueError(...)` branches on tensor data. "
+        "A lazy-tensor trace reads each checked tensor on the host there, once per distribution and per "
+        "`log_prob`, every step. torch.compile traces the check into the graph, so the rule does not run "
+        "under `--target compile`."
+    )
+    example = """
+def forward(self, x, action):
+    dist = Normal(self.mu(x), self.log_std.exp())
+    return -dist.log_prob(action).sum(-1).mean()
+"""
+    use_instead = """
+def forward(self, x, action):
+    dist = Normal(self.mu(x), self.log_std.exp(), validate_args=False)
+    return -dist.log_prob(action).sum(-1).mean()
+# or once, outside the step: torch.distributions.Distribution.set_default_validate_args(False)
+"""
+    fix_safety = (
+        "No fix: turning validation off removes the checks that raise on an invalid parameter or value, and a "
+        "fix never removes a check that raises. Pass `validate_args=False` where the inputs are known to be "
+        "valid, or turn validation off for the whole run with `Distribution.set_default_validate_args(False)` "
+        "(a call in the file itself keeps the rule quiet there; one in another file is not read: use "
+        "`per-file-ignores`). A distribution whose `validate_args` is anything but a literal `True` is not "
+        "reported. One made from Python numbers is: `log_prob` tests the values it is given, which are the step's."
+    )
+    VALID = [
+        """
+import torch
+from torch import nn
+from torch.distributions import Categorical, Normal
+
+class Policy(nn.Module):
+    def forward(self, x, action):
+        dist = Normal(self.mu(x), self.log_std.exp(), validate_args=False)
+        prior = Normal(0.0, 1.0, validate_args=False)
+        return dist.log_prob(action).sum() + prior.log_prob(action).sum()
+
+
+def sample_actions(logits):
+    return Categorical(logits=logits).sample()
+""",
+    ]
+    INVALID = [
+        """
+import torch
+from torch import nn
+from torch import distributions as D
+
+class Policy(nn.Module):
+    def forward(self, x, action):
+        dist = D.Normal(self.mu(x), self.log_std.exp())  # expect: WSC108
+        pick = D.Categorical(logits=self.head(x), validate_args=True)  # expect: WSC108
+        return dist.log_prob(action).sum() + pick.entropy().sum()
+""",
+    ]
+
+    def visit_Call(self, node: cst.Call, ctx: RuleContext) -> None:
+        made = ctx.resolve(node.func)
+        if made not in VALIDATING_DISTRIBUTIONS:
+            return
+        validate = next((arg.value for arg in node.args if arg.keyword and arg.keyword.value == "validate_args"), None)
+        if validate is not None and not (type(validate) is cst.Name and validate.value == "True"):
+            return  # off, or what the code decides (not known here)
+        if "set_default_validate_args(False)" in ctx.module_text():
+            return
+        ctx.report(node, f"`{ctx.code(node.func, 40)}(...)` is made with `validate_args` on, so torch.distributions "
+                         "tests its arguments' values and every value given to its `log_prob`",
+                   consequence="each test reads a tensor on the host while tracing")

@@ -36,6 +36,22 @@ class Classified:
     what: str  # how the user wrote it, for the message
 
 
+# Checks inside torch that read the values of the tensors a user's call gave it, by the file (its path's end)
+# and function they run in: a distribution's argument and sample validation (`validate_args`).
+_TORCH_VALUE_CHECKS = {
+    ("torch/distributions/distribution.py", "__init__"): Classified("WSC108", "a distribution's argument validation"),
+    ("torch/distributions/distribution.py", "_validate_sample"):
+        Classified("WSC108", "a distribution's validation of a `log_prob` value"),
+}
+
+
+def torch_value_check(path: str, function: str) -> Classified | None:
+    """The rule of a check torch runs on the user's tensors in `function` of `path`, when it is one."""
+    normalized = path.replace(os.sep, "/")
+    return next((found for (end, name), found in _TORCH_VALUE_CHECKS.items()
+                 if name == function and normalized.endswith(end)), None)
+
+
 @dataclass(frozen=True)
 class _Index:
     """One region of a file, indexed for the lookups that run per traced event."""

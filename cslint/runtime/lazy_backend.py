@@ -19,7 +19,7 @@ from torch.optim.optimizer import register_optimizer_step_post_hook, register_op
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_map
 
-from cslint.runtime.classify import KIND_DEFAULTS, classify, state_created_in_step
+from cslint.runtime.classify import KIND_DEFAULTS, classify, state_created_in_step, torch_value_check
 from cslint.runtime.findings import RuntimeFinding, RuntimeReport
 from cslint.runtime.on_device import REPLACEMENTS
 from cslint.runtime.frames import UserFrame, call_chain, instruction_span, is_library_file, is_plumbing, user_frame
@@ -168,7 +168,8 @@ class Watcher(TorchDispatchMode):
         found = classify(kind, frame.path, instruction_span(frame.code, frame.lasti))
         inside = ""
         for site in _library_sites(start, frame) if found.what == base else ():
-            named = classify(kind, site.f_code.co_filename, instruction_span(site.f_code, site.f_lasti))
+            named = torch_value_check(site.f_code.co_filename, site.f_code.co_name) or \
+                classify(kind, site.f_code.co_filename, instruction_span(site.f_code, site.f_lasti))
             if named.what != base:
                 found = named
                 inside = f" inside `{site.f_code.co_name}` ({os.path.basename(site.f_code.co_filename)})"

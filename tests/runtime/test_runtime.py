@@ -213,3 +213,14 @@ def test_dynamo_check_of_a_cpu_optimizer_step_skips_dynamos_gpu_and_debug_log_wo
     assert out[0] == "['WSC101']", out  # the tensor `if`: still found
     assert out[1] == "False 0", out  # nothing imported for CUDA graphs, no file tokenized
     assert out[2] == "True", out  # dynamo's own functions are back
+
+
+def test_a_distributions_validation_is_reported_where_it_is_made_and_where_it_tests_a_value() -> None:
+    """Both checks run inside torch.distributions; the lazy backend names them WSC108 at the user's lines, as
+    the static rule does, and the same step with validation off has nothing."""
+    path = TARGETS / "distributions.py"
+    made = expected_line(path, "WSC108")
+    report = run("validating", path, backends=("lazy",))
+    assert {(f.code, f.line) for f in report.findings} == {("WSC108", made), ("WSC108", made + 1)}, report.findings
+    assert run("unvalidated", path, backends=("lazy",)).findings == []
+    assert run("validating", path, backends=("dynamo",)).findings == []  # dynamo traces the checks
