@@ -316,6 +316,13 @@ TARGETS = ["llama", "mixtral", "gpt2", "bert", "t5", "whisper", "resnet", "vit",
            "adabelief", "lamb", "radam"]
 
 
+def _package_root(path: str, scopes: tuple[str, ...]) -> Path:
+    """The directory the packages of `scopes` are installed in (site-packages), from one of their files."""
+    parts = Path(path).parts
+    index = next(i for i, part in enumerate(parts) if part in scopes)
+    return Path(*parts[:index])
+
+
 def ensure_venv(venv: Path) -> Path:
     python = venv / "bin" / "python"
     marker = venv / ".cslint-realcode"
@@ -378,11 +385,18 @@ def measure_target(python: Path, factories: Path, name: str, target: str, timeou
     assert isinstance(ran, dict)
     files = sorted(path for path in ran if path.endswith(".py"))
     user = []
-    if name in USER_STEPS:
-        user = [str(factories.parent / f"user_{name}.py")]
+    if name in USER_STEPS and files:
+        # Beside the installed packages, so that the step and the package files it calls are one project, as
+        # a project linting its own copy of them would be: since a run is split by project (2657b3d), a step in
+        # another directory has the packages' findings reported at its calls, not in the files this row scores.
+        user = [str(_package_root(files[0], scopes) / f"cslint_user_{name}.py")]
         Path(user[0]).write_text(USER_STEPS[name], encoding="utf-8")
-    static = run_json([str(python), "-m", "cslint", "check", "--no-cache", "--exit-zero", "--target", target,
-                       "--output-format", "json", *files, *user], timeout) if files else []
+    try:
+        static = run_json([str(python), "-m", "cslint", "check", "--no-cache", "--exit-zero", "--target", target,
+                           "--output-format", "json", *files, *user], timeout) if files else []
+    finally:
+        for path in user:
+            Path(path).unlink(missing_ok=True)
     static = [f for f in static if str(Path(f["filename"]).resolve()) in {str(Path(p).resolve()) for p in files}]
     assert isinstance(static, list)
     static_sites: dict[tuple[str, int], set[str]] = {}
