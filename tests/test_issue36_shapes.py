@@ -221,6 +221,32 @@ def test_5_a_helper_called_with_the_argument_that_avoids_the_sync(lint, target):
 
 
 @pytest.mark.parametrize("target", TARGETS)
+def test_5_a_helper_given_a_variable_holding_the_length(lint, target):
+    """F3 for variables: the length is a variable bound to a shape entry, or a parameter given one where it
+    was None."""
+    forward = "def forward(self, x, lens, max_len: int | None = None):"
+    code = LENS_TO_MASK.replace("def forward(self, x, lens):", forward) + """\
+            n = x.size(1)
+            mask = lens_to_mask(lens, n)
+            if max_len is None:
+                max_len = n
+            again = lens_to_mask(lens, max_len=max_len)
+            return x.masked_fill(~(mask & again)[..., None], 0.0)
+    """
+    assert codes(lint(code, target=target)) == []
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_5_a_helper_given_a_variable_that_may_be_none_still_syncs(lint, target):
+    code = LENS_TO_MASK.replace("def forward(self, x, lens):", "def forward(self, x, lens, flag=False):") + """\
+            n = None if flag else x.size(1)
+            mask = lens_to_mask(lens, n)
+            return x.masked_fill(~mask[..., None], 0.0)
+    """
+    assert ("WSC201", 6) in codes(lint(code, target=target))
+
+
+@pytest.mark.parametrize("target", TARGETS)
 def test_5_the_same_helper_called_without_it_still_syncs(lint, target):
     code = LENS_TO_MASK + """\
             mask = lens_to_mask(lens)

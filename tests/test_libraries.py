@@ -73,6 +73,29 @@ def packed(mask):
 
 def as_complex(x):
     return complex(x.sum())
+
+
+def count_nodes(index, num_nodes=None):
+    if num_nodes is not None:
+        return num_nodes
+    return int(index.max()) + 1
+
+
+def scatter_sum(src, index, dim_size=None):
+    if dim_size is None:
+        dim_size = int(index.max()) + 1
+    out = src.new_zeros(dim_size, src.size(-1))
+    return out.index_add_(0, index, src)
+
+
+def checked(y):
+    assert y.dim() > 0, "empty state, total {}".format(y.sum().item())
+    return y
+
+
+def degree(index, num_nodes=None):
+    num_nodes = count_nodes(index, num_nodes)
+    return scatter_sum(torch.ones_like(index).unsqueeze(-1), index, num_nodes)
 '''
 
 SCHEDULER = '''
@@ -234,6 +257,51 @@ def test_an_argument_that_is_not_none_decides_the_library_test(site: Path, tmp_p
                 return x * given * keyword * left_out
     '''}, target=target)
     assert [(c, line) for c, _, line, m in found if "via fakeoptim.utils.lens_to_mask" in m] == [("WSC201", 9)]
+
+
+@pytest.mark.parametrize("target", ["wsc", "compile"])
+def test_a_variable_shown_not_to_be_none_decides_the_library_test(site: Path, tmp_path: Path, target: str) -> None:
+    """#36 F3 for variables: the size a call passes is a variable bound to a value that is never None (a shape
+    entry, `max()` of sizes, a tensor method's result), a parameter given one where it was None, or a library
+    helper's result that hands back the one it was given: the callee's `if dim_size is None: ... .max()` does
+    not run for that call. A variable that may hold None keeps the read."""
+    found = _lint(tmp_path / "proj", {"model.py": '''
+        from torch import nn
+        from fakeoptim.utils import degree, scatter_sum
+
+
+        class Pool(nn.Module):
+            def forward(self, x, index, sizes, num_nodes=None, flag=False):
+                n = x.size(0)
+                a = scatter_sum(x, index, dim_size=n)
+                b = scatter_sum(x, index, max(sizes))
+                counts = index.bincount()
+                c = scatter_sum(x, index, counts.numel())
+                if num_nodes is None:
+                    num_nodes = x.size(0)
+                d = scatter_sum(x, index, dim_size=num_nodes)
+                e = degree(index, num_nodes)
+                maybe = None if flag else n
+                f = scatter_sum(x, index, dim_size=maybe)
+                g = degree(index)
+                return a + b + c + d + e + f + g
+    '''}, target=target)
+    reads = [(c, line) for c, _, line, m in found if "via fakeoptim.utils" in m and c in ("WSC201", "WSC203")]
+    assert [line for _, line in reads] == [17, 18]
+
+
+def test_a_library_asserts_message_is_not_an_effect(site: Path, tmp_path: Path) -> None:
+    """The message of a library's `assert` is built only when the assert fails: no read for the caller."""
+    found = _lint(tmp_path / "proj", {"model.py": '''
+        from torch import nn
+        from fakeoptim.utils import checked
+
+
+        class Net(nn.Module):
+            def forward(self, x):
+                return checked(x) * 2
+    '''})
+    assert [c for c, _, _, m in found if "via fakeoptim.utils.checked" in m] == []
 
 
 def test_tensor_arithmetic_in_a_library_is_not_a_finding(site: Path, tmp_path: Path) -> None:

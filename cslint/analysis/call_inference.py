@@ -20,7 +20,7 @@ from cslint.analysis.kinds import (
     FLOAT64, FLOAT64_DTYPE, HOST, MODULE, STATIC, TENSOR, UNKNOWN, Kind, Tag, as_boolean, element_of, is_float64,
     join, modules_of, obj, sequence_of, tensor, tuple_of, with_dtype,
 )
-from cslint.analysis.none_arguments import literal_nones, with_none_arguments
+from cslint.analysis.none_arguments import literal_nones, shown_not_none, with_none_arguments
 from cslint.analysis.project import Project
 from cslint.analysis.ranks import method_rank
 from cslint.analysis.step_functions import global_kind, imported_object_kind
@@ -104,7 +104,7 @@ class CallInference:
     # ---- calls -----------------------------------------------------------------------------------
 
     def _call(self, node: cst.Call, env: Env) -> Kind:
-        arg_kinds = [self.ev(arg.value, env) for arg in node.args]
+        arg_kinds = shown_not_none(node, [self.ev(arg.value, env) for arg in node.args], env)
         func = node.func
         if isinstance(func, cst.Attribute) and func.attr.value == "apply":
             applied = self._autograd_function(func.value, env)

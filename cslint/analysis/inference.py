@@ -23,10 +23,10 @@ from cslint.analysis.function_analysis import Env, FunctionAnalysis
 from cslint.analysis.imports import dotted_name
 from cslint.analysis.index import FunctionInfo, ModuleInfo
 from cslint.analysis.kinds import (
-    STATIC, TENSOR, UNKNOWN, Kind, Tag, as_boolean, combine, element_of, is_none, is_some, join, obj, sequence_of,
-    tuple_of,
+    STATIC, TENSOR, UNKNOWN, Kind, Tag, as_boolean, combine, element_of, is_none, is_some, join, not_none, obj,
+    sequence_of, tuple_of,
 )
-from cslint.analysis.none_arguments import none_truth
+from cslint.analysis.none_arguments import never_none, none_truth
 from cslint.analysis.project import Project
 from cslint.analysis.signatures import all_params, first_param, signature_kind
 from cslint.analysis.syntax import path_key
@@ -161,12 +161,12 @@ class FunctionInference(ExpressionInference):
 
     def _small(self, stmt: cst.BaseSmallStatement, env: Env) -> None:
         if type(stmt) is cst.Assign:
-            kind = self.ev(stmt.value, env)
+            kind = self._marked(stmt.value, self.ev(stmt.value, env), env)
             for target in stmt.targets:
                 self._bind(target.target, self._spread(stmt.value, kind, target.target), env)
         elif type(stmt) is cst.AnnAssign:
             if stmt.value is not None:
-                kind = self.ev(stmt.value, env)
+                kind = self._marked(stmt.value, self.ev(stmt.value, env), env)
                 self._bind(stmt.target, kind, env)
         elif type(stmt) is cst.AugAssign:
             old = self.ev(stmt.target, env)
@@ -191,6 +191,12 @@ class FunctionInference(ExpressionInference):
         elif type(stmt) is cst.Raise:
             if stmt.exc is not None:
                 self.ev(stmt.exc, env)
+
+    @staticmethod
+    def _marked(value: cst.BaseExpression, kind: Kind, env: Env) -> Kind:
+        """A value bound that is shown not to be None (`n = x.size(0)`, `n = max(sizes)`) keeps that in its kind:
+        a library's `if n is None:` given it is decided (none_arguments.py)."""
+        return not_none(kind) if never_none(value, env) else kind
 
     def _spread(self, value: cst.BaseExpression, kind: Kind, target: cst.BaseExpression) -> Kind:
         """`grad, lr, beta1, beta2, state = p.grad, group["lr"], *group["betas"], self.state[p]`: the value's
@@ -329,10 +335,11 @@ class FunctionInference(ExpressionInference):
         if type(test) is cst.Comparison and len(test.comparisons) == 1:
             compared = test.comparisons[0]
             if type(compared.comparator) is cst.Name and compared.comparator.value == "None" and \
-                    type(compared.operator) in (cst.Is, cst.IsNot) and holds is (type(compared.operator) is cst.Is):
+                    type(compared.operator) in (cst.Is, cst.IsNot):
                 key = path_key(test.left)
                 if key is not None and key in env:
-                    env[key] = STATIC  # None
+                    # None where `x is None` holds; where it fails, what it was, not None
+                    env[key] = STATIC if holds is (type(compared.operator) is cst.Is) else not_none(env[key])
             return
         if type(test) is not cst.Call or not test.args:
             return

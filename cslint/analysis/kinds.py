@@ -8,7 +8,7 @@ here so inference can follow values through the code people actually write.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 
 class Tag(enum.IntEnum):
@@ -85,8 +85,10 @@ HOST_LIST = Kind(Tag.HOST, elem=HOST)
 # `None` itself, where a library is summarised for a call that passes it (analysis/none_arguments.py)
 NONE = Kind(Tag.STATIC, role="none")
 # a Python value the call's own expression shows is not None (`x.shape[1]`, `2 * n`, a literal), where it decides
-# a library's test for None
+# a library's test for None; `not_none` marks an unknown value, a value read from tensor data or a tensor the same
+# way (a variable bound to `max(sizes)`, `counts.numel()`, a parameter given one where it was None)
 SOME = Kind(Tag.STATIC, role="some")
+_MAY_BE_SOME = (Tag.STATIC, Tag.UNKNOWN, Tag.HOST, Tag.TENSOR)  # the tags whose kinds have no role of their own
 
 
 def is_none(kind: Kind) -> bool:
@@ -94,7 +96,22 @@ def is_none(kind: Kind) -> bool:
 
 
 def is_some(kind: Kind) -> bool:
-    return kind.tag is Tag.STATIC and kind.role == "some"
+    return kind.role == "some" and kind.tag in _MAY_BE_SOME
+
+
+def not_none(kind: Kind) -> Kind:
+    """The same value, shown not to be None."""
+    if kind.tag not in _MAY_BE_SOME or kind.role == "some":
+        return kind
+    return SOME if kind.tag is Tag.STATIC and not kind.dtype else replace(kind, role="some")
+
+
+def may_be_none(kind: Kind) -> Kind:
+    """The same value without the mark of `not_none`, or `NONE` as any Python value."""
+    if not (is_some(kind) or is_none(kind)):
+        return kind
+    plain = replace(kind, role="")
+    return STATIC if plain == STATIC else plain
 
 
 def tensor(dynamic_shape: bool = False, rank: int | None = None, boolean: bool = False, dtype: str = "") -> Kind:

@@ -239,6 +239,9 @@ def _effects(func: FunctionInfo, analysis: Any, guards: Any) -> Iterator[Effect]
             test = node.test  # type: ignore[attr-defined]
             if _truth_is_data_dependent(test, analysis, guards, func.module):
                 found.append((test, BRANCH, f"{_KEYWORDS[kind]} {_code(test)}"))
+            if kind is cst.Assert:  # its message is built only when the assert fails
+                stack.append(test)
+                continue
         elif kind is cst.Call:
             what = _call_effect(node, analysis)  # type: ignore[arg-type]
             if what is not None:

@@ -13,7 +13,10 @@ summary follows. Only parameters that a test compares with None (`if x is None`,
 The other way round (#36 item 5): `lens_to_mask(lens, x.shape[1])` passes a length, and the callee's `if max_len
 is None: max_len = lens.amax().item()` never runs for that call. A Python value whose expression at the call
 cannot be None (a literal, arithmetic, a comparison, a shape entry, `len()`/`int()`/...) is given as `SOME`
-where it decides a test, and the test on a name still bound to it is decided the other way.
+where it decides a test, and the test on a name still bound to it is decided the other way. A variable carries
+that in its kind (`kinds.not_none`): bound to such an expression (`n = x.size(0)`, `n = max(sizes)`, a tensor
+method's result), given one where it was None (`if n is None: n = x.size(0)`, and the `else` of `n is None`), or
+returned by a summary that hands back the one it was given; a join with a value that may be None drops it.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from cslint.analysis.index import FunctionInfo
-from cslint.analysis.kinds import NONE, SOME, STATIC, Kind, Tag, is_none, is_some
+from cslint.analysis.kinds import NONE, Kind, Tag, is_none, is_some, may_be_none, not_none
 from cslint.analysis.walk import iter_nodes
 
 
@@ -51,8 +54,7 @@ def with_none_arguments(func: FunctionInfo, node: cst.Call, bound: dict[str, Kin
     a test of `func`, and added for such a parameter left at its default None (when no `*`/`**` argument
     could fill it)."""
     tests = none_tests(func)
-    taken = {name: STATIC if (is_none(kind) or is_some(kind)) and name not in tests.deciding else kind
-             for name, kind in bound.items()}
+    taken = {name: kind if name in tests.deciding else may_be_none(kind) for name, kind in bound.items()}
     if tests.defaults and not any(arg.star for arg in node.args):
         for name in tests.defaults:
             taken.setdefault(name, NONE)
@@ -60,10 +62,17 @@ def with_none_arguments(func: FunctionInfo, node: cst.Call, bound: dict[str, Kin
 
 
 def literal_nones(node: cst.Call, arg_kinds: list[Kind]) -> list[Kind]:
-    """The argument kinds of a call, NONE for each argument that is a literal `None`, SOME for each Python value
-    whose expression cannot be None."""
+    """The argument kinds of a call, NONE for each argument that is a literal `None`, marked not None (`not_none`)
+    for each whose expression cannot be None (a variable carries its mark in its kind)."""
     return [NONE if type(arg.value) is cst.Name and arg.value.value == "None" else
-            SOME if kind.tag is Tag.STATIC and not arg.star and _never_none(arg.value) else kind
+            not_none(kind) if not arg.star and never_none(arg.value, {}) else kind
+            for arg, kind in zip(node.args, arg_kinds)]
+
+
+def shown_not_none(node: cst.Call, arg_kinds: list[Kind], env: Mapping[str, Kind]) -> list[Kind]:
+    """The argument kinds of a call, marked not None where the expression and the variables it reads (`env`)
+    show it is not (`n if flag else x.size(0)`, `counts.numel()` of a tensor `counts`)."""
+    return [not_none(kind) if not arg.star and never_none(arg.value, env) else kind
             for arg, kind in zip(node.args, arg_kinds)]
 
 
@@ -75,16 +84,26 @@ _VALUE_CALLS = frozenset({"int", "float", "bool", "len", "str", "abs", "round", 
                           "size", "dim", "numel"})
 
 
-def _never_none(expr: cst.BaseExpression) -> bool:
-    """True when the expression itself shows its value is not None."""
+def never_none(expr: cst.BaseExpression, env: Mapping[str, Kind]) -> bool:
+    """True when the expression shows its value is not None: its form, a variable (in `env`) bound to such a
+    value, a conditional both of whose values are, or a tensor method's result."""
     if isinstance(expr, _NEVER_NONE):
         return True
+    if isinstance(expr, cst.Name):
+        kind = env.get(expr.value)
+        return kind is not None and is_some(kind)
+    if isinstance(expr, cst.IfExp):
+        return never_none(expr.body, env) and never_none(expr.orelse, env)
     if isinstance(expr, cst.Subscript):  # `x.shape[1]`, `x.size()[0]`
         value = expr.value
         return (isinstance(value, cst.Attribute) and value.attr.value == "shape") or \
-            (isinstance(value, cst.Call) and _never_none(value))
+            (isinstance(value, cst.Call) and never_none(value, env))
     if isinstance(expr, cst.Call):
         func = expr.func
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
+            receiver = env.get(func.value.value)
+            if receiver is not None and receiver.tag is Tag.TENSOR:  # `counts.numel()`, `index.max()`
+                return True
         name = func.value if isinstance(func, cst.Name) else func.attr.value if isinstance(func, cst.Attribute) \
             else ""
         return name in _VALUE_CALLS
