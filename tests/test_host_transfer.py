@@ -187,3 +187,39 @@ def test_values_read_for_an_error_message_are_left_to_the_check(lint, target):
             return self.fc(domain_id) * first
     """
     assert codes(lint(code, target=target)) == [("WSC101", 6), ("WSC201", 10)]
+
+
+@pytest.mark.parametrize("target", ("wsc", "compile"))
+def test_an_assert_message_is_built_only_when_the_assert_fails(lint, target):
+    """#36 (set 2): `assert cond, '...{}'.format(y0)` formats y0 only when the assert fails; the assert on a
+    tensor is its own finding, the message none, whatever builds it (f-string, .format, %, str(), .item())."""
+    code = """
+    import torch
+    from torch import nn
+
+    class Solver(nn.Module):
+        def forward(self, y0, t):
+            assert torch.isfinite(y0).all(), "non-finite state: {}".format(y0)
+            assert t.dim() == 1, f"bad times {t}"
+            assert t.dim() == 1, "bad times %s" % t
+            assert t.dim() == 1, "bad times " + str(t) + " first " + str(t[0].item())
+            return y0 * 2
+    """
+    assert codes(lint(code, target=target)) == [("WSC104", 6)]
+
+
+@pytest.mark.parametrize("target", ("wsc", "compile"))
+def test_python_abs_of_a_tensor_reads_nothing(lint, target):
+    """#36 (set 2): `abs(t)` runs Tensor.__abs__, the op torch.abs: no value read, no finding; `round(t)`
+    (a TypeError on a tensor) still is one."""
+    code = """
+    import torch
+    from torch import nn
+
+    class Step(nn.Module):
+        def forward(self, x, x_star):
+            gap = abs(x - x_star)
+            size = abs(x).mean() + gap.sum()
+            return size * round(x, 2)
+    """
+    assert codes(lint(code, target=target)) == [("WSC205", 8)]

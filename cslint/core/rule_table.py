@@ -73,7 +73,6 @@ BUILTINS: dict[str, str] = {
     "complex": "WSC203",
     "min": "WSC205",
     "max": "WSC205",
-    "abs": "WSC205",
     "round": "WSC205",
     "sum": "WSC205",
     "str": "WSC206",

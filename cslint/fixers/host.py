@@ -174,9 +174,9 @@ def builtin_to_clamp(node: cst.Call, ctx: RuleContext) -> Fix | None:
 
 
 def builtin_to_torch(node: cst.Call, ctx: RuleContext) -> Fix | None:
-    """`abs(t)` -> `torch.abs(t)`, `round(t)` -> `torch.round(t)`, `round(t, n)` -> decimals=n."""
+    """`round(t)` -> `torch.round(t)`, `round(t, n)` -> decimals=n."""
     func = node.func
-    if not isinstance(func, cst.Name) or func.value not in ("abs", "round") or not node.args:
+    if not isinstance(func, cst.Name) or func.value != "round" or not node.args:
         return None
     if any(arg.keyword is not None or arg.star for arg in node.args) or len(node.args) > 2:
         return None
@@ -187,9 +187,6 @@ def builtin_to_torch(node: cst.Call, ctx: RuleContext) -> Fix | None:
                             equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))))
     call = cst.Call(func=cst.Attribute(cst.Name(torch), cst.Name(func.value)), args=args)
     call = call.with_changes(lpar=node.lpar, rpar=node.rpar)
-    if func.value == "abs":
-        return Fix("safe", f"Use {torch}.abs, the op Python's abs() dispatches to on a tensor", [(node, call)],
-                   imports)
     # Tensor defines no __round__: round(t) raises TypeError, so no rewrite can keep the behaviour.
     return Fix("unsafe", f"Use {torch}.round (half to even, like Python's round); unsafe: round() on a tensor "
                          "raises TypeError, so this changes what the code does, and with decimals torch scales "

@@ -141,7 +141,7 @@ class Scale(nn.Module):
         func = node.func
         if not isinstance(func, cst.Attribute) or func.attr.value not in self.tensor_methods:
             return
-        if not ctx.is_tensor(func.value) or _in_raise(node, ctx):  # an error message reads only when it fails
+        if not ctx.is_tensor(func.value) or _in_failure_message(node, ctx):  # an error message reads only when it fails
             return
         method = func.attr.value
         if method == "item" and _captured(node, ctx):
@@ -303,7 +303,7 @@ class Mix(nn.Module):
         name = _is_builtin(node.func, self.builtins, ctx)
         if name is None or not node.args or not ctx.is_tensor(node.args[0].value):
             return
-        if id(node) in ctx.scratch.get("host.range_args", ()) or _in_raise(node, ctx):
+        if id(node) in ctx.scratch.get("host.range_args", ()) or _in_failure_message(node, ctx):
             return
         if name in ("float", "int") and _captured(node, ctx):
             return
@@ -377,15 +377,15 @@ class Attn(nn.Module):
 
 class PythonBuiltinOnTensor(Rule):
     code = "WSC205"
-    builtins = ("min", "max", "abs", "round", "sum")
+    builtins = ("min", "max", "round", "sum")
     name = "python-builtin-on-tensor"
-    summary = "Checks for Python's `min`, `max`, `abs`, `round` and `sum` applied to tensors in traced code."
+    summary = "Checks for Python's `min`, `max`, `round` and `sum` applied to tensors in traced code."
     why = (
         "`min`/`max` compare their arguments with Python's `>`, calling bool() on a tensor: the value is "
         "read while tracing and the first step's choice is frozen. `sum(t)` iterates a tensor in Python, "
         "unrolling one addition per row into the graph. `round(t)` raises TypeError (tensors define no "
-        "`__round__`), and `abs(t)` works only through Python's number protocol; the torch ops say what "
-        "the graph does."
+        "`__round__`). `abs(t)` is not one of them: it runs `Tensor.__abs__`, the op torch.abs, and reads "
+        "nothing."
     )
     example = """
 def forward(self, x, eps=1e-6):
@@ -400,8 +400,8 @@ def forward(self, x, eps=1e-6):
     fix_safety = (
         "`max(c, t)`/`min(c, t)` with a Python number `c` become `torch.clamp(t, min=c)`/`max=c` (through "
         "`t.detach()` when `t` was `.item()`/`float()` of a tensor); with two tensors, torch.maximum/minimum. "
-        "Unsafe: the result is a tensor whose dtype and shape follow the tensor. `abs(t)` -> `torch.abs(t)` "
-        "is safe (the op Tensor.__abs__ runs). `round(t, n)` -> `torch.round(t, decimals=n)` is unsafe: the "
+        "Unsafe: the result is a tensor whose dtype and shape follow the tensor. `round(t, n)` -> "
+        "`torch.round(t, decimals=n)` is unsafe: the "
         "original raises TypeError. `sum(t)` has no fix. An operand that may be a Python number when the step runs "
         "eagerly (`lr = group[\"lr\"]`, an unannotated input) goes through `torch.as_tensor`, so "
         "`max(lr, group[\"lr_min\"])` becomes `torch.clamp(torch.as_tensor(lr), min=group[\"lr_min\"])` and runs "
@@ -424,7 +424,7 @@ class Pool(nn.Module):
     def forward(self, feats, eps: float = 1e-6):
         total = sum(f.mean() for f in feats)
         k = min(self.width, feats[0].shape[-1])
-        return torch.clamp(total, min=eps) * k + abs(eps)
+        return torch.clamp(total, min=eps) * k + abs(eps) + abs(feats[0]).mean()
 
 
 def best_epoch(history):
@@ -439,7 +439,7 @@ from torch import nn
 class Pool(nn.Module):
     def forward(self, x, eps: float = 1e-6):
         scale = max(eps, x.abs().max())  # expect: WSC205
-        y = abs(x) + round(x, 2)  # expect: WSC205
+        y = x + round(x, 2)  # expect: WSC205
         return self._rows(y) / scale
 
     def _rows(self, y):
@@ -570,20 +570,22 @@ class Block(nn.Module):
             self._report(node, ctx)
 
     def _skip(self, node: cst.CSTNode, ctx: RuleContext) -> bool:
-        return id(node) in ctx.scratch.get("host.logged", ()) or _in_raise(node, ctx)
+        return id(node) in ctx.scratch.get("host.logged", ()) or _in_failure_message(node, ctx)
 
     def _report(self, node: cst.CSTNode, ctx: RuleContext) -> None:
         ctx.report(node, f"`{ctx.code(node)}` formats a tensor's values into a string", consequence=NO_VALUE)
 
 
-def _in_raise(node: cst.CSTNode, ctx: RuleContext) -> bool:
-    """Messages of `raise` statements are built only when the check before them fails (a check on tensor
-    data is its own finding)."""
-    key = "host.raise_parts"
+def _in_failure_message(node: cst.CSTNode, ctx: RuleContext) -> bool:
+    """Messages of `raise` statements and of `assert`s are built only when the check before them fails (a
+    check on tensor data is its own finding)."""
+    key = "host.failure_messages"
     if key not in ctx.scratch:
         parts: set[int] = set()
         for node_ in ctx.walk():
             if type(node_) is cst.Raise and node_.exc is not None:
                 parts.update(id(inner) for inner in ctx.walk(node_.exc))
+            elif type(node_) is cst.Assert and node_.msg is not None:
+                parts.update(id(inner) for inner in ctx.walk(node_.msg))
         ctx.scratch[key] = parts
     return id(node) in ctx.scratch[key]
