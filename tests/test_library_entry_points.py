@@ -256,3 +256,90 @@ def test_an_entry_point_a_forward_calls_keeps_the_forwards_chain(tmp_path, capsy
     findings = json.loads(capsys.readouterr().out)
     assert [(Path(f["filename"]).name, f["line"], f["trace_chain"]) for f in findings] == \
         [("helpers.py", 5, ["lib.model.Net.forward", "lib.helpers.scale"])]
+
+
+KERNELS = '''
+import torch
+from torch import nn
+
+
+def create_kernels(n_fft, sr):
+    if sr < 8000:
+        print(f"sampling rate {sr} is low")
+    window = torch.hann_window(n_fft)
+    peak = window.max().item()
+    return window / peak
+
+
+def check_peak(window):
+    return window.abs().max().item()
+
+
+class Spectrogram(nn.Module):
+    def __init__(self, n_fft=64, sr=16000):
+        super().__init__()
+        self.register_buffer("window", create_kernels(n_fft, sr))
+
+    def forward(self, x):
+        return x * self.window.sum()
+
+
+def spectral_peak(x: torch.Tensor):
+    return check_peak(x) + x.nonzero().sum().item()
+
+
+BASIS = create_kernels(32, 16000)
+'''
+
+SAMPLER = '''
+import torch
+from torch.utils.data import Dataset, Sampler
+
+
+def count_degrees(index):
+    return int(index.max()) + 1
+
+
+def degree_weights(index):
+    degrees = torch.bincount(index, minlength=count_degrees(index))
+    return degrees.float() / degrees.sum().item()
+
+
+class GraphData(Dataset):
+    def __init__(self, index):
+        self.index = index
+
+    def __getitem__(self, i):
+        return self.index[i], count_degrees(self.index)
+
+    def __len__(self):
+        return len(self.index)
+
+
+class WeightedSampler(Sampler):
+    def __init__(self, index):
+        self.weights = degree_weights(index)
+
+    def __iter__(self):
+        return iter(torch.multinomial(self.weights, len(self.weights)).tolist())
+'''
+
+
+def test_a_function_every_caller_of_which_builds_the_module_is_no_entry_point(tmp_path, capsys):
+    """#36 (set 2, the packages whole): a kernel builder only an `__init__` and an import-time constant call runs
+    when the module is built, not in a step: no finding in it. A public function a step may call is still one,
+    and so is a helper it calls."""
+    found = check(tmp_path, {"lib/__init__.py": "", "lib/spectrogram.py": KERNELS}, capsys)
+    assert {line for _, _, line in found} == {lines_of(KERNELS, "return window.abs()"),
+                                              lines_of(KERNELS, "x.nonzero().sum().item()")}
+
+
+def test_helpers_only_a_dataset_and_a_sampler_call_are_no_entry_points(tmp_path, capsys):
+    """Functions only data-pipeline classes call (a `Dataset`'s `__getitem__`, a `Sampler`'s `__init__`), and
+    one only such a function calls, run in the data loader, not in a step."""
+    assert check(tmp_path, {"lib/__init__.py": "", "lib/sampling.py": SAMPLER}, capsys) == []
+    step = ("from torch import Tensor\nfrom lib.sampling import count_degrees\n\n\n"
+            "def batch_size(index: Tensor):\n    return count_degrees(index)\n")
+    found = check(tmp_path / "with_step", {"lib/__init__.py": "", "lib/sampling.py": SAMPLER, "lib/ops.py": step},
+                  capsys)
+    assert ("sampling.py", "WSC203", lines_of(SAMPLER, "int(index.max())")) in found

@@ -17,7 +17,10 @@ configuration time, or outside any step:
   configuration, called around steps, not in them;
 - a `Dataset` subclass's methods (torch.utils.data's loaders call them, in worker processes);
 - the functions of a script (a module with an `if __name__ == "__main__":` block, or one that imports
-  `argparse`) and of a test file (`test_*.py`, `*_test.py`, `conftest.py`), and functions named `test_*`.
+  `argparse`) and of a test file (`test_*.py`, `*_test.py`, `conftest.py`), and functions named `test_*`;
+- a function every caller of which in view runs around steps (`_Callers`): a kernel builder only an
+  `__init__` calls, a helper only a `Dataset`'s or a sampler's methods call, one called at import time.
+  Callers are read from the text by name (call_names.py); a function with no caller in view stays one.
 
 An entry point's inputs are unknown, not assumed tensors (param_kinds.helper_param_kinds with no caller):
 a finding in it rests on what its body shows (a torch op's result, a tensor method, a `Tensor` annotation,
@@ -31,6 +34,7 @@ from collections.abc import Iterable, Iterator
 
 import libcst as cst
 
+from cslint.analysis.call_names import IMPORT_TIME, CallNames
 from cslint.analysis.index import ClassInfo, FunctionInfo, ModuleInfo
 from cslint.analysis.project import Project
 
@@ -38,6 +42,9 @@ REASON = "library entry point"  # the start of an entry point's reason (`TracedF
 
 # Methods nn.Module runs while it is built or printed.
 CONSTRUCTION_METHODS = frozenset({"extra_repr", "reset_parameters"})
+# Methods that build or restore an object, and those nn.Module runs while it is built or printed.
+CONSTRUCTORS = CONSTRUCTION_METHODS | {"__init__", "__new__", "__post_init__", "__init_subclass__", "__setstate__",
+                                       "__set_name__", "__repr__", "__str__"}
 _MAIN_GUARD = re.compile(r"^if\s+__name__\s*==\s*['\"]__main__['\"]\s*:", re.MULTILINE)
 _GLOBAL = re.compile(r"^[ \t]+global[ \t]", re.MULTILINE)
 _CLI_IMPORT = re.compile(r"^\s*(?:import\s+argparse\b|from\s+argparse\s+import\b)", re.MULTILINE)
@@ -45,18 +52,58 @@ _CLI_IMPORT = re.compile(r"^\s*(?:import\s+argparse\b|from\s+argparse\s+import\b
 
 def entry_points(project: Project, modules: Iterable[ModuleInfo]) -> Iterator[tuple[FunctionInfo, str]]:
     """The entry points of `modules`, each with the reason it is a root."""
+    modules = list(modules)
+    callers = _Callers(project, modules)
     for module in modules:
         if _outside_steps(module):
             continue
         for func in module.functions.values():
-            if _public(func):
+            if _public(func) and not callers.only_around_steps(func):
                 yield func, f"{REASON}: public function {func.name}, which a user's step may call"
         for cls in module.classes.values():
             if not _public_name(cls.name) or _loaded_by_data_loaders(project, cls):
                 continue
             for func in cls.methods.values():
-                if _public(func):
+                if _public(func) and not callers.only_around_steps(func):
                     yield func, f"{REASON}: public method {cls.name}.{func.name}, which a user's step may call"
+
+
+class _Callers:
+    """Whether every caller a function has in view runs around steps, not in them: a constructor
+    (`__init__` and the methods nn.Module runs while it is built), a method of a class torch.utils.data's
+    loaders drive (a `Dataset`, a `DataLoader`, a `Sampler`), a script's or a test's function, a setter of
+    module configuration, code run at import (module level, a class body), or a function whose own callers
+    are all such. A function with no caller in view is not settled by them: the user's step may call it."""
+
+    def __init__(self, project: Project, modules: list[ModuleInfo]) -> None:
+        self.project = project
+        self.modules = modules
+        self._names: CallNames | None = None
+        self._known: dict[str, bool] = {}
+
+    def only_around_steps(self, func: FunctionInfo) -> bool:
+        key = func.qualname
+        if key not in self._known:
+            self._known[key] = False  # a cycle of calls: not settled by it
+            self._known[key] = self._decide(func)
+        return self._known[key]
+
+    def _decide(self, func: FunctionInfo) -> bool:
+        if self._names is None:
+            self._names = CallNames(self.modules)
+        sites = [site for site in self._names.sites(func.name) if site.caller is not func]
+        return bool(sites) and all(self._around_steps(site.caller, site.module) for site in sites)
+
+    def _around_steps(self, caller: FunctionInfo | str, module: ModuleInfo) -> bool:
+        if caller == IMPORT_TIME:
+            return True
+        if not isinstance(caller, FunctionInfo):
+            return False  # a call in a file that cannot say where
+        if caller.name in CONSTRUCTORS or _outside_steps(module) or _sets_module_state(caller):
+            return True
+        if caller.cls is not None and _loaded_by_data_loaders(self.project, caller.cls):
+            return True
+        return self.only_around_steps(caller)
 
 
 def is_entry_point(reason: str) -> bool:
