@@ -161,13 +161,14 @@ class FunctionInference(ExpressionInference):
 
     def _small(self, stmt: cst.BaseSmallStatement, env: Env) -> None:
         if type(stmt) is cst.Assign:
-            kind = self._marked(stmt.value, self.ev(stmt.value, env), env)
+            kind = self.ev(stmt.value, env)
             for target in stmt.targets:
-                self._bind(target.target, self._spread(stmt.value, kind, target.target), env)
+                self._bind(target.target, self._spread(stmt.value, self._marked(stmt.value, kind, target.target, env),
+                                                       target.target), env)
         elif type(stmt) is cst.AnnAssign:
             if stmt.value is not None:
-                kind = self._marked(stmt.value, self.ev(stmt.value, env), env)
-                self._bind(stmt.target, kind, env)
+                kind = self.ev(stmt.value, env)
+                self._bind(stmt.target, self._marked(stmt.value, kind, stmt.target, env), env)
         elif type(stmt) is cst.AugAssign:
             old = self.ev(stmt.target, env)
             new = combine(old, self.ev(stmt.value, env))
@@ -193,10 +194,11 @@ class FunctionInference(ExpressionInference):
                 self.ev(stmt.exc, env)
 
     @staticmethod
-    def _marked(value: cst.BaseExpression, kind: Kind, env: Env) -> Kind:
-        """A value bound that is shown not to be None (`n = x.size(0)`, `n = max(sizes)`) keeps that in its kind:
-        a library's `if n is None:` given it is decided (none_arguments.py)."""
-        return not_none(kind) if never_none(value, env) else kind
+    def _marked(value: cst.BaseExpression, kind: Kind, target: cst.BaseExpression, env: Env) -> Kind:
+        """A local variable bound to a value shown not to be None (`n = x.size(0)`, `n = max(sizes)`) keeps that
+        in its kind: a callee's `if n is None:` given it is decided (none_arguments.py). Attributes are not
+        marked: their kind is joined over every method that sets them."""
+        return not_none(kind) if type(target) is cst.Name and never_none(value, env) else kind
 
     def _spread(self, value: cst.BaseExpression, kind: Kind, target: cst.BaseExpression) -> Kind:
         """`grad, lr, beta1, beta2, state = p.grad, group["lr"], *group["betas"], self.state[p]`: the value's
