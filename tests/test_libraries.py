@@ -284,10 +284,15 @@ def test_a_variable_shown_not_to_be_none_decides_the_library_test(site: Path, tm
                 maybe = None if flag else n
                 f = scatter_sum(x, index, dim_size=maybe)
                 g = degree(index)
-                return a + b + c + d + e + f + g
+                if flag:
+                    top = index.amax()
+                else:
+                    top = None
+                h = scatter_sum(x, index, dim_size=top)
+                return a + b + c + d + e + f + g + h
     '''}, target=target)
     reads = [(c, line) for c, _, line, m in found if "via fakeoptim.utils" in m and c in ("WSC201", "WSC203")]
-    assert [line for _, line in reads] == [17, 18]
+    assert [line for _, line in reads] == [17, 18, 23]
 
 
 def test_a_library_asserts_message_is_not_an_effect(site: Path, tmp_path: Path) -> None:

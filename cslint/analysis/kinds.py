@@ -186,6 +186,13 @@ def join(a: Kind, b: Kind) -> Kind:
     """The kind of a value that may be `a` or `b` (after an if/else, across loop iterations)."""
     if a is b or a == b:
         return a
+    joined = _join(a, b)
+    if is_some(joined) and not (is_some(a) and is_some(b)):
+        return may_be_none(joined)  # not None only where both are
+    return joined
+
+
+def _join(a: Kind, b: Kind) -> Kind:
     if a.tag is b.tag:
         if a.tag is Tag.TENSOR:  # a mask only if it is one on every path
             return tensor(a.dynamic_shape or b.dynamic_shape, a.rank if a.rank == b.rank else None,
