@@ -862,6 +862,7 @@ def lint_packages(args: argparse.Namespace) -> None:
     rows `--sample` reads: the population a user linting these packages sees, beyond the files the steps ran."""
     held_out = SETS[args.set]
     python = ensure_venv(args.venv, held_out)
+    env = {**os.environ, "PYTHONPATH": str(args.cslint_path)} if args.cslint_path else None
     rows = []
     for target in args.targets.split(","):
         for scope in held_out.scopes:
@@ -872,7 +873,7 @@ def lint_packages(args: argparse.Namespace) -> None:
             tier = ["--include-uncertain"] if args.include_uncertain else []
             out = subprocess.run([str(python), "-m", "cslint", "check", "--no-cache", "--exit-zero", "--target", target,
                                   "--output-format", "json", *tier, where], capture_output=True, text=True,
-                                 timeout=args.timeout)
+                                 timeout=args.timeout, env=env)
             static = [{"path": str(Path(f["filename"]).resolve()), "line": f["line"], "code": f["code"],
                        "message": f.get("message", ""), "executed": ""} for f in json.loads(out.stdout)]
             rows.append({"target": target, "factory": f"package:{scope}", "runtime_sites": 0, "error": "",
@@ -940,6 +941,13 @@ def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
 def score(args: argparse.Namespace) -> None:
     with args.score.open(encoding="utf-8") as fh:
         judged = list(csv.DictReader(fh, delimiter="\t"))
+    if args.kept:  # the judged findings a later run still reports (a change's effect on a judged sample)
+        rows = json.loads(args.kept.read_text())
+        still = {(r["target"], short(f["path"]), f["line"], f["code"]) for r in rows for f in r.get("static", [])}
+        gone = [r for r in judged if (r["target"], r["file"], int(r["line"]), r["code"]) not in still]
+        for r in gone:
+            print(f"gone: {r['target']} {r['file']}:{r['line']} {r['code']} {r['verdict']} {r['cause']}")
+        judged = [r for r in judged if r not in gone]
     for target in sorted({r["target"] for r in judged}):
         mine = [r for r in judged if r["target"] == target and r["verdict"]]
         verdicts = Counter(r["verdict"] for r in mine)
@@ -977,7 +985,7 @@ def main() -> None:
                                                           "function of the package a root, and stop")
     parser.add_argument("--restatic", type=Path, help="score this --json file's runtime sites against a new static "
                                                       "run (no runtime run) into --json, and stop")
-    parser.add_argument("--cslint-path", type=Path, help="with --restatic: run the cslint of this checkout "
+    parser.add_argument("--cslint-path", type=Path, help="with --restatic/--packages: run the cslint of this checkout "
                                                          "(PYTHONPATH), e.g. /work/main for the before-figure")
     parser.add_argument("--include-uncertain", action="store_true",
                         help="with --restatic or --packages: lint with `cslint check --include-uncertain` (the "
@@ -989,6 +997,8 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=64, help="findings judged per target")
     parser.add_argument("--tsv", type=Path, help="default: docs/heldout-N-sample.tsv")
     parser.add_argument("--score", type=Path, help="precision of a judged sample TSV and stop")
+    parser.add_argument("--kept", type=Path, help="with --score: only the judged findings this --json (or "
+                                                  "--packages) file still holds")
     args = parser.parse_args()
     suffix = "" if args.set == 1 else f"-{args.set}"
     args.venv = args.venv or Path(tempfile.gettempdir()) / f"cslint-heldout{suffix}"
