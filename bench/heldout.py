@@ -823,11 +823,11 @@ def restatic(args: argparse.Namespace) -> None:
                                     args.timeout)
         ran = ran_of[name]
         files = sorted(path for path in ran if path.endswith(".py"))
-        tier = ["--include-uncertain"] if args.include_uncertain else []
-        done = subprocess.run([str(python), "-m", "cslint", "check", "--no-cache", "--exit-zero", "--target", target,
-                               "--output-format", "json", *tier, *files], capture_output=True, text=True,
-                              timeout=args.timeout, env=env)
-        static = json.loads(done.stdout) if files else []
+        uncertain = ["--include-uncertain"] if args.include_uncertain else []
+        static = json.loads(subprocess.run(
+            [str(python), "-m", "cslint", "check", "--no-cache", "--exit-zero", "--target", target, *uncertain,
+             "--output-format", "json", *files], capture_output=True, text=True, timeout=args.timeout, env=env,
+        ).stdout) if files else []  # (without files, `cslint check` would lint the working directory)
         resolved = {str(Path(p).resolve()) for p in files}
         static = [f for f in static if str(Path(f["filename"]).resolve()) in resolved]
         families: dict[tuple[str, int], set[str]] = defaultdict(set)
