@@ -343,3 +343,31 @@ def test_helpers_only_a_dataset_and_a_sampler_call_are_no_entry_points(tmp_path,
     found = check(tmp_path / "with_step", {"lib/__init__.py": "", "lib/sampling.py": SAMPLER, "lib/ops.py": step},
                   capsys)
     assert ("sampling.py", "WSC203", lines_of(SAMPLER, "int(index.max())")) in found
+
+
+PLAIN_CLASS = '''
+import torch
+
+
+def site_factor(log_prob: torch.Tensor):
+    if log_prob.abs().max().item() > 1e3:
+        return log_prob.clamp(-1e3, 1e3)
+    return log_prob
+
+
+class Weights:
+    def __init__(self, log_probs):
+        self.factors = [site_factor(p) for p in log_probs]
+
+
+def weighted_loss(log_probs: list[torch.Tensor]):
+    weights = Weights(log_probs)
+    return sum(f.sum() for f in weights.factors)
+'''
+
+
+def test_a_function_a_plain_class_built_in_a_step_calls_stays_an_entry_point(tmp_path, capsys):
+    """A plain class's constructor runs where the class is called: here in a public function a step may call,
+    so the helper only that constructor calls is still reached from an entry point and reported."""
+    found = check(tmp_path, {"lib/__init__.py": "", "lib/dice.py": PLAIN_CLASS}, capsys)
+    assert ("dice.py", "WSC201", lines_of(PLAIN_CLASS, "log_prob.abs().max().item()")) in found

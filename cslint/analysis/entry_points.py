@@ -30,7 +30,7 @@ a parameter or buffer of its module).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 import libcst as cst
 
@@ -42,9 +42,11 @@ REASON = "library entry point"  # the start of an entry point's reason (`TracedF
 
 # Methods nn.Module runs while it is built or printed.
 CONSTRUCTION_METHODS = frozenset({"extra_repr", "reset_parameters"})
-# Methods that build or restore an object, and those nn.Module runs while it is built or printed.
-CONSTRUCTORS = CONSTRUCTION_METHODS | {"__init__", "__new__", "__post_init__", "__init_subclass__", "__setstate__",
-                                       "__set_name__", "__repr__", "__str__"}
+# Methods that build an instance: they run where its class is called
+BUILDERS = frozenset({"__init__", "__new__", "__post_init__"})
+# Methods that run around steps wherever they are defined: printing, unpickling, class definition, and
+# what nn.Module runs while it is built
+AROUND_STEPS = CONSTRUCTION_METHODS | {"__repr__", "__str__", "__setstate__", "__init_subclass__", "__set_name__"}
 _MAIN_GUARD = re.compile(r"^if\s+__name__\s*==\s*['\"]__main__['\"]\s*:", re.MULTILINE)
 _GLOBAL = re.compile(r"^[ \t]+global[ \t]", re.MULTILINE)
 _CLI_IMPORT = re.compile(r"^\s*(?:import\s+argparse\b|from\s+argparse\s+import\b)", re.MULTILINE)
@@ -69,8 +71,9 @@ def entry_points(project: Project, modules: Iterable[ModuleInfo]) -> Iterator[tu
 
 
 class _Callers:
-    """Whether every caller a function has in view runs around steps, not in them: a constructor
-    (`__init__` and the methods nn.Module runs while it is built), a method of a class torch.utils.data's
+    """Whether every caller a function has in view runs around steps, not in them: an nn.Module's constructor
+    (`__init__` and the methods nn.Module runs while it is built; a plain class's constructor when every call of
+    the class runs around steps), a method of a class torch.utils.data's
     loaders drive (a `Dataset`, a `DataLoader`, a `Sampler`), a script's or a test's function, a setter of
     module configuration, code run at import (module level, a class body), or a function whose own callers
     are all such. A function with no caller in view is not settled by them: the user's step may call it."""
@@ -89,9 +92,13 @@ class _Callers:
         return self._known[key]
 
     def _decide(self, func: FunctionInfo) -> bool:
+        return self._only_called_around_steps(func.name, lambda caller: caller is func)
+
+    def _only_called_around_steps(self, name: str, inside: Callable[[FunctionInfo | str], bool]) -> bool:
+        """`name` has call sites (other than those `inside` the callee itself) and every one runs around steps."""
         if self._names is None:
             self._names = CallNames(self.modules)
-        sites = [site for site in self._names.sites(func.name) if site.caller is not func]
+        sites = [site for site in self._names.sites(name) if not inside(site.caller)]
         return bool(sites) and all(self._around_steps(site.caller, site.module) for site in sites)
 
     def _around_steps(self, caller: FunctionInfo | str, module: ModuleInfo) -> bool:
@@ -99,11 +106,26 @@ class _Callers:
             return True
         if not isinstance(caller, FunctionInfo):
             return False  # a call in a file that cannot say where
-        if caller.name in CONSTRUCTORS or _outside_steps(module) or _sets_module_state(caller):
+        if _outside_steps(module) or _sets_module_state(caller):
             return True
-        if caller.cls is not None and _loaded_by_data_loaders(self.project, caller.cls):
+        cls = caller.cls
+        if cls is not None and _loaded_by_data_loaders(self.project, cls):
             return True
+        if caller.name in AROUND_STEPS:
+            return True
+        if caller.name in BUILDERS and cls is not None:
+            # an nn.Module is built before the steps that run it; an instance of a plain class may be made in a
+            # step (a loss's helper object), so its constructor runs where the class is called
+            return self.project.is_module_class(cls) or self._class_made_around_steps(cls)
         return self.only_around_steps(caller)
+
+    def _class_made_around_steps(self, cls: ClassInfo) -> bool:
+        key = f"class:{cls.qualname}"
+        if key not in self._known:
+            self._known[key] = False  # a cycle of calls: not settled by it
+            self._known[key] = self._only_called_around_steps(
+                cls.name, lambda caller: isinstance(caller, FunctionInfo) and caller.cls is cls)
+        return self._known[key]
 
 
 def is_entry_point(reason: str) -> bool:
