@@ -371,3 +371,33 @@ def test_a_function_a_plain_class_built_in_a_step_calls_stays_an_entry_point(tmp
     so the helper only that constructor calls is still reached from an entry point and reported."""
     found = check(tmp_path, {"lib/__init__.py": "", "lib/dice.py": PLAIN_CLASS}, capsys)
     assert ("dice.py", "WSC201", lines_of(PLAIN_CLASS, "log_prob.abs().max().item()")) in found
+
+
+CALLBACK = '''
+import functools
+
+import torch
+from torch import nn
+
+
+def init_to_mean(site=None, fallback=None):
+    if site is None:
+        return functools.partial(init_to_mean, fallback=fallback)
+    value = site.mean(0)
+    if torch.isnan(value).any():
+        return fallback(site)
+    return value
+
+
+class Guide(nn.Module):
+    def __init__(self, init_fn=init_to_mean(fallback=torch.zeros_like)):
+        super().__init__()
+        self.init_fn = init_fn
+'''
+
+
+def test_a_function_handed_on_as_a_value_stays_an_entry_point(tmp_path, capsys):
+    """`init_to_mean(fallback=...)` in a constructor's defaults returns `partial(init_to_mean)`, called later
+    wherever the guide calls `init_fn`, maybe in a step: a function handed on as a value keeps its entry point."""
+    found = check(tmp_path, {"lib/__init__.py": "", "lib/init.py": CALLBACK}, capsys)
+    assert ("init.py", "WSC101", lines_of(CALLBACK, "torch.isnan(value).any()")) in found

@@ -3,7 +3,8 @@ has in view (entry_points.py), read from the files' text so that finding them pa
 
 A call is found by its name (`name(`, `obj.name(`), not resolved: a function and a method of another class
 with the same name share their call sites. That errs towards more callers, so a function that has one in
-step code stays an entry point. A call site is in the innermost indexed function whose span holds it, else
+step code stays an entry point. A name a function hands on as a value (`partial(fn)`, `fallback=fn`) is
+called where the value goes, which the text does not say. A call site is in the innermost indexed function whose span holds it, else
 in a class body or at module level, both of which run when the module is imported. A file whose functions
 have no spans (indexed from libcst, or with lone carriage returns) cannot say where its calls are: its call
 sites are in an unknown place.
@@ -23,6 +24,10 @@ _CALL = re.compile(r"(?<![\w])(?<!def )(?<!class )([A-Za-z_]\w*)\s*\(")
 _NOT_CODE = re.compile(r"\s*(?:>>>|\.\.\.|#)")
 _TRIPLE_QUOTE = re.compile(r'"""|\'\'\'')
 
+# a name handed on as a value (`partial(fn, ...)`, `fallback=fn`, `{"mean": fn}`, `return fn`): where it is
+# called then is not in the text
+_VALUE = re.compile(r"(?:[(,=:\[]|\breturn)[ \t]*([A-Za-z_]\w*)[ \t]*(?=[),\]}\n])")
+
 IMPORT_TIME = "import time"  # a call site in a class body or at module level
 UNKNOWN_PLACE = "unknown"  # a call site in a file whose functions have no spans
 
@@ -38,11 +43,16 @@ class CallNames:
 
     def __init__(self, modules: Iterable[ModuleInfo]) -> None:
         self._sites: dict[str, list[CallSite]] = {}
+        self._values: set[str] = set()
         for module in modules:
             self._index(module)
 
     def sites(self, name: str) -> list[CallSite]:
         return self._sites.get(name, [])
+
+    def handed_on(self, name: str) -> bool:
+        """Whether a function's code hands `name` on as a value (then it is called where the value goes)."""
+        return name in self._values
 
     def _index(self, module: ModuleInfo) -> None:
         text = module.source
@@ -51,6 +61,10 @@ class CallNames:
                        key=lambda s: s[0])
         known = len(spans) == len(functions)
         starts = [start for start, _, _ in spans]
+        for match in _VALUE.finditer(text):  # in functions only: at module level, import lists look the same
+            i = bisect_right(starts, match.start(1)) - 1
+            if i >= 0 and match.start(1) < spans[i][1]:
+                self._values.add(match.group(1))
         line_starts: list[int] | None = None
         quotes: list[int] | None = None
         for match in _CALL.finditer(text):

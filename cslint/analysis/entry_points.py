@@ -92,6 +92,10 @@ class _Callers:
         return self._known[key]
 
     def _decide(self, func: FunctionInfo) -> bool:
+        if self._names is None:
+            self._names = CallNames(self.modules)
+        if self._names.handed_on(func.name):  # a callback: called where the value goes
+            return False
         return self._only_called_around_steps(func.name, lambda caller: caller is func)
 
     def _only_called_around_steps(self, name: str, inside: Callable[[FunctionInfo | str], bool]) -> bool:
