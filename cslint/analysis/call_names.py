@@ -4,10 +4,11 @@ has in view (entry_points.py), read from the files' text so that finding them pa
 A call is found by its name (`name(`, `obj.name(`), not resolved: a function and a method of another class
 with the same name share their call sites. That errs towards more callers, so a function that has one in
 step code stays an entry point. A name a function hands on as a value (`partial(fn)`, `fallback=fn`) is
-called where the value goes, which the text does not say. A call site is in the innermost indexed function whose span holds it, else
-in a class body or at module level, both of which run when the module is imported. A file whose functions
-have no spans (indexed from libcst, or with lone carriage returns) cannot say where its calls are: its call
-sites are in an unknown place.
+called where the value goes, which the text does not say. A call site is in the innermost indexed function
+whose span holds it, else in a class body or at module level, both of which run when the module is
+imported. A file whose functions have no spans (indexed from libcst, or with lone carriage returns) cannot
+say where its calls are: its call sites are in an unknown place. Only the modules given are read: when a
+package is linted, a file's group (its import closure), not the files importing it.
 """
 
 from __future__ import annotations
