@@ -13,6 +13,7 @@ from cslint.fixers.masked_block import masked_block
 from cslint.fixers.first_match import first_match
 from cslint.fixers.layer_drop import run_and_select, skip_rest_of_loop
 from cslint.fixers.masked_tail import early_return
+from cslint.fixers.noop_store_guard import drop_noop_store_guard
 from cslint.fixers.where import if_to_where, ifexp_to_where, inplace_if_to_where
 from cslint.rule_api.context import RuleContext
 from cslint.rule_api.findings import Fix
@@ -92,6 +93,10 @@ def forward(self, x):
         "updates), a dropped layer's parameters get zero gradients instead of none (an optimizer with momentum "
         "or weight decay still moves them), and random numbers it draws shift the random stream. No fix when "
         "the result is not known to be a tensor (a tuple) or `continue` skips more than that assignment."
+        " A guard that only skips a masked store which would write nothing (`if X.max() > c: X[X > c] = v`, "
+        "`X.min()` with `<`, `if M.any(): Y[M] = v`; a Python value stored, nothing else in the body) loses its "
+        "`if`: a false test means an all-false mask. Safe on NumPy arrays of host data; unsafe on a tensor (the "
+        "in-place store runs every step, and autograd counts it as a modification even when it writes nothing)."
         " Conditions joined with `and`/`or` whose sides are both boolean tensors become "
         "`torch.logical_and`/`torch.logical_or` (both sides are evaluated, as the tensors have no side "
         "effects)."
@@ -153,7 +158,8 @@ class Clamp(nn.Module):
             return
         keyword = "elif" if id(node) in elifs else "if"
         fix: Fix | None = None if keyword == "elif" else \
-            if_to_where(node, ctx) or inplace_if_to_where(node, ctx) or run_and_select(node, ctx) or \
+            drop_noop_store_guard(node, ctx) or if_to_where(node, ctx) or inplace_if_to_where(node, ctx) or \
+            run_and_select(node, ctx) or \
             masked_block(node, ctx) or skip_rest_of_loop(node, ctx) or \
             skip_fast_path(node, ctx) or early_return(node, ctx) or first_match(node, ctx) or \
             keep_raising_check(node, ctx)
