@@ -21,6 +21,7 @@ from cslint.analysis.kinds import (
     join, modules_of, obj, sequence_of, tensor, tuple_of, with_dtype,
 )
 from cslint.analysis.none_arguments import literal_nones, shown_not_none, with_none_arguments
+from cslint.analysis.numpy_draws import draws_a_number
 from cslint.analysis.project import Project
 from cslint.analysis.ranks import method_rank
 from cslint.analysis.step_functions import global_kind, imported_object_kind
@@ -261,6 +262,8 @@ class CallInference:
     def _call_qualified(self, qualified: str, node: cst.Call, arg_kinds: list[Kind], env: Env) -> Kind:
         if self.guards is not None and self.guards.tracer == DYNAMO and qualified.startswith("numpy.random.") \
                 and qualified.rsplit(".", 1)[-1] not in NUMPY_RANDOM_STATE:
+            if draws_a_number(qualified.rsplit(".", 1)[-1], node.args):
+                return HOST  # one Python number drawn on the host, as `.item()` of a drawn array is
             return TENSOR  # dynamo traces NumPy as tensors: a draw in the compiled step is a traced value
         target = self.project.lookup(qualified)
         if isinstance(target, FunctionInfo):

@@ -11,6 +11,7 @@ from cslint.fixers.host import (
     builtin_over_iterable, builtin_to_clamp, builtin_to_torch, drop_conversion, feeds_tensor_arithmetic,
     keep_bookkeeping_on_device, keep_tensor_name, math_to_torch,
 )
+from cslint.fixers.numpy_draws import scalar_draw
 from cslint.fixers.summaries import log_call_kind
 from cslint.rule_api.context import RuleContext
 from cslint.rules.base import Rule
@@ -90,8 +91,10 @@ def forward(self, x):
         "arithmetic becomes float32 tensor arithmetic (the last bits drift, and an adaptive step size "
         "amplifies them), and each later use reads a tensor, which its own rule then reports and fixes. No "
         "fix when a use of the name needs a Python integer (an index or slice, `range`, `int`, a size "
-        "argument of `view`/`reshape`/`zeros`...). `.tolist()`, `.numpy()` and other uses of `.item()` are "
-        "reported without a fix."
+        "argument of `view`/`reshape`/`zeros`...). `.item()` of a one-element NumPy draw "
+        "(`np.random.rand(1).item()`, `np.random.uniform(a, b, size=1).item()`) becomes the scalar draw "
+        "(`np.random.rand()`): the same number from the same generator call, safe; the draw itself stays a "
+        "WSC704 finding. `.tolist()`, `.numpy()` and other uses of `.item()` are reported without a fix."
     )
     VALID = [
         """
@@ -146,8 +149,8 @@ class Scale(nn.Module):
         method = func.attr.value
         if method == "item" and _captured(node, ctx):
             return
-        fix = drop_conversion(node, ctx) if id(node) in ctx.scratch.get(ARITHMETIC_KEY, ()) else \
-            keep_tensor_name(node, ctx) or keep_bookkeeping_on_device(node, ctx)
+        fix = scalar_draw(node, ctx) or (drop_conversion(node, ctx) if id(node) in ctx.scratch.get(ARITHMETIC_KEY, ())
+                                         else keep_tensor_name(node, ctx) or keep_bookkeeping_on_device(node, ctx))
         ctx.report(node, f"`{ctx.code(node)}` reads tensor values into Python", fix, consequence=NO_VALUE)
 
 
@@ -307,8 +310,8 @@ class Mix(nn.Module):
             return
         if name in ("float", "int") and _captured(node, ctx):
             return
-        fix = drop_conversion(node, ctx) if id(node) in ctx.scratch.get(ARITHMETIC_KEY, ()) else \
-            keep_tensor_name(node, ctx) or keep_bookkeeping_on_device(node, ctx)
+        fix = scalar_draw(node, ctx) or (drop_conversion(node, ctx) if id(node) in ctx.scratch.get(ARITHMETIC_KEY, ())
+                                         else keep_tensor_name(node, ctx) or keep_bookkeeping_on_device(node, ctx))
         ctx.report(node, f"`{ctx.code(node)}` converts a tensor to a Python {name}", fix, consequence=NO_VALUE)
 
 
