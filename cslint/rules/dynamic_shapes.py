@@ -11,6 +11,7 @@ from cslint.analysis import torch_api as api
 from cslint.analysis.dynamo_config import DYNAMIC_OUTPUT_SHAPES
 from cslint.analysis.libraries import SHAPE
 from cslint.fixers.masked import masked_reduction_fix, masked_store_fix
+from cslint.fixers.ctc_targets import padded_ctc_targets
 from cslint.fixers.masked_select import masked_select_reduction_fix
 from cslint.rule_api.context import RuleContext
 from cslint.rule_api.findings import Fix
@@ -105,7 +106,13 @@ def forward(self, tokens, hidden):
     fix_safety = (
         "Safe for `masked_select(x, m).sum()` (-> `torch.where(m, x, 0).sum()`: the same elements, broadcast "
         "alike); `.mean()` is safe when the mask is visibly elementwise over `x`, unsafe otherwise (the count "
-        "assumes the mask has the broadcast shape). No fix otherwise: what replaces a variable-size selection "
+        "assumes the mask has the broadcast shape). CTC targets `t = labels.masked_select(mask)` whose one use "
+        "is ctc_loss's targets, with `mask.sum(-1)` as its target_lengths: `labels.gather(-1, torch.argsort("
+        "torch.logical_not(mask).int(), dim=-1, stable=True))`, the padded form ctc_loss takes, each row's "
+        "selected labels first (safe when the mask is visibly elementwise over the labels: the same targets for "
+        "every mask; on CUDA the padded form never runs cuDNN's kernel, which int32 CPU targets with blank 0 "
+        "may, equal up to rounding; unsafe otherwise, as it assumes the mask has the labels' shape). "
+        "No fix otherwise: what replaces a variable-size selection "
         "(a mask, a top-k) is a design choice."
     )
     VALID = [
@@ -166,8 +173,8 @@ class MoE(nn.Module):
         if name is None or ctx.captures(DYNAMIC_OUTPUT_SHAPES):  # dynamo keeps it in the graph, of unbacked size
             return
         what = "one-argument torch.where" if name == "where" else f"`{name}`"
-        ctx.report(node, f"{what} in `{ctx.code(node)}` returns a tensor whose shape depends on its values",
-                   ctx.scratch.get("masked_select_fixes", {}).get(id(node)))
+        fix = ctx.scratch.get("masked_select_fixes", {}).get(id(node)) or padded_ctc_targets(node, ctx, assigned_once(ctx))
+        ctx.report(node, f"{what} in `{ctx.code(node)}` returns a tensor whose shape depends on its values", fix)
 
 
 def _assignments(ctx: RuleContext) -> list[tuple[str, cst.BaseExpression]]:
