@@ -3,8 +3,8 @@
 Its constructor tests each parameter's values and `log_prob` each value it is given
 (`if not torch._is_all_true(valid): raise`): on a lazy-tensor trace each test reads a tensor on the host
 (held-out set 2's M8: a probabilistic-programming library's distributions, reported by the runtime as
-branches on tensor data at the package lines that make them). torch.compile traces the test, so the rule
-does not run there.
+branches on tensor data at the package lines that make them). dynamo's first use in a process turns
+validation off, so the rule does not run under torch.compile.
 """
 
 from __future__ import annotations

@@ -124,7 +124,7 @@ TARGETS: dict[str, Target] = {t.name: t for t in (
     Target(
         name="compile", title="torch.compile (TorchDynamo/Inductor, fullgraph or export)",
         families=("WSC0", "WSC1", "WSC2", "WSC402", "WSC5", "WSC7"),
-        excluded=("WSC108",),  # dynamo traces torch.distributions' value checks into the graph
+        excluded=("WSC108",),  # dynamo turns distribution validation off for the process
         roots=COMMON_ROOTS + ("functions passed to or decorated with `torch.compile`",),
         graph="the compiled graph",
         choose_when="you want `torch.compile(fullgraph=True)` or `torch.export` to capture the step in one graph",

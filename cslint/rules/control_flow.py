@@ -543,8 +543,8 @@ class DistributionValidation(Rule):
         "parameters when it is made, and every value later given to `log_prob`, `cdf` or `icdf`: inside "
         "torch.distributions, `if not torch._is_all_true(valid): raise ValueError(...)` branches on tensor data. "
         "A lazy-tensor trace reads each checked tensor on the host there, once per distribution and per "
-        "`log_prob`, every step. torch.compile traces the check into the graph, so the rule does not run "
-        "under `--target compile`."
+        "`log_prob`, every step. Not under `--target compile`: dynamo's first use in a process turns validation off "
+        "for every distribution (`Distribution.set_default_validate_args(False)`, torch 2.13)."
     )
     example = """
 def forward(self, x, action):

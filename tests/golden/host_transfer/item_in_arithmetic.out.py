@@ -13,7 +13,7 @@ class RMSScale(nn.Module):
         h = h / norm.detach()
         h = h * x.abs().mean().detach().float()
         h -= int(x.sum()) * 0.01 + self._offset(h)
-        return torch.abs(h) + h.round()
+        return abs(h) + h.round()
 
     def _offset(self, h):
         return h * h.max().detach()
