@@ -23,7 +23,7 @@ from cslint.analysis.kinds import Tag
 from cslint.analysis.walk import iter_nodes
 from cslint.fixers.assignments import assignments
 from cslint.fixers.operands import tensor_operand
-from cslint.fixers.where import is_boolean_condition
+from cslint.fixers.where import changes_shape, is_boolean_condition
 from cslint.rule_api.context import RuleContext
 from cslint.rule_api.findings import Fix
 
@@ -49,6 +49,8 @@ def run_and_select(node: cst.If, ctx: RuleContext) -> Fix | None:
     before = ctx.bound_before(node).get(name)
     if before is None or before.tag is not Tag.TENSOR or ctx.kind(assign.value).tag is not Tag.TENSOR:
         return None  # torch.where selects between tensors: a tuple or a Python value has no such form
+    if changes_shape(assign.value):
+        return None
     if not _flag_condition(node.test, ctx):
         return None
     torch, imports = ctx.torch_name()

@@ -25,7 +25,7 @@ import libcst as cst
 from cslint.analysis import torch_api as api
 from cslint.fixers.assignments import assignments
 from cslint.analysis.walk import iter_nodes
-from cslint.fixers.where import _call_reason, _condition, _inplace_chain, is_boolean_condition, is_none
+from cslint.fixers.where import _call_reason, _condition, _inplace_chain, changes_shape, is_boolean_condition, is_none
 from cslint.rule_api.context import RuleContext
 from cslint.rule_api.findings import Fix
 
@@ -317,7 +317,7 @@ class _Masker:
 def masked_block(node: cst.If, ctx: RuleContext) -> Fix | None:
     """The fix for `if <boolean tensor>:` (no else) guarding assignments and in-place updates, or None."""
     if node.orelse is not None or not isinstance(node.body, cst.IndentedBlock) or \
-            not is_boolean_condition(node.test, ctx) or _binds_none(node.body):
+            not is_boolean_condition(node.test, ctx) or _binds_none(node.body) or _reshapes(node.body):
         return None
     torch, imports = ctx.torch_name()
     masker = _Masker(ctx, node, torch)
@@ -344,6 +344,13 @@ def _binds_none(body: cst.BaseSuite) -> bool:
     for a mask helper's `mask = None` fast path."""
     return any(isinstance(node, (cst.Assign, cst.AnnAssign)) and node.value is not None and is_none(node.value)
                for node in iter_nodes(body))
+
+
+def _reshapes(body: cst.BaseSuite) -> bool:
+    """Whether the block assigns a value of another shape (`x = F.pad(x, ...)`): `torch.where` cannot select
+    it against the value kept, and computed every step it runs where the condition says it is invalid."""
+    return any(isinstance(node, (cst.Assign, cst.AnnAssign, cst.AugAssign)) and node.value is not None
+               and changes_shape(node.value) for node in iter_nodes(body))
 
 
 def _read_before_bound(statements: Sequence[cst.BaseStatement], name: str, skip: cst.CSTNode) -> bool:

@@ -16,6 +16,7 @@ import libcst as cst
 
 from cslint.analysis import torch_api as api
 from cslint.analysis.kinds import Tag
+from cslint.analysis.walk import iter_nodes
 from cslint.fixers.operands import guard_divisions, tensor_operand
 from cslint.rule_api.context import RuleContext
 from cslint.rule_api.findings import Fix
@@ -29,6 +30,26 @@ PYTHON_DIVISION = ("a division by a value that may be a Python number runs as a 
 class Branch:
     test: cst.BaseExpression | None  # None for the final else
     assigns: dict[str, cst.BaseExpression]
+
+
+# Ops whose result has another shape than their input, by their arguments: `torch.where` cannot select
+# between such a result and the value kept when the branch is not taken, and running the branch every step
+# runs it where the test says it is invalid (`F.pad(x, (0, n))` with `n < 0` crops).
+SHAPE_CHANGING = frozenset({
+    "pad", "cat", "concat", "concatenate", "stack", "hstack", "vstack", "view", "reshape", "expand", "repeat",
+    "tile", "flatten", "unflatten", "unsqueeze", "squeeze", "narrow", "transpose", "permute", "interpolate",
+    "repeat_interleave", "unfold", "index_select", "new_zeros", "new_ones", "new_empty", "new_full",
+})
+
+
+def changes_shape(value: cst.BaseExpression) -> bool:
+    """Whether `value` is a call of an op in SHAPE_CHANGING (`F.pad(x, ...)`, `x.view(...)`), whatever
+    calls its receiver or arguments are."""
+    if type(value) is not cst.Call:
+        return False
+    func = value.func
+    name = func.attr.value if type(func) is cst.Attribute else func.value if type(func) is cst.Name else None
+    return name in SHAPE_CHANGING
 
 
 def _branch_assignments(body: cst.BaseSuite) -> dict[str, cst.BaseExpression] | None:
@@ -79,6 +100,8 @@ def is_boolean_condition(test: cst.BaseExpression, ctx: RuleContext) -> bool:
     """A tensor expression whose value is a boolean tensor (so it can be torch.where's condition)."""
     if not ctx.is_tensor(test):
         return False
+    if any(type(n) is cst.NamedExpr for n in iter_nodes(test)):
+        return False  # the fixes compute what the test guards first: a name it binds would be read unbound
     if isinstance(test, cst.Comparison):
         return not any(isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for c in test.comparisons)
     if isinstance(test, cst.Call):
@@ -220,6 +243,8 @@ def if_to_where(node: cst.If, ctx: RuleContext) -> Fix | None:
         branch_values = [b.assigns.get(name) for b in branches] + [final.get(name)]
         if any(is_none(v) for v in branch_values if v is not None):
             return None  # torch.where selects between tensors: `x = None` in a branch has no such form
+        if any(changes_shape(v) for v in branch_values if v is not None):
+            return None
         values.extend(v for v in branch_values if v is not None)
         if all(v is None or ctx.kind(v).tag is not Tag.TENSOR for v in branch_values) and \
                 (before is None or before.tag is not Tag.TENSOR):
