@@ -104,23 +104,17 @@ class Bump(nn.Module):
 
 
 def _environment_with_torch(root, monkeypatch, defines: str):
-    """A virtual environment (never run) whose torch defines `defines` at its top level."""
+    """A virtual environment (never run) whose torch 1.6 defines `defines` at its top level."""
     from cslint.analysis import library_env
+    from tests.test_libraries import _install, _script
 
     venv = root / "venv"
-    site = venv / "lib" / "python3.11" / "site-packages"
-    (site / "torch").mkdir(parents=True)
-    (site / "torch" / "__init__.py").write_text(f"def {defines}(a, b):\n    return a\n", encoding="utf-8")
-    info = site / "torch-1.6.0.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Name: torch\nVersion: 1.6.0\n", encoding="utf-8")
+    _install(venv / "lib" / "python3.11" / "site-packages", "torch", "1.6.0",
+             {"__init__.py": f"def {defines}(a, b):\n    return a\n"})
     (venv / "pyvenv.cfg").write_text("home = /usr/bin\nversion = 3.11.7\n", encoding="utf-8")
-    python = venv / "bin" / "python"
-    python.parent.mkdir()
-    python.write_text(f"#!/bin/sh\ntouch {root / 'ran'}\n", encoding="utf-8")
-    python.chmod(0o755)
+    _script(venv / "bin" / "python", root / "ran")
     monkeypatch.setattr(library_env, "_ENVIRONMENTS", {})
-    return str(python)
+    return str(venv / "bin" / "python")
 
 
 def test_a_name_guard_asks_the_torch_of_the_linted_environment(tmp_path, monkeypatch):
