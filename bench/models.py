@@ -19,7 +19,8 @@ einx 0.4.3, local-attention 1.11.2), torch 2.13.0 CPU.
    --target compile` fixes them in the `compile` tree, `--target wsc` in the `wsc` tree.
 4. The checker runs each step again: dynamo on the `compile` tree, lazy on the `wsc` tree.
 5. Per model and target: sites in the library's code (not the step's file) before and after (a site is a
-   file, line and code; dynamo's are graph breaks, the lazy backend's host syncs and value-dependent
+   file, line and code; dynamo's are graph breaks, those on constructs no rule names included (code
+   `break`), the lazy backend's host syncs and value-dependent
    shapes), whether the CPU reference run's outputs (the loss and every gradient, three steps) are allclose
    (rtol 1e-5, atol 1e-5) before and after, and whether the fixed step ran its three steps.
 
@@ -54,6 +55,7 @@ STEPS_FILE = "model_steps.py"
 TREES = ("original", "compile", "wsc")
 BACKEND = {"compile": "dynamo", "wsc": "lazy"}
 TOLERANCE = 1e-5
+UNCOVERED = "break"  # the code of a site dynamo breaks at on a construct no rule covers
 DEFAULT_TIMEOUT = 600.0
 
 
@@ -122,14 +124,22 @@ def run_step(tree: Path, model: str, backends: tuple[str, ...], timeout: float) 
     root = os.path.realpath(tree)
     for backend in backends:
         run.sites[backend] = set()
+    def in_library(path: str) -> bool:
+        return path.startswith(root + os.sep) and os.path.basename(path) != STEPS_FILE
+
     for finding in report.findings:
         path = os.path.realpath(finding.path)
-        if not path.startswith(root + os.sep) or os.path.basename(path) == STEPS_FILE:
+        if not in_library(path):
             continue
         for backend in finding.backend.split("+"):
             if backend in run.sites:
                 run.sites[backend].add(Site(os.path.relpath(path, root), finding.line, finding.code,
                                             finding.message.splitlines()[0] if finding.message else ""))
+    # a break no rule names (a call of a `torch.compiler.disable`d function) is a break all the same
+    for path, line, gb_type in report.uncovered_breaks:
+        path = os.path.realpath(path)
+        if "dynamo" in run.sites and in_library(path):
+            run.sites["dynamo"].add(Site(os.path.relpath(path, root), line, UNCOVERED, f"graph break: {gb_type}"))
     return run
 
 

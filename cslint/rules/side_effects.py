@@ -12,6 +12,7 @@ from cslint.analysis.imports import dotted_name
 from cslint.analysis.syntax import path_key, string_value
 from cslint.analysis.kinds import Tag
 from cslint.fixers.buffers import counter_to_buffer
+from cslint.fixers.eager_host_function import run_eagerly
 from cslint.fixers.log_guard import guard_under_compile
 from cslint.fixers.summaries import data_dependent_parts, log_call_kind, report_through_summaries
 from cslint.rule_api.context import RuleContext
@@ -499,7 +500,15 @@ def forward(self, x):
     keep = torch.rand(()) > 0.5   # drawn on the device, every step
     return x
 """
-    fix_safety = "No fix: where to seed, or which torch op replaces a host draw, is a person's decision."
+    fix_safety = (
+        "Under torch.compile, a helper the step calls that draws on the host and returns no tensor (a NumPy span "
+        "mask, a random size) gets `@torch.compiler.disable`: it runs eagerly, drawing the same numbers, and the "
+        "step breaks once at each call instead of at every draw and loop iteration inside it. Safe: the values "
+        "are the original's. The draws stay on the host, so a whole graph (`fullgraph=True`, a lazy-tensor "
+        "target) still needs a person: seed once before training, compute the value in the data loader, or draw "
+        "it with torch on the device. No fix on the lazy-tensor targets, nor in a `forward`, or a function that "
+        "returns a tensor (its compute would leave the graph)."
+    )
     VALID = [
         """
 import random
@@ -549,10 +558,11 @@ class Noise(nn.Module):
         dynamo = get_target(ctx.settings.target).has_graph_breaks  # it does not trace these: it breaks
         if qualified in SEED_FUNCTIONS:
             effect = BREAKS if dynamo else ONCE
-            ctx.report(node, f"`{ctx.code(node)}` seeds the generator in the traced step: {effect}")
+            ctx.report(node, f"`{ctx.code(node)}` seeds the generator in the traced step: {effect}", run_eagerly(ctx))
         elif qualified.startswith(("random.", "numpy.random.")):
             effect = BREAKS if dynamo else "its value is a constant of the graph"
-            ctx.report(node, f"`{ctx.code(node)}` uses the host's random generator in the traced step: {effect}")
+            ctx.report(node, f"`{ctx.code(node)}` uses the host's random generator in the traced step: {effect}",
+                       run_eagerly(ctx))
 
 
 class GradModeToggle(Rule):

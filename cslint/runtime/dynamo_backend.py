@@ -383,6 +383,7 @@ def run_dynamo(step: Step, report: RuntimeReport, progress: Any = None) -> list[
     report.graph_breaks = len(breaks)
     report.notes.append(f"dynamo: {len(graphs)} graph(s) captured, {len(breaks)} distinct graph break(s)")
     for (path, line), gb_type in sorted(uncovered.items()):
+        report.uncovered_breaks.append((path, line, gb_type))
         report.notes.append(f"dynamo: graph break at {path}:{line} ({gb_type}) on a construct no rule covers: "
                             "a static-graph device traces through it; torch.compile(fullgraph=True) stops there")
     if first_step_recompiles:

@@ -68,6 +68,9 @@ class RuntimeReport:
     error: str = ""  # an exception in user code (with traceback), a timeout, a bad target
     outputs: list[Any] = field(default_factory=list)  # reference outputs on CPU (verify only)
     graph_breaks: int = 0
+    # dynamo's breaks on constructs no rule covers (a call of a `torch.compiler.disable`d function): where
+    # and dynamo's break type; not findings, but breaks all the same for whoever counts them
+    uncovered_breaks: list[tuple[str, int, str]] = field(default_factory=list)
     steps: int = 0
     status: dict[str, str] = field(default_factory=dict)  # backend -> complete / stopped at ... / timed out
     causes: dict[str, str] = field(default_factory=dict)  # backend -> the whole exception that stopped it
@@ -115,6 +118,7 @@ class RuntimeReport:
     def to_json(self) -> dict[str, Any]:
         return {"target": self.target, "findings": [f.to_json() for f in self.sorted_findings()],
                 "notes": self.notes, "error": self.error, "graph_breaks": self.graph_breaks, "steps": self.steps,
+                "uncovered_breaks": [list(b) for b in self.uncovered_breaks],
                 "status": dict(self.status), "causes": dict(self.causes)}
 
     @staticmethod
@@ -123,4 +127,5 @@ class RuntimeReport:
                                graph_breaks=data.get("graph_breaks", 0), steps=data.get("steps", 0),
                                status=dict(data.get("status", {})), causes=dict(data.get("causes", {})))
         report.findings = [RuntimeFinding.from_json(f) for f in data.get("findings", [])]
+        report.uncovered_breaks = [(path, line, gb_type) for path, line, gb_type in data.get("uncovered_breaks", [])]
         return report
