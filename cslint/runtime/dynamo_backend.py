@@ -214,6 +214,7 @@ _VALUE_READS = {
 _DYNAMIC_SHAPES = ("Dynamic shape operator", "Attempted to use `torch.nn.functional.one_hot`")
 _LOGGING = ("logging.Logger method",)
 _NON_CONTIGUOUS_OUT = ("Attempted to call op with non-contiguous `out=`",)
+_REQUIRES_GRAD = ("setattr() on Tensor.requires_grad",)
 # what dynamo reports for a call or context manager it cannot trace: a backend-flag context manager's among
 # them (WSC706), at its `with` and again in the frame resumed after that break
 _UNTRACEABLE_CALL = ("torch.* op returned non-Tensor", "Attempted to call function marked as skipped",
@@ -256,6 +257,8 @@ def _break_code(found: Break, path: str, line: int) -> Classified | None:
         return Classified("WSC701", "a print/log call in the traced step")
     if found.gb_type.startswith(_NON_CONTIGUOUS_OUT):
         return Classified("WSC402", "an op writing into a non-contiguous `out=` tensor")
+    if found.gb_type.startswith(_REQUIRES_GRAD):
+        return Classified("WSC705", "`requires_grad` set on a tensor inside the traced step")
     if found.gb_type.startswith(_UNTRACEABLE_CALL) and sets_backend_flags(path, line):
         return Classified("WSC706", "backend flags set inside the traced step")
     named = classify_line(path, line)

@@ -1,0 +1,43 @@
+"""Dynamo breaks the graph at `tensor.requires_grad = True` inside the step: the runtime checker names it
+WSC705 (the static rule that reports the same line), not a construct no rule covers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+
+from cslint.runtime import check  # noqa: E402
+
+STEP = '''
+import torch
+from torch import nn
+
+
+class FeatureEncoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv1d(1, 4, 3)
+
+    def forward(self, values):
+        hidden = values[:, None]
+        if self.training:
+            hidden.requires_grad = True
+        return self.conv(hidden).mean()
+
+
+def runtime_target(device="cpu"):
+    return FeatureEncoder().to(device), [torch.randn(2, 16, device=device) for _ in range(2)]
+'''
+
+
+def test_a_requires_grad_store_in_the_step_is_wsc705(tmp_path: Path) -> None:
+    path = tmp_path / "encoder.py"
+    path.write_text(STEP.lstrip("\n"), encoding="utf-8")
+    report = check(f"{path}:runtime_target", ("dynamo",), isolate=False)
+    assert not report.error, report.error
+    line = next(i for i, text in enumerate(path.read_text().splitlines(), 1) if "requires_grad = True" in text)
+    assert [(f.code, f.line) for f in report.findings] == [("WSC705", line)]
+    assert report.uncovered_breaks == []
