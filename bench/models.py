@@ -19,10 +19,10 @@ einx 0.4.3, local-attention 1.11.2), torch 2.13.0 CPU.
    --target compile` fixes them in the `compile` tree, `--target wsc` in the `wsc` tree.
 4. The checker runs each step again: dynamo on the `compile` tree, lazy on the `wsc` tree.
 5. Per model and target: sites in the library's code (not the step's file) before and after (a site is a
-   file, line and code; dynamo's are graph breaks, those on constructs no rule names included (code
-   `break`), the lazy backend's host syncs and value-dependent
-   shapes), whether the CPU reference run's outputs (the loss and every gradient, three steps) are allclose
-   (rtol 1e-5, atol 1e-5) before and after, and whether the fixed step ran its three steps.
+   file, line and code; dynamo's are graph breaks, those on constructs no rule names included with the
+   code `break`; the lazy backend's are host syncs and value-dependent shapes), whether the CPU reference
+   run's outputs (the loss and every gradient, three steps) are allclose (rtol 1e-5, atol 1e-5) before and
+   after, and whether the fixed step ran its three steps.
 
 A model that fails (does not build, raises, a backend stops) is a row that says so, never left out.
 Exit status 0 always: the table is the result.
