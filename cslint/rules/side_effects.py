@@ -572,7 +572,9 @@ class GradModeToggle(Rule):
     why = (
         "Which tensors need gradients and whether modules are in training mode shape the graph. Switching "
         "them inside the step happens once, while tracing: later steps replay the first step's choice, "
-        "and a change between steps would be a different graph."
+        "and a change between steps would be a different graph. torch.compile cannot trace a switch of "
+        "`requires_grad` at all, on a tensor the step made too (`h.requires_grad = True`, "
+        "`torch.zeros(3).requires_grad_()`): each is a graph break."
     )
     example = """
 def forward(self, x):
@@ -645,9 +647,11 @@ class Net(nn.Module):
         receiver = ctx.kind(func.value)
         method = func.attr.value
         is_module = receiver.tag is Tag.OBJECT and receiver.role == "module"
+        dynamo = get_target(ctx.settings.target).has_graph_breaks
         if method == "requires_grad_" and (is_module or receiver.is_tensor) \
-                and not _made_in_step(func.value, ctx, node):
-            ctx.report(node, f"`{ctx.code(node)}` changes which tensors need gradients in the traced step: {ONCE}")
+                and (dynamo or not _made_in_step(func.value, ctx, node)):
+            ctx.report(node, f"`{ctx.code(node)}` changes which tensors need gradients in the traced step: "
+                             f"{BREAKS if dynamo else ONCE}")
         elif method in ("train", "eval") and len(node.args) <= 1 and not receiver.is_tensor \
                 and receiver.tag is not Tag.SEQUENCE:  # `self.encoder` may be a constructor argument
             ctx.report(node, f"`{ctx.code(node)}` switches module mode in the traced step: {ONCE}")
@@ -655,8 +659,13 @@ class Net(nn.Module):
     def visit_Assign(self, node: cst.Assign, ctx: RuleContext) -> None:
         for target in node.targets:
             t = target.target
-            if isinstance(t, cst.Attribute) and t.attr.value == "requires_grad" \
-                    and not _made_in_step(t.value, ctx, node):
+            if not isinstance(t, cst.Attribute) or t.attr.value != "requires_grad":
+                continue
+            # dynamo cannot trace a switch of any tensor's requires_grad, one the step made included
+            if get_target(ctx.settings.target).has_graph_breaks and ctx.kind(t.value).is_tensor:
+                ctx.report(node, f"`{ctx.code(t)} = ...` changes which tensors need gradients in the traced "
+                                 f"step: {BREAKS}")
+            elif not _made_in_step(t.value, ctx, node):
                 ctx.report(node, f"`{ctx.code(t)} = ...` changes which tensors need gradients in the traced "
                                  f"step: {ONCE}")
 

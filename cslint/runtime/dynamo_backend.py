@@ -214,7 +214,8 @@ _VALUE_READS = {
 _DYNAMIC_SHAPES = ("Dynamic shape operator", "Attempted to use `torch.nn.functional.one_hot`")
 _LOGGING = ("logging.Logger method",)
 _NON_CONTIGUOUS_OUT = ("Attempted to call op with non-contiguous `out=`",)
-_REQUIRES_GRAD = ("setattr() on Tensor.requires_grad", "Unsupported Tensor.requires_grad_() call")
+_REQUIRES_GRAD = ("setattr() on Tensor.requires_grad", "Unsupported Tensor.requires_grad_() call",
+                  "returning intermediate with requires_grad_()")
 # what dynamo reports for a call or context manager it cannot trace: a backend-flag context manager's among
 # them (WSC706), at its `with` and again in the frame resumed after that break
 _UNTRACEABLE_CALL = ("torch.* op returned non-Tensor", "Attempted to call function marked as skipped",

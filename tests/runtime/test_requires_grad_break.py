@@ -46,3 +46,9 @@ def test_requires_grad_switches_in_the_step_are_wsc705(tmp_path: Path) -> None:
     lines = [i for i, text in enumerate(path.read_text().splitlines(), 1) if "requires_grad" in text]
     assert [(f.code, f.line) for f in report.findings] == [("WSC705", line) for line in lines]
     assert report.uncovered_breaks == []
+
+
+def test_the_static_rule_reports_the_same_lines_under_compile(lint) -> None:
+    found = lint(STEP.lstrip("\n"), target="compile")
+    lines = [i for i, text in enumerate(STEP.lstrip("\n").splitlines(), 1) if "requires_grad" in text]
+    assert [(d.code, d.line) for d in found if d.code == "WSC705"] == [("WSC705", line) for line in lines]
