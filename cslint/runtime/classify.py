@@ -27,6 +27,9 @@ KIND_DEFAULTS = {
     "boolean_store": ("WSC502", "a tensor written through a boolean mask (`x[mask] = v`): which positions are "
                       "written depends on tensor values"),
     "dtype": ("WSC601", "a float64/complex tensor is created; the device supports float32 and one 16-bit type"),
+    # an op whose result only the host has (`torch.equal`, an assertion): the backend has no lowering for it
+    "host_op": (BUILTINS["bool"], "the lazy backend has no lowering for this op and runs it on the host while "
+                "tracing"),
 }
 
 
@@ -43,6 +46,20 @@ _TORCH_VALUE_CHECKS = {
     ("torch/distributions/distribution.py", "_validate_sample"):
         Classified("WSC108", "a distribution's validation of a `log_prob` value"),
 }
+
+
+# Ops that raise on the host on a tensor's value, by their name without the overload: a rule names them
+# whatever line calls them.
+_HOST_OPS = {
+    "aten._assert_async": Classified("WSC104", "a device-side assertion on a tensor (`torch._assert_async()`)"),
+    "aten._functional_assert_async": Classified("WSC104", "a device-side assertion on a tensor"),
+}
+
+
+def host_op(op: str) -> Classified | None:
+    """The rule of an op that checks a tensor's value on the host (`aten._assert_async.msg`), when it is one."""
+    parts = op.split(".")
+    return _HOST_OPS.get(".".join(parts[:2]))
 
 
 def torch_value_check(path: str, function: str) -> Classified | None:

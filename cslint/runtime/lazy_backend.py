@@ -19,8 +19,9 @@ from torch.optim.optimizer import register_optimizer_step_post_hook, register_op
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_map
 
-from cslint.runtime.classify import KIND_DEFAULTS, classify, state_created_in_step, torch_value_check
+from cslint.runtime.classify import KIND_DEFAULTS, classify, host_op, state_created_in_step, torch_value_check
 from cslint.runtime.findings import RuntimeFinding, RuntimeReport
+from cslint.runtime.host_runs import HostRuns
 from cslint.runtime.on_device import REPLACEMENTS
 from cslint.runtime.frames import UserFrame, call_chain, instruction_span, is_library_file, is_plumbing, user_frame
 from cslint.runtime.optimizer_check import StateRecorder, class_files, recording_state
@@ -37,9 +38,10 @@ _CONSEQUENCES = {
     "boolean_index": "a static graph needs fixed shapes",
     "boolean_store": "the device lowers it through a value-dependent index (the backend ran it on the CPU)",
     "dtype": "the device cannot run it",
+    "host_op": "the step waits for the device and the graph is cut",
 }
 # The kinds whose words do not say which call did it (a value read, a copy to the CPU, a mask say it).
-_OP_UNSAID = {"dynamic_shape", "dtype"}
+_OP_UNSAID = {"dynamic_shape", "dtype", "host_op"}
 
 
 @dataclass(frozen=True)
@@ -84,6 +86,20 @@ _BOOKKEEPING = {aten.detach_copy.default, aten.detach.default, aten.alias_copy.d
 _HOST_READS = {aten._local_scalar_dense.default, aten._to_copy.default, aten.copy_.default}
 
 
+def _needs_the_host(func: Any) -> bool:
+    """An op no static graph holds, whose result is a Python value (`torch.equal`, tagged so) or a check on a
+    tensor's value raised on the host (`torch._assert_async`). The backend runs other ops on the host only
+    for want of a lowering (`sign`, `logsumexp`, `mse_loss` on the TorchScript backend)."""
+    return torch.Tag.data_dependent_output in func.tags or host_op(f"aten.{func.__name__}") is not None
+
+
+def _ran_on_host(func: Any, ran: list[str]) -> bool:
+    """Did the backend run `func` on the CPU, having run the ops `ran` (`aten::<op>`) while it was dispatched?
+    For an op this checker builds from others (REPLACEMENTS), only when it hands the op itself to the backend
+    (`x[mask]`): the ops of the replacement are the checker's."""
+    return func.name() in ran if func in REPLACEMENTS else bool(ran)
+
+
 def _functional(value: Any) -> Any:
     if isinstance(value, torch.Tensor) and value.device.type == "lazy" and not torch._is_functional_tensor(value):
         return torch._to_functional_tensor(value)
@@ -110,25 +126,31 @@ class Watcher(TorchDispatchMode):
         self.ops: list[OpRecord] = []
         self.optimizer_steps = 0  # > 0 while an optimizer's step() runs
         self.created_state = False  # an optimizer's step() created state during this step
+        self.host_runs = HostRuns()
 
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple[Any, ...] = (),
                            kwargs: dict[str, Any] | None = None) -> Any:
         kwargs = kwargs or {}
-        out = REPLACEMENTS.get(func, func)(*args, **kwargs)
         inputs = tensors((args, kwargs))  # an op's arguments: tensors and lists of them, not pytrees
-        if not any(t.device.type == "lazy" for t in inputs):
+        on_device = any(t.device.type == "lazy" for t in inputs)
+        copies = self.host_runs.before() if on_device else None
+        out = REPLACEMENTS.get(func, func)(*args, **kwargs)
+        if copies is None:
             # Under a dispatch mode, a lazy tensor the step creates (a factory op, `torch.arange(n, device=d)`,
             # or a copy of a CPU value, `torch.tensor(mask, device=d)`) skips functionalization, and a view of
             # it then fails ("aten::as_strided ... no implementation for lazy"): wrap it as the device would.
             out = tree_map(_functional, out)
         elif func not in _HOST_READS:
             _stay_on_device(func, out)
-        self.record(func, args, kwargs, out, sys._getframe(1))
+        self.record(func, args, kwargs, out, sys._getframe(1),
+                    on_host=copies is not None and _ran_on_host(func, self.host_runs.after(copies)))
         return out
 
-    def record(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any, start: Any) -> None:
-        """The op at the user's line (for the stability check) and, when it reads a value or copies to the
-        host, its finding; `start` is the frame that dispatched it."""
+    def record(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any, start: Any,
+               on_host: bool = False) -> None:
+        """The op at the user's line (for the stability check) and, when it reads a value, copies to the host
+        or ran on the host (`on_host`: the backend has no lowering for it), its finding; `start` is the frame
+        that dispatched it."""
         frame = user_frame(start)
         if frame is None:
             return
@@ -138,6 +160,11 @@ class Watcher(TorchDispatchMode):
                                      + tuple(sorted((k, _describe(v)) for k, v in kwargs.items())),
                                      self.optimizer_steps > 0))
         kind = self._kind(func, args, kwargs, out)
+        if kind is None and on_host:  # a value read, a copy or a dynamic shape run on the host is said as such
+            if _needs_the_host(func):
+                kind = "host_op"
+            else:
+                self.backend_limit(func, frame)
         if kind is not None:
             self.event(kind, frame, f"aten.{func.__name__}", start)
 
@@ -166,6 +193,9 @@ class Watcher(TorchDispatchMode):
         """A finding at the user's line, named by the construct there, else by the library line that did it."""
         base = KIND_DEFAULTS[kind][1]
         found = classify(kind, frame.path, instruction_span(frame.code, frame.lasti))
+        named_op = host_op(op) if kind == "host_op" else None
+        if named_op is not None and found.what == base:  # `torch._assert_async(...)` is an assertion wherever it is
+            found = named_op
         inside = ""
         for site in _library_sites(start, frame) if found.what == base else ():
             named = torch_value_check(site.f_code.co_filename, site.f_code.co_name) or \
@@ -177,9 +207,19 @@ class Watcher(TorchDispatchMode):
         # the construct the user wrote names the problem; without one, the op, in Python's words
         what = f"{found.what}: {base}" if found.what != base else \
             f"{op_words(op)}: {base}" if kind in _OP_UNSAID else base
+        if kind == "host_op" and found.what != base and found is not named_op:  # the construct and the op
+            what = f"{found.what}, through {op_words(op)}: {base}"
         message = f"{what} in `{frame.function}`{inside}; {_CONSEQUENCES[kind]}"
         self.report.add(RuntimeFinding(found.code, frame.path, frame.line, message, self.backend,
                                        chain=call_chain(start)))
+
+    def backend_limit(self, func: Any, frame: UserFrame) -> None:
+        """A note for an op a static-graph device lowers but this backend ran on the host: it costs the
+        check a sync here, and is no problem of the step."""
+        note = (f"lazy: {op_words(f'aten.{func.__name__}')} at {frame.path}:{frame.line} has no lowering on the "
+                "TorchScript lazy backend, which ran it on the host (a limit of this backend, not a finding)")
+        if note not in self.report.notes:
+            self.report.notes.append(note)
 
     def on_device(self, tensor: torch.Tensor) -> bool:
         """A tensor of the traced graph (reading it on the host is a finding)."""

@@ -40,6 +40,8 @@ _OP_WORDS = {
     "aten.select": "an index (`x[i]`)",
     "aten.full": "a new tensor (`torch.full()`, `torch.tensor()`)",
     "aten.scalar_tensor": "a tensor made from a number (`torch.tensor(n)`)",
+    "aten.equal": "a comparison of whole tensors (`torch.equal()`)",
+    "aten.is_nonzero": "a tensor's truth value (`bool(t)`)",
 }
 
 
