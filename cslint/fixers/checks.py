@@ -6,8 +6,9 @@ A traced step cannot raise on a value it does not have yet, but a check that rej
 a fix. `torch._assert_async` records the assertion in the graph and raises when the value is computed; under
 torch.compile it stays in the graph (`torch._check` rejects a tensor condition, and `torch._check_tensor_all`
 turns it into an unbacked scalar and loses the message). The lazy-tensor targets document no device-side
-assertion (on XLA the op has no lowering and runs on the host), so there the check gets no fix: it stays
-where it is, to be moved by a person to where the data is loaded.
+assertion, and PyTorch's lazy-tensor backend has no lowering for it: it runs the op on the host, a sync
+the runtime checker reports (WSC104), so there the check gets no fix: it stays where it is, to be moved by
+a person to where the data is loaded.
 """
 
 from __future__ import annotations
