@@ -266,11 +266,14 @@ def sites_left(rows: list[Row], trees: Path) -> str:
     lines = [f"Sites left ({len(left)} distinct), by construct:", ""]
     for code in sorted(by_code):
         entries = sorted(by_code[code], key=lambda e: (e[1].path, e[1].line, e[0]))
-        lines.append(f"- **{code}** ({len(entries)}): {entries[0][1].message[:120]}")
+        # a break no rule names has no shared construct: each site says its own
+        lines.append(f"- **{code}** ({len(entries)})" + ("" if code == UNCOVERED else
+                                                          f": {entries[0][1].message[:120]}"))
         for target, site in entries:
             text = linecache.getline(str(trees / target / site.path), site.line).strip()
             lines.append(f"  - {target}: `{site.path}:{site.line}` `{text[:100]}` "
-                         f"({', '.join(sorted(left[(target, site)]))})")
+                         f"({', '.join(sorted(left[(target, site)]))})"
+                         + (f": {site.message}" if code == UNCOVERED else ""))
     return "\n".join(lines)
 
 
