@@ -628,3 +628,48 @@ def test_a_bare_container_without_literal_elements_is_not_known_python(lint, tar
     assert code != CONFIGURED_GRID
     line = next(i for i, s in enumerate(code.lstrip("\n").splitlines(), 1) if "grid.view" in s)
     assert ("WSC201", line) in codes(lint(code, target=target))
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_class_annotation_wins_over_a_tensor_a_caller_is_only_assumed_to_pass(lint, target):
+    """`cache: KVCache | None` given a root's unannotated input (assumed a tensor): a tensor is no `KVCache`, so
+    the sizes its methods return stay Python ints, and the test on them is no tensor test (seen on transformers'
+    mask helpers in a project: a cache taken for a tensor made every mask length a "tensor")."""
+    code = """
+    import torch
+    from torch import nn
+
+    class KVCache:
+        def sizes(self, query_length: int) -> tuple[int, int]:
+            return self.seen + query_length, 0
+
+    def pad_mask(mask: torch.Tensor, cache: KVCache | None, query_length: int) -> torch.Tensor:
+        total, offset = cache.sizes(query_length) if cache is not None else (query_length, 0)
+        if total + offset > mask.shape[-1]:
+            mask = torch.nn.functional.pad(mask, (0, total + offset - mask.shape[-1]))
+        return mask
+
+    class Decoder(nn.Module):
+        def forward(self, hidden, mask, past):
+            return hidden * pad_mask(mask, past, hidden.shape[1])[..., None]
+    """
+    assert codes(lint(code, target=target)) == []
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_tensor_annotation_takes_a_callers_tensor_as_before(lint, target):
+    """The twin: the parameter annotated a tensor is one, and a test of its value still branches on it."""
+    code = """
+    import torch
+    from torch import nn
+
+    def pad_mask(mask: torch.Tensor, lengths: torch.Tensor, query_length: int) -> torch.Tensor:
+        if lengths.max() > mask.shape[-1]:
+            mask = torch.nn.functional.pad(mask, (0, query_length))
+        return mask
+
+    class Decoder(nn.Module):
+        def forward(self, hidden, mask, past):
+            return hidden * pad_mask(mask, past, hidden.shape[1])[..., None]
+    """
+    assert codes(lint(code, target=target)) == [("WSC101", 5)]

@@ -9,12 +9,14 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from cslint.analysis.imports import dotted_name
 from cslint.analysis.index import FunctionInfo
 from cslint.analysis.kinds import HOST, STATIC, TENSOR, UNKNOWN, Kind, Tag, as_boolean, obj, sequence_of, tuple_of
 from cslint.analysis.param_uses import param_uses
 from cslint.analysis.project import Project
 from cslint.analysis.signatures import all_params, annotation_kind, default_kind, first_param, signature_kind
 from cslint.analysis.step_params import apply_step_params
+from cslint.analysis.syntax import string_value
 
 if TYPE_CHECKING:
     from cslint.analysis.project_oracle import ProjectOracle
@@ -88,7 +90,8 @@ def callers_kinds(func: FunctionInfo, given: dict[str, Kind]) -> dict[str, Kind]
     caller's value is a tensor -- the annotation is the author's word on structure, and a caller's tensor
     there comes from a nested container whose own annotation said less (`cache.get("inner")` of a
     `dict[str, Tensor]` holding dicts). The caller's word on data stays: Python numbers it declares
-    (`dict[str, float]`) were computed from tensor data."""
+    (`dict[str, float]`) were computed from tensor data. A parameter annotated as an object's class
+    (`cache: Cache | None`) stays that object: no tensor is one."""
     taken = dict(given)
     for param in all_params(func.node):
         name = param.name.value
@@ -98,7 +101,42 @@ def callers_kinds(func: FunctionInfo, given: dict[str, Kind]) -> dict[str, Kind]
                 taken[name] = _read_from_tensors(declared)
             elif declared is not None and declared.boolean:  # `mask: torch.BoolTensor`: the dtype the author says
                 taken[name] = as_boolean(taken[name])
+            elif declared is not None and declared.tag is Tag.STATIC and names_an_object_class(param.annotation):
+                taken[name] = declared
     return taken
+
+
+# Annotations a tensor may stand for: numbers (a 0-dim tensor where `timestep: int` is declared: the callers
+# win, annotation_overrides), and names that say nothing of the type.
+_NOT_A_CLASS = frozenset({"int", "float", "bool", "complex", "Number", "Real", "Integral", "SupportsInt",
+                          "SupportsFloat", "SupportsIndex", "Any", "object", "None"})
+
+
+def names_an_object_class(annotation: cst.Annotation | None) -> bool:
+    """`cache: Cache | None`, `config: "PretrainedConfig"`: every member of the annotation (its `X | None`,
+    `Optional[X]`) names a class that is neither a number type nor a type variable (`T`): a tensor a caller
+    passes there is one its own analysis assumed (a root's unannotated input), not one the function takes."""
+    if annotation is None:
+        return False
+    members = _members(annotation.annotation)
+    named = [m for m in members if m != "None"]
+    return bool(named) and all(m and m.rsplit(".", 1)[-1] not in _NOT_A_CLASS and len(m.rsplit(".", 1)[-1]) > 1
+                               for m in named)
+
+
+def _members(node: cst.BaseExpression) -> list[str]:
+    """The dotted names a union annotation is made of ("" for a member that is no plain name)."""
+    if type(node) is cst.BinaryOperation and type(node.operator) is cst.BitOr:
+        return _members(node.left) + _members(node.right)
+    if type(node) is cst.SimpleString:
+        text = string_value(node)
+        try:
+            return _members(cst.parse_expression(text)) if text else [""]
+        except cst.ParserSyntaxError:
+            return [""]
+    if type(node) is cst.Subscript and (dotted_name(node.value) or "").rsplit(".", 1)[-1] in ("Optional", "Union"):
+        return [m for e in node.slice if isinstance(e.slice, cst.Index) for m in _members(e.slice.value)]
+    return [dotted_name(node) or ""]
 
 
 def _read_from_tensors(kind: Kind) -> Kind:
