@@ -15,7 +15,8 @@ einx 0.4.3, local-attention 1.11.2), torch 2.13.0 CPU.
 2. The runtime checker (`cslint.runtime.check`, one child process per model) runs each step on the
    `original` tree, lazy and dynamo backends: the "before" sites.
 3. The files to fix, the same in both trees: each Hugging Face family's `models/<family>/` directory, each
-   other library whole, and every file a "before" site is in. `cslint check --fix --unsafe-fixes
+   other library whole, and every file a "before" site is in, the tree a project (pyproject.toml) as a
+   user's checkout is. `cslint check --fix --unsafe-fixes
    --target compile` fixes them in the `compile` tree, `--target wsc` in the `wsc` tree.
 4. The checker runs each step again: dynamo on the `compile` tree, lazy on the `wsc` tree.
 5. Per model and target: sites in the library's code (not the step's file) before and after (a site is a
@@ -144,7 +145,11 @@ def run_step(tree: Path, model: str, backends: tuple[str, ...], timeout: float) 
 
 
 def fix(tree: Path, files: list[str], target: str) -> str:
-    """Fix `files` in `tree` for `target`; cslint's last line of output (its summary)."""
+    """Fix `files` in `tree` for `target`; cslint's last line of output (its summary). The tree is made a
+    project (an empty pyproject.toml), as a user's checkout is: cslint then follows the named files'
+    callers and callees through the package (a loss reached through transformers' `LOSS_MAPPING` table)
+    instead of analysing the named files alone."""
+    (tree / "pyproject.toml").touch()
     done = subprocess.run([sys.executable, "-m", "cslint", "check", "--no-cache", "--exit-zero", "--target", target,
                            "--fix", "--unsafe-fixes", "--output-format", "concise", *files],
                           capture_output=True, text=True, cwd=tree, check=False)
