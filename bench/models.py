@@ -16,8 +16,8 @@ einx 0.4.3, local-attention 1.11.2), torch 2.13.0 CPU.
    `original` tree, lazy and dynamo backends: the "before" sites.
 3. The files to fix, the same in both trees: each Hugging Face family's `models/<family>/` directory, each
    other library whole, and every file a "before" site is in, the tree a project (pyproject.toml) as a
-   user's checkout is. `cslint check --fix --unsafe-fixes
-   --target compile` fixes them in the `compile` tree, `--target wsc` in the `wsc` tree.
+   user's checkout is. `cslint check --fix --unsafe-fixes --target compile` fixes them in the `compile`
+   tree, `--target wsc` in the `wsc` tree.
 4. The checker runs each step again: dynamo on the `compile` tree, lazy on the `wsc` tree.
 5. Per model and target: sites in the library's code (not the step's file) before and after (a site is a
    file, line and code; dynamo's are graph breaks, those on constructs no rule names included with the
