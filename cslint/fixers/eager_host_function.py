@@ -14,7 +14,6 @@ import libcst as cst
 
 from cslint.analysis.kinds import Kind, Tag
 from cslint.analysis.signatures import annotation_kind
-from cslint.analysis.walk import iter_nodes
 from cslint.core.targets import get_target
 from cslint.rule_api.context import RuleContext
 from cslint.rule_api.findings import Fix
@@ -28,10 +27,7 @@ def run_eagerly(ctx: RuleContext) -> Fix | None:
     node = traced.func.node
     if not get_target(ctx.settings.target).has_graph_breaks or traced.parent is None or traced.eager or \
             not isinstance(node, cst.FunctionDef) or node.name.value in ("forward", "__call__", "step") or \
-            node.asynchronous is not None:
-        return None
-    returned = _returned(node)
-    if returned is None or not _returns_host_values(node, returned, ctx):
+            node.asynchronous is not None or _is_generator(ctx) or not _returns_host_values(node, ctx):
         return None
     torch, imports = ctx.torch_name()
     decorator = cst.Decorator(cst.parse_expression(f"{torch}.compiler.disable"))
@@ -43,24 +39,19 @@ def run_eagerly(ctx: RuleContext) -> Fix | None:
                [(node, node.with_changes(decorators=[*node.decorators, decorator]))], imports)
 
 
-def _returned(node: cst.FunctionDef) -> list[cst.BaseExpression] | None:
-    """The values the function's own `return`s give; None for a generator."""
-    values: list[cst.BaseExpression] = []
-    for inner in iter_nodes(node.body, prune=(cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-        if isinstance(inner, (cst.Yield, cst.Await)):
-            return None
-        if isinstance(inner, cst.Return) and inner.value is not None:
-            values.append(inner.value)
-    return values
+def _is_generator(ctx: RuleContext) -> bool:
+    return any(isinstance(inner, (cst.Yield, cst.Await))
+               for inner in ctx.walk(prune=(cst.FunctionDef, cst.ClassDef, cst.Lambda)))
 
 
-def _returns_host_values(node: cst.FunctionDef, returned: list[cst.BaseExpression], ctx: RuleContext) -> bool:
+def _returns_host_values(node: cst.FunctionDef, ctx: RuleContext) -> bool:
     """The return annotation says a Python or NumPy value (believed: under compile the engine takes NumPy
-    arrays for tensors, as dynamo traces them), or, without one, every returned value is one on evidence."""
+    arrays for tensors, as dynamo traces them), or, without one, what the function returns is one on
+    evidence."""
     declared = annotation_kind(node.returns)
     if declared is not None:
         return _holds_host_values(declared)
-    return bool(returned) and all(_holds_host_values(ctx.kind(value)) for value in returned)
+    return ctx.analysis.returns_value and _holds_host_values(ctx.analysis.return_kind)
 
 
 def _holds_host_values(kind: Kind) -> bool:
