@@ -355,3 +355,40 @@ def test_python_state_of_any_object_the_step_advances(lint, target):
 
 def test_python_state_of_objects_outside_traced_code_stays_quiet(lint):
     assert codes(lint(SCHEDULER_LOOP.replace("@torch.compile\n", ""))) == []
+
+
+DISABLED_HELPER = """
+import numpy as np
+import torch
+from torch import nn
+
+
+@torch.compiler.disable
+def spans(length: int) -> np.ndarray:
+    return np.random.rand(length) < 0.1
+
+
+def scale(x):
+    return x * 2
+
+
+class Masker(nn.Module):
+    def forward(self, x):
+        keep = torch.as_tensor(spans(x.shape[1]))
+        return scale(x) * keep
+
+
+def collate(batch):
+    return torch.stack(batch), torch.as_tensor(spans(len(batch[0])))
+"""
+
+
+def test_a_call_of_a_disabled_function_is_a_break_under_compile(lint):
+    # the call in forward breaks the graph; the helper itself is not traced, the collate call is not in a step
+    assert codes([d for d in lint(DISABLED_HELPER, target="compile")]) == [("WSC707", 17)]
+
+
+@pytest.mark.parametrize("target", ("wsc", "xla", "rdu"))
+def test_a_call_of_a_disabled_function_is_traced_through_on_lazy_targets(lint, target):
+    # a lazy trace ignores the decorator: the draw inside is what gets reported there
+    assert [d.code for d in lint(DISABLED_HELPER, target=target)] == ["WSC704"]

@@ -42,6 +42,7 @@ RULE_CODES: tuple[tuple[str, bool], ...] = (
     ("WSC704", True),
     ("WSC705", True),
     ("WSC706", True),
+    ("WSC707", True),
     ("WSC801", True),
     ("WSC802", True),
     ("WSC803", True),
@@ -101,6 +102,7 @@ GRAPH_BREAK_IDS: dict[str, str] = {
     "WSC701": "GB0059",
     "WSC704": "GB0033",
     "WSC706": "GB0208",
+    "WSC707": "GB0098",
 }
 
 # (code, text in the source the finding's message quotes first; `^` anchors it at the start) -> the id

@@ -91,7 +91,7 @@ TARGETS: dict[str, Target] = {t.name: t for t in (
     Target(
         name="wsc", title="Cerebras Wafer-Scale Cluster (cerebras.pytorch)",
         families=("WSC0", "WSC1", "WSC2", "WSC3", "WSC4", "WSC5", "WSC6", "WSC7", "WSC8", "WSC9"),
-        excluded=("WSC85", "WSC402", "WSC706"),  # WSC402, WSC706: torch.compile's breaks; lazy tensors trace them
+        excluded=("WSC85", "WSC402", "WSC706", "WSC707"),  # torch.compile's breaks; lazy tensors trace them
         roots=COMMON_ROOTS + ("`@cstorch.trace` functions",),
         graph="the Cerebras trace", cerebras_fixes=True,
         choose_when="you train with `cerebras.pytorch` (Model Zoo, `cstorch.compile`, `@cstorch.trace`)",
@@ -100,7 +100,7 @@ TARGETS: dict[str, Target] = {t.name: t for t in (
     Target(
         name="rdu", title="SambaNova RDU (SambaFlow, samba.utils)",
         families=("WSC0", "WSC1", "WSC2", "WSC3", "WSC5", "WSC6", "WSC7", "WSC85"),
-        excluded=("WSC706",),
+        excluded=("WSC706", "WSC707"),
         roots=COMMON_ROOTS + ("model `forward` and optimizer `step` of `samba.utils.trace_graph(model, inputs, "
                               "optim)` / `trace_multigraph(...)` calls",),
         graph="the SambaFlow graph",
@@ -110,7 +110,7 @@ TARGETS: dict[str, Target] = {t.name: t for t in (
     Target(
         name="xla", title="PyTorch/XLA (TPU, Trainium/Neuron)",
         families=("WSC0", "WSC1", "WSC2", "WSC5", "WSC6", "WSC7"),
-        excluded=("WSC706",),
+        excluded=("WSC706", "WSC707"),
         roots=COMMON_ROOTS + ("functions passed to or decorated with `torch_xla.compile`",
                               "the body of a training loop up to its `xm.mark_step()` or `torch_xla.sync()`, "
                               "and what it calls (found for every target: only XLA code calls them)"),

@@ -10,6 +10,7 @@ from cslint.analysis.xla_loops import LoopStep
 
 from cslint.analysis.imports import dotted_name
 from cslint.analysis.syntax import path_key, string_value
+from cslint.analysis.compile_options import DEEP, disabled
 from cslint.analysis.kinds import Tag
 from cslint.fixers.buffers import counter_to_buffer
 from cslint.fixers.eager_host_function import run_eagerly
@@ -668,6 +669,86 @@ class Net(nn.Module):
             elif not _made_in_step(t.value, ctx, node):
                 ctx.report(node, f"`{ctx.code(t)} = ...` changes which tensors need gradients in the traced "
                                  f"step: {ONCE}")
+
+
+class DisabledCall(Rule):
+    code = "WSC707"
+    graph_break = "GB0098"  # Skip calling `torch.compiler.disable()`d function
+    name = "disabled-call"
+    example_target = "compile"
+    summary = ("Checks for calls, in code traced under `--target compile`, of a project function that "
+               "`@torch.compiler.disable` keeps out of the graph.")
+    why = (
+        "Dynamo does not trace a function decorated with `@torch.compiler.disable` (or `@torch._dynamo.disable`): "
+        "it runs it eagerly, so the compiled step breaks at every call of it, an error under `fullgraph=True`. "
+        "That is often the right trade (host code such as a NumPy span mask, and WSC704's fix writes it), but "
+        "the break is still there, and a report that says nothing of it would be a clean report that is not."
+    )
+    example = """
+@torch.compiler.disable
+def spans(length: int) -> np.ndarray:
+    return np.random.rand(length) < 0.1
+
+def forward(self, x):
+    keep = torch.as_tensor(spans(x.shape[1]))
+    return x * keep
+"""
+    use_instead = """
+# compute the mask where the batch is made (the data loader) and pass it in
+def forward(self, x, keep):
+    return x * keep
+"""
+    fix_safety = "No fix: what to trace instead, or where to move the call, is a person's decision."
+    VALID = [
+        """
+import numpy as np
+import torch
+from torch import nn
+
+
+@torch.compiler.disable
+def spans(length: int) -> np.ndarray:
+    return np.random.rand(length) < 0.1
+
+
+class Masker(nn.Module):
+    def forward(self, x, keep):
+        return x * keep
+
+
+def collate(batch):
+    return torch.stack(batch), torch.as_tensor(spans(len(batch[0])))
+""",
+    ]
+    INVALID = [
+        """
+import numpy as np
+import torch
+from torch import nn
+
+
+@torch.compiler.disable
+def spans(length: int) -> np.ndarray:
+    return np.random.rand(length) < 0.1
+
+
+class Masker(nn.Module):
+    def forward(self, x):
+        keep = torch.as_tensor(spans(x.shape[1]))  # expect: WSC707
+        return x * keep
+""",
+    ]
+
+    def visit_Call(self, node: cst.Call, ctx: RuleContext) -> None:
+        if not get_target(ctx.settings.target).has_graph_breaks:
+            return
+        callees = ctx.scratch.get("callees")
+        if callees is None:
+            callees = ctx.scratch["callees"] = {call: site.callee for (call, _), site in ctx.analysis.calls.items()}
+        callee = callees.get(id(node))
+        if callee is not None and disabled(callee) == DEEP:
+            ctx.report(node, f"`{ctx.code(node)}` calls `{callee.name}`, which `torch.compiler.disable` keeps out "
+                             f"of the graph: {BREAKS}, where it runs eagerly")
 
 
 # Context managers that set backend flags for the kernels run inside them, and the registry id of the break
