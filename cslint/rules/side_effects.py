@@ -14,9 +14,11 @@ from cslint.analysis.compile_options import DEEP, disabled
 from cslint.analysis.kinds import Tag
 from cslint.fixers.buffers import counter_to_buffer
 from cslint.fixers.eager_host_function import run_eagerly
+from cslint.fixers.grad_switch import skip_switch_under_compile
 from cslint.fixers.log_guard import guard_under_compile
 from cslint.fixers.summaries import data_dependent_parts, log_call_kind, report_through_summaries
 from cslint.rule_api.context import RuleContext
+from cslint.rule_api.findings import Fix
 from cslint.rules.base import Rule
 from cslint.rules.optimizer_state import made_by_first_step, python_counter
 from cslint.core.targets import get_target
@@ -590,7 +592,16 @@ model.encoder.weight.requires_grad_(False)
 def forward(self, x):
     return self.encoder(x)
 """
-    fix_safety = "No fix: move the switch out of the step, where the training loop sets up the model."
+    fix_safety = (
+        "Under `--target compile`, a switch turning `requires_grad` on for a tensor the step makes (a view of "
+        "the input, a new tensor, a buffer of the module) has an unsafe fix: `if not "
+        "torch.compiler.is_compiling():` around it. Such switches serve eager autograd (reentrant "
+        "checkpointing needs an input that requires grad); the compiled graph differentiates through "
+        "checkpoints without it, so the parameters' gradients are unchanged. Unsafe: in compiled runs that "
+        "tensor's own gradient is not computed. A switch on a parameter, on the function's input, off, or on "
+        "a tensor whose `.grad` the function reads has no fix, nor has any switch on the lazy targets: move "
+        "it out of the step, where the training loop sets up the model."
+    )
     VALID = [
         """
 import torch
@@ -651,8 +662,11 @@ class Net(nn.Module):
         dynamo = get_target(ctx.settings.target).has_graph_breaks
         if method == "requires_grad_" and (is_module or receiver.is_tensor) \
                 and (dynamo or not _made_in_step(func.value, ctx, node)):
+            turns_on = not node.args or _is_true(node.args[0].value)
             ctx.report(node, f"`{ctx.code(node)}` changes which tensors need gradients in the traced step: "
-                             f"{BREAKS if dynamo else ONCE}")
+                             f"{BREAKS if dynamo else ONCE}",
+                       _skipped_under_compile(node, func.value, ctx) if dynamo and turns_on and not is_module
+                       else None)
         elif method in ("train", "eval") and len(node.args) <= 1 and not receiver.is_tensor \
                 and receiver.tag is not Tag.SEQUENCE:  # `self.encoder` may be a constructor argument
             ctx.report(node, f"`{ctx.code(node)}` switches module mode in the traced step: {ONCE}")
@@ -665,7 +679,8 @@ class Net(nn.Module):
             # dynamo cannot trace a switch of any tensor's requires_grad, one the step made included
             if get_target(ctx.settings.target).has_graph_breaks and ctx.kind(t.value).is_tensor:
                 ctx.report(node, f"`{ctx.code(t)} = ...` changes which tensors need gradients in the traced "
-                                 f"step: {BREAKS}")
+                                 f"step: {BREAKS}",
+                           _skipped_under_compile(node, t.value, ctx) if _is_true(node.value) else None)
             elif not _made_in_step(t.value, ctx, node):
                 ctx.report(node, f"`{ctx.code(t)} = ...` changes which tensors need gradients in the traced "
                                  f"step: {ONCE}")
@@ -853,14 +868,34 @@ def _made_in_step(tensor: cst.BaseExpression, ctx: RuleContext, at: cst.CSTNode)
     decides; a parameter or an alias (`w = self.weight`) is not made in the step."""
     if type(tensor) is cst.Call:
         return True
+    value = _last_assigned(tensor, ctx, at) if type(tensor) is cst.Name else None
+    return type(value) in (cst.Call, cst.BinaryOperation)
+
+
+def _skipped_under_compile(switch: cst.CSTNode, tensor: cst.BaseExpression, ctx: RuleContext) -> Fix | None:
+    """WSC705's fix under compile, for a switch on a local tensor (never on a model's own attribute)."""
     if type(tensor) is not cst.Name:
-        return False
+        return None
+    return skip_switch_under_compile(switch, tensor.value, _last_assigned(tensor, ctx, switch), ctx)
+
+
+def _last_assigned(name: cst.Name, ctx: RuleContext, at: cst.CSTNode) -> cst.BaseExpression | None:
+    """The value of the nearest assignment to `name` before `at`, in its block or the blocks around it
+    (None for a parameter, a loop variable or a name bound another way)."""
     for block, index in reversed(_blocks_to(ctx.traced.func.node, at, _holder(ctx, at))):
+        around = block[index]
+        if type(around) is cst.For and any(type(n) is cst.Name and n.value == name.value
+                                           for n in iter_nodes(around.target)):
+            return None  # `for p in self.parameters(): p.requires_grad = True`
         for stmt in reversed(block[:index]):
-            value = _assigned_value(stmt, tensor.value)
+            value = _assigned_value(stmt, name.value)
             if value is not None:
-                return type(value) in (cst.Call, cst.BinaryOperation)
-    return False
+                return value
+    return None
+
+
+def _is_true(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Name) and node.value == "True"
 
 
 def _blocks_to(root: cst.CSTNode, node: cst.CSTNode, holds: Callable[[cst.CSTNode], bool]
