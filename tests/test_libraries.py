@@ -118,6 +118,32 @@ class StepScheduler:
         return x
 '''
 
+LAYERS = '''
+import torch
+from torch import nn
+
+
+class ActNorm(nn.Module):
+    """Scales each feature; the first batch sets the scale (data-dependent initialisation)."""
+
+    def __init__(self, dim):
+        super().__init__()
+        self.scale = nn.Parameter(torch.ones(dim))
+        self.register_buffer("initialized", torch.tensor(0.0))
+
+    def forward(self, x):
+        if not self.initialized > 0:
+            self.scale.data.copy_(1.0 / (x.std(0) + 1e-6))
+            self.initialized.fill_(1.0)
+        return x * self.scale
+
+    def log_scale(self):
+        return torch.log(self.scale.abs()).sum().item()
+
+    def inverse(self, z):
+        return z / self.scale
+'''
+
 USER_OPTIMIZER = '''
 import torch
 from fakeoptim.utils import _get_value, count_positive, scaled
@@ -163,6 +189,7 @@ def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
         "__init__.py": f"open({str(mark)!r}, 'w').write('imported')\n",
         "utils.py": OPTIM_UTILS,
         "schedulers.py": SCHEDULER,
+        "layers.py": LAYERS,
     })
     monkeypatch.setattr(library_env, "_ENVIRONMENTS", {})
     PYTHON["path"] = str(venv / "bin" / "python")
@@ -361,6 +388,42 @@ def test_a_method_of_a_library_object_built_at_module_level(site: Path, tmp_path
     assert set(vias) == {("WSC101", 9), ("WSC501", 9)}
     assert "via fakeoptim.schedulers.StepScheduler.step: `if t > 0`" in vias[("WSC101", 9)]
     assert "StepScheduler.step -> fakeoptim.schedulers.StepScheduler.previous" in vias[("WSC501", 9)]
+
+
+USER_FLOW = '''
+    import torch
+    from torch import nn
+    from fakeoptim.layers import ActNorm
+
+
+    class Flow(nn.Module):
+        def __init__(self, dim=4):
+            super().__init__()
+            self.norm = ActNorm(dim)
+            self.proj = nn.Linear(dim, dim)
+
+        def forward(self, x):
+            z = self.norm(x)
+            penalty = self.norm.log_scale()
+            return self.proj(self.norm.inverse(z)).pow(2).mean() + penalty
+
+
+    def describe(flow, x):
+        return flow.norm(x), flow.norm.log_scale()
+'''
+
+
+def test_a_library_module_the_step_calls_is_summarised_on_the_callers_line(site: Path, tmp_path: Path) -> None:
+    """A model holding a library's layer (`self.norm = ActNorm(dim)`) and calling it, or a method of it, in its
+    `forward`: the layer's code runs in the step, and what it does is reported on the model's line."""
+    found = _lint(tmp_path / "proj", {"flow.py": USER_FLOW})
+    lines = {(code, line) for code, _, line, _ in found}
+    assert ("WSC101", 13) in lines  # `self.norm(x)`: the first-batch test on the layer's buffer
+    assert ("WSC201", 14) in lines  # `self.norm.log_scale()`: `.item()` in the library's method
+    by_line = {line: message for _, _, line, message in found}
+    assert "via fakeoptim.layers.ActNorm.forward: `if not self.initialized > 0`" in by_line[13]
+    assert "via fakeoptim.layers.ActNorm.log_scale" in by_line[14]
+    assert not [f for f in found if f[2] in (15, 19, 20)]  # plain tensor arithmetic; code no step runs
 
 
 def test_no_library_installed_is_todays_behaviour(site: Path, tmp_path: Path) -> None:

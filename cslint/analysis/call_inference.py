@@ -336,7 +336,7 @@ class CallInference:
             if receiver.cls:
                 owner = self.project
                 cls = owner.lookup_class(receiver.cls)
-                if cls is None and receiver.role == "object" and self.project.libraries is not None:
+                if cls is None and receiver.role in ("object", "module") and self.project.libraries is not None:
                     owner = self.project.libraries.project  # an instance of an installed library's class
                     cls = owner.lookup_class(receiver.cls)
                 if cls is not None:
@@ -438,8 +438,12 @@ class CallInference:
                 return kind
         if callee.tag is Tag.OBJECT and callee.role == "module":
             if callee.cls:
-                cls = self.project.lookup_class(callee.cls)
-                forward = self.project.find_method(cls, "forward") if cls is not None else None
+                owner = self.project
+                cls = owner.lookup_class(callee.cls)
+                if cls is None and self.project.libraries is not None:
+                    owner = self.project.libraries.project  # `norm(x)`: an installed library's module
+                    cls = owner.lookup_class(callee.cls)
+                forward = owner.find_method(cls, "forward") if cls is not None else None
                 if forward is not None:
                     kind = self._call_project_function(node, forward, arg_kinds, receiver=callee)
                     return kind if kind.tag is not Tag.UNKNOWN else TENSOR
