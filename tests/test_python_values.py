@@ -673,3 +673,70 @@ def test_a_tensor_annotation_takes_a_callers_tensor_as_before(lint, target):
             return hidden * pad_mask(mask, past, hidden.shape[1])[..., None]
     """
     assert codes(lint(code, target=target)) == [("WSC101", 5)]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_tensors_membership_in_a_dict_or_a_set_reads_no_value(lint, target):
+    """`p not in self.state`, a cache keyed by parameters, a set of seen tensors: Python hashes a tensor by its
+    identity, so the test is a Python bool and no value is read (a class of false findings on optimizer
+    collections and model code); a tensor's membership in a list compares values (`==`) and still is one."""
+    code = """
+    import collections
+    import torch
+    from torch import nn
+
+
+    class Shared(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = nn.Linear(4, 4)
+            self.scales = {}
+            self.seen = set()
+            self.order = collections.OrderedDict()
+
+        def forward(self, x):
+            w = self.proj.weight
+            if w not in self.scales:
+                self.scales[w] = 1.0
+            if w in self.seen or w in self.order:
+                x = x * 2
+            visited = {p for p in self.proj.parameters()}
+            if self.proj.bias in visited:
+                x = x + 1
+            return self.proj(x)
+
+
+    class Lookahead(torch.optim.Optimizer):
+        @torch.no_grad()
+        def step(self):
+            for group in self.param_groups:
+                for p in group["params"]:
+                    if p.grad is None or p not in self.state:
+                        continue
+                    p.add_(p.grad, alpha=-0.1)
+    """
+    assert [d for d in lint(code, target=target) if d.code == "WSC101"] == []
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_tensors_membership_in_a_list_or_a_tensor_still_reads_values(lint, target):
+    code = """
+    import torch
+    from torch import nn
+
+
+    class Picker(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = nn.Linear(4, 4)
+
+        def forward(self, x, ids):
+            anchors = [x.mean(), x.max()]
+            if x.sum() in anchors:
+                x = x * 2
+            if 3 in ids.argmax(-1):
+                x = x + 1
+            return self.proj(x)
+    """
+    lines = [d.line for d in lint(code, target=target) if d.code == "WSC101"]
+    assert len(lines) == 2

@@ -8,8 +8,8 @@ import libcst as cst
 
 from cslint.analysis import torch_api as api
 from cslint.analysis.kinds import (
-    DYN_TENSOR, HOST, HOST_LIST, MODULE, STATIC, TENSOR, UNKNOWN, Kind, Tag, combine, element_of, modules_of, obj,
-    sequence_of, tuple_of,
+    DYN_TENSOR, HOST, HOST_LIST, MODULE, STATIC, TENSOR, UNKNOWN, Kind, Tag, combine, element_of, mapping_of,
+    modules_of, obj, sequence_of, tuple_of,
 )
 from cslint.analysis.ranks import function_rank
 from cslint.analysis.syntax import string_value
@@ -31,6 +31,8 @@ def known_external_kind(qualified: str, node: cst.Call, arg_kinds: list[Kind]) -
         return STATIC
     if qualified in api.HOST_TORCH_FUNCTIONS:
         return HOST
+    if qualified in api.MAPPING_CONSTRUCTORS:
+        return mapping_of(UNKNOWN)
     namespace, _, last = qualified.rpartition(".")
     ranked = function_rank(last, node) if namespace == "torch" else None
     if ranked is not None:  # torch.nonzero(x, as_tuple=True), torch.argmax(x)
@@ -101,6 +103,8 @@ def builtin_call_kind(name: str, arg_kinds: list[Kind]) -> Kind:
         return sequence_of(tuple_of(STATIC, element_of(first)), first.dynamic_shape)
     if name == "zip":
         return sequence_of(tuple_of(*(element_of(k) for k in arg_kinds)))
+    if name in ("set", "frozenset"):
+        return mapping_of(element_of(first) if arg_kinds else UNKNOWN)
     if name in api.SEQUENCE_BUILTINS:
         return sequence_of(element_of(first), first.dynamic_shape)
     if name in ("any", "all"):

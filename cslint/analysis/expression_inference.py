@@ -13,8 +13,8 @@ from cslint.analysis.call_inference import AUTOGRAD_CONTEXT, CallInference
 from cslint.analysis.function_analysis import Env
 from cslint.analysis.index import FunctionInfo
 from cslint.analysis.kinds import (
-    BOOL_TENSOR, FLOAT64_DTYPE, HOST, STATIC, TENSOR, UNKNOWN, Kind, Tag, combine, element_of, is_float64, join, obj,
-    sequence_of, tensor, tuple_of,
+    BOOL_TENSOR, FLOAT64_DTYPE, HOST, STATIC, TENSOR, UNKNOWN, Kind, Tag, combine, element_of, hashes_its_members,
+    is_float64, join, mapping_of, obj, sequence_of, tensor, tuple_of,
 )
 from cslint.analysis.ranks import elementwise_rank, subscript_rank
 from cslint.analysis.syntax import path_key, string_value
@@ -106,7 +106,7 @@ class ExpressionInference(CallInference):
         elem = kinds[0] if kinds else UNKNOWN
         for k in kinds[1:]:
             elem = join(elem, k)
-        return sequence_of(elem)
+        return mapping_of(elem) if type(node) is cst.Set else sequence_of(elem)
 
     def _dict(self, node: cst.Dict, env: Env) -> Kind:
         elem = UNKNOWN
@@ -117,16 +117,17 @@ class ExpressionInference(CallInference):
             else:
                 value = element_of(self.ev(element.value, env))
             elem = value if elem is UNKNOWN else join(elem, value)
-        return sequence_of(elem)
+        return mapping_of(elem)
 
     def _element_comprehension(self, node: cst.ListComp | cst.SetComp | cst.GeneratorExp, env: Env) -> Kind:
         inner = self._comprehension(node.for_in, env)
-        return sequence_of(self.ev(node.elt, inner))
+        elem = self.ev(node.elt, inner)
+        return mapping_of(elem) if type(node) is cst.SetComp else sequence_of(elem)
 
     def _dict_comprehension(self, node: cst.DictComp, env: Env) -> Kind:
         inner = self._comprehension(node.for_in, env)
         self.ev(node.key, inner)
-        return sequence_of(self.ev(node.value, inner))
+        return mapping_of(self.ev(node.value, inner))
 
     def _named(self, node: cst.NamedExpr, env: Env) -> Kind:
         kind = self.ev(node.value, env)
@@ -288,9 +289,10 @@ class ExpressionInference(CallInference):
         if any(type(n) in _STRING_NODES for n in (node.left, *(t.comparator for t in node.comparisons))):
             return STATIC  # `layer_type == "full"`, `"labels" in inputs`: a question about strings or keys
         if all(isinstance(op, (cst.In, cst.NotIn)) for op in operators):
-            # `"exp_avg" in state`, `k in config`: membership of a key; `x in tensor` reads values
+            # `"exp_avg" in state`, `k in config`: membership of a key; `x in tensor` reads values, and so does a
+            # tensor's membership in a list (`==` on each element); in a dict or a set it is hashed, by identity
             container = kinds[-1]
-            if container.tag is Tag.TENSOR or kinds[0].tag is Tag.TENSOR:
+            if container.tag is Tag.TENSOR or (kinds[0].tag is Tag.TENSOR and not hashes_its_members(container)):
                 return HOST
             return HOST if kinds[0].tag is Tag.HOST else STATIC
         result = combine(*kinds)

@@ -149,6 +149,21 @@ def sequence_of(elem: Kind, dynamic_length: bool = False) -> Kind:
     return Kind(Tag.SEQUENCE, elem=elem, dynamic_shape=dynamic_length)
 
 
+MAPPING = "mapping"  # SEQUENCE's role for a dict or a set: `k in it` hashes `k` (a tensor by identity), reads no value
+
+
+def mapping_of(elem: Kind) -> Kind:
+    """A dict (of values of kind `elem`) or a set (of elements of kind `elem`)."""
+    return Kind(Tag.SEQUENCE, elem=elem, role=MAPPING)
+
+
+def hashes_its_members(container: Kind) -> bool:
+    """`x in container` hashes `x` (a tensor by identity) instead of comparing values: a dict or a set, or an
+    optimizer's state (a dict keyed by parameters)."""
+    return (container.tag is Tag.SEQUENCE and container.role == MAPPING) or \
+        (container.tag is Tag.OBJECT and container.role in ("state_map", "opt_state"))
+
+
 def tuple_of(*items: Kind) -> Kind:
     elem = items[0] if items else UNKNOWN
     for item in items[1:]:
@@ -201,6 +216,8 @@ def _join(a: Kind, b: Kind) -> Kind:
             ea, eb = a.elem or UNKNOWN, b.elem or UNKNOWN
             if a.items is not None and b.items is not None and len(a.items) == len(b.items):
                 return tuple_of(*(join(x, y) for x, y in zip(a.items, b.items)))
+            if a.role == b.role == MAPPING:
+                return mapping_of(join(ea, eb))
             return sequence_of(join(ea, eb), a.dynamic_shape or b.dynamic_shape)
         if a.tag is Tag.OBJECT:
             if a.role == b.role and a.role in ("function", "method") and a.cls and b.cls:

@@ -93,6 +93,11 @@ STATIC_BUILTINS = frozenset({
 })
 SEQUENCE_BUILTINS = frozenset({"list", "tuple", "sorted", "reversed", "set", "frozenset", "iter"})
 TENSOR_PRESERVING_BUILTINS = frozenset({"min", "max", "sum", "abs", "round", "pow", "next"})
+# dicts and sets outside the builtins: a tensor's membership in one is hashed (by identity), no value read
+MAPPING_CONSTRUCTORS = frozenset({
+    "collections.defaultdict", "collections.OrderedDict", "collections.Counter", "weakref.WeakKeyDictionary",
+    "weakref.WeakValueDictionary", "weakref.WeakSet",
+})
 
 # Constructors in torch.nn that build tensors rather than modules.
 TENSOR_CONSTRUCTORS = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.Tensor",
