@@ -740,3 +740,35 @@ def test_a_tensors_membership_in_a_list_or_a_tensor_still_reads_values(lint, tar
     """
     lines = [d.line for d in lint(code, target=target) if d.code == "WSC101"]
     assert len(lines) == 2
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_value_isinstance_shows_is_a_dtype_is_no_tensor(lint, target):
+    """A helper given tensors and dtypes alike (`promote(x)`): past `isinstance(x, torch.dtype) and`, `x` is a
+    dtype, and its membership in a tuple of dtypes is a Python question (set 3's F15); the tensor's own
+    branch still reads nothing but its dtype, and a value test on a tensor still is one."""
+    code = """
+    import torch
+    from torch import nn
+
+
+    def promote(x):
+        if isinstance(x, torch.dtype) and x in (torch.bfloat16, torch.float16):
+            return torch.float32
+        if isinstance(x, torch.Tensor) and x.dtype in (torch.bfloat16, torch.float16):
+            return x.float()
+        return x
+
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = nn.Linear(4, 4)
+
+        def forward(self, x):
+            h = promote(self.proj(x))
+            if isinstance(h, torch.Tensor) and h.sum() > 0:
+                h = h * 2
+            return h.to(promote(x.dtype))
+    """
+    assert [d.line for d in lint(code, target=target) if d.code == "WSC101"] == [20]

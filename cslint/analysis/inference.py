@@ -367,6 +367,8 @@ class FunctionInference(ExpressionInference):
         if all(tensor_classes):
             if not holds:
                 env[key] = STATIC
+        elif holds and all(q in api.STATIC_TORCH_CLASSES for q in qualified):
+            env[key] = STATIC  # `isinstance(x, torch.dtype) and x in (torch.float16, torch.bfloat16)`
         elif holds and not any(tensor_classes) and not any(q.startswith("torch.") for q in qualified):
             env[key] = obj("object")
 

@@ -93,6 +93,10 @@ STATIC_BUILTINS = frozenset({
 })
 SEQUENCE_BUILTINS = frozenset({"list", "tuple", "sorted", "reversed", "set", "frozenset", "iter"})
 TENSOR_PRESERVING_BUILTINS = frozenset({"min", "max", "sum", "abs", "round", "pow", "next"})
+# torch's classes of Python values fixed at trace time: a value `isinstance` shows is one is no tensor
+STATIC_TORCH_CLASSES = frozenset({
+    "torch.dtype", "torch.device", "torch.Size", "torch.layout", "torch.memory_format", "torch.finfo", "torch.iinfo",
+})
 # dicts and sets outside the builtins: a tensor's membership in one is hashed (by identity), no value read
 MAPPING_CONSTRUCTORS = frozenset({
     "collections.defaultdict", "collections.OrderedDict", "collections.Counter", "weakref.WeakKeyDictionary",
