@@ -772,3 +772,37 @@ def test_a_value_isinstance_shows_is_a_dtype_is_no_tensor(lint, target):
             return h.to(promote(x.dtype))
     """
     assert [d.line for d in lint(code, target=target) if d.code == "WSC101"] == [20]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_what_a_constructor_reads_from_tensors_is_a_constant_in_the_step(lint, target):
+    """`self.batch_dims = torch.nonzero(...)[:, 0].tolist()` in `__init__`: read before any step runs, so in
+    `forward` it is a fixed list of ints and iterating it unrolls nothing that changes (set 3's F1,
+    normflows' coupling layers); the same read in `forward` still is one."""
+    code = """
+    import numpy as np
+    import torch
+    from torch import nn
+
+
+    class Coupling(nn.Module):
+        def __init__(self, shape):
+            super().__init__()
+            self.s = nn.Parameter(torch.zeros(shape))
+            self.batch_dims = torch.nonzero(torch.tensor(self.s.shape) == 1, as_tuple=False)[:, 0].tolist()
+            self.count = int(torch.tensor(shape).prod())
+
+        def forward(self, z):
+            if len(self.batch_dims) > 1:
+                scale = np.prod([z.size(i) for i in self.batch_dims[1:]])
+            else:
+                scale = 1
+            for _ in range(self.count):
+                z = z * 1.0
+            live = torch.nonzero(z[0] > 0)[:, 0].tolist()
+            for i in live:
+                z = z + i
+            return z * torch.exp(self.s), scale * torch.sum(self.s)
+    """
+    found = [(d.code, d.line) for d in lint(code, target=target) if d.code.startswith(("WSC10", "WSC2"))]
+    assert found and {line for _, line in found} <= {20, 21}  # the read in forward and the loop over it

@@ -164,6 +164,21 @@ def hashes_its_members(container: Kind) -> bool:
         (container.tag is Tag.OBJECT and container.role in ("state_map", "opt_state"))
 
 
+def fixed_before_tracing(kind: Kind) -> Kind:
+    """What a value computed before the step runs (in a constructor) is at trace time: a Python value read
+    from tensor data there is a constant (`self.dims = torch.nonzero(m)[:, 0].tolist()`), and a tensor's
+    value-dependent shape is already known; tensors stay tensors."""
+    if kind.tag is Tag.HOST:
+        return STATIC
+    if kind.tag is Tag.TENSOR and kind.dynamic_shape:
+        return tensor(rank=kind.rank, boolean=kind.boolean, dtype=kind.dtype)
+    if kind.tag is Tag.SEQUENCE:
+        elem = fixed_before_tracing(kind.elem) if kind.elem is not None else None
+        items = tuple(fixed_before_tracing(k) for k in kind.items) if kind.items is not None else None
+        return replace(kind, elem=elem, items=items, dynamic_shape=False)
+    return kind
+
+
 def tuple_of(*items: Kind) -> Kind:
     elem = items[0] if items else UNKNOWN
     for item in items[1:]:

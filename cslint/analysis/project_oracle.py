@@ -13,7 +13,7 @@ import libcst as cst
 
 from cslint.analysis.index import ClassInfo, FunctionInfo
 from cslint.analysis.inference import FunctionInference
-from cslint.analysis.kinds import STATIC, TENSOR, Kind, join, obj
+from cslint.analysis.kinds import STATIC, TENSOR, Kind, fixed_before_tracing, join, obj
 from cslint.analysis.optimizer_entries import group_tensor_entries, state_entry_kinds
 from cslint.analysis.project import Project
 from cslint.analysis.signatures import all_params, first_param, signature_kind
@@ -38,6 +38,9 @@ def _state_entries_of(klass: ClassInfo, tensor_group_keys: frozenset[str]) -> di
 # class costs more than the rest of the analysis; attributes are nearly always set in these).
 ATTRIBUTE_SETTING_METHODS = ("__init__", "__post_init__", "__setstate__", "reset", "_reset", "init", "_init",
                              "setup", "build", "_build", "forward", "preinitialize")
+
+# Methods that run before any step: what they compute from tensor data is a constant at trace time
+CONSTRUCTORS = frozenset({"__init__", "__post_init__", "__setstate__"})
 
 
 class ProjectOracle:
@@ -140,7 +143,9 @@ class ProjectOracle:
                 params[first_param(method.node) or "self"] = self.self_kind(cls)
                 analysis = self.kept.analyse(self.project, self, method, params, {}, None) if self.kept is not None \
                     else FunctionInference(self.project, self, method, params).run()
+                constructed = method.name in CONSTRUCTORS
                 for key, kind in analysis.attribute_assignments.items():
+                    kind = fixed_before_tracing(kind) if constructed else kind
                     merged[key] = join(merged[key], kind) if key in merged else kind
         self._computing.discard(cls_name)
         self._attributes[cls_name] = merged
