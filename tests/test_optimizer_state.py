@@ -655,3 +655,39 @@ class Many(Optimizer):
     found = lint(code, select=("WSC301",))
     assert len(found) == 31 and found[0].message.startswith("`if len(state) == 0`")
     assert walked.count("step") <= 2  # once per check of the step (124 on the old code: per `if`, per question)
+
+
+@pytest.mark.parametrize("target", ["wsc", "compile"])
+def test_an_optional_argument_defaulted_in_a_helper_is_not_state(lint, target) -> None:
+    """`def stochastic_round_(ref, source=None): if source is None: source = ref` called from a step with one
+    argument: `source` is the caller's optional argument, given afresh on every call, not state the first step
+    creates (set 3's F2, heavyball); the state entry made behind `if buf is None` in the step still is."""
+    code = """
+import torch
+
+
+def stochastic_round_(ref: torch.Tensor, source: torch.Tensor | None = None):
+    if source is None:
+        source = ref.clone()
+    ref.copy_(source)
+    return ref
+
+
+class Rounded(torch.optim.Optimizer):
+    def __init__(self, params, lr=1e-3):
+        super().__init__(params, dict(lr=lr))
+
+    @torch.no_grad()
+    def step(self):
+        for group in self.param_groups:
+            for p in group["params"]:
+                state = self.state[p]
+                buf = state.get("momentum")
+                if buf is None:
+                    buf = state["momentum"] = torch.zeros_like(p)
+                buf.mul_(0.9).add_(p.grad)
+                p.add_(buf, alpha=-0.01)
+                stochastic_round_(p)
+"""
+    first_step = {"wsc": "WSC301", "compile": "WSC703"}[target]
+    assert [d.line for d in lint(code, target=target) if d.code == first_step] == [21]

@@ -87,8 +87,12 @@ def is_guard(ctx: RuleContext, node: cst.If) -> bool:
 def _starts_as_none(ctx: RuleContext, name: str) -> bool:
     key = f"wsc3_none_locals:{id(ctx.traced.func.node)}"
     if key not in ctx.scratch:
-        ctx.scratch[key] = {target.value for n in iter_nodes(ctx.traced.func.node)
-                            for target in _targets_bound_to_none(n) if isinstance(target, cst.Name)}
+        func = ctx.traced.func.node
+        # an optional argument (`source: Tensor | None = None`) is the caller's, given afresh every call
+        optional = {p.name.value for p in (*func.params.params, *func.params.kwonly_params)
+                    if isinstance(p.default, cst.Name) and p.default.value == "None"}
+        ctx.scratch[key] = optional | {target.value for n in iter_nodes(func)
+                                       for target in _targets_bound_to_none(n) if isinstance(target, cst.Name)}
     return name in ctx.scratch[key]
 
 
