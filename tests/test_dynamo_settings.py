@@ -203,11 +203,16 @@ def test_a_fullgraph_that_is_not_a_literal_keeps_the_generic_words(lint):
 
 
 @pytest.mark.parametrize("target", LAZY)
-def test_compile_options_change_nothing_on_lazy_targets(lint, target):
-    plain = lint(COMPILED.format(options=""), target=target)
-    strict = lint(COMPILED.format(options="(fullgraph=True)"), target=target)
-    assert [(d.code, d.line, d.message) for d in strict] == [(d.code, d.line, d.message) for d in plain]
-    assert ("WSC201", 6) in codes(plain)
+def test_a_compiled_function_keeps_its_options_on_lazy_targets(lint, target):
+    """A function torch.compile decorates is a compile root whatever the run's target (docs/targets.md, "A
+    target per root"): dynamo traces it, so its options decide its findings as under --target compile."""
+    for options in ("", "(fullgraph=True)"):
+        lazy = lint(COMPILED.format(options=options), target=target)
+        compiled = lint(COMPILED.format(options=options), target="compile")
+        assert [(d.code, d.line, d.message) for d in lazy] == [(d.code, d.line, d.message) for d in compiled]
+        assert lazy and all(d.targets == ("compile",) for d in lazy), [d.targets for d in lazy]
+    assert ("WSC201", 6) in codes(lint(COMPILED.format(options=""), target=target))
+    assert ("WSC201", 6) not in codes(lint(COMPILED.format(options="(fullgraph=True)"), target=target))
 
 
 # ---- escape hatches -----------------------------------------------------------------------------------

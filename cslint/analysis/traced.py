@@ -219,12 +219,14 @@ class TracedProgram:
     def __init__(self, project: Project, trace_roots: Iterable[str] = (),
                  after_analysis: Callable[[TracedFunction], None] | None = None,
                  root_modules: Collection[str] | None = None, tracer: str | None = None,
-                 kept: KeptAnalyses | None = None, library: bool = False) -> None:
+                 kept: KeptAnalyses | None = None, library: bool = False, roots: list[Root] | None = None) -> None:
         """`root_modules`: look for roots in these modules only (the others are there for what they
         define; their functions are traced only when called). `tracer` (tracing_guards.LAZY or DYNAMO):
         decide tracing predicates for it; None leaves both branches of such guards traced. `kept`: an
         editor's analyses of earlier runs, reused where nothing they read changed (reuse.py). `library`: the
-        project has no step of its own, and its entry points are roots too (entry_points.py)."""
+        project has no step of its own, and its entry points are roots too (entry_points.py). `roots`: the
+        roots to trace, when the caller found them (`find_root_calls`) and kept those of one target
+        (root_targets.py); `trace_roots`, `root_modules` and `library` are then not read."""
         self.project = project
         self.guards = Guards(project, tracer) if tracer is not None else None
         # A tensor where a Python number is declared is taken as one number (0-dim) under lazy tracing, where
@@ -239,7 +241,7 @@ class TracedProgram:
         self._callers: dict[str, dict[str, None]] = {}
         self._given: dict[str, dict[str, Kind]] = {}
         self._site_args: dict[tuple[str, str], dict[str, Kind]] = {}
-        self._roots = find_root_calls(project, trace_roots, root_modules, library)
+        self._roots = roots if roots is not None else find_root_calls(project, trace_roots, root_modules, library)
         self._dynamo = tracer == DYNAMO
         if self._dynamo:  # a function dynamo is told not to trace is no root of its graph
             self._roots = [root for root in self._roots if disabled(root[0]) != DEEP]

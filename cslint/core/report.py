@@ -65,6 +65,9 @@ class Diagnostic:
     # What the finding rests on besides evidence ("" when only on evidence): with `include-uncertain`, the
     # assumption that made its function traced (a library entry point: that a user's step calls it).
     assumption: str = ""
+    # the targets whose roots reach it, the run's target first (a run checks each root for its own target:
+    # analysis/root_targets.py); the run fills in its target where a finding has none of its own
+    targets: tuple[str, ...] = ()
 
     @property
     def certainty(self) -> str:
@@ -90,7 +93,8 @@ class Diagnostic:
                 "fix": [self.fix.applicability, self.fix.message] if self.fix is not None else None,
                 "chain": list(self.chain), "reason": self.reason, "source_line": self.source_line,
                 "cell": self.cell, "graph_break": [gb.id, gb.type, gb.explanation, gb.hint] if gb is not None else None,
-                "notes": list(self.notes), "assumption": self.assumption}
+                "notes": list(self.notes), "assumption": self.assumption,
+                "targets": list(self.targets)}
 
     @classmethod
     def from_json(cls, path: Path, data: Any) -> Diagnostic:
@@ -103,10 +107,10 @@ class Diagnostic:
         return cls(path, data["line"], data["column"], data["end_line"], data["end_column"], data["code"],
                    data["message"], FixSummary(*fix) if fix is not None else None, list(data["chain"]),
                    data["reason"], data["source_line"], data["cell"], GraphBreak(*gb) if gb is not None else None,
-                   list(data["notes"]), data["assumption"])
+                   list(data["notes"]), data["assumption"], tuple(data["targets"]))
 
 
 # The JSON of a diagnostic: each field's kind.
 _FIELDS = {"line": "int", "column": "int", "end_line": "int", "end_column": "int", "code": "str", "message": "str",
            "fix": "[str]*2|None", "chain": "[str]", "reason": "str", "source_line": "str", "cell": "int|None",
-           "graph_break": "[str]*4|None", "notes": "[str]", "assumption": "str"}
+           "graph_break": "[str]*4|None", "notes": "[str]", "assumption": "str", "targets": "[str]"}

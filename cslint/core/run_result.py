@@ -22,3 +22,6 @@ class RunResult:
     changed_files: list[SourceFile] = field(default_factory=list)
     files_checked: int = 0
     baseline: BaselineOutcome | None = None  # what the baseline hid, when the run has one
+    # the roots of the files checked that are checked for another target than the run's (target, function,
+    # file; analysis/root_targets.py), in the order of the files
+    other_roots: list[tuple[str, str, Path]] = field(default_factory=list)

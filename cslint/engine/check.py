@@ -13,7 +13,7 @@ as the `analyse` callable, which is handed the engine's `lint`.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -158,8 +158,10 @@ def as_reported(outcome: CheckOutcome) -> None:
         except ReadError:
             return None
 
-    outcome.result.diagnostics = in_cells(outcome.result.diagnostics, notebook_of)
-    if outcome.settings.target == "compile":
+    target = outcome.settings.target
+    outcome.result.diagnostics = [d if d.targets else replace(d, targets=(target,))
+                                  for d in in_cells(outcome.result.diagnostics, notebook_of)]
+    if any("compile" in d.targets for d in outcome.result.diagnostics):
         from cslint.engine.graph_break_registry import with_graph_breaks
 
         outcome.result.diagnostics = with_graph_breaks(outcome.result.diagnostics, outcome.settings.python)

@@ -178,6 +178,7 @@ def adapt_to_target(findings: list[Finding], settings: Settings, module: ModuleI
     target = get_target(settings.target)
     known: set[str] | None = None  # read from the imports only when a fix imports something
     for finding in findings:
+        finding.target = target.name
         if finding.code == INTERNAL_ERROR:
             continue
         finding.message = compose(finding.message, finding.code, target, compiled, finding.consequence)

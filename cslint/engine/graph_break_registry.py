@@ -68,6 +68,9 @@ def with_graph_breaks(diagnostics: list[Diagnostic], python: str | None) -> list
     registry: Registry | None = None
     out = []
     for d in diagnostics:
+        if d.targets and "compile" not in d.targets:  # a finding of a lazy target's roots breaks no dynamo graph
+            out.append(d)
+            continue
         gb_id = graph_break_id(d.code, d.message)
         if gb_id is not None:
             registry = registry or load(python)

@@ -189,6 +189,8 @@ class Session:
         self._indexes: IndexStore | None = None
         self._pool: Executor | None = None
         self._graph_file = ""  # where the run's import graph was saved for the workers (with what they indexed)
+        # by key, the roots the last analysis found checked for another target than the run's (Linter.other_roots)
+        self._other_roots: dict[str, list[list[str]]] = {}
 
     @property
     def rules(self) -> list[Any]:
@@ -411,12 +413,15 @@ class Session:
                 found = sorted(reach.get(key, frozenset()) - {key})
                 if key not in changed and state.hash != "unreadable" and (state.target or not fix) and \
                         self._storable(state, found):
-                    self._store(state, reports.get(key, []), found)
+                    self._store(state, reports.get(key, []), found, self._other_roots.get(key, []))
         for state in target_states:
             if state.key in stale:
                 result.diagnostics.extend(reports.get(state.key, []))
+                roots = self._other_roots.get(state.key, [])
             else:
                 result.diagnostics.extend(replace(d, path=state.path) for d in state.entry.diagnostics)  # type: ignore[union-attr]
+                roots = state.entry.roots  # type: ignore[union-attr]
+            result.other_roots.extend((target, name, state.path) for target, name in roots)
         self._remember_edges()
         if self.cache is not None:
             refreshed = self._refresh_file_times(stale)
@@ -483,16 +488,18 @@ class Session:
                 refreshed = True
         return refreshed
 
-    def _store(self, state: FileState, diagnostics: list[Diagnostic], reach: list[str]) -> None:
+    def _store(self, state: FileState, diagnostics: list[Diagnostic], reach: list[str],
+               roots: list[list[str]]) -> None:
         assert self.cache is not None
         self.cache.entries[state.key] = Entry(
             hash=state.hash, mtime_ns=state.mtime_ns, size=state.size, module=state.name,
             imports=state.imports, reach=reach, deps=self.digest(self.dependencies(state.key, reach)),
-            diagnostics=list(diagnostics), hints=state.hints.as_json())
+            diagnostics=list(diagnostics), hints=state.hints.as_json(), roots=[list(root) for root in roots])
 
     def _analyse(self, analysed: set[str], wanted: set[str], fix: bool | FixChoice, unsafe: bool,
                  result: RunResult) -> tuple[dict[str, list[Diagnostic]], dict[str, frozenset[str]]]:
         names = {self.states[k].path: (self.states[k].name, self.states[k].is_package) for k in analysed}
+        self._other_roots = {}
         if fix:  # fixes rewrite parsed trees in this process
             from cslint.engine.runner import Linter
 
@@ -507,6 +514,7 @@ class Session:
             result.errors.extend(run.errors)
             result.fixed, result.changed_files, result.fixed_codes = run.fixed, run.changed_files, run.fixed_codes
             self._note_read(_keyed_hashes(linter.read_hashes))
+            self._other_roots = _keyed_roots(linter.other_roots)
             return _by_key(run.diagnostics), _keyed_reach(linter.reach)
         if nothing_to_report([self.states[k].path for k in analysed], self.settings, set(self.codes)):
             self.profile.count("analyses skipped: no traced code possible")
@@ -643,6 +651,8 @@ class Session:
             errors.update(dict.fromkeys(output.errors))
             diagnostics.extend(d for d in output.diagnostics if owner.get(_key(d.path)) == i)
             reach.update((key, roots) for key, roots in output.reach.items() if owner[key] == i)
+            for key, roots in output.roots.items():  # a file's roots are the same in each analysis finding them
+                self._other_roots.setdefault(key, roots)
         result.errors.extend(errors)
         return _by_key(diagnostics), reach
 
@@ -886,6 +896,7 @@ class GroupReport:
     reach: dict[str, frozenset[str]]  # by key, each file with traced code: what reaches it (Linter.reach)
     profile: dict[str, Any]
     read: dict[str, str]  # by key, the content hash of each file read
+    roots: dict[str, list[list[str]]]  # by key, the roots checked for another target (Linter.other_roots)
 
 
 def check_group(settings: Settings, rules: list[Any], scope: GroupScope, profiled: bool,
@@ -901,7 +912,7 @@ def check_group(settings: Settings, rules: list[Any], scope: GroupScope, profile
     diagnostics = [replace(d, fix=FixSummary(d.fix.applicability, d.fix.message))
                    if d.fix is not None and not isinstance(d.fix, FixSummary) else d for d in run.diagnostics]
     return GroupReport(diagnostics, run.errors, _keyed_reach(linter.reach), profile.as_dict(),
-                       _keyed_hashes(linter.read_hashes))
+                       _keyed_hashes(linter.read_hashes), _keyed_roots(linter.other_roots))
 
 
 def _by_key(diagnostics: list[Diagnostic]) -> dict[str, list[Diagnostic]]:
@@ -913,6 +924,10 @@ def _by_key(diagnostics: list[Diagnostic]) -> dict[str, list[Diagnostic]]:
 
 def _keyed_hashes(hashes: dict[Path, str]) -> dict[str, str]:
     return {_key(path): digest for path, digest in hashes.items()}
+
+
+def _keyed_roots(roots: dict[Path, list[tuple[str, str]]]) -> dict[str, list[list[str]]]:
+    return {_key(path): [list(root) for root in found] for path, found in roots.items()}
 
 
 def _keyed_reach(reach: dict[Path, frozenset[Path]]) -> dict[str, frozenset[str]]:

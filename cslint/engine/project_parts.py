@@ -58,7 +58,9 @@ def merged(results: Sequence[RunResult]) -> RunResult:
                 into[code] = into.get(code, 0) + count
         whole.changed_files += result.changed_files
         whole.files_checked += result.files_checked
+        whole.other_roots += result.other_roots
     # in the order of one run over all the files: a run surveys them sorted by absolute path
     whole.diagnostics.sort(key=lambda diagnostic: os.path.abspath(diagnostic.path))
     whole.changed_files.sort(key=lambda source: os.path.abspath(source.path))
+    whole.other_roots.sort(key=lambda root: os.path.abspath(root[2]))
     return whole

@@ -24,7 +24,8 @@ from cslint.analysis.index import FunctionInfo, ModuleInfo, TreeBudget, index_mo
 from cslint.analysis.index_store import IndexStore
 from cslint.analysis.module_names import assign_module_names, import_aliases
 from cslint.analysis.project import LazyModules, Project
-from cslint.analysis.traced import TracedFunction, TracedProgram
+from cslint.analysis.root_targets import roots_by_target
+from cslint.analysis.traced import Root, TracedFunction, TracedProgram, find_root_calls
 from cslint.engine.checker import Checker, internal_error
 from cslint.core.config import Settings
 from cslint.core.fixability import is_fixable
@@ -41,7 +42,8 @@ from cslint.rule_api.findings import Finding, Fix
 from cslint.rules import Rule, all_rules
 from cslint.analysis.imports import module_level_alias
 from cslint.rules.noqa_usage import UNUSED_NOQA, removal_fix, unused_noqa
-from cslint.engine.selection import ignored_for_file
+from cslint.engine.root_passes import merged_by_place, other_target_findings
+from cslint.engine.selection import ignored_for_file, rules_for_target
 from cslint.core.sources import (NotAnalysed, ReadError, SourceFile, UndecodableError, for_parser, keep_final_newline,
                              parse, parse_unvalidated, python_refuses, read_source, within_token_limit)
 from cslint.core.targets import get_target
@@ -74,6 +76,10 @@ class Linter:
         self.profile = profile or Profile(enabled=False)
         self.checker = Checker(rules, settings, self.profile)
         self.enabled_codes = frozenset(r.code for r in rules)
+        self._rules = rules
+        self._checkers: dict[str, Checker] = {}  # the checkers of the roots of other targets (root_targets.py)
+        # the roots each file defines that are checked for another target than the run's: (target, function)
+        self.other_roots: dict[Path, list[tuple[str, str]]] = {}
         self.reach: dict[Path, frozenset[Path]] = {}  # see analyse
         self.read_hashes: dict[Path, str] = {}  # content hash of every file as read, for the cache
         # other names files are imported by (namespace packages), when the caller worked them out over
@@ -153,15 +159,14 @@ class Linter:
         modules, by_module = self._index_all(sources, names, findings)
         project = self.checker.project = self._project(modules.values())
         with self.profile.phase("traced code and tensor inference"):
-            program = TracedProgram(project, self.settings.trace_roots,
-                                    root_modules=_module_names(by_module, roots_in),
-                                    tracer=get_target(self.settings.target).tracer,
-                                    library=self.settings.entry_points).run()
+            by_target = self._roots_by_target(project, _module_names(by_module, roots_in))
+            program = TracedProgram(project, tracer=get_target(self.settings.target).tracer,
+                                    roots=by_target.pop(self.settings.target)).run()
+        programs = [program]
         for traced, exc in program.errors:
             source = by_module[traced.func.module.name]
             if source.syntax_error is None:  # else libcst rejects the file (Python accepts it): a syntax error
                 findings.setdefault(source.path, []).append(_analysis_error(traced, exc))
-        self._record_reach(program, by_module)
         for traced in program.functions.values():
             path = by_module[traced.func.module.name].path
             if self.only_in is None or path in self.only_in:
@@ -170,6 +175,21 @@ class Linter:
             for name, module in modules.items():
                 if self.only_in is None or by_module[name].path in self.only_in:
                     findings.setdefault(by_module[name].path, []).extend(self.checker.check_module(module, project))
+        for target, roots in by_target.items():  # after the run's target: see _diagnostics
+            checker = self._checker_for(target)
+            with self.profile.phase("traced code and tensor inference"):
+                other = TracedProgram(project, tracer=get_target(target).tracer, roots=roots).run()
+            programs.append(other)
+            for traced, exc in other.errors:
+                source = by_module[traced.func.module.name]
+                if source.syntax_error is None:
+                    findings.setdefault(source.path, []).append(_analysis_error(traced, exc))
+            for traced in other.functions.values():
+                path = by_module[traced.func.module.name].path
+                if self.only_in is None or path in self.only_in:
+                    findings.setdefault(path, []).extend(
+                        other_target_findings(self._check(traced, checker), traced, program))
+        self._record_reach(programs, by_module)
         return findings
 
     def analyse_bounded(self, sources: list[SourceFile], result: RunResult,
@@ -216,15 +236,17 @@ class Linter:
             for module in held or ():
                 holding.enter_context(module.held())
             with self.profile.phase("traced code and tensor inference"):
-                program = TracedProgram(project, self.settings.trace_roots, after_analysis=check_now,
-                                        root_modules=_module_names(by_module, roots_in),
+                by_target = self._roots_by_target(project, _module_names(by_module, roots_in))
+                program = TracedProgram(project, after_analysis=check_now,
                                         tracer=get_target(self.settings.target).tracer,
                                         kept=warm.analyses if warm is not None else None,
-                                        library=self.settings.entry_points).run()
+                                        roots=by_target.pop(self.settings.target)).run()
             held = None  # from here on, checked at once
             for traced in later_checked.values():
                 if traced.analysis is not None:
                     check_now(traced)
+        programs = [program] + [self._bounded_pass(project, by_module, target, roots, program, located)
+                                for target, roots in by_target.items()]
         if isinstance(every, LazyModules):  # the files indexed on demand, in the project's order
             modules = {name: every.loaded[name] for name in every.in_order()}
             for path, found in early.items():
@@ -244,7 +266,7 @@ class Linter:
             if source.syntax_error is None:  # else libcst rejects the file (Python accepts it): a syntax error
                 with module.held():
                     located.setdefault(source.path, []).extend(self._locate(module, [_analysis_error(traced, exc)]))
-        self._record_reach(program, by_module)
+        self._record_reach(programs, by_module)
         for traced in program.functions.values():
             if traced.func.qualname in per_function:
                 located.setdefault(by_module[traced.func.module.name].path, []).extend(
@@ -345,25 +367,86 @@ class Linter:
 
         return LazyModules(modules, load, scope.rank, scope.module_names)
 
-    def _record_reach(self, program: TracedProgram, by_module: dict[str, SourceFile]) -> None:
-        paths: dict[int, frozenset[Path]] = {}  # one set of paths for each set of modules (most are shared)
+    def _roots_by_target(self, project: Project, root_modules: Collection[str] | None) -> dict[str, list[Root]]:
+        """The roots of the run (in `root_modules` only, when given) by the target each is checked for."""
+        roots = find_root_calls(project, self.settings.trace_roots, root_modules, self.settings.entry_points)
+        by_target = roots_by_target(roots, self.settings.target)
+        self.other_roots = {}
+        for target, of_target in by_target.items():
+            if target != self.settings.target:
+                for func, _, _ in of_target:
+                    self.other_roots.setdefault(func.module.path, []).append((target, func.display_name))
+        return by_target
+
+    def _checker_for(self, target: str) -> Checker:
+        """The checker of the roots of another target than the run's: its rules, wording and fixes."""
+        checker = self._checkers.get(target)
+        if checker is None:
+            settings = self.settings.with_overrides(target=target)
+            checker = self._checkers[target] = Checker(rules_for_target(self._rules, self.settings, target),
+                                                       settings, self.profile)
+        checker.project = self.checker.project
+        return checker
+
+    def _bounded_pass(self, project: Project, by_module: dict[str, SourceFile], target: str, roots: list[Root],
+                      run_program: TracedProgram, located: dict[Path, list[Diagnostic]]) -> TracedProgram:
+        """The roots of another target than the run's, traced and checked for it within the tree budget
+        (as `analyse_bounded` does the run's), their diagnostics added to `located`."""
+        checker = self._checker_for(target)
+        per_function: dict[str, tuple[tuple[object, ...], list[Diagnostic]]] = {}
+
+        def check_now(traced: TracedFunction) -> None:
+            if self.only_in is None or traced.func.module.path in self.only_in:
+                found = other_target_findings(self._check(traced, checker), traced, run_program)
+                per_function[traced.func.qualname] = (_rule_inputs(traced), self._locate(traced.func.module, found))
+            traced.analysis = None
+
+        with self.profile.phase("traced code and tensor inference"):
+            program = TracedProgram(project, after_analysis=check_now, tracer=get_target(target).tracer,
+                                    roots=roots).run()
+        for traced in program.functions.values():
+            seen = per_function.get(traced.func.qualname)
+            if seen is not None and seen[0] != _rule_inputs(traced):
+                with traced.func.module.held():
+                    if program.analyse(traced):
+                        check_now(traced)
+        for traced, exc in program.errors:
+            per_function.pop(traced.func.qualname, None)
+            module, source = traced.func.module, by_module[traced.func.module.name]
+            if source.syntax_error is None:
+                with module.held():
+                    located.setdefault(source.path, []).extend(self._locate(module, [_analysis_error(traced, exc)]))
+        for traced in program.functions.values():
+            if traced.func.qualname in per_function:
+                located.setdefault(by_module[traced.func.module.name].path, []).extend(
+                    per_function[traced.func.qualname][1])
+        return program
+
+    def _record_reach(self, programs: list[TracedProgram], by_module: dict[str, SourceFile]) -> None:
+        """`reach` over the programs of every target the run's roots have."""
         self.reach = {}
-        for module, reached in program.influencing_modules().items():
-            if module in by_module:
-                if id(reached) not in paths:
-                    paths[id(reached)] = frozenset(by_module[r].path for r in reached if r in by_module)
-                self.reach[by_module[module].path] = paths[id(reached)]
+        for program in programs:
+            paths: dict[int, frozenset[Path]] = {}  # one set of paths for each set of modules (most are shared)
+            for module, reached in program.influencing_modules().items():
+                if module in by_module:
+                    if id(reached) not in paths:
+                        paths[id(reached)] = frozenset(by_module[r].path for r in reached if r in by_module)
+                    path = by_module[module].path
+                    before = self.reach.get(path)
+                    self.reach[path] = paths[id(reached)] if before is None or before == paths[id(reached)] \
+                        else before | paths[id(reached)]
         if self.only_in is not None:  # an editor's hover on a traced `def` says which root reaches it
             self.traced = {}
-            for traced in program.functions.values():
-                path = by_module[traced.func.module.name].path
-                if path in self.only_in:
-                    self.traced.setdefault(path, []).append((traced.chain, traced.root.reason))
+            for program in programs:
+                for traced in program.functions.values():
+                    path = by_module[traced.func.module.name].path
+                    if path in self.only_in:
+                        self.traced.setdefault(path, []).append((traced.chain, traced.root.reason))
 
-    def _check(self, traced: TracedFunction) -> list[Finding]:
+    def _check(self, traced: TracedFunction, checker: Checker | None = None) -> list[Finding]:
         try:
             with self.profile.phase("rules"):
-                return self.checker.check(traced)
+                return (checker or self.checker).check(traced)
         except Exception as exc:
             return [internal_error(traced.func.node.name, traced, f"checking {traced.func.display_name}", exc)]
 
@@ -627,8 +710,7 @@ class Linter:
             lines = source.text.splitlines()
         return self._diagnostics(source, placed, noqa_positions, lines or [])
 
-    @staticmethod
-    def _syntax_error(source: SourceFile) -> Diagnostic:
+    def _syntax_error(self, source: SourceFile) -> Diagnostic:
         assert source.syntax_error is not None
         line, column, message = source.syntax_error
         lines = source.text.splitlines()
@@ -636,7 +718,7 @@ class Linter:
         if source.problem_code == SYNTAX_ERROR:
             message = f"syntax error: {message}"
         return Diagnostic(source.path, line, column, line, column + 1, source.problem_code, message,
-                          source_line=text)
+                          source_line=text, targets=(self.settings.target,))
 
     def _diagnostics(self, source: SourceFile, placed: list[Diagnostic],
                      noqa_positions: Mapping[cst.CSTNode, CodeRange] | None, lines: list[str]) -> list[Diagnostic]:
@@ -645,13 +727,9 @@ class Linter:
         suppressed = noqa_lines(source.text)
         per_file = ignored_for_file(source.path, self.settings)
         out = []
-        seen: set[tuple[str, int, int]] = set()
         used: set[tuple[int, str]] = set()  # (line, code as written in the noqa) that suppressed something
-        for d in placed:
+        for d in merged_by_place(placed, self.settings.target):
             line = d.line
-            if (d.code, line, d.column) in seen:
-                continue
-            seen.add((d.code, line, d.column))
             if d.code != INTERNAL_ERROR and is_suppressed(d.code, line, suppressed):
                 used.update((line, c) for c in suppressed[line] if d.code.startswith(c))
                 continue
@@ -711,6 +789,7 @@ class Linter:
             for source in sources:
                 result.diagnostics.extend(self.bounded_diagnostics_for(source, located.get(source.path, [])))
             self._lines = {}
+            self._note_other_roots(result, sources)
             return result
         extra = self.load(context, RunResult())
         self.progress.phase("indexing and analysing", len(sources) + len(extra))
@@ -729,7 +808,12 @@ class Linter:
             result.changed_files = [s for s in sources if s.changed]
         for source in sources:
             result.diagnostics.extend(self.diagnostics_for(source, findings.get(source.path, [])))
+        self._note_other_roots(result, sources)
         return result
+
+    def _note_other_roots(self, result: RunResult, sources: Iterable[SourceFile]) -> None:
+        result.other_roots = [(target, name, source.path) for source in sources
+                              for target, name in self.other_roots.get(source.path, ())]
 
     def run_group(self, files: list[tuple[Path, bool]], scope: GroupScope) -> RunResult:
         """Lint a group of a whole-tree run (incremental.py): `files` are its own (path, whether reported
@@ -822,7 +906,8 @@ def _placed(path: Path, lines: list[str], finding: Finding, span: CodeRange, fix
                       finding.message, fix, chain=traced.chain if traced else [],
                       reason=traced.root.reason if traced else "",
                       source_line=lines[line - 1] if 0 < line <= len(lines) else "", notes=list(finding.notes),
-                      assumption=traced.root.reason if traced and is_entry_point(traced.root.reason) else "")
+                      assumption=traced.root.reason if traced and is_entry_point(traced.root.reason) else "",
+                      targets=(finding.target,) if finding.target else ())
 
 
 def _summary(fix: Fix | None) -> FixSummary | None:

@@ -78,3 +78,13 @@ def ignored_for_file(path: Path, settings: Settings) -> tuple[str, ...]:
         if fnmatch.fnmatch(relative, pattern) or fnmatch.fnmatch(path.name, pattern):
             codes.extend(ignored)
     return tuple(codes)
+
+
+def rules_for_target(rules: list[type[Rule]], settings: Settings, target: str) -> list[type[Rule]]:
+    """The rules that check the roots of `target` in a run for `settings.target` that runs `rules`: those the
+    settings enable for `target` when `rules` are the run's own selection, else those of `rules` that run on
+    `target` (a caller's hand-picked rules stay hand-picked)."""
+    if {rule.code for rule in rules} == set(enabled_codes(settings)):
+        return enabled_rules(settings.with_overrides(target=target))
+    selectors = settings.select + settings.extend_select
+    return [rule for rule in rules if runs_on_target(rule.code, get_target(target), selectors)]

@@ -33,3 +33,4 @@ class Finding:
     # what the analysis adds to the rule's clause (an annotation the callers contradict, a guard that does
     # not hold, the library code that does it): shown under the message, not in it
     notes: list[str] = field(default_factory=list)
+    target: str = ""  # the target it was checked for (set with its message: engine/checker.py)

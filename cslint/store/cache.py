@@ -38,7 +38,7 @@ from cslint.core.report import Diagnostic
 from cslint.support.code_digest import code_digest
 
 CACHE_DIR_NAME = ".cslint_cache"
-FORMAT = 4  # 4: a diagnostic keeps its cell, graph break and assumption (core/report.py, Diagnostic.as_json)
+FORMAT = 5  # 5: a diagnostic keeps its cell, graph break, assumption and targets (core/report.py, Diagnostic.as_json)
 
 
 @dataclass
@@ -54,6 +54,8 @@ class Entry:
     # reports them under the path it was given (incremental.py)
     diagnostics: list[Diagnostic] | None = None
     hints: list[Any] | None = None  # incremental.GroupHints, as JSON
+    # the roots it defines that are checked for another target than the run's: [target, function] each
+    roots: list[list[str]] = field(default_factory=list)
 
     @classmethod
     def from_json(cls, data: Any, path: Path) -> Entry:
@@ -76,7 +78,8 @@ class Entry:
 
 # The schema of a cache entry: each field's kind ("?" after it: may be absent, for its default).
 _ENTRY = {"hash": "str", "mtime_ns": "int", "size": "int", "module": "str", "imports": "[str]",
-          "reach": "[str]?", "deps": "str?", "diagnostics": "[dict]|None?", "hints": "hints|None?"}
+          "reach": "[str]?", "deps": "str?", "diagnostics": "[dict]|None?", "hints": "hints|None?",
+          "roots": "roots?"}
 
 
 def _hints(value: Any) -> bool:  # incremental.GroupHints: [roots, torch, base class names]
@@ -84,7 +87,11 @@ def _hints(value: Any) -> bool:  # incremental.GroupHints: [roots, torch, base c
         and matches(value[2], "[str]")
 
 
-_EXTRA = {"hints": _hints}
+def _roots(value: Any) -> bool:  # Entry.roots: [[target, function], ...]
+    return isinstance(value, list) and all(matches(v, "[str]*2") for v in value)
+
+
+_EXTRA = {"hints": _hints, "roots": _roots}
 
 
 def settings_key(settings: Settings, codes: list[str]) -> str:
