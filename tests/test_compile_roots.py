@@ -70,10 +70,12 @@ def test_the_text_report_ends_with_the_target_and_why(tmp_path, capsys):
     _project(tmp_path, {"sgd.py": PLAIN_OPTIMIZER.format(name="Sgd"), "fused.py": COMPILED_HELPER})
     assert _report(capsys, tmp_path).splitlines()[-1] == (
         "target: wsc (default: the project imports no accelerator package, and torch.compile is given only internal "
-        "functions (`_update_fn` in fused.py), not a model or a training step)")
+        "functions (`_update_fn` in fused.py), not a model or a training step); compile for 1 root handed to "
+        "torch.compile (`_update_fn` in fused.py)")  # checked for compile: a target per root (test_root_targets.py)
     assert _report(capsys, tmp_path, "--target", "compile").splitlines()[-1] == "target: compile (set by --target)"
     (tmp_path / "pyproject.toml").write_text('[tool.cslint]\ntarget = "xla"\n', encoding="utf-8")
-    assert _report(capsys, tmp_path).splitlines()[-1] == "target: xla (set in pyproject.toml)"
+    assert _report(capsys, tmp_path).splitlines()[-1] == \
+        "target: xla (set in pyproject.toml); compile for 1 root handed to torch.compile (`_update_fn` in fused.py)"
 
 
 def test_a_compiled_model_still_makes_a_compile_project(tmp_path, capsys):

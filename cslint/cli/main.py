@@ -426,6 +426,7 @@ def _print_report(args: argparse.Namespace, outcome: CheckOutcome, reported: Run
     from cslint.output.diff import diff_summary, render_diff
     from cslint.output.escape import escape_text
     from cslint.output.style import Style, colour_wanted
+    from cslint.output.text import target_line
 
     result, settings = outcome.result, outcome.settings
     output_format, show_chain = report_style(args, settings)
@@ -433,7 +434,7 @@ def _print_report(args: argparse.Namespace, outcome: CheckOutcome, reported: Run
                             statistics=args.statistics, quiet=args.quiet, fix_mode=args.fix,
                             show_fixes=conventions.show_fixes_wanted(args, settings),
                             style=Style(args.output_file is None and not fixed_to_stdout
-                                        and colour_wanted(sys.stdout)))
+                                        and colour_wanted(sys.stdout)), target=settings.target)
     if args.fix_only:
         report = conventions.fix_only_report(reported, output_format, options)
     elif args.diff:
@@ -447,7 +448,7 @@ def _print_report(args: argparse.Namespace, outcome: CheckOutcome, reported: Run
     else:
         report = FORMATS[output_format](result, options)
         if output_format == "text" and not args.quiet:  # which target the findings are for, and why
-            report += f"target: {settings.target} ({settings.target_reason or 'the default'})\n"
+            report += target_line(settings.target, settings.target_reason, result.other_roots) + "\n"
     if args.output_file is not None:
         try:
             args.output_file.write_text(report, encoding="utf-8")

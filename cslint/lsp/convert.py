@@ -45,7 +45,8 @@ def to_lsp(d: Diagnostic, lines: list[str], codec: Any,
         source=SOURCE,
         related_information=related or None,
         data={"fix": [d.fix.applicability, d.fix.message] if d.fix is not None else None,
-              "line": d.line, "column": d.column, "certainty": d.certainty},
+              "line": d.line, "column": d.column, "certainty": d.certainty,
+              "targets": list(d.targets)},
     )
 
 

@@ -15,7 +15,7 @@ Formatter = Callable[[RunResult, "FormatOptions"], str]
 class FormatOptions:
     def __init__(self, show_chain: bool = False, show_source: bool = True, unsafe_fixes: bool = False,
                  statistics: bool = False, quiet: bool = False, fix_mode: bool = False,
-                 show_fixes: bool = False, style: Style = PLAIN) -> None:
+                 show_fixes: bool = False, style: Style = PLAIN, target: str = "") -> None:
         self.show_chain = show_chain
         self.show_source = show_source
         self.unsafe_fixes = unsafe_fixes
@@ -24,6 +24,8 @@ class FormatOptions:
         self.fix_mode = fix_mode
         self.show_fixes = show_fixes  # list the fixes applied (--show-fixes; text formats)
         self.style = style  # colour, for the text formats on a terminal (output/style.py)
+        # the run's target: the text formats mark a finding that (also) breaks another target's roots
+        self.target = target
 
 
 # format -> (module, function); imported when used (sarif reads the rules' metadata, and so libcst)

@@ -6,7 +6,7 @@ from itertools import groupby
 from typing import TYPE_CHECKING
 
 from cslint.output.escape import escape_text
-from cslint.output.text import _fixable, _summary, fixes_shown
+from cslint.output.text import _fixable, _summary, fixes_shown, target_marker
 from cslint.core.run_result import RunResult
 
 if TYPE_CHECKING:
@@ -21,7 +21,8 @@ def render(result: RunResult, options: FormatOptions) -> str:
         width = max(len(f"{d.place}:{d.column}") for d in items)
         for d in items:
             marker = " [*]" if _fixable(d, options.unsafe_fixes) else ""
-            out.append(f"  {f'{d.place}:{d.column}':<{width}} {d.labelled_code}{marker} {escape_text(d.message)}")
+            out.append(f"  {f'{d.place}:{d.column}':<{width}} {d.labelled_code}{marker} {escape_text(d.message)}"
+                       f"{target_marker(d, options.target)}")
             if options.show_chain and d.chain:
                 out.append(f"  {'':<{width}} traced: {escape_text(' -> '.join(d.chain))}")
         out.append("")

@@ -30,6 +30,7 @@ def diagnostic_dict(d: Diagnostic) -> dict[str, Any]:
         "cell": d.cell,  # a notebook's cell (1-based; the lines are within it), else null (as ruff)
         "certainty": d.certainty,
         "assumption": d.assumption or None,
+        "targets": list(d.targets),  # the targets whose roots reach it, the run's first
     }
     if d.graph_break is not None:  # only under --target compile: other targets' reports keep their shape
         found["graph_break"] = graph_break_dict(d.graph_break)

@@ -66,7 +66,7 @@ def _result(d: Diagnostic, index: int) -> dict[str, Any]:
             "region": region,
         }}],
     }
-    properties: dict[str, Any] = {}
+    properties: dict[str, Any] = {"targets": list(d.targets)}
     if d.notes:
         properties["notes"] = d.notes
     if d.chain:

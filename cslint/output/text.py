@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cslint.output.escape import escape_text
@@ -50,12 +52,19 @@ def _excerpt(d: Diagnostic) -> list[str]:
     return [f"{pad} |", f"{number} | {escape_text(line)}", f"{pad} | {prefix}{'^' * width}"]
 
 
-def _header(d: Diagnostic, unsafe: bool, style: Style = PLAIN) -> str:
-    """`path:line:col: CODE [*] message`, styled as ruff's (path bold, separators cyan, code red)."""
+def _header(d: Diagnostic, unsafe: bool, style: Style = PLAIN, target: str = "") -> str:
+    """`path:line:col: CODE [*] message`, styled as ruff's (path bold, separators cyan, code red), and
+    ` [compile]` (the targets whose roots reach it) when that is not the run's `target` alone."""
     marker = f" {style('[*]', 'cyan')}" if _fixable(d, unsafe) else ""
     colon = style(":", "cyan")
     return (f"{style(escape_text(str(d.path)), 'bold')}{colon}{d.place}{colon}{d.column}{colon} "
-            f"{style(d.labelled_code, 'red', 'bold')}{marker} {escape_text(d.message)}")
+            f"{style(d.labelled_code, 'red', 'bold')}{marker} {escape_text(d.message)}{target_marker(d, target)}")
+
+
+def target_marker(d: Diagnostic, target: str) -> str:
+    """` [compile]`, ` [wsc, compile]`: the targets whose roots reach `d`, unless that is the run's `target`
+    alone (then nothing: a run whose roots all have its target reports as it always did)."""
+    return f" [{', '.join(d.targets)}]" if target and d.targets and tuple(d.targets) != (target,) else ""
 
 
 SUMMARY_FORMATS = ("text", "concise", "grouped")  # the formats whose report ends with `_summary`
@@ -109,7 +118,7 @@ def render(result: RunResult, options: FormatOptions) -> str:
             out.append(f"{result.baseline.hidden:>5}  hidden by the baseline")
     else:
         for d in result.diagnostics:
-            out.append(_header(d, options.unsafe_fixes, options.style))
+            out.append(_header(d, options.unsafe_fixes, options.style, options.target))
             if options.show_source:
                 out.extend(_excerpt(d))
             out.extend(escape_text(f"  = note: {note}") for note in d.notes)
@@ -130,10 +139,28 @@ def render(result: RunResult, options: FormatOptions) -> str:
     return "\n".join(out) + ("\n" if out else "")
 
 
+# why a root is checked for a target other than the run's (analysis/root_targets.py)
+OTHER_ROOTS_WHY = {"compile": "handed to torch.compile"}
+
+
+def target_line(target: str, reason: str, other_roots: Iterable[tuple[str, str, Path]] = ()) -> str:
+    """`target: wsc (why)`, and the roots checked for another target: `; compile for 1 root handed to
+    torch.compile (`_update_fn` in fused.py)`."""
+    line = f"target: {target} ({reason or 'the default'})"
+    by_target: dict[str, list[str]] = {}
+    for other, name, path in other_roots:
+        by_target.setdefault(other, []).append(f"`{name}` in {path.name}")
+    for other, names in by_target.items():
+        shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+        why = OTHER_ROOTS_WHY.get(other)
+        line += f"; {other} for {len(names)} root{'s' if len(names) != 1 else ''}{' ' + why if why else ''} ({shown})"
+    return escape_text(line)
+
+
 def render_concise(result: RunResult, options: FormatOptions) -> str:
     if options.statistics:
         return render(result, options)
-    lines = [_header(d, options.unsafe_fixes, options.style) for d in result.diagnostics]
+    lines = [_header(d, options.unsafe_fixes, options.style, options.target) for d in result.diagnostics]
     if options.show_chain:
         lines = [f"{line} [traced: {escape_text(' -> '.join(d.chain))}]" for line, d in zip(lines, result.diagnostics)]
     if not options.quiet:

@@ -1,0 +1,197 @@
+"""A target per root (issue 36): a function torch.compile decorates or wraps is checked for `compile`, every
+other root for the run's target; a finding reached from roots of both says so, once (docs/targets.md)."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from cslint.cli.main import main
+
+FUSED = """
+import torch
+
+
+def _norm(t):
+    return t.abs().max().item()
+
+
+def _update_fn(p, g):
+    scale = g.norm().item()
+    print(g)
+    bound = _norm(g)
+    return p - g * scale * bound
+
+
+update = torch.compile(_update_fn)
+"""
+
+SGD = """
+import torch
+from torch.optim import Optimizer
+
+from fused import _norm
+
+
+class Plain(Optimizer):
+    @torch.no_grad()
+    def step(self, closure=None):
+        for group in self.param_groups:
+            for p in group["params"]:
+                state = self.state[p]
+                if len(state) == 0:
+                    state["buf"] = torch.zeros_like(p)
+                bound = _norm(p.grad)
+                p.add_(p.grad, alpha=-group["lr"] / bound)
+"""
+
+PROJECT = {"fused.py": FUSED, "sgd.py": SGD}
+
+
+def _at(found, name, line, code):
+    matches = [d for d in found if d.path.name == name and d.line == line and d.code == code]
+    assert len(matches) == 1, [(d.path.name, d.line, d.code, d.targets) for d in found]
+    return matches[0]
+
+
+def _write(root: Path, files: dict[str, str]) -> None:
+    for name, code in files.items():
+        (root / name).write_text(textwrap.dedent(code).lstrip("\n"), encoding="utf-8")
+
+
+def _check(root: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> str:
+    code = main(["check", str(root), "-j", "1", *extra])
+    out, err = capsys.readouterr()
+    assert code in (0, 1), err
+    return out
+
+
+def test_a_compiled_private_function_is_checked_for_compile(lint):
+    found = lint(PROJECT)
+    printed = _at(found, "fused.py", 10, "WSC701")  # checked for wsc, it ran "once, at trace time"
+    assert printed.targets == ("compile",)
+    assert "a graph break, not an error: `_update_fn` is compiled without `fullgraph=True`" in printed.message
+    read = _at(found, "fused.py", 9, "WSC201")
+    assert read.targets == ("compile",) and read.chain == ["fused._update_fn"]
+    # the optimizer's step keeps its wsc findings (tests/test_issue36_shapes.py::test_8)
+    assert _at(found, "sgd.py", 13, "WSC301").targets == ("wsc",)
+
+
+def test_a_break_only_dynamo_takes_is_reported_in_a_compiled_function(lint):
+    """A call of a function `torch.compiler.disable` keeps out of the graph breaks dynamo's graph (WSC707, a
+    compile rule): silent when the compiled function was checked for the run's wsc target."""
+    fused = """
+    import torch
+
+
+    @torch.compiler.disable
+    def _record(t):
+        return t.sum()
+
+
+    def _update_fn(p, g):
+        _record(g)
+        return p - g
+
+
+    update = torch.compile(_update_fn)
+    """
+    found = lint({"fused.py": fused, "sgd.py": SGD.replace("from fused import _norm", "from fused import _record")
+                  .replace("bound = _norm(p.grad)", "bound = _record(p.grad)")})
+    assert _at(found, "fused.py", 10, "WSC707").targets == ("compile",)
+    assert _at(found, "sgd.py", 13, "WSC301").targets == ("wsc",)
+    assert not any(d.code == "WSC707" and d.path.name == "sgd.py" for d in found)  # lazy tracers trace through
+
+
+def test_a_helper_reached_from_both_roots_reports_once_with_both_targets(lint):
+    found = lint(PROJECT)
+    shared = [d for d in found if d.path.name == "fused.py" and d.line == 5]
+    assert [(d.code, d.targets) for d in shared] == [("WSC201", ("wsc", "compile"))]
+    assert shared[0].chain == ["sgd.Plain.step", "fused._norm"]  # the run's target's finding, its chain
+
+
+def test_an_explicit_compile_target_checks_every_root_for_compile(lint):
+    found = lint(PROJECT, target="compile")
+    assert found and all(d.targets == ("compile",) for d in found)
+    assert not any(d.code == "WSC301" for d in found)  # lazy-tensor optimizer state: not a compile rule
+
+
+def test_a_project_without_compile_roots_is_checked_once(lint):
+    found = lint({"sgd.py": SGD, "fused.py": FUSED.replace("update = torch.compile(_update_fn)\n", "")})
+    assert found and all(d.targets == ("wsc",) for d in found)
+    assert not any(d.line == 10 and d.path.name == "fused.py" for d in found)  # nothing traces the print
+
+
+def test_reports_carry_the_targets(tmp_path, capsys):
+    _write(tmp_path, PROJECT)
+    text = _check(tmp_path, capsys, "--no-cache")
+    lines = text.splitlines()
+    assert any(line.endswith("`_update_fn` is compiled without `fullgraph=True` [compile]") and ":10:5: WSC701"
+               in line for line in lines), text
+    assert any(":5:" in line and line.endswith("[wsc, compile]") for line in lines), text
+    assert lines[-1].endswith("; compile for 1 root handed to torch.compile (`_update_fn` in fused.py)"), lines[-1]
+    assert lines[-1].startswith("target: wsc (default: ")
+
+    findings = json.loads(_check(tmp_path, capsys, "--no-cache", "--output-format", "json"))
+    assert {tuple(f["targets"]) for f in findings} == {("wsc",), ("compile",), ("wsc", "compile")}
+    printed = next(f for f in findings if f["code"] == "WSC701")
+    assert printed["targets"] == ["compile"] and printed["graph_break"]["id"]
+
+    sarif = json.loads(_check(tmp_path, capsys, "--no-cache", "--output-format", "sarif"))
+    results = sarif["runs"][0]["results"]
+    assert len(results) == len(findings)
+    assert sorted(tuple(r["properties"]["targets"]) for r in results) == \
+        sorted(tuple(f["targets"]) for f in findings)
+
+
+def test_a_single_target_project_reports_as_before_plus_targets(tmp_path, capsys):
+    _write(tmp_path, {"sgd.py": SGD, "fused.py": FUSED.replace("update = torch.compile(_update_fn)\n", "")})
+    findings = json.loads(_check(tmp_path, capsys, "--no-cache", "--output-format", "json"))
+    assert findings
+    for finding in findings:
+        assert set(finding) == {"filename", "line", "column", "end_line", "end_column", "code", "message", "fix",
+                                "trace_chain", "traced_because", "notes", "cell", "certainty", "assumption",
+                                "targets"}
+        assert finding["targets"] == ["wsc"]
+    text = _check(tmp_path, capsys, "--no-cache").splitlines()
+    assert not any(line.endswith("]") for line in text if ": WSC" in line)  # no target marked
+    assert text[-1] == "target: wsc (default: the project imports no accelerator package and does not use " \
+                       "torch.compile)"
+
+
+def test_a_cached_report_equals_a_fresh_one(tmp_path, capsys):
+    project = tmp_path / "project"
+    project.mkdir()
+    _write(project, PROJECT)
+    cache = ["--cache-dir", str(tmp_path / "cache")]
+    fresh = _check(project, capsys, "--no-cache", "--output-format", "json")
+    fresh_text = _check(project, capsys, "--no-cache")
+    assert _check(project, capsys, *cache, "--output-format", "json") == fresh  # written
+    assert _check(project, capsys, *cache, "--output-format", "json") == fresh  # read back
+    assert _check(project, capsys, *cache) == fresh_text  # the roots' target line too
+
+
+def test_compile_fixes_never_touch_code_a_wsc_root_reaches(tmp_path, capsys):
+    _write(tmp_path, {"sgd.py": SGD.replace("bound = _norm(p.grad)", "bound = _shown(p.grad)")
+                      .replace("from fused import _norm", "from fused import _shown"),
+                      "fused.py": FUSED + textwrap.dedent("""
+
+                      def _shown(t):
+                          print(t)
+                          return t.abs().max()
+                      """).replace("    bound = _norm(g)", "    bound = _shown(g)")})
+    before = (tmp_path / "fused.py").read_text(encoding="utf-8")
+    findings = json.loads(_check(tmp_path, capsys, "--no-cache", "--output-format", "json", "--unsafe-fixes"))
+    shown_print = next(f for f in findings if f["code"] == "WSC701" and f["trace_chain"][-1] == "fused._shown")
+    own_print = next(f for f in findings if f["code"] == "WSC701" and f["trace_chain"] == ["fused._update_fn"])
+    assert shown_print["fix"] is None and own_print["fix"] is not None
+    _check(tmp_path, capsys, "--no-cache", "--fix", "--unsafe-fixes")
+    after = (tmp_path / "fused.py").read_text(encoding="utf-8")
+    assert after != before
+    fixed_update = after.split("def _update_fn")[1].split("\nupdate = ")[0]
+    assert "torch.compiler.is_compiling()" in fixed_update  # the compile root's own print is guarded
+    shown = after.split("def _shown")[1]
+    assert shown == before.split("def _shown")[1]  # the helper the optimizer's step calls is untouched
