@@ -195,3 +195,28 @@ def test_compile_fixes_never_touch_code_a_wsc_root_reaches(tmp_path, capsys):
     assert "torch.compiler.is_compiling()" in fixed_update  # the compile root's own print is guarded
     shown = after.split("def _shown")[1]
     assert shown == before.split("def _shown")[1]  # the helper the optimizer's step calls is untouched
+
+
+def test_the_editor_shows_the_targets_as_cslint_check_reports_them(tmp_path, capsys, monkeypatch):
+    from lsprotocol import types
+    from pygls.workspace import PositionCodec
+
+    from cslint.lsp.convert import to_lsp
+    from cslint.lsp.workspace import Workspace
+
+    monkeypatch.setenv("CSLINT_NO_CACHE", "1")
+    (tmp_path / "pyproject.toml").write_text("[tool.cslint]\n", encoding="utf-8")
+    _write(tmp_path, PROJECT)
+    checked = json.loads(_check(tmp_path, capsys, "--no-cache", "--output-format", "json"))
+    expected = sorted((f["code"], f["line"], f["column"], tuple(f["targets"])) for f in checked
+                      if Path(f["filename"]).name == "fused.py")
+    workspace = Workspace()
+    fused = tmp_path / "fused.py"
+    text = fused.read_text(encoding="utf-8")
+    workspace.open(fused, text)
+    (_, shown), = workspace.analyse(fused).values()
+    assert sorted((d.code, d.line, d.column, d.targets) for d in shown) == expected
+    codec = PositionCodec(types.PositionEncodingKind.Utf16)
+    data = [to_lsp(d, text.splitlines(keepends=True), codec, []).data["targets"] for d in shown]
+    assert sorted(map(tuple, data)) == sorted(targets for *_, targets in expected)
+    assert ["compile"] in data and ["wsc", "compile"] in data
