@@ -40,7 +40,8 @@ def run_linter(root: Path, files: dict[str, str], *, fix: bool = False, unsafe: 
 def reported(result: RunResult) -> list[tuple[object, ...]]:
     """What a report shows of each diagnostic (a fix by its applicability and message)."""
     return [(d.path, d.line, d.column, d.end_line, d.end_column, d.code, d.message, d.notes, d.chain, d.reason,
-             (d.fix.applicability, d.fix.message) if d.fix else None, d.targets) for d in result.diagnostics] + \
+             (d.fix.applicability, d.fix.message) if d.fix else None, d.targets, d.library_sites)
+            for d in result.diagnostics] + \
         result.errors
 
 

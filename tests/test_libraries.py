@@ -797,3 +797,30 @@ def test_a_library_helper_given_a_constant_beside_the_tensor_is_summarised_for_t
                 return x * first * second
     '''})
     assert [(c, line) for c, _, line, m in found if "via" in m] == [("WSC201", 8), ("WSC201", 9)]
+
+
+def test_the_library_lines_that_do_it_are_in_json_sarif_the_lsp_and_the_cache(site: Path, tmp_path: Path) -> None:
+    """A finding on a call into an installed library names the library's own lines: JSON `library_sites`,
+    SARIF `relatedLocations`, the LSP diagnostic's related information, and a cached report keeps them."""
+    from lsprotocol import types
+
+    from cslint.core.report import Diagnostic
+    from cslint.lsp.convert import related_information
+    from cslint.output import json_format, sarif
+
+    result, _ = run_linter(tmp_path / "proj", {"flow.py": USER_FLOW}, python=PYTHON["path"])
+    branch = next(d for d in result.diagnostics if (d.code, d.line) == ("WSC101", 13))
+    layers = str(site / "fakeoptim" / "layers.py")
+    assert branch.library_sites == ((layers, 14, "if not self.initialized > 0"),)
+
+    found = json_format.diagnostic_dict(branch)["library_sites"]
+    assert found == [{"filename": layers, "line": 14, "code": "if not self.initialized > 0"}]
+    related = sarif._result(branch, 0)["relatedLocations"]
+    assert related[0]["physicalLocation"] == {"artifactLocation": {"uri": Path(layers).as_uri()},
+                                              "region": {"startLine": 14}}
+    lsp = related_information(branch, lambda qualname: None)
+    assert [(r.location.uri, r.location.range.start.line) for r in lsp] == [(Path(layers).as_uri(), 13)]
+    assert isinstance(lsp[0], types.DiagnosticRelatedInformation)
+    assert Diagnostic.from_json(branch.path, branch.as_json()) == branch
+    assert json_format.diagnostic_dict(next(d for d in result.diagnostics if d.line == 14))["library_sites"][0][
+        "code"].endswith(".item()")

@@ -154,8 +154,8 @@ def test_a_single_target_project_reports_as_before_plus_targets(tmp_path, capsys
     for finding in findings:
         assert set(finding) == {"filename", "line", "column", "end_line", "end_column", "code", "message", "fix",
                                 "trace_chain", "traced_because", "notes", "cell", "certainty", "assumption",
-                                "targets"}
-        assert finding["targets"] == ["wsc"]
+                                "targets", "library_sites"}
+        assert finding["targets"] == ["wsc"] and finding["library_sites"] == []
     text = _check(tmp_path, capsys, "--no-cache").splitlines()
     assert not any(line.endswith("]") for line in text if ": WSC" in line)  # no target marked
     assert text[-1] == "target: wsc (default: the project imports no accelerator package and does not use " \

@@ -25,6 +25,10 @@ def matches(value: Any, kind: str, extra: Mapping[str, Callable[[Any], bool]] | 
         return isinstance(value, int) and not isinstance(value, bool)
     if kind == "str":
         return isinstance(value, str)
+    if kind == "[site]":  # [path, line, code], each
+        return isinstance(value, list) and all(
+            isinstance(v, list) and len(v) == 3 and matches(v[0], "str") and matches(v[1], "int")
+            and matches(v[2], "str") for v in value)
     if kind == "[dict]":
         return isinstance(value, list) and all(isinstance(v, dict) for v in value)
     if kind.startswith("[str]"):

@@ -68,6 +68,8 @@ class Diagnostic:
     # the targets whose roots reach it, the run's target first (a run checks each root for its own target:
     # analysis/root_targets.py); the run fills in its target where a finding has none of its own
     targets: tuple[str, ...] = ()
+    # where an installed library's code does it, when a call on this line reaches it: (path, line, code)
+    library_sites: tuple[tuple[str, int, str], ...] = ()
 
     @property
     def certainty(self) -> str:
@@ -94,7 +96,7 @@ class Diagnostic:
                 "chain": list(self.chain), "reason": self.reason, "source_line": self.source_line,
                 "cell": self.cell, "graph_break": [gb.id, gb.type, gb.explanation, gb.hint] if gb is not None else None,
                 "notes": list(self.notes), "assumption": self.assumption,
-                "targets": list(self.targets)}
+                "targets": list(self.targets), "library_sites": [list(site) for site in self.library_sites]}
 
     @classmethod
     def from_json(cls, path: Path, data: Any) -> Diagnostic:
@@ -107,10 +109,12 @@ class Diagnostic:
         return cls(path, data["line"], data["column"], data["end_line"], data["end_column"], data["code"],
                    data["message"], FixSummary(*fix) if fix is not None else None, list(data["chain"]),
                    data["reason"], data["source_line"], data["cell"], GraphBreak(*gb) if gb is not None else None,
-                   list(data["notes"]), data["assumption"], tuple(data["targets"]))
+                   list(data["notes"]), data["assumption"], tuple(data["targets"]),
+                   tuple((site, line, code) for site, line, code in data["library_sites"]))
 
 
 # The JSON of a diagnostic: each field's kind.
 _FIELDS = {"line": "int", "column": "int", "end_line": "int", "end_column": "int", "code": "str", "message": "str",
            "fix": "[str]*2|None", "chain": "[str]", "reason": "str", "source_line": "str", "cell": "int|None",
-           "graph_break": "[str]*4|None", "notes": "[str]", "assumption": "str", "targets": "[str]"}
+           "graph_break": "[str]*4|None", "notes": "[str]", "assumption": "str", "targets": "[str]",
+           "library_sites": "[site]"}

@@ -907,7 +907,7 @@ def _placed(path: Path, lines: list[str], finding: Finding, span: CodeRange, fix
                       reason=traced.root.reason if traced else "",
                       source_line=lines[line - 1] if 0 < line <= len(lines) else "", notes=list(finding.notes),
                       assumption=traced.root.reason if traced and is_entry_point(traced.root.reason) else "",
-                      targets=(finding.target,) if finding.target else ())
+                      targets=(finding.target,) if finding.target else (), library_sites=finding.library_sites)
 
 
 def _summary(fix: Fix | None) -> FixSummary | None:

@@ -73,6 +73,11 @@ def related_information(d: Diagnostic, locate: Any,
         out.append(types.DiagnosticRelatedInformation(
             location=types.Location(uri=uri_of(Path(path)), range=types.Range(start=position, end=position)),
             message=f"{hop}: {role}"))
+    for path, line, code in d.library_sites:  # the installed library's lines that do it
+        position = types.Position(line=max(line - 1, 0), character=0)
+        out.append(types.DiagnosticRelatedInformation(
+            location=types.Location(uri=uri_of(Path(path)), range=types.Range(start=position, end=position)),
+            message=f"in the library: `{code}`"))
     return out
 
 

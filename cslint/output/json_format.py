@@ -31,6 +31,8 @@ def diagnostic_dict(d: Diagnostic) -> dict[str, Any]:
         "certainty": d.certainty,
         "assumption": d.assumption or None,
         "targets": list(d.targets),  # the targets whose roots reach it, the run's first
+        # an installed library's lines that do it, when this line calls into the library
+        "library_sites": [{"filename": path, "line": line, "code": code} for path, line, code in d.library_sites],
     }
     if d.graph_break is not None:  # only under --target compile: other targets' reports keep their shape
         found["graph_break"] = graph_break_dict(d.graph_break)

@@ -66,6 +66,11 @@ def _result(d: Diagnostic, index: int) -> dict[str, Any]:
             "region": region,
         }}],
     }
+    if d.library_sites:  # the installed library's lines that do it (outside %SRCROOT%: absolute file URIs)
+        result["relatedLocations"] = [
+            {"id": i, "message": {"text": f"in the library: `{code}`"}, "physicalLocation": {
+                "artifactLocation": {"uri": Path(path).absolute().as_uri()}, "region": {"startLine": line}}}
+            for i, (path, line, code) in enumerate(d.library_sites)]
     properties: dict[str, Any] = {"targets": list(d.targets)}
     if d.notes:
         properties["notes"] = d.notes

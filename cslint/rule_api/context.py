@@ -171,13 +171,14 @@ class RuleContext:
             return False
         notes = [effects[0].trail()] + ([f"and {len(effects) - 1} more like it"] if len(effects) > 1 else [])
         call = f"{self.code(node.func, 40)}(...)" if node.args else self.code(node)
-        self.report(node, f"`{call}` {does} {effects[0].describe()}", consequence=why, notes=notes)
+        self.report(node, f"`{call}` {does} {effects[0].describe()}", consequence=why, notes=notes,
+                    library_sites=tuple((e.path, e.line, e.text) for e in effects))
         return True
 
     # ---- reporting -------------------------------------------------------------------------------
 
     def report(self, node: cst.CSTNode, message: str, fix: Fix | None = None, consequence: str = "",
-               notes: list[str] | None = None) -> None:
+               notes: list[str] | None = None, library_sites: tuple[tuple[str, int, str], ...] = ()) -> None:
         """`message` says what is wrong; `consequence`, what it does on a lazy tracer, which a target's own
         note replaces (cslint/engine/messages.py): under torch.compile, for instance, the break and its cost."""
         assert self.current_code
@@ -187,7 +188,7 @@ class RuleContext:
             notes += [annotation_note(name, overrides[name]) for name in
                      sorted({n.value for n in self.walk(node) if type(n) is cst.Name and n.value in overrides})]
         self.findings.append(Finding(code=self.current_code, message=message, node=node, traced=self.traced, fix=fix,
-                                     consequence=consequence, notes=notes))
+                                     consequence=consequence, notes=notes, library_sites=library_sites))
 
 
 class ModuleScope(Protocol):

@@ -33,4 +33,7 @@ class Finding:
     # what the analysis adds to the rule's clause (an annotation the callers contradict, a guard that does
     # not hold, the library code that does it): shown under the message, not in it
     notes: list[str] = field(default_factory=list)
+    # where an installed library's code does what the finding reports, when that is not on its line (a call
+    # into the library): (path, line, the code), each place the library's summary names
+    library_sites: tuple[tuple[str, int, str], ...] = ()
     target: str = ""  # the target it was checked for (set with its message: engine/checker.py)
