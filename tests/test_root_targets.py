@@ -220,3 +220,95 @@ def test_the_editor_shows_the_targets_as_cslint_check_reports_them(tmp_path, cap
     data = [to_lsp(d, text.splitlines(keepends=True), codec, []).data["targets"] for d in shown]
     assert sorted(map(tuple, data)) == sorted(targets for *_, targets in expected)
     assert ["compile"] in data and ["wsc", "compile"] in data
+
+
+# ---- the other platforms' own roots --------------------------------------------------------------------
+
+CSTORCH_STEP = """
+import torch
+import cerebras.pytorch as cstorch
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(8, 8)
+
+    def forward(self, x):
+        if x.sum() > 0:
+            x = x * 2
+        return self.proj(x)
+
+
+model = Net()
+
+
+@cstorch.trace
+def train_step(batch):
+    loss = model(batch).sum()
+    print(loss.item())
+    return loss
+"""
+
+
+def test_a_cstorch_trace_step_is_a_wsc_root_under_an_explicit_compile_target(lint):
+    found = lint({"train.py": CSTORCH_STEP}, target="compile")
+    printed = _at(found, "train.py", 23, "WSC701")
+    assert printed.targets == ("wsc",) and "at trace time" in printed.message  # the lazy tracer's wording
+    branch = _at(found, "train.py", 12, "WSC101")  # the forward is a compile root the wsc step also calls
+    assert branch.targets == ("compile", "wsc") and "graph break" in branch.message
+
+
+def test_the_target_line_names_each_other_targets_roots(tmp_path, capsys):
+    _write(tmp_path, {"train.py": CSTORCH_STEP})
+    line = _check(tmp_path, capsys, "--no-cache", "--target", "compile").splitlines()[-1]
+    assert line == "target: compile (set by --target); wsc for 1 root traced by cstorch.trace (`train_step` in train.py)"
+
+
+def test_a_mark_step_loop_is_an_xla_root_under_an_explicit_wsc_target(lint):
+    loop = """
+    import torch_xla.core.xla_model as xm
+
+
+    def train(model, batches, optimizer):
+        for batch in batches:
+            loss = model(batch).sum()
+            if loss.item() > 10.0:
+                print("diverging")
+            loss.backward()
+            optimizer.step()
+            xm.mark_step()
+    """
+    found = lint({"loop.py": loop}, target="wsc")
+    read = _at(found, "loop.py", 7, "WSC201")
+    assert read.targets == ("xla",) and "on XLA it runs the graph so far" in read.message
+
+
+def test_a_sambanova_graphs_model_is_an_rdu_root_under_an_explicit_wsc_target(lint):
+    script = """
+    from torch import nn
+    import samba.utils
+
+
+    class Net(nn.Module):
+        def forward(self, x):
+            if x.sum() > 0:
+                x = x * 2
+            return x
+
+
+    class Other(nn.Module):
+        def forward(self, x):
+            if x.mean() > 0:
+                x = x + 1
+            return x
+
+
+    def main(inputs):
+        model = Net()
+        samba.utils.trace_graph(model, inputs)
+    """
+    found = lint({"run.py": script}, target="wsc")
+    assert _at(found, "run.py", 7, "WSC101").targets == ("rdu",)
+    assert _at(found, "run.py", 14, "WSC101").targets == ("wsc",)  # a forward no SambaNova call names

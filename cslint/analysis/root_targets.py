@@ -1,29 +1,34 @@
 """Which target each traced root is checked for (docs/targets.md, "A target per root").
 
-A function that `torch.compile` decorates or wraps (`@torch.compile`, a module-level `torch.compile(fn)` of a
-function the project defines) is traced by dynamo whatever the rest of the project runs on: it is a
-`compile` root. Every other root (a `forward`, an optimizer's `step`, a `--trace-roots` match, a
-`@cstorch.trace` function, a torch_xla loop, a SambaNova graph's model) takes the run's target. A run whose
-roots have several targets checks each target's roots under that target (engine/runner.py).
+A root that a platform's own call makes traces on that platform whatever the run's target: a function
+`torch.compile` decorates or wraps (`@torch.compile`, a module-level `torch.compile(fn)` of a function the
+project defines) is a `compile` root, a `@cstorch.trace` function a `wsc` root, a `torch_xla.compile`
+function or a training loop ending its steps with `xm.mark_step()` an `xla` root, the model and optimizer
+a SambaNova script hands `samba.utils.trace_graph` `rdu` roots. Every other root (a `forward`, an
+optimizer's `step`, a `--trace-roots` match, a library entry point) takes the run's target. A run whose roots
+have several targets checks each target's roots under that target (engine/runner.py).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from cslint.analysis.compile_options import COMPILE
+from cslint.analysis.xla_loops import LOOP_REASON
+from cslint.core.targets import TARGETS
 
 if TYPE_CHECKING:
     from cslint.analysis.traced import Root
 
-COMPILE_TARGET = "compile"
-
 
 def root_target(root: Root, run_target: str) -> str:
-    """The target `root` is checked for in a run for `run_target`."""
+    """The target `root` is checked for in a run for `run_target` (the roots' reasons: analysis/traced.py,
+    platforms.py, xla_loops.py)."""
     func, reason, _ = root
-    if COMPILE in func.decorators or reason == f"passed to {COMPILE}()":
-        return COMPILE_TARGET
+    for target in TARGETS.values():
+        if any(wrapper in func.decorators or reason == f"passed to {wrapper}()" for wrapper in target.wrappers) \
+                or any(reason.endswith(f", passed to {call}()") for call in target.script_calls) \
+                or target.step_calls and reason.startswith(LOOP_REASON):
+            return target.name
     return run_target
 
 

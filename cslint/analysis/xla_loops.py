@@ -70,6 +70,9 @@ class LoopStep(FunctionInfo):
         return self.enclosing.display_name if self.enclosing is not None else self.qualname
 
 
+LOOP_REASON = "the body of a loop in "  # the start of a training loop's root's reason (root_targets.py)
+
+
 def mark_step_loop_roots(modules: Iterable[ModuleInfo]) -> Iterator[tuple[LoopStep, str]]:
     """A `LoopStep` for every function (and script top level) of `modules` with a loop that calls mark_step."""
     packages = {call.partition(".")[0] for call in step_calls()}  # a module calling one imports from its package
@@ -94,7 +97,7 @@ def mark_step_loop_roots(modules: Iterable[ModuleInfo]) -> Iterator[tuple[LoopSt
                 step = LoopStep(qualname=f"{module.name}.<module>", name="<module>", module=module, _node=node,
                                 step_function=True, loops=loops, scope=tuple(scope))
                 where = f"the top level of {module.name}"
-            yield step, f"the body of a loop in {where} that ends each step with {call}"
+            yield step, f"{LOOP_REASON}{where} that ends each step with {call}"
 
 
 def _loops_of(module: ModuleInfo) -> list[tuple[FunctionInfo | None, Sequence[cst.BaseStatement],

@@ -46,6 +46,9 @@ class Target:
     step_calls: tuple[str, ...] = ()
     # calls of a training script that name the model and optimizer to trace (analysis/platforms.py)
     script_calls: tuple[str, ...] = ()
+    # what makes a root this target's whatever the run's target (its wrappers, step and script calls:
+    # analysis/root_targets.py), as the text report's target line says it
+    own_roots: str = ""
 
     def runs(self, code: str) -> bool:
         return code.startswith(self.families) and not code.startswith(self.excluded) if self.excluded \
@@ -95,7 +98,7 @@ TARGETS: dict[str, Target] = {t.name: t for t in (
         roots=COMMON_ROOTS + ("`@cstorch.trace` functions",),
         graph="the Cerebras trace", cerebras_fixes=True,
         choose_when="you train with `cerebras.pytorch` (Model Zoo, `cstorch.compile`, `@cstorch.trace`)",
-        imports=("cerebras.pytorch",), wrappers=("cerebras.pytorch.trace",),
+        imports=("cerebras.pytorch",), wrappers=("cerebras.pytorch.trace",), own_roots="traced by cstorch.trace",
     ),
     Target(
         name="rdu", title="SambaNova RDU (SambaFlow, samba.utils)",
@@ -106,6 +109,7 @@ TARGETS: dict[str, Target] = {t.name: t for t in (
         graph="the SambaFlow graph",
         choose_when="you compile with SambaFlow (`samba.utils.trace_graph`, `samba.session.run`)",
         imports=("sambaflow", "samba"), script_calls=("samba.utils.trace_graph", "samba.utils.trace_multigraph"),
+        own_roots="passed to samba.utils.trace_graph",
     ),
     Target(
         name="xla", title="PyTorch/XLA (TPU, Trainium/Neuron)",
@@ -116,7 +120,7 @@ TARGETS: dict[str, Target] = {t.name: t for t in (
                               "and what it calls (found for every target: only XLA code calls them)"),
         graph="the XLA graph",
         choose_when="you run on TPU or Trainium through `torch_xla` (`xm.mark_step`, `torch_xla.compile`)",
-        imports=("torch_xla",), wrappers=("torch_xla.compile",),
+        imports=("torch_xla",), wrappers=("torch_xla.compile",), own_roots="traced by torch_xla",
         # `torch_xla.sync()` is the newer spelling of `xm.mark_step()`; `with torch_xla.step():` syncs on exit
         step_calls=("torch_xla.core.xla_model.mark_step", "torch_xla.sync", "torch_xla.step",
                     "torch_xla.torch_xla.sync", "torch_xla.torch_xla.step"),
@@ -131,6 +135,7 @@ TARGETS: dict[str, Target] = {t.name: t for t in (
         tracer=DYNAMO,
         breaks=("WSC1", "WSC2", "WSC501", "WSC502", "WSC701"),
         wrappers=("torch.compile",),  # inferred from its use, not an import (target_inference.py)
+        own_roots="handed to torch.compile",
     ),
 )}
 

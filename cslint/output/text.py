@@ -11,6 +11,7 @@ from cslint.output.statistics import statistics_rows
 from cslint.output.style import PLAIN, Style
 from cslint.core.report import Diagnostic
 from cslint.core.run_result import RunResult
+from cslint.core.targets import TARGETS
 
 if TYPE_CHECKING:
     from cslint.output import FormatOptions
@@ -139,10 +140,6 @@ def render(result: RunResult, options: FormatOptions) -> str:
     return "\n".join(out) + ("\n" if out else "")
 
 
-# why a root is checked for a target other than the run's (analysis/root_targets.py)
-OTHER_ROOTS_WHY = {"compile": "handed to torch.compile"}
-
-
 def target_line(target: str, reason: str, other_roots: Iterable[tuple[str, str, Path]] = ()) -> str:
     """`target: wsc (why)`, and the roots checked for another target: `; compile for 1 root handed to
     torch.compile (`_update_fn` in fused.py)`."""
@@ -152,7 +149,7 @@ def target_line(target: str, reason: str, other_roots: Iterable[tuple[str, str, 
         by_target.setdefault(other, []).append(f"`{name}` in {path.name}")
     for other, names in by_target.items():
         shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
-        why = OTHER_ROOTS_WHY.get(other)
+        why = TARGETS[other].own_roots if other in TARGETS else ""
         line += f"; {other} for {len(names)} root{'s' if len(names) != 1 else ''}{' ' + why if why else ''} ({shown})"
     return escape_text(line)
 
