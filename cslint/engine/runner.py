@@ -738,7 +738,8 @@ class Linter:
             out.append(d)
         if noqa_positions is not None and not any(UNUSED_NOQA.startswith(c) for c in per_file):
             known = [r.code for r in all_rules()] + [SYNTAX_ERROR, INTERNAL_ERROR]
-            for unused in unused_noqa(source.text, used, self.enabled_codes, known):
+            enabled = self.enabled_codes.union(*({rule.code for rule in c.rules} for c in self._checkers.values()))
+            for unused in unused_noqa(source.text, used, enabled, known):  # the rules of every root's target
                 directive = unused.directive
                 out.append(Diagnostic(source.path, directive.line, directive.column, directive.line,
                                       directive.end_column, UNUSED_NOQA, unused.message,
