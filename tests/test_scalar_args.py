@@ -52,9 +52,10 @@ def test_fix_multiplies_the_operand(fix) -> None:
 
 def test_foreach_fix_scales_the_list(fix) -> None:
     code = """
+import cerebras.pytorch as cstorch
 import torch
 
-@torch.compile
+@cstorch.trace
 def update(params, grads, lr: torch.Tensor):
     torch._foreach_add_(params, grads, alpha=-lr)
 """
