@@ -5,10 +5,11 @@ reads keeps its finding and gets no fix; on the lazy targets there is none eithe
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
+
+from tests.test_golden import _load
 
 CODE = '''
 import torch
@@ -70,14 +71,6 @@ def test_the_fixed_statement_is_guarded_and_a_second_run_finds_nothing(lint, fix
     fixed = fix(CODE.format(body=body), unsafe=True, target="compile")
     assert ("        if not torch.compiler.is_compiling():\n            hidden.requires_grad = True\n") in fixed
     assert not [d for d in lint(fixed, target="compile") if d.code == "WSC705"]
-
-
-def _load(path: Path, name: str):  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_compiled_the_fixed_step_gives_the_original_gradients_through_reentrant_checkpoints() -> None:

@@ -253,24 +253,8 @@ class Linter:
                 if path not in located:
                     text = texts[path] if path in texts else self.read_later[path].text
                     located[path] = self._at_file_start(path, text, found)
-        for traced in program.functions.values():  # rules that read callers see their final state
-            seen = per_function.get(traced.func.qualname)
-            if seen is not None and seen[0] != _rule_inputs(traced):
-                with traced.func.module.held():
-                    if program.analyse(traced):
-                        check_now(traced)
-        for traced, exc in program.errors:
-            per_function.pop(traced.func.qualname, None)
-            module = traced.func.module
-            source = by_module[module.name]
-            if source.syntax_error is None:  # else libcst rejects the file (Python accepts it): a syntax error
-                with module.held():
-                    located.setdefault(source.path, []).extend(self._locate(module, [_analysis_error(traced, exc)]))
+        self._settle(program, per_function, check_now, by_module, located)
         self._record_reach(programs, by_module)
-        for traced in program.functions.values():
-            if traced.func.qualname in per_function:
-                located.setdefault(by_module[traced.func.module.name].path, []).extend(
-                    per_function[traced.func.qualname][1])
         if self.checker.module_rules:
             for name, module in modules.items():
                 path = by_module[name].path
@@ -404,6 +388,15 @@ class Linter:
         with self.profile.phase("traced code and tensor inference"):
             program = TracedProgram(project, after_analysis=check_now, tracer=get_target(target).tracer,
                                     roots=roots).run()
+        self._settle(program, per_function, check_now, by_module, located)
+        return program
+
+    def _settle(self, program: TracedProgram, per_function: dict[str, tuple[tuple[object, ...], list[Diagnostic]]],
+                check_now: Callable[[TracedFunction], None], by_module: dict[str, SourceFile],
+                located: dict[Path, list[Diagnostic]]) -> None:
+        """After a bounded trace: the functions whose rule inputs changed since they were checked are checked
+        again (rules that read callers see their final state), analysis errors are placed, and every
+        function's diagnostics are added to `located`."""
         for traced in program.functions.values():
             seen = per_function.get(traced.func.qualname)
             if seen is not None and seen[0] != _rule_inputs(traced):
@@ -413,14 +406,13 @@ class Linter:
         for traced, exc in program.errors:
             per_function.pop(traced.func.qualname, None)
             module, source = traced.func.module, by_module[traced.func.module.name]
-            if source.syntax_error is None:
+            if source.syntax_error is None:  # else libcst rejects the file (Python accepts it): a syntax error
                 with module.held():
                     located.setdefault(source.path, []).extend(self._locate(module, [_analysis_error(traced, exc)]))
         for traced in program.functions.values():
             if traced.func.qualname in per_function:
                 located.setdefault(by_module[traced.func.module.name].path, []).extend(
                     per_function[traced.func.qualname][1])
-        return program
 
     def _record_reach(self, programs: list[TracedProgram], by_module: dict[str, SourceFile]) -> None:
         """`reach` over the programs of every target the run's roots have."""
