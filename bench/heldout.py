@@ -10,6 +10,7 @@
     python bench/heldout.py --set 2 --packages rows.json      # every finding in the set's packages, whole
     python bench/heldout.py --set 3 --json docs/heldout-3-rows.json   # set 3, venv /tmp/cslint-heldout-3
     python bench/heldout.py --set 3 --restatic docs/heldout-3-rows.json --include-uncertain --json rows-u.json
+    python bench/heldout.py --set 3 --user-view docs/heldout-3-rows.json --json rows-user.json  # the user steps, alone
 
 Held-out set 1: seven PyTorch packages of different kinds, none of them measured or tuned on before (not the
 packages of `bench/realcode.py` nor of docs/accuracy.md's tuned tables). Each is installed with `--no-deps`
@@ -29,6 +30,9 @@ so that the figures after those fixes are taken on code they were not made on.
 Held-out set 3 (`--set 3`): seven packages of kinds neither set has, chosen at 91dde08 after the fixes first
 seen on sets 1 and 2, for the figures taken after those fixes. `--include-uncertain` (with `--restatic` or
 `--packages`) measures cslint's opt-in tier beside the default one.
+`--user-view` (set 3) lints what a user lints instead, the training step: each step written as a user porting
+it writes it (`USER_STEPS_3`), linted alone with the packages installed, a runtime site counted as found when a
+finding of its family names it among its `library_sites`.
 Not part of the test suite: it needs the registry for the install and minutes per step.
 """
 
@@ -693,6 +697,281 @@ PACKAGE_OF_3 = {"gpytorch_step": "gpytorch", "e3nn_step": "e3nn", "normflows_ste
                 "entmax_step": "entmax"}
 
 
+# The same steps as a user porting them writes them (#36's user view): the model, loss and optimizer built at
+# module level as the factory above builds them (on the CPU), then the training step the target traces,
+# `@cstorch.trace` for `wsc` and `@torch.compile` for `compile` (`user_file` puts in the import and the
+# decorator). `--user-view` lints each alone, with the set's packages installed, and scores the stored runtime
+# sites (in the packages) against the findings on the user's lines that name them among their `library_sites`.
+USER_STEPS_3 = {
+    "gpytorch_step": r'''
+import torch
+import gpytorch
+TARGET_IMPORT
+
+torch.manual_seed(0)
+x = torch.linspace(0.0, 1.0, 12).unsqueeze(-1)
+y = torch.sin(6 * x).squeeze(-1) + 0.1 * torch.randn(12)
+
+
+class Exact(gpytorch.models.ExactGP):
+    def __init__(self, x, y, likelihood):
+        super().__init__(x, y, likelihood)
+        self.mean = gpytorch.means.ConstantMean()
+        self.covar = gpytorch.kernels.ScaleKernel(gpytorch.kernels.RBFKernel())
+
+    def forward(self, x):
+        return gpytorch.distributions.MultivariateNormal(self.mean(x), self.covar(x))
+
+
+class Variational(gpytorch.models.ApproximateGP):
+    def __init__(self, inducing):
+        q = gpytorch.variational.CholeskyVariationalDistribution(inducing.size(0))
+        super().__init__(gpytorch.variational.VariationalStrategy(self, inducing, q, learn_inducing_locations=True))
+        self.mean = gpytorch.means.ZeroMean()
+        self.covar = gpytorch.kernels.ScaleKernel(gpytorch.kernels.MaternKernel(nu=2.5))
+
+    def forward(self, x):
+        return gpytorch.distributions.MultivariateNormal(self.mean(x), self.covar(x))
+
+
+exact_likelihood = gpytorch.likelihoods.GaussianLikelihood()
+exact = Exact(x, y, exact_likelihood)
+variational_likelihood = gpytorch.likelihoods.GaussianLikelihood()
+variational = Variational(x[::3].clone())
+models = torch.nn.ModuleList([exact, exact_likelihood, variational, variational_likelihood]).train()
+mll = gpytorch.mlls.ExactMarginalLogLikelihood(exact_likelihood, exact)
+elbo = gpytorch.mlls.VariationalELBO(variational_likelihood, variational, num_data=12)
+optimizer = torch.optim.SGD([p for p in models.parameters() if p.requires_grad], lr=1e-2)
+
+
+@TRACED
+def train_step(x, y):
+    loss = -mll(exact(x), y) - elbo(variational(x), y)
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad()
+    return loss.detach()
+
+
+for _ in range(2):
+    train_step(x, y)
+''',
+    "e3nn_step": r'''
+import torch
+from e3nn import o3
+from e3nn.math import soft_one_hot_linspace
+from e3nn.nn import FullyConnectedNet, Gate
+TARGET_IMPORT
+
+torch.manual_seed(0)
+irreps_sh = o3.Irreps.spherical_harmonics(2)
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.gate = Gate("4x0e", [torch.relu], "2x0e", [torch.sigmoid], "2x1o")
+        self.tp = o3.FullyConnectedTensorProduct("2x0e", irreps_sh, self.gate.irreps_in, shared_weights=False)
+        self.radial = FullyConnectedNet([8, 16, self.tp.weight_numel], torch.relu)
+        self.out = o3.Linear(self.gate.irreps_out, "1x0e + 1x1o")
+
+    def forward(self, pos, features, src, dst):
+        vec = pos[dst] - pos[src]
+        sh = o3.spherical_harmonics(irreps_sh, vec, normalize=True, normalization="component")
+        emb = soft_one_hot_linspace(vec.norm(dim=1), 0.0, 3.0, 8, basis="smooth_finite", cutoff=True)
+        edge = self.tp(features[src], sh, self.radial(emb))
+        nodes = torch.zeros(pos.shape[0], edge.shape[1], device=pos.device).index_add(0, dst, edge)
+        return self.out(self.gate(nodes))
+
+
+model = Net().train()
+optimizer = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=1e-2)
+pos = torch.randn(6, 3)
+features = torch.randn(6, 2)
+src = torch.tensor([0, 1, 2, 3, 4, 5, 0, 2])
+dst = torch.tensor([1, 2, 3, 4, 5, 0, 3, 5])
+
+
+@TRACED
+def train_step(pos, features, src, dst):
+    loss = model(pos, features, src, dst).pow(2).mean()
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad()
+    return loss.detach()
+
+
+for _ in range(2):
+    train_step(pos, features, src, dst)
+''',
+    "normflows_step": r'''
+import torch
+import normflows as nf
+TARGET_IMPORT
+
+torch.manual_seed(0)
+flows = []
+for _ in range(2):
+    flows.append(nf.flows.AffineCouplingBlock(nf.nets.MLP([1, 16, 2], init_zeros=True)))
+    flows.append(nf.flows.Permute(2, mode="swap"))
+    flows.append(nf.flows.ActNorm(2))
+flows.append(nf.flows.AutoregressiveRationalQuadraticSpline(2, 1, 16))
+model = nf.NormalizingFlow(nf.distributions.DiagGaussian(2), flows).train()
+optimizer = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=1e-2)
+x = torch.randn(16, 2) * 0.5 + 1.0
+
+
+@TRACED
+def train_step(x):
+    loss = model.forward_kld(x)
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad()
+    return loss.detach()
+
+
+for _ in range(2):
+    train_step(x)
+''',
+    "asteroid_step": r'''
+import torch
+from asteroid_filterbanks import Encoder, ParamSincFB, make_enc_dec
+from asteroid_filterbanks.transforms import apply_mag_mask, mag
+TARGET_IMPORT
+
+torch.manual_seed(0)
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.enc, self.dec = make_enc_dec("stft", n_filters=64, kernel_size=64, stride=16)
+        self.free_enc, self.free_dec = make_enc_dec("free", n_filters=32, kernel_size=16, stride=8)
+        self.sinc = Encoder(ParamSincFB(16, 65, stride=16, sample_rate=8000.0))
+        self.mask = torch.nn.Conv1d(self.enc.n_feats_out // 2, self.enc.n_feats_out // 2, 1)
+
+    def forward(self, wav):
+        spec = self.enc(wav)
+        est = self.dec(apply_mag_mask(spec, torch.sigmoid(self.mask(mag(spec)))))
+        free = self.free_dec(torch.relu(self.free_enc(wav)))
+        return est[..., :wav.shape[-1]], free[..., :wav.shape[-1]], self.sinc(wav)
+
+
+model = Net().train()
+optimizer = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=1e-2)
+wav = torch.randn(2, 1, 512)
+
+
+@TRACED
+def train_step(wav):
+    est, free, sinc = model(wav)
+    loss = ((est - wav) ** 2).mean() + ((free - wav) ** 2).mean() + sinc.pow(2).mean() * 1e-3
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad()
+    return loss.detach()
+
+
+for _ in range(2):
+    train_step(wav)
+''',
+    "geomloss_step": r'''
+import torch
+from geomloss import SamplesLoss
+TARGET_IMPORT
+
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(2, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2))
+sinkhorn = SamplesLoss("sinkhorn", p=2, blur=0.1, scaling=0.5, backend="tensorized")
+debiased_off = SamplesLoss("sinkhorn", p=1, blur=0.1, debias=False, backend="tensorized")
+energy = SamplesLoss("energy", backend="tensorized")
+gaussian = SamplesLoss("gaussian", blur=0.5, backend="tensorized")
+optimizer = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=1e-2)
+x = torch.randn(16, 2)
+target = torch.randn(16, 2) + 1.0
+
+
+@TRACED
+def train_step(x, target):
+    y = model(x)
+    loss = sinkhorn(y, target) + debiased_off(y, target) + energy(y, target) + gaussian(y, target)
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad()
+    return loss.detach()
+
+
+for _ in range(2):
+    train_step(x, target)
+''',
+    "heavyball_step": r'''
+import torch
+import heavyball
+TARGET_IMPORT
+
+heavyball.utils.compile_mode = None
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 16), torch.nn.ReLU(),
+                            torch.nn.Linear(16, 4)).train()
+layers = [model[0], model[2], model[4]]
+optimizers = [heavyball.AdamW(layers[0].parameters(), lr=1e-3), heavyball.SOAP(layers[1].parameters(), lr=1e-3),
+              heavyball.PSGDKron(layers[2].parameters(), lr=1e-3)]
+x = torch.randn(4, 8)
+y = torch.tensor([0, 1, 2, 3])
+
+
+@TRACED
+def train_step(x, y):
+    loss = torch.nn.functional.cross_entropy(model(x), y)
+    loss.backward()
+    for optimizer in optimizers:
+        optimizer.step()
+    for optimizer in optimizers:
+        optimizer.zero_grad()
+    return loss.detach()
+
+
+for _ in range(2):
+    train_step(x, y)
+''',
+    "entmax_step": r'''
+import torch
+from entmax import Entmax15Loss, SparsemaxLoss, entmax_bisect, entmax15, sparsemax
+TARGET_IMPORT
+
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 5))
+optimizer = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=1e-2)
+x = torch.randn(6, 8)
+y = torch.tensor([0, 1, 2, 3, 4, 0])
+
+
+@TRACED
+def train_step(x, y):
+    logits = model(x)
+    sparse = entmax15(logits, dim=-1).pow(2).sum() + sparsemax(logits, dim=-1).pow(2).sum()
+    bisect = entmax_bisect(logits, alpha=1.3, dim=-1, n_iter=10).pow(2).sum()
+    loss = Entmax15Loss()(logits, y).mean() + SparsemaxLoss()(logits, y).mean() + 0.1 * (sparse + bisect)
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad()
+    return loss.detach()
+
+
+for _ in range(2):
+    train_step(x, y)
+''',
+}
+# what each target's user file imports and decorates its step with
+TRACED_BY = {"wsc": ("import cerebras.pytorch as cstorch", "@cstorch.trace"), "compile": ("", "@torch.compile")}
+
+
+def user_file(text: str, target: str) -> str:
+    """A user step of USER_STEPS_3 for the target: its import (none for `torch.compile`) and its decorator."""
+    module, decorator = TRACED_BY[target]
+    return text.replace("TARGET_IMPORT\n", f"{module}\n" if module else "").replace("@TRACED\n", f"{decorator}\n")
+
+
 @dataclass(frozen=True)
 class HeldOutSet:
     packages: list[str]
@@ -857,6 +1136,91 @@ def restatic(args: argparse.Namespace) -> None:
     print_recall(out_rows)
 
 
+def user_view_verdicts(sites: list[dict], findings: list[dict]) -> list[dict]:
+    """Each runtime site (`path`, `line`, `code`) with its verdict against a user file's findings (cslint's JSON):
+    `library_sites` when a finding of the site's family names the site's file at its line or up to NEAR_LINES
+    above among its `library_sites`, `in file` when such a finding is itself there, else `missed`."""
+    named: dict[tuple[str, int], set[str]] = defaultdict(set)
+    located: dict[tuple[str, int], set[str]] = defaultdict(set)
+    for f in findings:
+        family = f["code"][:4]
+        located[(str(Path(f["filename"]).resolve()), f["line"])].add(family)
+        for site in f.get("library_sites") or []:
+            named[(str(Path(site["filename"]).resolve()), site["line"])].add(family)
+    verdicts = []
+    for site in sites:
+        path, family = str(Path(site["path"]).resolve()), site["code"][:4]
+        lines = range(site["line"] - NEAR_LINES, site["line"] + 1)
+        verdict = ("library_sites" if any(family in named[(path, n)] for n in lines)
+                   else "in file" if any(family in located[(path, n)] for n in lines) else "missed")
+        verdicts.append({"path": site["path"], "line": site["line"], "code": site["code"], "verdict": verdict})
+    return verdicts
+
+
+def user_view(args: argparse.Namespace) -> None:
+    """Each step of the set as a user writes it (USER_STEPS_3), linted alone for each target with the set's
+    packages installed (`--python` the venv's), its stored runtime sites (`--user-view` rows) scored by
+    `user_view_verdicts`."""
+    if args.set != 3:
+        raise SystemExit("--user-view: the user steps are written for set 3 only")
+    python = args.venv / "bin" / "python"
+    env = {**os.environ, "PYTHONPATH": str(args.cslint_path or REPO)}
+    stored = {(r["target"], r["factory"]): r for r in json.loads(args.user_view.read_text())}
+    names = args.only.split(",") if args.only else SETS[args.set].targets
+    out_rows = []
+    for target in args.targets.split(","):
+        for name in names:
+            work = Path(tempfile.mkdtemp(prefix="cslint-user-view-"))
+            user = work / f"{name}.py"
+            user.write_text(user_file(USER_STEPS_3[name], target), encoding="utf-8")
+            done = subprocess.run([str(python), "-m", "cslint", "check", "--no-cache", "--exit-zero", "--target",
+                                   target, "--output-format", "json", "--python", str(python), user.name],
+                                  cwd=work, capture_output=True, text=True, timeout=args.timeout, env=env)
+            stderr = done.stderr
+            try:
+                findings = json.loads(done.stdout)
+            except json.JSONDecodeError:
+                findings, stderr = [], f"{stderr}(its output is not JSON: {done.stdout[:200]!r})\n"
+            row = stored.get((target, name), {})
+            verdicts = user_view_verdicts(row.get("runtime", []), findings)
+            mine = [f for f in findings if Path(f["filename"]).name == user.name]
+            out_rows.append({"target": target, "factory": name, "runtime_sites": len(verdicts),
+                             "recalled": sum(v["verdict"] != "missed" for v in verdicts),
+                             "runtime_error": row.get("error", ""), "exit": done.returncode,
+                             "stderr": stderr, "runtime": verdicts,
+                             "findings": [{k: f.get(k) for k in ("line", "code", "message", "library_sites")}
+                                          for f in mine]})
+            if args.json:
+                args.json.write_text(json.dumps(out_rows, indent=1), encoding="utf-8")
+    print_user_view(out_rows)
+
+
+def print_user_view(rows: list[dict]) -> None:
+    print("| target | step | runtime sites | recalled | via library_sites | in the file | findings in the user file "
+          "| with library_sites | runtime run |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        by = Counter(v["verdict"] for v in r["runtime"])
+        run = "stopped part-way" if r["runtime_error"] and r["runtime_sites"] else \
+            "stopped, no site" if r["runtime_error"] else "complete"
+        print(f"| {r['target']} | {r['factory']} | {r['runtime_sites']} | {r['recalled']} | {by['library_sites']} | "
+              f"{by['in file']} | {len(r['findings'])} | {sum(bool(f['library_sites']) for f in r['findings'])} | "
+              f"{run} |")
+    for target in sorted({r["target"] for r in rows}):
+        mine = [r for r in rows if r["target"] == target]
+        sites, recalled = sum(r["runtime_sites"] for r in mine), sum(r["recalled"] for r in mine)
+        low, high = wilson(recalled, sites)
+        print(f"{target}: recalled {recalled}/{sites}" + (f" = {recalled / sites:.2f}" if sites else "")
+              + f" (95% Wilson {low:.2f}-{high:.2f})")
+    for r in rows:
+        if r["exit"] or r["stderr"].strip():
+            print(f"cslint on the user file of {r['target']} {r['factory']}: exit {r['exit']}, stderr:\n"
+                  f"{r['stderr'].rstrip()}")
+        for v in r["runtime"]:
+            if v["verdict"] == "missed":
+                print(f"  missed {r['target']} {r['factory']}: {short(v['path'])}:{v['line']} {v['code']}")
+
+
 def lint_packages(args: argparse.Namespace) -> None:
     """Every static finding in the set's installed packages, whole (`cslint check --target`, default roots), as
     rows `--sample` reads: the population a user linting these packages sees, beyond the files the steps ran."""
@@ -986,7 +1350,11 @@ def main() -> None:
     parser.add_argument("--restatic", type=Path, help="score this --json file's runtime sites against a new static "
                                                       "run (no runtime run) into --json, and stop")
     parser.add_argument("--cslint-path", type=Path, help="with --restatic/--packages: run the cslint of this checkout "
-                                                         "(PYTHONPATH), e.g. /work/main for the before-figure")
+                                                         "(PYTHONPATH), e.g. /work/main for the before-figure; "
+                                                         "with --user-view: default this one")
+    parser.add_argument("--user-view", type=Path, help="(set 3) lint each step as a user writes it, alone, and score "
+                                                       "this --json file's runtime sites by the findings' "
+                                                       "library_sites; rows to --json; and stop")
     parser.add_argument("--include-uncertain", action="store_true",
                         help="with --restatic or --packages: lint with `cslint check --include-uncertain` (the "
                              "opt-in tier: findings that rest on an assumption) instead of the default tier")
@@ -1009,6 +1377,8 @@ def main() -> None:
         reachability(args)
     elif args.restatic:
         restatic(args)
+    elif args.user_view:
+        user_view(args)
     elif args.packages:
         lint_packages(args)
     elif args.sample:
