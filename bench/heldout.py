@@ -1170,12 +1170,12 @@ def user_view(args: argparse.Namespace) -> None:
     out_rows = []
     for target in args.targets.split(","):
         for name in names:
-            work = Path(tempfile.mkdtemp(prefix="cslint-user-view-"))
-            user = work / f"{name}.py"
-            user.write_text(user_file(USER_STEPS_3[name], target), encoding="utf-8")
-            done = subprocess.run([str(python), "-m", "cslint", "check", "--no-cache", "--exit-zero", "--target",
-                                   target, "--output-format", "json", "--python", str(python), user.name],
-                                  cwd=work, capture_output=True, text=True, timeout=args.timeout, env=env)
+            with tempfile.TemporaryDirectory(prefix="cslint-user-view-") as work:
+                user = Path(work) / f"{name}.py"
+                user.write_text(user_file(USER_STEPS_3[name], target), encoding="utf-8")
+                done = subprocess.run([str(python), "-m", "cslint", "check", "--no-cache", "--exit-zero", "--target",
+                                       target, "--output-format", "json", "--python", str(python), user.name],
+                                      cwd=work, capture_output=True, text=True, timeout=args.timeout, env=env)
             stderr = done.stderr
             try:
                 findings = json.loads(done.stdout)
