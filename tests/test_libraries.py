@@ -473,7 +473,6 @@ def test_a_library_module_the_step_calls_is_summarised_on_the_callers_line(site:
 
 # What a user's step calls in a library, as set 3's user view (docs/accuracy.md, "Set 3, user view") met it: gaps
 # of the library-module summaries, kept as expected failures until they are fixed for their class.
-@pytest.mark.xfail(strict=True, reason="M22: a library module's own __call__ is not read, only its forward")
 def test_a_library_modules_own_call_is_summarised(site: Path, tmp_path: Path) -> None:
     found = _lint(tmp_path / "proj", {"step.py": '''
         import torch

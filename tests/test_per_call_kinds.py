@@ -253,3 +253,37 @@ class Outer(nn.Module):
 """
     # the nested cache stays a container; `scale`, annotated a tensor, is one
     assert codes(lint(code, target=target)) == [("WSC105", 13)]
+
+
+def test_calling_a_module_runs_its_own_call_then_forward(lint):
+    """A base module overriding `__call__` (a check of its inputs before `super().__call__`, which runs
+    `forward`): `block(x)` in a traced step runs both, so what either does is reported."""
+    code = """
+import torch
+from torch import nn
+
+
+class Checked(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(4, 4)
+
+    def __call__(self, x):
+        if x.abs().max().item() > 1e4:
+            x = x.clamp(-1e4, 1e4)
+        return super().__call__(x)
+
+    def forward(self, x):
+        return self.proj(x).tolist()
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.block = Checked()
+
+    def forward(self, x):
+        return self.block(x)
+"""
+    found = {(d.code, d.line) for d in lint(code, target="wsc")}
+    assert ("WSC201", 11) in found and ("WSC201", 16) in found

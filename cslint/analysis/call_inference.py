@@ -305,7 +305,12 @@ class CallInference:
             if target is not None:
                 receiver = env.get(self.self_name or "self", self.oracle.self_kind(cls))
                 return self._call_project_function(node, target, arg_kinds, receiver=receiver)
-            if method == "forward" and self.project.is_module_class(cls):
+            if method == "__call__" and self.project.is_module_class(cls):  # nn.Module's: runs `forward`
+                forward = self.project.find_method(cls, "forward")
+                if forward is not None:
+                    receiver = env.get(self.self_name or "self", self.oracle.self_kind(cls))
+                    return self._call_project_function(node, forward, arg_kinds, receiver=receiver)
+            if method in ("forward", "__call__") and self.project.is_module_class(cls):
                 return TENSOR
             looked_up = self._function_table_get(cls.qualname, method, arg_kinds)
             if looked_up is not None:  # `super().get(name, default)` in a registry's own lookup method
@@ -443,7 +448,10 @@ class CallInference:
                 if cls is None and self.project.libraries is not None:
                     owner = self.project.libraries.project  # `norm(x)`: an installed library's module
                     cls = owner.lookup_class(callee.cls)
-                forward = owner.find_method(cls, "forward") if cls is not None else None
+                # `module(x)` runs the class's own `__call__` where it has one (a library's base module
+                # checking its inputs first), else nn.Module's, which runs `forward`
+                forward = (owner.find_method(cls, "__call__") or owner.find_method(cls, "forward")) \
+                    if cls is not None else None
                 if forward is not None:
                     kind = self._call_project_function(node, forward, arg_kinds, receiver=callee)
                     return kind if kind.tag is not Tag.UNKNOWN else TENSOR
