@@ -163,14 +163,7 @@ class Linter:
             program = TracedProgram(project, tracer=get_target(self.settings.target).tracer,
                                     roots=by_target.pop(self.settings.target)).run()
         programs = [program]
-        for traced, exc in program.errors:
-            source = by_module[traced.func.module.name]
-            if source.syntax_error is None:  # else libcst rejects the file (Python accepts it): a syntax error
-                findings.setdefault(source.path, []).append(_analysis_error(traced, exc))
-        for traced in program.functions.values():
-            path = by_module[traced.func.module.name].path
-            if self.only_in is None or path in self.only_in:
-                findings.setdefault(path, []).extend(self._check(traced))
+        self._collect(program, self._check, by_module, findings)
         if self.checker.module_rules:
             for name, module in modules.items():
                 if self.only_in is None or by_module[name].path in self.only_in:
@@ -180,17 +173,25 @@ class Linter:
             with self.profile.phase("traced code and tensor inference"):
                 other = TracedProgram(project, tracer=get_target(target).tracer, roots=roots).run()
             programs.append(other)
-            for traced, exc in other.errors:
-                source = by_module[traced.func.module.name]
-                if source.syntax_error is None:
-                    findings.setdefault(source.path, []).append(_analysis_error(traced, exc))
-            for traced in other.functions.values():
-                path = by_module[traced.func.module.name].path
-                if self.only_in is None or path in self.only_in:
-                    findings.setdefault(path, []).extend(
-                        other_target_findings(self._check(traced, checker), traced, program))
+            self._collect(other, partial(self._check_other, checker=checker, run_program=program), by_module,
+                          findings)
         self._record_reach(programs, by_module)
         return findings
+
+    def _check_other(self, traced: TracedFunction, checker: Checker, run_program: TracedProgram) -> list[Finding]:
+        return other_target_findings(self._check(traced, checker), traced, run_program)
+
+    def _collect(self, program: TracedProgram, check: Callable[[TracedFunction], list[Finding]],
+                 by_module: dict[str, SourceFile], findings: dict[Path, list[Finding]]) -> None:
+        """A traced program's analysis errors and its functions' findings (`check`), added to `findings`."""
+        for traced, exc in program.errors:
+            source = by_module[traced.func.module.name]
+            if source.syntax_error is None:  # else libcst rejects the file (Python accepts it): a syntax error
+                findings.setdefault(source.path, []).append(_analysis_error(traced, exc))
+        for traced in program.functions.values():
+            path = by_module[traced.func.module.name].path
+            if self.only_in is None or path in self.only_in:
+                findings.setdefault(path, []).extend(check(traced))
 
     def analyse_bounded(self, sources: list[SourceFile], result: RunResult,
                         names: dict[Path, tuple[str, bool]] | None = None,
@@ -381,7 +382,7 @@ class Linter:
 
         def check_now(traced: TracedFunction) -> None:
             if self.only_in is None or traced.func.module.path in self.only_in:
-                found = other_target_findings(self._check(traced, checker), traced, run_program)
+                found = self._check_other(traced, checker, run_program)
                 per_function[traced.func.qualname] = (_rule_inputs(traced), self._locate(traced.func.module, found))
             traced.analysis = None
 
