@@ -98,6 +98,52 @@ def test_counter_fix_keeps_the_increment_and_uses_tensor_ops(fix) -> None:
     assert "if len(state) == 0" not in fixed
 
 
+POWER_THROUGH_A_NAME = """
+import torch
+from torch.optim import Optimizer
+
+class Rectified(Optimizer):
+    def __init__(self, params, lr=1e-3, beta2=0.999):
+        super().__init__(params, dict(lr=lr, beta2=beta2))
+
+    @torch.no_grad()
+    def step(self):
+        for group in self.param_groups:
+            beta2 = group["beta2"]
+            for p in group["params"]:
+                state = self.state[p]
+                if len(state) == 0:
+                    state["step"] = 0
+                state["step"] += 1
+                beta2_t = beta2 ** state["step"]
+                rho = 2 / (1 - beta2) - 1 - 2 * state["step"] * beta2_t / (1 - beta2_t)
+{more}
+                p.add_(p.grad, alpha=-group["lr"] * rho)
+"""
+
+
+def test_one_minus_a_name_holding_the_counters_power_is_accurate(fix) -> None:
+    """`beta2_t = beta2 ** step` then `1 - beta2_t`: the same cancellation as `1 - beta2 ** step` (RAdam's
+    rectification term is 0.5% off at step 6 with a float32 subtraction), so the same rewrite."""
+    fixed = fix(POWER_THROUGH_A_NAME.format(more=""), unsafe=False)
+    assert "beta2_t = torch.pow(beta2, state[\"step\"])" in fixed
+    assert "beta2_t / (-torch.expm1(torch.log1p(torch.as_tensor(beta2 - 1)) * state[\"step\"]))" in fixed
+
+
+def test_a_name_bound_twice_is_not_read_as_the_power(fix) -> None:
+    fixed = fix(POWER_THROUGH_A_NAME.format(more="                beta2_t = beta2_t * 2"), unsafe=False)
+    assert "/ (1 - beta2_t)" in fixed
+
+
+def test_the_accurate_form_of_one_minus_the_power_holds_where_the_subtraction_does_not() -> None:
+    torch = pytest.importorskip("torch")
+    beta2, step = 0.999, torch.tensor(6.0)
+    exact = 1 - beta2 ** 6
+    subtracted = float(1 - torch.pow(beta2, step))
+    accurate = float(-torch.expm1(torch.log1p(torch.as_tensor(beta2 - 1)) * step))
+    assert abs(accurate - exact) / exact < 1e-6 < abs(subtracted - exact) / exact
+
+
 def test_group_and_attribute_counters_report_without_fix(lint) -> None:
     code = """
 import torch

@@ -188,16 +188,22 @@ def string_key(target: cst.Subscript) -> str | None:
 
 # ---- walking a method with the statements that enclose each node -------------------------------------
 
-def _walk(block: Sequence[cst.BaseStatement], chain: tuple[cst.CSTNode, ...]
+def _walk(block: Sequence[cst.BaseStatement], chain: tuple[cst.CSTNode, ...], elifs: bool = False
           ) -> Iterator[tuple[cst.BaseStatement, tuple[cst.CSTNode, ...]]]:
+    """Each statement with the blocks around it; with `elifs`, the statements of `elif` branches too (their
+    `if` is not a statement of a block: the guards the fix replaces are never one)."""
     for stmt in block:
         yield stmt, chain
         if isinstance(stmt, (cst.For, cst.While, cst.With)):
-            yield from _walk(_body(stmt.body), chain + (stmt,))
+            yield from _walk(_body(stmt.body), chain + (stmt,), elifs)
         elif isinstance(stmt, cst.If):
-            yield from _walk(_body(stmt.body), chain + (stmt,))
+            yield from _walk(_body(stmt.body), chain + (stmt,), elifs)
             if isinstance(stmt.orelse, cst.Else):
-                yield from _walk(_body(stmt.orelse.body), chain + (stmt.orelse,))
+                yield from _walk(_body(stmt.orelse.body), chain + (stmt.orelse,), elifs)
+            elif isinstance(stmt.orelse, cst.If) and elifs:
+                for inner, inner_chain in _walk([stmt.orelse], chain + (stmt,), elifs):
+                    if inner is not stmt.orelse:
+                        yield inner, inner_chain
 
 
 def _body(suite: cst.BaseSuite) -> Sequence[cst.BaseStatement]:
@@ -572,10 +578,12 @@ def _without_guard(guard: cst.If, aliases: set[str]) -> Replacement:
 class _CounterUses(cst.CSTTransformer):
     """Counter arithmetic as tensor ops: `b ** step` -> torch.pow(b, step), math.sqrt -> torch.sqrt."""
 
-    def __init__(self, targets: set[int], torch_name: str, math_names: dict[int, str]) -> None:
+    def __init__(self, targets: set[int], torch_name: str, math_names: dict[int, str],
+                 named_powers: dict[int, cst.BinaryOperation]) -> None:
         self.targets = targets
         self.torch_name = torch_name
         self.math_names = math_names
+        self.named_powers = named_powers  # `1 - beta2_t` -> the `beta2 ** step` that `beta2_t` holds
 
     def on_leave(self, original: cst.CSTNode, updated: cst.CSTNode) -> cst.CSTNode:  # type: ignore[override]
         if id(original) not in self.targets:
@@ -585,7 +593,7 @@ class _CounterUses(cst.CSTTransformer):
             # float32, 1 - torch.pow(0.999, step) loses a digit for every power of ten the result is
             # below 1 (2e-5 relative for beta 0.999, and beta rounded to float32 alone costs 1e-5);
             # `beta - 1` taken in Python's float64 first, log1p and expm1 stay within 2e-7 of float64.
-            power = original.right
+            power = self.named_powers.get(id(original), original.right)
             assert isinstance(power, cst.BinaryOperation)
             code = cst.Module([]).code_for_node
             torch = self.torch_name
@@ -636,6 +644,8 @@ def _counter_use_replacements(method: cst.FunctionDef, counters: set[str], impor
 
     targets: dict[int, cst.CSTNode] = {}
     math_names: dict[int, str] = {}
+    powers = _named_powers(method, reads_counter)
+    named_powers: dict[int, cst.BinaryOperation] = {}
 
     class Uses(cst.CSTVisitor):
         def visit_BinaryOperation(self, n: cst.BinaryOperation) -> None:
@@ -645,6 +655,10 @@ def _counter_use_replacements(method: cst.FunctionDef, counters: set[str], impor
             if isinstance(n.operator, cst.Subtract) and _is_one(n.left) and isinstance(right, cst.BinaryOperation) \
                     and not right.lpar and isinstance(right.operator, cst.Power) and reads_counter(right.right):
                 targets[id(n)] = n  # `1 - beta ** step`: one accurate op instead of pow then subtract
+            if isinstance(n.operator, cst.Subtract) and _is_one(n.left) and isinstance(right, cst.Name) \
+                    and not right.lpar and right.value in powers:
+                targets[id(n)] = n  # `beta2_t = beta2 ** step` ... `1 - beta2_t`: the same, through the name
+                named_powers[id(n)] = powers[right.value]
 
         def visit_Call(self, n: cst.Call) -> None:
             qualified = imports.resolve(n.func) if dotted_name(n.func) else None
@@ -652,7 +666,7 @@ def _counter_use_replacements(method: cst.FunctionDef, counters: set[str], impor
                 targets[id(n)] = n
                 math_names[id(n)] = MATH_TO_TORCH[qualified]
 
-    for stmt, _ in _walk(_body(method.body), (method,)):
+    for stmt, _ in _walk(_body(method.body), (method,), elifs=True):
         if isinstance(stmt, cst.SimpleStatementLine):
             stmt.visit(Uses())
             assign = _simple_assign(stmt)
@@ -677,8 +691,31 @@ def _counter_use_replacements(method: cst.FunctionDef, counters: set[str], impor
                 self.depth -= 1
 
     method.visit(Nested())
-    transformer = _CounterUses(set(targets), torch_name, math_names)
+    transformer = _CounterUses(set(targets), torch_name, math_names, named_powers)
     return [(node, node.visit(transformer)) for key, node in targets.items() if key not in inner]
+
+
+def _named_powers(method: cst.FunctionDef, reads_counter: Callable[[cst.CSTNode], bool]
+                  ) -> dict[str, cst.BinaryOperation]:
+    """name -> `beta ** <counter>` for the names the method binds once, to such a power of a Python value
+    (`beta2_t = beta2 ** state["step"]`)."""
+    bindings: dict[str, list[cst.BaseExpression | None]] = {}
+    for n in iter_nodes(method.body):
+        if isinstance(n, cst.Assign):
+            for t in n.targets:
+                for name in _bound_names(t.target):
+                    value = n.value if len(n.targets) == 1 and isinstance(t.target, cst.Name) else None
+                    bindings.setdefault(name, []).append(value)
+        elif type(n) in (cst.AugAssign, cst.AnnAssign, cst.For):
+            for name in _bound_names(n.target):  # type: ignore[attr-defined]
+                bindings.setdefault(name, []).append(None)
+    powers: dict[str, cst.BinaryOperation] = {}
+    for name, values in bindings.items():
+        value = values[0] if len(values) == 1 else None
+        if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Power) and not value.lpar \
+                and isinstance(value.left, (cst.Name, cst.Float, cst.Attribute)) and reads_counter(value.right):
+            powers[name] = value
+    return powers
 
 
 def _state_in_test(test: cst.BaseExpression) -> cst.BaseExpression:
