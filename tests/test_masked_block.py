@@ -123,3 +123,119 @@ def test_a_name_rebound_to_its_own_tensor_and_read_only_after_needs_no_selection
     code = code.replace("        total = 0.0\n", "        total = 0.0\n        tmp = torch.ones(2)\n")
     fixed = fix(code, unsafe=True)
     assert "tmp[0] = buf.sum()" in fixed and "tmp = torch.where" not in fixed
+
+
+CHAIN = """
+import torch
+
+class Opt(torch.optim.Optimizer):
+    def step(self):
+        for group in self.param_groups:
+            for p in group["params"]:
+                state = self.state[p]
+                rho = state["rho"]
+                v = state["v"]
+                scale = 1.0
+{chain}
+                p.data.mul_(scale)
+"""
+
+
+def _chain(*lines: str) -> str:
+    return CHAIN.format(chain="\n".join(" " * 16 + line for line in lines))
+
+
+def test_an_if_else_of_updates_masks_each_branch_by_its_condition(lint, fix):
+    code = _chain("if rho >= 5:",
+                  "    denom = v.sqrt().add_(1e-8)",
+                  "    p.data.addcdiv_(v, denom, value=-0.1)",
+                  "else:",
+                  "    p.data.add_(v, alpha=-0.1)")
+    [finding] = [d for d in lint(code) if d.code == "WSC101"]
+    assert finding.fix is not None and finding.fix.applicability == "unsafe"
+    assert "every branch" in finding.fix.message
+    fixed = fix(code, unsafe=True)
+    for line in ("taken = torch.as_tensor(rho >= 5)",
+                 "denom = v.sqrt().add_(1e-8)",
+                 # `.data` of a parameter outside no_grad: the selection writes through `.data` too
+                 "p.data.copy_(torch.where(taken, p_taken, p.data))",
+                 "taken2 = torch.logical_not(taken)",
+                 "p.data.copy_(torch.where(taken2, p_taken2, p.data))"):
+        assert line in fixed, line
+    assert "if rho" not in fixed and "p.copy_(" not in fixed
+
+
+def test_an_elif_chain_selects_a_name_every_branch_binds(fix):
+    fixed = fix(_chain("if rho >= 5:",
+                       "    scale = torch.sqrt(rho - 4)",
+                       "elif self.defaults['sgd']:",
+                       "    scale = 1.0 / rho",
+                       "else:",
+                       "    scale = -1"), unsafe=True)
+    for line in ("taken = torch.as_tensor(rho >= 5)",
+                 "scale_taken = torch.sqrt(rho - 4)",
+                 "scale = torch.where(taken, scale_taken, scale)",
+                 "taken2 = torch.logical_and(torch.logical_not(taken), torch.as_tensor(self.defaults['sgd']))",
+                 "scale_taken2 = 1.0 / rho",
+                 "scale = torch.where(taken2, scale_taken2, scale)",
+                 "taken3 = torch.logical_not(torch.logical_or(taken, taken2))",
+                 "scale_taken3 = -1",
+                 "scale = torch.where(taken3, scale_taken3, scale)"):
+        assert line in fixed, line
+
+
+def test_a_name_first_bound_in_the_chain_is_selected_in_the_later_branches(fix):
+    code = _chain("if rho >= 5:", "    step = rho * 2", "    v.mul_(2)", "else:", "    step = rho", "p.data.add_(v * step)")
+    fixed = fix(code.replace("                p.data.mul_(scale)\n", ""), unsafe=True)
+    # the first branch binds `step` for the first time (computed unconditionally), the second selects
+    assert "                step = rho * 2\n" in fixed and "step = torch.where(taken2, step_taken, step)" in fixed
+
+
+def test_the_selected_branches_compute_what_the_chain_computed():
+    torch = pytest.importorskip("torch")
+
+    def original(rho, v, p):
+        if rho >= 5:
+            scale = torch.sqrt(rho - 4)
+        elif rho > 2:
+            scale = 1.0 / rho
+        else:
+            scale = -1
+        if rho >= 5:
+            p.add_(v * scale)
+        else:
+            p.mul_(scale)
+        return p
+
+    def fixed(rho, v, p):  # what the fix writes for the two `if`s
+        taken = rho >= 5
+        scale = torch.sqrt(rho - 4)
+        taken2 = torch.logical_and(torch.logical_not(taken), rho > 2)
+        scale_taken = 1.0 / rho
+        scale = torch.where(taken2, scale_taken, scale)
+        taken3 = torch.logical_not(torch.logical_or(taken, taken2))
+        scale_taken2 = -1
+        scale = torch.where(taken3, scale_taken2, scale)
+        taken = rho >= 5
+        p_taken = p.add(v * scale)
+        p.copy_(torch.where(taken, p_taken, p))
+        taken2 = torch.logical_not(taken)
+        p_taken2 = p.mul(scale)
+        p.copy_(torch.where(taken2, p_taken2, p))
+        return p
+
+    v = torch.randn(5)
+    for rho in (1.0, 3.0, 5.0, 7.5):
+        start = torch.randn(5)
+        expected = original(torch.tensor(rho), v, start.clone())
+        torch.testing.assert_close(fixed(torch.tensor(rho), v, start.clone()), expected)
+
+
+@pytest.mark.parametrize("lines", [
+    ("if rho >= 5:", "    p.data.mul_(2)", "elif self.check(p):", "    p.data.mul_(3)"),  # an elif test calling code
+    ("if rho >= 5:", "    p.data.mul_(2)", "else:", "    for _ in range(2):", "        p.data.mul_(3)"),  # a loop
+    ("if rho >= 5:", "    p.data.mul_(2)", "else:", "    return"),
+])
+def test_chains_a_masked_update_cannot_express_keep_no_fix(lint, lines):
+    found = [d for d in lint(_chain(*lines)) if d.code == "WSC101"]
+    assert found and all(d.fix is None or "every branch" not in d.fix.message for d in found)

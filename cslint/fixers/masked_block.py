@@ -55,8 +55,9 @@ class _Reads(cst.CSTTransformer):
         return new
 
 
-def _receiver(stmt: cst.BaseStatement) -> tuple[str, cst.BaseExpression] | None:
-    """`s.data.add_(g)` / `buf.mul_(b).add_(g)`: (the updated name, its value computed out of place)."""
+def _receiver(stmt: cst.BaseStatement) -> tuple[str, cst.BaseExpression, bool] | None:
+    """`s.data.add_(g)` / `buf.mul_(b).add_(g)`: (the updated name, its value computed out of place, whether
+    it is updated through `.data`)."""
     if not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1 or not isinstance(stmt.body[0], cst.Expr):
         return None
     call = stmt.body[0].value
@@ -69,8 +70,9 @@ def _receiver(stmt: cst.BaseStatement) -> tuple[str, cst.BaseExpression] | None:
         found = _inplace_chain(plain)
         if found is None:
             return None
-        return data.value, _replace_base(found[1], cst.Name("__receiver__"), inner)
-    return _inplace_chain(stmt)
+        return data.value, _replace_base(found[1], cst.Name("__receiver__"), inner), True
+    plain_chain = _inplace_chain(stmt)
+    return None if plain_chain is None else (*plain_chain, False)
 
 
 def _replace_base(expr: cst.BaseExpression, old: cst.CSTNode, new: cst.BaseExpression) -> cst.BaseExpression:
@@ -147,15 +149,18 @@ class _Masker:
     condition holds, and where it does not their results are discarded anyway.
     """
 
-    def __init__(self, ctx: RuleContext, node: cst.If, torch: str, trusted: frozenset[str] = frozenset()) -> None:
+    def __init__(self, ctx: RuleContext, node: cst.If, torch: str, trusted: frozenset[str] = frozenset(),
+                 names: set[str] | None = None, earlier: frozenset[str] = frozenset()) -> None:
         self.ctx = ctx
         self.trusted = trusted  # callables whose calls the caller accepts running on every step
         self.node = node
         self.bound = ctx.bound_before(node)
+        self.earlier = earlier  # names an earlier branch of the same `if` bound: their values are selected
         self.torch = torch
-        self.names = set(assignments(ctx))
+        self.names = set(assignments(ctx)) if names is None else names  # shared by the branches of one `if`
         self.renamed: dict[str, str] = {}
         self.pending: list[tuple[str, bool]] = []  # (name, updated in place) to select at this level
+        self.through_data: set[str] = set()  # names updated in place through `.data` (a leaf that requires grad)
         self.updated: list[str] = []
         self.created: set[str] = set()  # names the block binds for the first time
         self.aliases: set[str] = set()  # ... to a value that existed before it
@@ -179,12 +184,13 @@ class _Masker:
     def selections(self) -> list[cst.BaseStatement]:
         lines: list[cst.BaseStatement] = []
         for target, is_inplace in self.pending:
+            current: cst.BaseExpression = cst.Name(target)
+            if target in self.through_data:
+                current = cst.Attribute(current, cst.Name("data"))
             where = cst.Call(cst.Attribute(cst.Name(self.torch), cst.Name("where")),
-                             [cst.Arg(cst.Name(TAKEN)), cst.Arg(cst.Name(self.renamed[target])),
-                              cst.Arg(cst.Name(target))])
+                             [cst.Arg(cst.Name(TAKEN)), cst.Arg(cst.Name(self.renamed[target])), cst.Arg(current)])
             if is_inplace:
-                lines.append(_line(cst.Expr(cst.Call(cst.Attribute(cst.Name(target), cst.Name("copy_")),
-                                                     [cst.Arg(where)]))))
+                lines.append(_line(cst.Expr(cst.Call(cst.Attribute(current, cst.Name("copy_")), [cst.Arg(where)]))))
             else:
                 lines.append(_line(cst.Assign([cst.AssignTarget(cst.Name(target))], where)))
         return lines
@@ -232,6 +238,8 @@ class _Masker:
         if inplace is not None:
             target, value = inplace[0], reads.expression(inplace[1])
             is_inplace = True
+            if inplace[2]:
+                self.through_data.add(target)
         elif isinstance(small, cst.Assign) and len(small.targets) == 1 and \
                 isinstance(small.targets[0].target, cst.Name):
             target, value, is_inplace = small.targets[0].target.value, reads.expression(small.value), False
@@ -251,7 +259,7 @@ class _Masker:
             return [_line(small.visit(reads))]  # type: ignore[arg-type]
         else:
             return None
-        owned = target in self.renamed or target in self.aliases or \
+        owned = target in self.renamed or target in self.aliases or target in self.earlier or \
             (target in self.bound and not self._rebound_locally(target, small))
         if not owned:
             if target in self.created and isinstance(small, cst.AugAssign):  # a value the block made itself
@@ -315,28 +323,99 @@ class _Masker:
 
 
 def masked_block(node: cst.If, ctx: RuleContext) -> Fix | None:
-    """The fix for `if <boolean tensor>:` (no else) guarding assignments and in-place updates, or None."""
-    if node.orelse is not None or not isinstance(node.body, cst.IndentedBlock) or \
-            not is_boolean_condition(node.test, ctx) or _binds_none(node.body) or _reshapes(node.body):
+    """The fix for `if <boolean tensor>:` guarding assignments and in-place updates (with `elif`/`else`
+    branches of the same kind), or None."""
+    branches = _branches(node, ctx)
+    if branches is None:
         return None
     torch, imports = ctx.torch_name()
-    masker = _Masker(ctx, node, torch)
-    lines = masker.block(node.body.body)
-    if lines is None or not masker.updated:
-        return None
-    lines.extend(masker.selections())
-    condition = _condition(node.test, ctx, torch)
-    if masker.nested or len(masker.updated) > 1:
-        flag = _fresh("taken", masker.names)
-        lines.insert(0, _line(cst.Assign([cst.AssignTarget(cst.Name(flag))], condition)))
-        condition = cst.Name(flag)
-    lines = [line.visit(_Condition(condition)) for line in lines]  # type: ignore[misc]
+    if len(branches) == 1:
+        masker = _Masker(ctx, node, torch)
+        lines = masker.block(branches[0][1])
+        if lines is None or not masker.updated:
+            return None
+        lines.extend(masker.selections())
+        condition = _condition(node.test, ctx, torch)
+        if masker.nested or len(masker.updated) > 1:
+            flag = _fresh("taken", masker.names)
+            lines.insert(0, _line(cst.Assign([cst.AssignTarget(cst.Name(flag))], condition)))
+            condition = cst.Name(flag)
+        lines = [line.visit(_Condition(condition)) for line in lines]  # type: ignore[misc]
+        updated = list(masker.updated)
+    else:
+        chained = _masked_branches(node, branches, ctx, torch)
+        if chained is None:
+            return None
+        lines, updated = chained
     lines[0] = lines[0].with_changes(leading_lines=node.leading_lines)
-    updated = ", ".join(dict.fromkeys(masker.updated))
-    return Fix("unsafe", f"Compute the block on every step and keep its results where the condition holds "
-                         f"({torch}.where over {updated}); unsafe: both outcomes are computed, in-place and "
-                         "augmented updates become out-of-place values selected afterwards, and the selected "
-                         "values are tensors", [(node, cst.FlattenSentinel(lines))], imports)
+    what = "the block" if len(branches) == 1 else "every branch"
+    return Fix("unsafe", f"Compute {what} on every step and keep its results where its condition holds "
+                         f"({torch}.where over {', '.join(dict.fromkeys(updated))}); unsafe: every outcome is "
+                         "computed, in-place and augmented updates become out-of-place values selected afterwards, "
+                         "and the selected values are tensors", [(node, cst.FlattenSentinel(lines))], imports)
+
+
+def _branches(node: cst.If, ctx: RuleContext
+              ) -> list[tuple[cst.BaseExpression | None, Sequence[cst.BaseStatement]]] | None:
+    """(test, statements) of `node` and each of its `elif`s, then (None, statements) of its `else`; None when a
+    branch is not a block of updates a mask can select, or an `elif` test is neither a boolean tensor nor a
+    Python value free of side effects."""
+    if not is_boolean_condition(node.test, ctx):
+        return None
+    branches: list[tuple[cst.BaseExpression | None, Sequence[cst.BaseStatement]]] = []
+    current: cst.If | cst.Else | None = node
+    while current is not None:
+        test = current.test if isinstance(current, cst.If) else None
+        if test is not None and current is not node and not is_boolean_condition(test, ctx) and \
+                (ctx.truth_is_data_dependent(test) or _side_effect(test, ctx)):
+            return None
+        if not isinstance(current.body, cst.IndentedBlock) or _binds_none(current.body) or _reshapes(current.body):
+            return None
+        branches.append((test, current.body.body))
+        current = current.orelse if isinstance(current, cst.If) else None
+    return branches
+
+
+def _masked_branches(node: cst.If, branches: list[tuple[cst.BaseExpression | None, Sequence[cst.BaseStatement]]],
+                     ctx: RuleContext, torch: str) -> tuple[list[cst.BaseStatement], list[str]] | None:
+    """`if c1: A elif c2: B else: C` as `taken = c1; <A masked by taken>; taken2 = not taken and c2; <B masked
+    by taken2>; taken3 = not (taken or taken2); <C masked by taken3>`. Each test is evaluated after the
+    branches before it were masked: where no earlier branch was taken they left every value as it was, so the
+    test sees what the original saw; where one was, its flag is false whatever the test says."""
+    names = set(assignments(ctx))
+    lines: list[cst.BaseStatement] = []
+    updated: list[str] = []
+    bound: set[str] = set()
+    flags: list[str] = []
+    for test, statements in branches:
+        masker = _Masker(ctx, node, torch, names=names, earlier=frozenset(bound))
+        block = masker.block(statements)
+        if block is None:
+            return None
+        block.extend(masker.selections())
+        flag = _fresh("taken", names)
+        condition = _call(torch, "logical_not", _any_of(torch, flags)) if flags else None
+        if test is not None:
+            tested = _condition(test, ctx, torch)
+            condition = tested if condition is None else _call(torch, "logical_and", condition, tested)
+        assert condition is not None  # only the last branch has no test, and the first always has one
+        lines.append(_line(cst.Assign([cst.AssignTarget(cst.Name(flag))], condition)))
+        lines.extend(line.visit(_Condition(cst.Name(flag))) for line in block)  # type: ignore[misc]
+        flags.append(flag)
+        updated.extend(masker.updated)
+        bound |= masker.created | set(masker.updated)
+    return (lines, updated) if updated else None
+
+
+def _any_of(torch: str, flags: list[str]) -> cst.BaseExpression:
+    expr: cst.BaseExpression = cst.Name(flags[0])
+    for flag in flags[1:]:
+        expr = _call(torch, "logical_or", expr, cst.Name(flag))
+    return expr
+
+
+def _call(torch: str, function: str, *args: cst.BaseExpression) -> cst.Call:
+    return cst.Call(cst.Attribute(cst.Name(torch), cst.Name(function)), [cst.Arg(a) for a in args])
 
 
 def _binds_none(body: cst.BaseSuite) -> bool:

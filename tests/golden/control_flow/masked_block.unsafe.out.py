@@ -30,7 +30,7 @@ class DAdaptSGD(torch.optim.Optimizer):
                 s_taken = s.data.add(grad, alpha=dlr)
                 sk_sq_taken = sk_sq + (s_taken * s_taken).sum()
                 numerator = torch.where(taken, numerator_taken, numerator)
-                s.copy_(torch.where(taken, s_taken, s))
+                s.data.copy_(torch.where(taken, s_taken, s.data))
                 sk_sq = torch.where(taken, sk_sq_taken, sk_sq)
                 p.data.sub_(grad * group_lr * sk_sq)
         return numerator
