@@ -13,6 +13,7 @@ from cslint.fixers.masked_block import masked_block
 from cslint.fixers.first_match import first_match
 from cslint.fixers.layer_drop import run_and_select, skip_rest_of_loop
 from cslint.fixers.masked_tail import early_return
+from cslint.fixers.memo_cache import recompute_memo
 from cslint.fixers.noop_store_guard import drop_noop_store_guard
 from cslint.fixers.where import if_to_where, ifexp_to_where, inplace_if_to_where
 from cslint.rule_api.context import RuleContext
@@ -54,10 +55,12 @@ def forward(self, x):
         "that return, raise or do anything but assign are reported without a fix, except an if/else whose "
         "two branches each update the same tensor in place (`if c: buf.copy_(x) else: buf.mul_(b).add_(g)`): "
         "that becomes `buf.copy_(torch.where(c, x, buf.mul(b).add(g)))` (unsafe: both updates are computed)."
-        " An `if` without else guarding a block of assignments, augmented assignments and in-place tensor "
+        " An `if` guarding a block of assignments, augmented assignments and in-place tensor "
         "updates (`if group_lr > 0.0: num += ...; s.add_(g); sk += (s * s).sum()`) becomes a masked update: "
         "the block runs every step under fresh names and `torch.where` keeps its results where the condition "
-        "holds, in-place updates through `copy_` (unsafe: both outcomes are computed, updates become "
+        "holds, in-place updates through `copy_` (through `.data.copy_` where the block updated `.data`); "
+        "`elif` and `else` branches of the same kind are masked in turn, each by its own test and the negation "
+        "of the tests before it (unsafe: every outcome is computed, updates become "
         "out-of-place values selected afterwards). An `if` on a Python value nested in the block (`if beta1 > 0:`, "
         "`if fsdp_in_use:`) stays, each of its branches masked the same way; a nested `if` on a tensor gets its "
         "own fix first, the block in the next pass. No fix when the block calls unknown code, draws random "
@@ -100,6 +103,12 @@ def forward(self, x):
         " Conditions joined with `and`/`or` whose sides are both boolean tensors become "
         "`torch.logical_and`/`torch.logical_or` (both sides are evaluated, as the tensors have no side "
         "effects)."
+        " A cache keyed by a tensor (RAdam's rectification terms: `entry = cache[int(step % 10)]`, `if step == "
+        "entry[0]: rho, scale = entry[1], entry[2]`, else compute them and store the key and each into its slot) "
+        "becomes its miss branch without the stores, and the line picking the entry goes (unsafe: the values "
+        "are recomputed on every call, the same numbers only when the cache memoises a function of its key). "
+        "No fix when the hit branch does more than read the entry, a stored value is not the name the hit "
+        "branch reads, or anything else in the function reads the entry."
         " A check that only raises (`if group_lr not in [lr, 0.0]: raise RuntimeError(...)`) is never removed: "
         "under torch.compile it becomes `torch._assert_async(<tensor that holds when the check passes>, message)`,"
         " leading Python-valued conditions (`labels is not None and ...`) staying as its `if` (unsafe: the "
@@ -158,7 +167,7 @@ class Clamp(nn.Module):
             return
         keyword = "elif" if id(node) in elifs else "if"
         fix: Fix | None = None if keyword == "elif" else \
-            drop_noop_store_guard(node, ctx) or if_to_where(node, ctx) or inplace_if_to_where(node, ctx) or \
+            drop_noop_store_guard(node, ctx) or recompute_memo(node, ctx) or if_to_where(node, ctx) or inplace_if_to_where(node, ctx) or \
             run_and_select(node, ctx) or \
             masked_block(node, ctx) or skip_rest_of_loop(node, ctx) or \
             skip_fast_path(node, ctx) or early_return(node, ctx) or first_match(node, ctx) or \
