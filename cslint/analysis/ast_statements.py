@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterator
 
+from cslint.analysis.function_tables import Table, ast_table
 from cslint.analysis.import_scan import ast_dotted_name, resolve_relative
 from cslint.analysis.imports import ImportTable
 from cslint.core.targets import trace_wrappers, wrapper_names
@@ -36,7 +37,7 @@ def object_assignments(body: list[ast.stmt]) -> list[ast.Assign | ast.AnnAssign]
             or any(isinstance(t, ast.Name) and t.id in binding for t in targets(a))]
 
 
-def note_ast_function_table(stmt: ast.stmt, tables: dict[str, tuple[str, ...]]) -> None:
+def note_ast_function_table(stmt: ast.stmt, tables: dict[str, Table]) -> None:
     """`_note_function_tables` for an `ast` statement."""
     if isinstance(stmt, ast.Assign):
         targets, value = stmt.targets, stmt.value
@@ -44,13 +45,11 @@ def note_ast_function_table(stmt: ast.stmt, tables: dict[str, tuple[str, ...]]) 
         targets, value = [stmt.target], stmt.value
     else:
         return
-    names = None
-    if isinstance(value, ast.Dict) and value.values and all(k is not None for k in value.keys):
-        names = tuple(ast_dotted_name(v) for v in value.values)
+    table = ast_table(value)
     for target in targets:
         if isinstance(target, ast.Name):
-            if names is not None and all(names):
-                tables[target.id] = names  # type: ignore[assignment]
+            if table is not None:
+                tables[target.id] = table
             else:
                 tables.pop(target.id, None)
 

@@ -14,17 +14,19 @@ from cslint.analysis.call_kinds import (
     builtin_call_kind, host_constant, known_external_kind, object_method_kind, tensor_method_kind, unknown_call_kind,
 )
 from cslint.analysis.function_analysis import CallSite, Env, FunctionAnalysis
+from cslint.analysis.function_tables import ANY, Key, cst_key, selected
 from cslint.analysis.imports import dotted_name
 from cslint.analysis.index import ClassInfo, FunctionInfo, ModuleInfo
 from cslint.analysis.kinds import (
     FLOAT64, FLOAT64_DTYPE, HOST, MODULE, STATIC, TENSOR, UNKNOWN, Kind, Tag, as_boolean, element_of, is_float64,
     join, modules_of, obj, sequence_of, tensor, tuple_of, with_dtype,
 )
+from cslint.analysis.library_env import Summary
 from cslint.analysis.none_arguments import literal_nones, shown_not_none, with_none_arguments
 from cslint.analysis.numpy_draws import draws_a_number
 from cslint.analysis.project import Project
 from cslint.analysis.ranks import method_rank
-from cslint.analysis.step_functions import global_kind, imported_object_kind
+from cslint.analysis.step_functions import global_kind, imported_object_kind, table_entries, table_kind
 from cslint.analysis.syntax import path_key, string_value
 from cslint.analysis.tracing_guards import Guards
 from cslint.core.targets import DYNAMO, LAZY
@@ -101,6 +103,29 @@ class CallInference:
     def _imported_object(self, node: cst.BaseExpression, env: Env) -> Kind | None:
         qualified = self._is_import(node, env)
         return self._object_in_module(qualified) if qualified is not None else None
+
+    def _selected_functions(self, question: tuple[str, tuple[Key, ...]]) -> Kind | None:
+        """What `NAME[k1][k2]...` is when NAME is a table of functions at the top of this module or imported
+        into it (function_tables.py): the entries the keys select, given as (NAME, keys). None when NAME is
+        no such table or nothing is selected (its own method, for reuse.py, like `_global`)."""
+        name, keys = question
+        found = table_entries(self.project, self.module, name)
+        if found is None:
+            return None
+        home, table = found
+        entries = selected(table, keys)
+        return table_kind(self.project, home, entries) if entries else None
+
+    def _table_lookup(self, node: cst.BaseExpression, env: Env, last: tuple[Key, ...] = ()) -> Kind | None:
+        """`ROUTINES["sinkhorn"][backend]` (then `last`, the key of a `.get(key)` on it): the functions of a
+        table its literal keys select; None where no key is a literal (the table's kind already joins them all)."""
+        keys = list(last)
+        while type(node) is cst.Subscript and len(node.slice) == 1 and type(node.slice[0].slice) is cst.Index:
+            keys.append(cst_key(node.slice[0].slice.value))  # type: ignore[union-attr]
+            node = node.value
+        if type(node) is not cst.Name or node.value in env or all(k is ANY for k in keys):  # type: ignore[union-attr]
+            return None
+        return self._selected_functions((node.value, tuple(reversed(keys))))  # type: ignore[union-attr]
 
     # ---- calls -----------------------------------------------------------------------------------
 
@@ -370,6 +395,15 @@ class CallInference:
                     return looked_up
             return object_method_kind(receiver, method, arg_kinds)
         if receiver.tag is Tag.SEQUENCE:
+            if method == "get" and node.args and type(node.func) is cst.Attribute:
+                # `ROUTINES.get(name, fallback)`: a function of the table, or the fallback where the key is not known
+                key = cst_key(node.args[0].value)
+                chosen = self._table_lookup(node.func.value, env, (key,))
+                default = arg_kinds[1] if len(arg_kinds) > 1 else None
+                if key is ANY and default is not None and default.tag is Tag.OBJECT and default.role == "function":
+                    return join(chosen or element_of(receiver), default)
+                if chosen is not None:
+                    return chosen
             if method in ("items",):
                 return sequence_of(tuple_of(STATIC, element_of(receiver)))
             if method in ("values", "get", "pop", "copy", "setdefault"):
@@ -505,7 +539,7 @@ class CallInference:
             bound = bind_arguments(target, node, literal_nones(node, arg_kinds), receiver)
             bound = with_none_arguments(target, node, bound)
             summary = libraries.summary(target, bound, self.guards.tracer if self.guards is not None else None)
-            self.result.library_calls[id(node)] = (target.qualname, summary)
+            self._note_library_call(node, target, summary)
             return summary.returns
         # the Nones, and the values shown not to be None, that decide the helper's tests for None: joined over
         # its callers, a test is decided only where every caller agrees
@@ -519,6 +553,20 @@ class CallInference:
                     bound[name] = kind
         self._record_call(node, target, bound, overriding)
         return self._project_result(target, bound)
+
+    def _note_library_call(self, node: cst.Call, target: FunctionInfo, summary: Summary) -> None:
+        """What a call does in a library: a call running several library functions (one taken from a table of
+        them, an autograd Function's `forward` and then its `backward`) does what each of them does. The
+        first function the walk reaches starts the call's summary again (the walk repeats to a fixed point)."""
+        calls = self.result.library_calls
+        known = calls.get(id(node))
+        if known is None or known[0] == target.qualname:
+            calls[id(node)] = (target.qualname, summary)
+            return
+        was = known[1]
+        effects = was.effects + tuple(e for e in summary.effects if e not in was.effects)
+        calls[id(node)] = (known[0], Summary(join(was.returns, summary.returns), effects,
+                                             tuple(sorted(set(was.uses) | set(summary.uses))), was.reach))
 
     def _record_call(self, node: cst.Call, target: FunctionInfo, bound: dict[str, Kind],
                      overriding: str | None = None) -> None:

@@ -240,6 +240,11 @@ class ExpressionInference(CallInference):
             return tensor(rank=subscript_rank(base.rank, node.slice), boolean=base.boolean and not tensor_index,
                           dtype=base.dtype)
         if base.tag is Tag.SEQUENCE:
+            elem = base.elem
+            if elem is not None and (elem.tag is Tag.SEQUENCE or elem.tag is Tag.OBJECT and elem.role == "function"):
+                chosen = self._table_lookup(node, env)  # `ROUTINES["sinkhorn"][backend]` on a table of functions
+                if chosen is not None:
+                    return chosen
             if base.items is not None and len(node.slice) == 1:
                 index = node.slice[0].slice
                 if isinstance(index, cst.Index) and isinstance(index.value, cst.Integer):

@@ -24,6 +24,7 @@ from cslint.analysis.ast_statements import (
     object_assignments,
 )
 from cslint.analysis.bindings import Binding, ast_bindings
+from cslint.analysis.function_tables import Table, cst_table
 from cslint.analysis.import_scan import ast_dotted_name
 from cslint.analysis.piece_pool import PiecePool
 from cslint.analysis.imports import ImportTable, dotted_name
@@ -92,6 +93,10 @@ class FunctionInfo:
         return any(d.split(".")[-1] == "staticmethod" for d in self.decorators)
 
     @property
+    def is_class_method(self) -> bool:
+        return any(d.split(".")[-1] == "classmethod" for d in self.decorators)
+
+    @property
     def is_property(self) -> bool:
         return any(d.split(".")[-1] in ("property", "cached_property") for d in self.decorators)
 
@@ -105,8 +110,8 @@ class ClassInfo:
     methods: dict[str, FunctionInfo] = field(default_factory=dict)
     _node: cst.ClassDef | None = None
     # class attributes bound to a dict of functions (`_global_mapping = {"sdpa": sdpa_attention}`): a
-    # registry its instances are subscripted for a function; the values' dotted names, as written
-    function_tables: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # registry its instances are subscripted for a function; its entries (function_tables.py)
+    function_tables: dict[str, Table] = field(default_factory=dict)
     span: Span | None = None  # known for `ast`-indexed files
 
     @property
@@ -136,8 +141,9 @@ class ModuleInfo:
     # the module-level assignments that may bind an object (bindings.py; see `object_assignments`), from
     # indexing; None: read them from the tree
     object_bindings: list[Binding] | None = None
-    # module-level names bound to a dict of functions (`ATTENTION = {"eager": eager_attention}`); see ClassInfo
-    function_tables: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # module-level names bound to a table of functions (`ATTENTION = {"eager": eager_attention}`, nested dicts,
+    # lists, tuples); see ClassInfo
+    function_tables: dict[str, Table] = field(default_factory=dict)
     # call expressions at module level (`torch.compile(fn)` marks fn as a root); None: not collected yet
     _toplevel_calls: list[cst.Call] | None = None
     may_have_toplevel_roots: bool = True
@@ -411,9 +417,9 @@ def _is_accessor(name: str, decorators: Iterable[str | None]) -> bool:
     return any(d in (f"{name}.setter", f"{name}.deleter") for d in decorators)
 
 
-def _note_function_tables(statements: Sequence[cst.CSTNode], tables: dict[str, tuple[str, ...]]) -> None:
-    """`NAME = {"a": f, "b": mod.g}` (or annotated): NAME -> ("f", "mod.g"); any other binding of NAME
-    forgets it (the last binding wins, as at run time)."""
+def _note_function_tables(statements: Sequence[cst.CSTNode], tables: dict[str, Table]) -> None:
+    """`NAME = {"a": f, "b": {"c": mod.g}}` (or annotated, or a list or tuple of functions): NAME -> its
+    entries (function_tables.py); any other binding of NAME forgets it (the last binding wins, as at run time)."""
     for stmt in statements:
         if isinstance(stmt, cst.Assign):
             targets, value = [t.target for t in stmt.targets], stmt.value
@@ -421,13 +427,11 @@ def _note_function_tables(statements: Sequence[cst.CSTNode], tables: dict[str, t
             targets, value = [stmt.target], stmt.value
         else:
             continue
-        names = None
-        if isinstance(value, cst.Dict) and value.elements:
-            names = tuple(dotted_name(e.value) if isinstance(e, cst.DictElement) else None for e in value.elements)
+        table = cst_table(value)
         for target in targets:
             if isinstance(target, cst.Name):
-                if names is not None and all(names):
-                    tables[target.value] = names  # type: ignore[assignment]
+                if table is not None:
+                    tables[target.value] = table
                 else:
                     tables.pop(target.value, None)
 

@@ -117,8 +117,8 @@ class ProjectOracle:
             cls = self.project.lookup_class(cls_name)
             found: Kind | None = None
             for klass in self.project.mro(cls) if cls is not None else ():
-                for values in klass.function_tables.values():
-                    kind = function_table_kind(self.project, klass.module, values)
+                for entries in klass.function_tables.values():
+                    kind = function_table_kind(self.project, klass.module, entries)
                     if kind is not None:
                         found = kind if found is None else join(found, kind)
             self._function_tables[cls_name] = found

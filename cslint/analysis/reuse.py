@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 import libcst as cst
 
 from cslint.analysis.function_analysis import FunctionAnalysis
+from cslint.analysis.function_tables import Key
 from cslint.analysis.index import ClassInfo, FunctionInfo, ModuleInfo
 from cslint.analysis.inference import FunctionInference
 from cslint.analysis.kinds import Kind
@@ -145,7 +146,10 @@ class _RecordingInference(FunctionInference):
     def _local_definition(self, name: str) -> FunctionInfo | ClassInfo | None:
         return self._asked_of_module("_local_definition", super()._local_definition, name)
 
-    def _asked_of_module(self, question: str, ask: Callable[[str], _Answer], argument: str) -> _Answer:
+    def _selected_functions(self, question: tuple[str, tuple[Key, ...]]) -> Kind | None:
+        return self._asked_of_module("_selected_functions", super()._selected_functions, question)
+
+    def _asked_of_module(self, question: str, ask: Callable[[Any], _Answer], argument: Any) -> _Answer:
         """A question about module-level code, answered by the project itself and recorded as one read."""
         real, self.project = self.project, self._project_itself
         try:

@@ -27,11 +27,13 @@ from collections.abc import Sequence
 import libcst as cst
 
 from cslint.analysis.bindings import Binding, Value, cst_bindings, cst_value
+from cslint.analysis.function_tables import Table
 from cslint.analysis.imports import dotted_name
 from cslint.analysis.index import ClassInfo, FunctionInfo, ModuleInfo
 from cslint.analysis import torch_api as api
 from cslint.analysis.kinds import (
-    FLOAT64, FLOAT64_DTYPE, MODULE, STATIC, TENSOR, Kind, Tag, is_float64, obj, sequence_of, tensor,
+    FLOAT64, FLOAT64_DTYPE, MODULE, STATIC, TENSOR, Kind, Tag, element_of, is_float64, join, obj, sequence_of,
+    tensor,
 )
 from cslint.analysis.project import Project
 from cslint.core.targets import trace_wrappers
@@ -173,20 +175,51 @@ def module_objects(project: Project, module: ModuleInfo) -> dict[str, Kind]:
                 known.pop(target, None)
             else:
                 known[target] = kind
-    for name, values in module.function_tables.items():  # `ATTENTION = {"eager": eager_attention, ...}`
-        table = function_table_kind(project, module, values)
+    for name, entries in module.function_tables.items():  # `ATTENTION = {"eager": eager_attention, ...}`
+        table = table_kind(project, module, entries)
         if table is not None:
-            known[name] = sequence_of(table)
+            known[name] = table
     per_module[module] = known
     return known
 
 
-def function_table_kind(project: Project, module: ModuleInfo, values: tuple[str, ...]) -> Kind | None:
-    """What a value of a dict of functions is, called: one of the project's functions named (a call through
-    it is followed into each), None when it names none of them."""
-    found = [f.qualname for f in (project.lookup_function(module.imports.qualify(v)) for v in values)
-             if f is not None]
-    return obj("function", "|".join(sorted(set(found)))) if found else None
+def table_kind(project: Project, module: ModuleInfo, entries: Table) -> Kind | None:
+    """What these entries of a table of functions are (function_tables.py): where their keys are all used up,
+    the project's functions they name (a call through it is followed into each); else a table of what lies
+    below. None when they name none of the project's functions."""
+    functions = {f.qualname for f in (project.lookup_function(module.imports.qualify(name))
+                                      for path, name in entries if not path) if f is not None}
+    below = [(path[1:], name) for path, name in entries if path]
+    inner = table_kind(project, module, tuple(below)) if below else None
+    found = obj("function", "|".join(sorted(functions))) if functions else None
+    if inner is not None:
+        inner = sequence_of(inner)
+        found = inner if found is None else join(found, inner)
+    return found
+
+
+def function_table_kind(project: Project, module: ModuleInfo, entries: Table) -> Kind | None:
+    """What a value of a table of functions is, called: one of the project's functions it names, None when it
+    names none of them."""
+    table = table_kind(project, module, entries)
+    return element_of(table) if table is not None else None
+
+
+def table_entries(project: Project, module: ModuleInfo, name: str) -> tuple[ModuleInfo, Table] | None:
+    """The table of functions a name at the top of `module` is bound to, there or in the module it is imported
+    from, with the module whose names its entries are written in."""
+    table = module.function_tables.get(name)
+    if table is not None:
+        return module, table
+    qualified = module.imports.names.get(name)
+    if qualified is None or "." not in qualified:
+        return None
+    home, _, attr = qualified.rpartition(".")
+    found = project.lookup(home)
+    if not isinstance(found, ModuleInfo):
+        return None
+    table = found.function_tables.get(attr)
+    return (found, table) if table is not None else None
 
 
 def imported_object_kind(project: Project, qualified: str) -> Kind | None:

@@ -171,8 +171,10 @@ class RuleContext:
             return False
         notes = [effects[0].trail()] + ([f"and {len(effects) - 1} more like it"] if len(effects) > 1 else [])
         call = f"{self.code(node.func, 40)}(...)" if node.args else self.code(node)
+        # a line reached by several paths (a function taken from a table of them) is named once
+        sites = tuple(dict.fromkeys((e.path, e.line, e.text) for e in effects))
         self.report(node, f"`{call}` {does} {effects[0].describe()}", consequence=why, notes=notes,
-                    library_sites=tuple((e.path, e.line, e.text) for e in effects))
+                    library_sites=sites)
         return True
 
     # ---- reporting -------------------------------------------------------------------------------
