@@ -514,18 +514,27 @@ class CallInference:
         return None
 
     def _apply_autograd_function(self, node: cst.Call, owner: Project, cls: ClassInfo, arg_kinds: list[Kind]) -> Kind:
-        """`MyFn.apply(x)`: autograd calls the static `forward(ctx, x)` in the step and `backward(ctx, grad)`
-        in the step's backward, both traced (`backward` given a tensor for each gradient)."""
+        """`MyFn.apply(x)`: autograd calls `forward(ctx, x)` in the step and `backward(ctx, grad)` in the step's
+        backward (`loss.backward()`), both traced, `backward` given a tensor for each gradient; static methods or
+        class methods (`forward(cls, ctx, x)`). An installed library's Function is summarised, its `backward`'s
+        effects reported on the call with its `forward`'s."""
         forward = owner.find_method(cls, "forward")
         result = self._call_project_function(node, forward, arg_kinds, receiver=AUTOGRAD_CONTEXT) \
             if forward is not None else TENSOR
         backward = owner.find_method(cls, "backward")
-        if backward is not None and backward.module.library is None:
+        if backward is not None:
             names, star = backward.signature
-            bound = {name: AUTOGRAD_CONTEXT if i == 0 else TENSOR for i, name in enumerate(names)}
+            first = 1 if backward.is_class_method else 0
+            bound = {name: AUTOGRAD_CONTEXT if i == first else STATIC if i < first else TENSOR
+                     for i, name in enumerate(names)}
             if star is not None:
                 bound[star] = sequence_of(TENSOR)
-            self._record_call(node, backward, bound)
+            libraries = self.project.libraries
+            if backward.module.library is None:
+                self._record_call(node, backward, bound)
+            elif libraries is not None:
+                tracer = self.guards.tracer if self.guards is not None else None
+                self._note_library_call(node, backward, libraries.summary(backward, bound, tracer))
         return TENSOR if result.tag is Tag.UNKNOWN else result
 
     def _call_project_function(self, node: cst.Call, target: FunctionInfo, arg_kinds: list[Kind],
@@ -593,7 +602,10 @@ def bind_arguments(target: FunctionInfo, node: cst.Call, arg_kinds: list[Kind],
     names, star = target.signature
     positional = list(names)
     bound: dict[str, Kind] = {}
-    if receiver is not None and positional and (not target.is_static_method or receiver == AUTOGRAD_CONTEXT):
+    if receiver == AUTOGRAD_CONTEXT and target.is_class_method and len(positional) > 1:
+        bound[positional[0]], bound[positional[1]] = STATIC, receiver  # `forward(cls, ctx, x)`
+        positional = positional[2:]
+    elif receiver is not None and positional and (not target.is_static_method or receiver == AUTOGRAD_CONTEXT):
         bound[positional[0]] = receiver
         positional = positional[1:]
     index = 0

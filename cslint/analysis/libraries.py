@@ -27,7 +27,7 @@ from cslint.analysis.index import ClassInfo, FunctionInfo, ModuleInfo
 from cslint.analysis.inference import FunctionInference
 from cslint.analysis.kinds import STATIC, UNKNOWN, Kind, Tag, is_none, is_some, obj
 from cslint.analysis.library_env import (
-    BRANCH, MAX_DEPTH, SHAPE, Effect, Environment, LibraryPathError, Summary, SummaryStore,
+    BRANCH, MASK_STORE, MAX_DEPTH, SHAPE, Effect, Environment, LibraryPathError, Summary, SummaryStore,
     environment_for, readable_library_module,
 )
 from cslint.analysis.param_kinds import helper_param_kinds
@@ -37,7 +37,7 @@ from cslint.analysis.tracing_guards import Guards
 from cslint.analysis.walk import child_nodes
 from cslint.core.rule_table import BUILTINS, IN_LIBRARIES, TENSOR_METHODS
 
-__all__ = ["BRANCH", "SHAPE", "Effect", "Environment", "Libraries", "LibraryPathError",
+__all__ = ["BRANCH", "MASK_STORE", "SHAPE", "Effect", "Environment", "Libraries", "LibraryPathError",
            "Summary", "SummaryStore", "environment_for"]
 
 # ---- the libraries as a project ------------------------------------------------------------------
@@ -242,6 +242,10 @@ def _effects(func: FunctionInfo, analysis: Any, guards: Any) -> Iterator[Effect]
             if kind is cst.Assert:  # its message is built only when the assert fails
                 stack.append(test)
                 continue
+        elif kind is cst.Assign:
+            for target in node.targets:  # type: ignore[attr-defined]
+                if type(target.target) is cst.Subscript and _indexed_by_mask(target.target, analysis):
+                    found.append((target.target, MASK_STORE, _code(node)))
         elif kind is cst.Call:
             what = _call_effect(node, analysis)  # type: ignore[arg-type]
             if what is not None:
@@ -279,6 +283,12 @@ def _truth_is_data_dependent(test: cst.BaseExpression, analysis: Any, guards: An
     if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
         return _truth_is_data_dependent(test.expression, analysis, guards, module)
     return bool(analysis.kind(test).is_data_dependent)
+
+
+def _indexed_by_mask(node: cst.Subscript, analysis: Any) -> bool:
+    """`x[mask]`, `x[:, mask]`: a tensor indexed by a boolean tensor."""
+    return analysis.kind(node.value).tag is Tag.TENSOR and any(
+        type(e.slice) is cst.Index and analysis.kind(e.slice.value).boolean for e in node.slice)
 
 
 def _call_effect(node: cst.Call, analysis: Any) -> str | None:

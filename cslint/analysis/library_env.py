@@ -23,9 +23,10 @@ if TYPE_CHECKING:
     from cslint.analysis.index import ModuleInfo
 
 # What a summary's effect is: the code of a call cslint/core/rule_table.py says a summary records (`t.item()`
-# is WSC201, `int(t)` WSC203), or one of these two
+# is WSC201, `int(t)` WSC203), or one of these
 BRANCH = "branch"  # `if`/`while`/ternary/`assert` on a tensor
 SHAPE = "shape"  # an op whose output shape depends on values (`nonzero`, one-argument `torch.where`)
+MASK_STORE = "mask_store"  # a store through a boolean mask (`x[mask] = 0`)
 
 MAX_DEPTH = 3  # library functions called through library functions, from the user's call (cost: see docs/accuracy.md)
 MAX_FILE_BYTES = 3_000_000
@@ -37,7 +38,7 @@ NEVER_READ = ("numpy", "einops", "torch_xla", "cerebras", "jax", "triton")
 
 @dataclass(frozen=True)
 class Effect:
-    what: str  # a rule's code (a call of the rule table), BRANCH or SHAPE
+    what: str  # a rule's code (a call of the rule table), BRANCH, SHAPE or MASK_STORE
     text: str  # the code, one line
     via: tuple[str, ...]  # the library function called, then each one it calls down to the one with the code
     path: str

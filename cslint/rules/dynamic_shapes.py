@@ -9,7 +9,7 @@ import libcst as cst
 
 from cslint.analysis import torch_api as api
 from cslint.analysis.dynamo_config import DYNAMIC_OUTPUT_SHAPES
-from cslint.analysis.libraries import SHAPE
+from cslint.analysis.libraries import MASK_STORE, SHAPE
 from cslint.fixers.masked import masked_reduction_fix, masked_store_fix
 from cslint.fixers.ctc_targets import padded_ctc_targets
 from cslint.fixers.masked_select import masked_select_reduction_fix
@@ -288,6 +288,9 @@ class MaskedLMLoss(nn.Module):
     ]
 
     def visit_Call(self, node: cst.Call, ctx: RuleContext) -> None:
+        if not get_target(ctx.settings.target).keeps_masked_store_shape:
+            ctx.report_library_effects(node, MASK_STORE, "stores through a boolean mask",
+                                       "the stored positions are a data-dependent set")
         func = node.func
         if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Subscript)):
             return
