@@ -121,11 +121,11 @@ class CallInference:
         table its literal keys select; None where no key is a literal (the table's kind already joins them all)."""
         keys = list(last)
         while type(node) is cst.Subscript and len(node.slice) == 1 and type(node.slice[0].slice) is cst.Index:
-            keys.append(cst_key(node.slice[0].slice.value))  # type: ignore[union-attr]
+            keys.append(cst_key(node.slice[0].slice.value))
             node = node.value
-        if type(node) is not cst.Name or node.value in env or all(k is ANY for k in keys):  # type: ignore[union-attr]
+        if type(node) is not cst.Name or node.value in env or all(k is ANY for k in keys):
             return None
-        return self._selected_functions((node.value, tuple(reversed(keys))))  # type: ignore[union-attr]
+        return self._selected_functions((node.value, tuple(reversed(keys))))
 
     # ---- calls -----------------------------------------------------------------------------------
 

@@ -40,8 +40,8 @@ def _cst_entries(value: cst.BaseExpression, path: tuple[Key, ...], into: list[Ta
                 return False
         return bool(value.elements)
     if isinstance(value, (cst.List, cst.Tuple)):
-        for i, element in enumerate(value.elements):
-            if not isinstance(element, cst.Element) or not _cst_entries(element.value, (*path, i), into):
+        for i, item in enumerate(value.elements):
+            if not isinstance(item, cst.Element) or not _cst_entries(item.value, (*path, i), into):
                 return False
         return bool(value.elements)
     if not path:
