@@ -161,3 +161,32 @@ def test_a_library_function_applied_outside_traced_code_is_quiet(site, tmp_path)
             return Sparse.apply(x).sum() + sparse_by_class(x).sum()
     ''')
     assert found == []
+
+
+def test_a_class_method_functions_ctx_is_not_a_tensor(lint):
+    """`@classmethod def backward(cls, ctx, grad)`: `ctx` is autograd's context, not the first gradient, so a
+    test of `ctx.needs_input_grad[1]` is no branch on a tensor (it was, with `ctx` bound where `cls` is)."""
+    code = '''
+import torch
+from torch.autograd import Function
+
+
+class Bisect(Function):
+    @classmethod
+    def forward(cls, ctx, x, alpha):
+        ctx.alpha = alpha
+        y = torch.softmax(x, -1)
+        ctx.save_for_backward(y)
+        return y
+
+    @classmethod
+    def backward(cls, ctx, grad_output):
+        (y,) = ctx.saved_tensors
+        d_alpha = None
+        if ctx.needs_input_grad[1]:
+            d_alpha = (grad_output * y).sum()
+        if grad_output.abs().max() > 1e4:
+            grad_output = grad_output.clamp(-1e4, 1e4)
+        return grad_output * y, d_alpha
+''' + STEP.replace("CALL", "Bisect.apply(x, 1.5)")
+    assert codes(lint(code, target="wsc")) == [("WSC101", 19)]

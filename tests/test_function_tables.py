@@ -169,3 +169,19 @@ def test_a_library_table_outside_traced_code_is_quiet(site, tmp_path):  # noqa: 
             return table_loss(x) + picked_loss(x)
     ''')
     assert found == []
+
+
+def test_a_table_imported_from_another_module_selects_by_its_literal_keys(lint):
+    model = '''
+import cerebras.pytorch as cstorch
+
+from ops.tables import NESTED
+
+
+@cstorch.trace
+def train_step(x):
+    return NESTED["b"]["masks"](x) + NESTED["a"].get("branches")(x)
+'''
+    found = lint({"ops/__init__.py": "", "ops/tables.py": TABLES, "step.py": model}, target="wsc")
+    assert sorted((d.path.name, d.code, d.line) for d in found) == [
+        ("tables.py", BRANCHES[0], BRANCHES[1]), ("tables.py", MASKS[0], MASKS[1])]
