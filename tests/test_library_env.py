@@ -116,3 +116,31 @@ def test_a_cached_report_follows_an_edit_of_a_library_on_the_path(tmp_path: Path
     fresh = report("--no-cache")
     assert "in `count_positive`" not in fresh
     assert report() == fresh
+
+
+def test_either_keeps_sure_only_what_both_functions_do() -> None:
+    """A call running one of two library functions, which one not known: a kind of effect both have is sure
+    (each place named), the rest possible; running both (forward, then backward) does everything."""
+    from cslint.analysis.kinds import TENSOR
+    from cslint.analysis.library_env import BRANCH, MASK_STORE, Effect, Summary, both, either
+
+    branch_a = Effect(BRANCH, "if x.max() > 0", ("lib.a",), "lib.py", 3)
+    branch_b = Effect(BRANCH, "if y.any()", ("lib.b",), "lib.py", 9)
+    store_b = Effect(MASK_STORE, "y[m] = 0", ("lib.b",), "lib.py", 10)
+    one, other = Summary(TENSOR, (branch_a,)), Summary(TENSOR, (branch_b, store_b))
+    chosen = either(one, other)
+    assert chosen.effects == (branch_a, branch_b) and chosen.possible == (store_b,)
+    assert either(chosen, Summary(TENSOR)).effects == () and set(either(chosen, Summary(TENSOR)).possible) == \
+        {branch_a, branch_b, store_b}
+    assert both(one, other).effects == (branch_a, branch_b, store_b) and both(one, other).possible == ()
+
+
+def test_a_stored_summary_keeps_what_it_possibly_does(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from cslint.analysis.call_depth import Reach
+    from cslint.analysis.kinds import TENSOR
+    from cslint.analysis.library_env import BRANCH, Effect, Summary
+    from cslint.store.library_cache import _summary, _summary_json
+
+    effect = Effect(BRANCH, "if x.max() > 0", ("lib.a",), "lib.py", 3)
+    summary = Summary(TENSOR, (), ("lib=1.0",), Reach(1, frozenset()), (effect,))
+    assert _summary(_summary_json(summary)).possible == (effect,)

@@ -21,7 +21,7 @@ from cslint.analysis.kinds import (
     FLOAT64, FLOAT64_DTYPE, HOST, MODULE, STATIC, TENSOR, UNKNOWN, Kind, Tag, as_boolean, element_of, is_float64,
     join, modules_of, obj, sequence_of, tensor, tuple_of, with_dtype,
 )
-from cslint.analysis.library_env import Summary
+from cslint.analysis.library_env import Summary, both, either
 from cslint.analysis.none_arguments import literal_nones, shown_not_none, with_none_arguments
 from cslint.analysis.numpy_draws import draws_a_number
 from cslint.analysis.project import Project
@@ -534,7 +534,7 @@ class CallInference:
                 self._record_call(node, backward, bound)
             elif libraries is not None:
                 tracer = self.guards.tracer if self.guards is not None else None
-                self._note_library_call(node, backward, libraries.summary(backward, bound, tracer))
+                self._note_library_call(node, backward, libraries.summary(backward, bound, tracer), runs_too=True)
         return TENSOR if result.tag is Tag.UNKNOWN else result
 
     def _call_project_function(self, node: cst.Call, target: FunctionInfo, arg_kinds: list[Kind],
@@ -563,19 +563,19 @@ class CallInference:
         self._record_call(node, target, bound, overriding)
         return self._project_result(target, bound)
 
-    def _note_library_call(self, node: cst.Call, target: FunctionInfo, summary: Summary) -> None:
-        """What a call does in a library: a call running several library functions (one taken from a table of
-        them, an autograd Function's `forward` and then its `backward`) does what each of them does. The
-        first function the walk reaches starts the call's summary again (the walk repeats to a fixed point)."""
+    def _note_library_call(self, node: cst.Call, target: FunctionInfo, summary: Summary,
+                           runs_too: bool = False) -> None:
+        """What a call does in a library. A call that runs several library functions (an autograd Function's
+        `forward` and then, `runs_too`, its `backward`) does what each of them does; a call that runs one of
+        several (a table's entry for a key not known here) surely does only the kinds of thing every one of
+        them does (`library_alternatives`), and the rest only if a particular one runs. The first function the
+        walk reaches starts the call's summary again (the walk repeats to a fixed point)."""
         calls = self.result.library_calls
         known = calls.get(id(node))
         if known is None or known[0] == target.qualname:
             calls[id(node)] = (target.qualname, summary)
             return
-        was = known[1]
-        effects = was.effects + tuple(e for e in summary.effects if e not in was.effects)
-        calls[id(node)] = (known[0], Summary(join(was.returns, summary.returns), effects,
-                                             tuple(sorted(set(was.uses) | set(summary.uses))), was.reach))
+        calls[id(node)] = (known[0], both(known[1], summary) if runs_too else either(known[1], summary))
 
     def _record_call(self, node: cst.Call, target: FunctionInfo, bound: dict[str, Kind],
                      overriding: str | None = None) -> None:

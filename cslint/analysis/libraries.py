@@ -148,7 +148,7 @@ class Libraries:
         finally:
             uses = self._uses.pop()
         uses.add(self._use(func.module))
-        found = Summary(found.returns, found.effects, tuple(sorted(uses)), reach(frame))
+        found = Summary(found.returns, found.effects, tuple(sorted(uses)), reach(frame), found.possible)
         self._note_use(found.uses)
         self._summaries[chained if frame.cut else key] = found
         if self.store is not None and versioned and not frame.cut:
@@ -206,7 +206,8 @@ class Libraries:
         returns = analysis.return_kind if analysis.returns_value else STATIC
         if is_none(returns):
             returns = STATIC  # a None given back is not followed further (none_arguments.py)
-        return Summary(returns, tuple(_effects(func, analysis, guards)))
+        effects, possible = _effects(func, analysis, guards)
+        return Summary(returns, effects, possible=possible)
 
 
 def _kind_key(kind: Kind) -> str:
@@ -223,9 +224,10 @@ def question_id(key: str) -> str:
 _TESTS = frozenset({cst.If, cst.While, cst.IfExp, cst.Assert})
 
 
-def _effects(func: FunctionInfo, analysis: Any, guards: Any) -> Iterator[Effect]:
+def _effects(func: FunctionInfo, analysis: Any, guards: Any) -> tuple[tuple[Effect, ...], tuple[Effect, ...]]:
     """What the analysed library function does that a static trace cannot, in the order of its code, then
-    what the library functions it calls do."""
+    what the library functions it calls do; and what those calls do only if a particular one of the functions
+    they may run is the one (Summary.possible)."""
     found: list[tuple[cst.CSTNode, str, str]] = []
     called: list[Summary] = []
     dead = analysis.dead
@@ -251,15 +253,17 @@ def _effects(func: FunctionInfo, analysis: Any, guards: Any) -> Iterator[Effect]
             if what is not None:
                 found.append((node, what, _code(node)))
             library = analysis.library_calls.get(id(node))
-            if library is not None and library[1].effects:
+            if library is not None and (library[1].effects or library[1].possible):
                 called.append(library[1])
         stack.extend(reversed(child_nodes(node)))
     path = str(func.module.path)
-    for node, what, text in found:
-        yield Effect(what, text, (func.qualname,), path, _line(func, node))
-    for summary in called:
-        for effect in summary.effects:
-            yield Effect(effect.what, effect.text, (func.qualname, *effect.via), effect.path, effect.line)
+    own = tuple(Effect(what, text, (func.qualname,), path, _line(func, node)) for node, what, text in found)
+    return own + _through(func, [s.effects for s in called]), _through(func, [s.possible for s in called])
+
+
+def _through(func: FunctionInfo, effects: list[tuple[Effect, ...]]) -> tuple[Effect, ...]:
+    """Effects of the functions `func` calls, as `func`'s: the way there starts at `func`."""
+    return tuple(Effect(e.what, e.text, (func.qualname, *e.via), e.path, e.line) for group in effects for e in group)
 
 
 _NOT_FOLLOWED = frozenset({cst.Raise, cst.ClassDef, cst.FunctionDef, cst.Lambda})  # run elsewhere, or to fail

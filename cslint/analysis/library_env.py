@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from cslint.analysis.call_depth import Reach
-from cslint.analysis.kinds import Kind
+from cslint.analysis.kinds import Kind, join
 
 if TYPE_CHECKING:
     from cslint.analysis.index import ModuleInfo
@@ -59,6 +59,29 @@ class Summary:
     effects: tuple[Effect, ...] = ()
     uses: tuple[str, ...] = ()  # `top=name-version` of every distribution whose code it was computed from
     reach: Reach | None = field(default=None, compare=False)  # how deep it went (call_depth.py); None: unknown
+    # what it does only if a call in it runs a particular one of the functions it may run (a table's entry for a
+    # key not known there): the opt-in tier's (`include-uncertain`)
+    possible: tuple[Effect, ...] = ()
+
+
+def both(first: Summary, then: Summary) -> Summary:
+    """What a call running `first` and then `then` does (an autograd Function's forward and backward)."""
+    return Summary(join(first.returns, then.returns), _union(first.effects, then.effects),
+                   tuple(sorted(set(first.uses) | set(then.uses))), first.reach, _union(first.possible, then.possible))
+
+
+def either(one: Summary, other: Summary) -> Summary:
+    """What a call running one of two functions, which one not known, does: surely the kinds of thing both do
+    (each place that does them named), possibly the rest."""
+    kinds = {e.what for e in one.effects} & {e.what for e in other.effects}
+    effects = _union(one.effects, other.effects)
+    sure = tuple(e for e in effects if e.what in kinds)
+    return Summary(join(one.returns, other.returns), sure, tuple(sorted(set(one.uses) | set(other.uses))), one.reach,
+                   _union(tuple(e for e in effects if e.what not in kinds), _union(one.possible, other.possible)))
+
+
+def _union(first: tuple[Effect, ...], second: tuple[Effect, ...]) -> tuple[Effect, ...]:
+    return first + tuple(e for e in second if e not in first)
 
 
 class SummaryStore(Protocol):

@@ -900,7 +900,8 @@ def _placed(path: Path, lines: list[str], finding: Finding, span: CodeRange, fix
                       finding.message, fix, chain=traced.chain if traced else [],
                       reason=traced.root.reason if traced else "",
                       source_line=lines[line - 1] if 0 < line <= len(lines) else "", notes=list(finding.notes),
-                      assumption=traced.root.reason if traced and is_entry_point(traced.root.reason) else "",
+                      assumption=finding.assumption or (
+                          traced.root.reason if traced and is_entry_point(traced.root.reason) else ""),
                       targets=(finding.target,) if finding.target else (), library_sites=finding.library_sites)
 
 

@@ -167,6 +167,13 @@ class RuleContext:
         rule table), `does` the phrase after the call's code, `why` the rule's reason. One finding per call and rule; True if there was one."""
         called = self.traced.analysis.library_calls.get(id(node)) if self.traced.analysis is not None else None
         effects = [e for e in called[1].effects if e.what == what] if called is not None else []
+        assumption = ""
+        if not effects and called is not None and self.settings.include_uncertain:
+            # only some of the functions the call (or one in the library) may run do it, which one not known
+            effects = [e for e in called[1].possible if e.what == what]
+            if effects:
+                assumption = (f"assuming `{effects[0].via[-1]}` is the one that runs of the library functions "
+                              "a call here may run, not all of which do this")
         if not effects:
             return False
         notes = [effects[0].trail()] + ([f"and {len(effects) - 1} more like it"] if len(effects) > 1 else [])
@@ -174,13 +181,14 @@ class RuleContext:
         # a line reached by several paths (a function taken from a table of them) is named once
         sites = tuple(dict.fromkeys((e.path, e.line, e.text) for e in effects))
         self.report(node, f"`{call}` {does} {effects[0].describe()}", consequence=why, notes=notes,
-                    library_sites=sites)
+                    library_sites=sites, assumption=assumption)
         return True
 
     # ---- reporting -------------------------------------------------------------------------------
 
     def report(self, node: cst.CSTNode, message: str, fix: Fix | None = None, consequence: str = "",
-               notes: list[str] | None = None, library_sites: tuple[tuple[str, int, str], ...] = ()) -> None:
+               notes: list[str] | None = None, library_sites: tuple[tuple[str, int, str], ...] = (),
+               assumption: str = "") -> None:
         """`message` says what is wrong; `consequence`, what it does on a lazy tracer, which a target's own
         note replaces (cslint/engine/messages.py): under torch.compile, for instance, the break and its cost."""
         assert self.current_code
@@ -190,7 +198,8 @@ class RuleContext:
             notes += [annotation_note(name, overrides[name]) for name in
                      sorted({n.value for n in self.walk(node) if type(n) is cst.Name and n.value in overrides})]
         self.findings.append(Finding(code=self.current_code, message=message, node=node, traced=self.traced, fix=fix,
-                                     consequence=consequence, notes=notes, library_sites=library_sites))
+                                     consequence=consequence, notes=notes, library_sites=library_sites,
+                                     assumption=assumption))
 
 
 class ModuleScope(Protocol):

@@ -36,4 +36,6 @@ class Finding:
     # where an installed library's code does what the finding reports, when that is not on its line (a call
     # into the library): (path, line, the code), each place the library's summary names
     library_sites: tuple[tuple[str, int, str], ...] = ()
+    # what the finding rests on when it is in the opt-in tier for a reason of its own (not its root's)
+    assumption: str = ""
     target: str = ""  # the target it was checked for (set with its message: engine/checker.py)

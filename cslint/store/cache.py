@@ -104,6 +104,7 @@ def settings_key(settings: Settings, codes: list[str]) -> str:
         "fixable": [list(settings.fixable), list(settings.extend_fixable), list(settings.unfixable)],
         "project_packages": sorted(settings.project_packages) if settings.project_packages is not None else None,
         "dynamo_config": list(settings.dynamo_config), "entry_points": settings.entry_points,
+        "include_uncertain": settings.include_uncertain,
         "libraries": _libraries_key(settings),
         # the limits that decide whether a file is analysed at all (max-file-size: in the file's hash)
         "max_file_tokens": settings.max_file_tokens, "analysis_budget": settings.analysis_budget,

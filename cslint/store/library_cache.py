@@ -139,11 +139,16 @@ def _summary_json(summary: Summary) -> Any:
     assert summary.reach is not None
     return {"returns": _kind_json(summary.returns), "uses": list(summary.uses),
             "effects": [[e.what, e.text, list(e.via), e.path, e.line] for e in summary.effects],
+            "possible": [[e.what, e.text, list(e.via), e.path, e.line] for e in summary.possible],
             "height": summary.reach.height, "asked": sorted(map(str, summary.reach.asked))}
 
 
 def _summary(raw: Any) -> Summary:
-    effects = tuple(Effect(str(what), str(text), tuple(map(str, via)), str(path), int(line))
-                    for what, text, via, path, line in raw["effects"])
     reach = Reach(int(raw["height"]), frozenset(map(str, raw["asked"]))) if "height" in raw else None
-    return Summary(_kind(raw["returns"]), effects, tuple(map(str, raw["uses"])), reach)
+    return Summary(_kind(raw["returns"]), _effects(raw["effects"]), tuple(map(str, raw["uses"])), reach,
+                   _effects(raw.get("possible", [])))
+
+
+def _effects(raw: Any) -> tuple[Effect, ...]:
+    return tuple(Effect(str(what), str(text), tuple(map(str, via)), str(path), int(line))
+                 for what, text, via, path, line in raw)
