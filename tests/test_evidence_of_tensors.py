@@ -102,9 +102,7 @@ class Net(nn.Module):
     assert codes(lint(code, target=target)) == [("WSC101", 12)]
 
 
-@pytest.mark.parametrize("target", TARGETS)
-def test_a_module_list_of_two_classes_reaches_neither_forward(lint, target):
-    code = BLOCK + """
+TWO_CLASSES = BLOCK + """
 class Other(nn.Module):
     def forward(self, x, drop_rate=None):
         if drop_rate:
@@ -120,7 +118,18 @@ class Net(nn.Module):
 
     def forward(self, x):
         for block in self.blocks:
-            x = block(x, drop_rate=0.1)
+            x = block(x, drop_rate=DROP)
         return x
 """
-    assert codes(lint(code, target=target)) == [("WSC101", 12), ("WSC101", 18)]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_module_list_of_two_classes_reaches_both_forwards(lint, target):
+    """A list holding modules of two classes holds either (kinds.join of two modules keeps both classes): a call
+    of one of its elements reaches both forwards, which take the Python number it passes."""
+    assert codes(lint(TWO_CLASSES.replace("DROP", "0.1"), target=target)) == []
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_module_list_of_two_classes_given_a_tensor_reports_both_forwards(lint, target):
+    assert codes(lint(TWO_CLASSES.replace("DROP", "x.mean()"), target=target)) == [("WSC101", 12), ("WSC101", 18)]

@@ -77,6 +77,8 @@ def collect_ast_imports(body: list[ast.stmt], table: ImportTable,
             if stmt.level:
                 module = resolve_relative(table.package, stmt.level, module)
             if any(alias.name == "*" for alias in stmt.names):
+                if module and module not in table.stars:
+                    table.stars.append(module)
                 continue
             for alias in stmt.names:
                 table.names[alias.asname or alias.name] = f"{module}.{alias.name}" if module else alias.name

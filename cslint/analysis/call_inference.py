@@ -18,8 +18,8 @@ from cslint.analysis.function_tables import ANY, Key, cst_key, selected
 from cslint.analysis.imports import dotted_name
 from cslint.analysis.index import ClassInfo, FunctionInfo, ModuleInfo
 from cslint.analysis.kinds import (
-    FLOAT64, FLOAT64_DTYPE, HOST, MODULE, STATIC, TENSOR, UNKNOWN, Kind, Tag, as_boolean, element_of, is_float64,
-    join, modules_of, obj, sequence_of, tensor, tuple_of, with_dtype,
+    FLOAT64, FLOAT64_DTYPE, HOST, MODULE, STATIC, TENSOR, UNKNOWN, Kind, Tag, as_boolean, attribute_of, classes_of, element_of,
+    is_float64, join, modules_of, obj, sequence_of, tensor, tuple_of, with_dtype,
 )
 from cslint.analysis.library_env import Summary, both, either
 from cslint.analysis.none_arguments import literal_nones, shown_not_none, with_none_arguments
@@ -55,6 +55,10 @@ class CallInference:
     keywords: dict[str, Kind]
     star_kwarg: str | None
     guards: Guards | None
+    # per call node: the latest summary of each installed library function it reaches (one call may reach
+    # several: a method of a module that is one of several classes)
+    _library_targets: dict[int, dict[str, Summary]]
+    _running_each: set[int]  # call nodes that run every library function they reach, not one of them
 
     # ---- walking expressions and nested functions (expression_inference.py, inference.py) --------
 
@@ -167,8 +171,9 @@ class CallInference:
     def _grow_list(self, target: cst.BaseExpression, receiver: Kind, method: str, arg_kinds: list[Kind],
                    env: Env) -> None:
         """`masks.append(x > 0)`: a local list's elements are what is put in it, so a loop over it (`for idx, m
-        in zip(indices, masks)`) gets tensors where tensors were appended. Only tensors (or tuples of them): a
-        number read from a tensor and put in a list is reported where it is read, not again in each loop."""
+        in zip(indices, masks)`) gets tensors where tensors were appended, and `layers.append(Block(d))` modules of
+        that class. Only tensors (or tuples of them) and modules: a number read from a tensor and put in a list is
+        reported where it is read, not again in each loop."""
         if type(target) is not cst.Name or receiver.tag is not Tag.SEQUENCE or receiver.items is not None or \
                 target.value not in env:
             return
@@ -178,7 +183,7 @@ class CallInference:
             added = sequence_of(arg_kinds[0].elem or UNKNOWN)
         else:
             return
-        if not _holds_tensors(added.elem or UNKNOWN):
+        if not _holds_tensors(added.elem or UNKNOWN) and not _known_modules(added.elem or UNKNOWN):
             return
         grown = join(receiver, added)
         if grown != receiver:
@@ -306,7 +311,7 @@ class CallInference:
         if isinstance(found, FunctionInfo):  # `_get_value(step_t)` from an installed torch.optim.optimizer
             return self._call_project_function(node, found, arg_kinds, receiver=None)
         if isinstance(found, ClassInfo) and libraries is not None:
-            return libraries.instance_kind(found)
+            return libraries.instance_kind(found, node, arg_kinds)
         return unknown_call_kind(arg_kinds)
 
     def _call_builtin(self, name: str, node: cst.Call, arg_kinds: list[Kind]) -> Kind:
@@ -361,8 +366,15 @@ class CallInference:
                     kind = tensor(kind.dynamic_shape, kind.rank, boolean)
                 return with_dtype(kind, self._method_dtype(method, receiver, node, arg_kinds, env))
             return kind
+        if receiver.tag is Tag.OBJECT and receiver.role == "module" and "|" in receiver.cls:
+            # one of several classes' modules (a layer of a list of layers of different classes): each one's method
+            return _joined([self._call_method(node, obj("module", cls), method, arg_kinds, env)
+                            for cls in classes_of(receiver)])
         if receiver.tag is Tag.OBJECT:
             self._note_registration(node, receiver, method, arg_kinds)
+            decided = attribute_of(receiver, method)
+            if decided is not None:  # `self.body(x)`: a layer this instance's constructor call decided
+                return self._call_value(node, decided, arg_kinds, env)
             if receiver.cls:
                 owner = self.project
                 cls = owner.lookup_class(receiver.cls)
@@ -475,6 +487,14 @@ class CallInference:
                 for other in results[1:]:
                     kind = join(kind, other)
                 return kind
+        if callee.tag is Tag.OBJECT and callee.role == "module" and "|" in callee.cls:
+            self._running_each.add(id(node))  # `for layer in self.layers: x = layer(x)`: each class's runs
+            return _joined([self._call_value(node, obj("module", cls), arg_kinds, env) for cls in classes_of(callee)])
+        if callee.tag is Tag.OBJECT and callee.role == "module" and not callee.cls and callee.elem is not None \
+                and callee.elem.cls:
+            # `nn.Sequential(*layers)(x)`: its layers run, each a module of the container's element classes
+            self._call_value(node, callee.elem, arg_kinds, env)
+            return TENSOR
         if callee.tag is Tag.OBJECT and callee.role == "module":
             if callee.cls:
                 owner = self.project
@@ -534,7 +554,8 @@ class CallInference:
                 self._record_call(node, backward, bound)
             elif libraries is not None:
                 tracer = self.guards.tracer if self.guards is not None else None
-                self._note_library_call(node, backward, libraries.summary(backward, bound, tracer), runs_too=True)
+                self._running_each.add(id(node))
+                self._note_library_call(node, backward.qualname, libraries.summary(backward, bound, tracer))
         return TENSOR if result.tag is Tag.UNKNOWN else result
 
     def _call_project_function(self, node: cst.Call, target: FunctionInfo, arg_kinds: list[Kind],
@@ -548,7 +569,7 @@ class CallInference:
             bound = bind_arguments(target, node, literal_nones(node, arg_kinds), receiver)
             bound = with_none_arguments(target, node, bound)
             summary = libraries.summary(target, bound, self.guards.tracer if self.guards is not None else None)
-            self._note_library_call(node, target, summary)
+            self._note_library_call(node, target.qualname, summary)
             return summary.returns
         # the Nones, and the values shown not to be None, that decide the helper's tests for None: joined over
         # its callers, a test is decided only where every caller agrees
@@ -563,19 +584,21 @@ class CallInference:
         self._record_call(node, target, bound, overriding)
         return self._project_result(target, bound)
 
-    def _note_library_call(self, node: cst.Call, target: FunctionInfo, summary: Summary,
-                           runs_too: bool = False) -> None:
-        """What a call does in a library. A call that runs several library functions (an autograd Function's
-        `forward` and then, `runs_too`, its `backward`) does what each of them does; a call that runs one of
-        several (a table's entry for a key not known here) surely does only the kinds of thing every one of
-        them does (`library_alternatives`), and the rest only if a particular one runs. The first function the
-        walk reaches starts the call's summary again (the walk repeats to a fixed point)."""
-        calls = self.result.library_calls
-        known = calls.get(id(node))
-        if known is None or known[0] == target.qualname:
-            calls[id(node)] = (target.qualname, summary)
-            return
-        calls[id(node)] = (known[0], both(known[1], summary) if runs_too else either(known[1], summary))
+    def _note_library_call(self, node: cst.Call, qualname: str, summary: Summary) -> None:
+        """What the call does in the library: the summary of the function it reaches, or, where it reaches
+        several, their summaries together (each target's latest). Where each of them runs (the layers of a
+        module list of several classes, a Function's `forward` and then its `backward`: `_running_each`) the
+        call does what each does; where one of them runs, which one not known here (a table's entry for a key
+        that is not a literal, a function chosen by a flag), it surely does only the kinds of thing every one
+        does, and the rest possibly (library_env.either)."""
+        targets = self._library_targets.setdefault(id(node), {})
+        targets[qualname] = summary
+        summaries = list(targets.values())
+        combine = both if id(node) in self._running_each else either
+        merged = summaries[0]
+        for other in summaries[1:]:
+            merged = combine(merged, other)
+        self.result.library_calls[id(node)] = ("|".join(targets), merged)
 
     def _record_call(self, node: cst.Call, target: FunctionInfo, bound: dict[str, Kind],
                      overriding: str | None = None) -> None:
@@ -636,6 +659,18 @@ def bind_arguments(target: FunctionInfo, node: cst.Call, arg_kinds: list[Kind],
 def _positional_with_default(target: FunctionInfo) -> set[str]:
     p = target.node.params
     return {param.name.value for param in (*p.posonly_params, *p.params) if param.default is not None}
+
+
+def _joined(kinds: list[Kind]) -> Kind:
+    kind = kinds[0]
+    for other in kinds[1:]:
+        kind = join(kind, other)
+    return kind
+
+
+def _known_modules(kind: Kind) -> bool:
+    """Modules of known classes (`layers.append(Block(d))`): a container built from the list runs them."""
+    return kind.tag is Tag.OBJECT and kind.role == "module" and bool(kind.cls)
 
 
 def _holds_tensors(kind: Kind) -> bool:

@@ -8,8 +8,8 @@ import libcst as cst
 
 from cslint.analysis import torch_api as api
 from cslint.analysis.kinds import (
-    DYN_TENSOR, HOST, HOST_LIST, MODULE, STATIC, TENSOR, UNKNOWN, Kind, Tag, combine, element_of, mapping_of,
-    modules_of, obj, sequence_of, tuple_of,
+    DYN_TENSOR, HOST, HOST_LIST, MODULE, STATIC, TENSOR, UNKNOWN, Kind, Tag, combine, element_of, join,
+    mapping_of, modules_of, obj, sequence_of, tuple_of,
 )
 from cslint.analysis.ranks import function_rank
 from cslint.analysis.syntax import string_value
@@ -51,6 +51,8 @@ def known_external_kind(qualified: str, node: cst.Call, arg_kinds: list[Kind]) -
         last = qualified.rsplit(".", 1)[-1]
         if last == "ModuleList" and arg_kinds and arg_kinds[0].tag is Tag.SEQUENCE:
             return modules_of(element_of(arg_kinds[0]))  # `nn.ModuleList([Block(d) for _ in range(n)])`
+        if last == "Sequential" and arg_kinds:
+            return modules_of(_layers(node, arg_kinds))  # `nn.Sequential(*layers)`, `nn.Sequential(a, b)`
         if last[:1].isupper():
             return MODULE
     if namespace == "torch" and last.startswith("_") and not last.startswith(api.PRIVATE_TORCH_OPS):
@@ -70,6 +72,18 @@ def known_external_kind(qualified: str, node: cst.Call, arg_kinds: list[Kind]) -
     if qualified in ("functools.partial",):
         return obj("function")
     return None
+
+
+def _layers(node: cst.Call, arg_kinds: list[Kind]) -> Kind:
+    """What `nn.Sequential(...)` holds: its positional arguments, the elements of a starred one (joined)."""
+    parts = [element_of(kind) if arg.star == "*" else kind for arg, kind in zip(node.args, arg_kinds)
+             if arg.keyword is None and arg.star != "**"]
+    if not parts:
+        return UNKNOWN
+    layer = parts[0]
+    for part in parts[1:]:
+        layer = join(layer, part)
+    return layer
 
 
 def host_constant(node: cst.Call, arg_kinds: list[Kind], of_lists: bool = False) -> bool:

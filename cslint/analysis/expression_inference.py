@@ -13,8 +13,8 @@ from cslint.analysis.call_inference import AUTOGRAD_CONTEXT, CallInference
 from cslint.analysis.function_analysis import Env
 from cslint.analysis.index import FunctionInfo
 from cslint.analysis.kinds import (
-    BOOL_TENSOR, FLOAT64_DTYPE, HOST, STATIC, TENSOR, UNKNOWN, Kind, Tag, combine, element_of, hashes_its_members,
-    is_float64, join, mapping_of, obj, sequence_of, tensor, tuple_of,
+    BOOL_TENSOR, FLOAT64_DTYPE, HOST, STATIC, TENSOR, UNKNOWN, Kind, Tag, attribute_of, classes_of, combine,
+    element_of, hashes_its_members, is_float64, join, mapping_of, obj, sequence_of, tensor, tuple_of,
 )
 from cslint.analysis.ranks import elementwise_rank, subscript_rank
 from cslint.analysis.syntax import path_key, string_value
@@ -205,6 +205,16 @@ class ExpressionInference(CallInference):
                 return obj("state_map")
             if attr == "defaults":
                 return STATIC
+        decided = attribute_of(base, attr)
+        if decided is not None:  # what this instance's constructor call set it to (analysis/constructed.py)
+            return decided
+        if "|" in base.cls:  # one of several classes' instances: what any of them holds
+            found = [self._object_attribute(obj(base.role, cls), attr) for cls in classes_of(base)]
+            known = [kind for kind in found if kind.tag is not Tag.UNKNOWN]
+            joined = known[0] if known else UNKNOWN
+            for kind in known[1:]:
+                joined = join(joined, kind)
+            return joined
         if base.cls:
             attrs = self.oracle.attributes(base.cls)
             if attr in attrs:

@@ -34,6 +34,7 @@ class ImportTable:
         self.module_name = module_name
         self.package = package
         self.names: dict[str, str] = {}
+        self.stars: list[str] = []  # the modules of its `from m import *`, in order (a package's re-exports)
 
     def add_import(self, node: cst.Import | cst.ImportFrom) -> None:
         if isinstance(node, cst.Import):
@@ -51,6 +52,8 @@ class ImportTable:
         if level:
             module = resolve_relative(self.package, level, module)
         if isinstance(node.names, cst.ImportStar):
+            if module and module not in self.stars:
+                self.stars.append(module)
             return
         for alias in node.names:
             imported = _module_name(alias.name)

@@ -16,6 +16,7 @@ import libcst as cst
 
 from cslint.analysis import torch_api as api
 from cslint.analysis.call_kinds import unknown_call_kind
+from cslint.analysis.constant_tests import constant_truth
 from cslint.analysis.expression_inference import ExpressionInference
 # `as` (here and for syntax below): rules/ and fixers/ import these from here too, until #35's re-layout moves
 # their imports to function_analysis.py and syntax.py
@@ -65,11 +66,15 @@ class FunctionInference(ExpressionInference):
         self._nested_active: set[int] = set()
         star_kwarg = func.node.params.star_kwarg
         self.star_kwarg = star_kwarg.name.value if isinstance(star_kwarg, cst.Param) else None
-        # a parameter is None, or shown not to be, for this analysis (a library's, per call): tests on it decide
-        # branches, settled once the function is done (`_settle_none_tests`)
-        self._nones = any(is_none(kind) or is_some(kind) for kind in params.values())
+        # a parameter is None, or shown not to be, for this analysis (a library's, per call), or an instance whose
+        # constructor call decided some of its attributes: tests on them decide branches, settled once the function
+        # is done (`_settle_none_tests`)
+        self._constants = any(kind.attrs for kind in params.values())
+        self._nones = self._constants or any(is_none(kind) or is_some(kind) for kind in params.values())
         self._none_tests: dict[int, tuple[cst.If | cst.IfExp, set[bool | None]]] = {}
         self._none_rest: dict[int, set[int]] = {}  # after a decided `if x is None: return`: the rest of the block
+        self._library_targets = {}
+        self._running_each = set()
 
     # ---- driver ----------------------------------------------------------------------------------
 
@@ -98,6 +103,8 @@ class FunctionInference(ExpressionInference):
     def _none_test(self, node: cst.If | cst.IfExp, env: Env) -> bool | None:
         """The truth of the test of `node` where names known to be None decide it (noted for the settling)."""
         known = none_truth(node.test, env)
+        if known is None and self._constants:  # `if self.ignore_index >= 0:` of an instance left at -100
+            known = constant_truth(node.test, self.result.kinds)
         self._none_tests.setdefault(id(node), (node, set()))[1].add(known)
         return known
 

@@ -45,6 +45,12 @@ class Kind:
     # torch.float64`, `.double()`, arithmetic on float64 tensors); STATIC: the value is that torch dtype itself
     # (`torch.float64`, a variable bound to it, `t.dtype` of a float64 tensor). Empty: not known to be one.
     dtype: str = ""
+    # STATIC: the constant it is, where a library class's constructor call shows it (an argument written as a
+    # literal, or a parameter left at a literal default: analysis/constructed.py); None: not known
+    value: bool | int | float | str | None = None
+    # OBJECT: attributes of this instance that its constructor call decided (the classes of the layers a library
+    # module is given, its options' constants), read before what the class's methods set in general
+    attrs: tuple[tuple[str, Kind], ...] = ()
 
     @property
     def is_tensor(self) -> bool:
@@ -96,12 +102,12 @@ def is_none(kind: Kind) -> bool:
 
 
 def is_some(kind: Kind) -> bool:
-    return kind.role == "some" and kind.tag in _MAY_BE_SOME
+    return (kind.role == "some" and kind.tag in _MAY_BE_SOME) or kind.value is not None
 
 
 def not_none(kind: Kind) -> Kind:
     """The same value, shown not to be None."""
-    if kind.tag not in _MAY_BE_SOME or kind.role == "some":
+    if kind.tag not in _MAY_BE_SOME or kind.role == "some" or kind.value is not None:
         return kind
     return SOME if kind.tag is Tag.STATIC and not kind.dtype else replace(kind, role="some")
 
@@ -110,7 +116,7 @@ def may_be_none(kind: Kind) -> Kind:
     """The same value without the mark of `not_none`, or `NONE` as any Python value."""
     if not (is_some(kind) or is_none(kind)):
         return kind
-    plain = replace(kind, role="")
+    plain = replace(kind, role="", value=None)
     return STATIC if plain == STATIC else plain
 
 
@@ -206,6 +212,34 @@ def obj(role: str, cls: str = "") -> Kind:
     return Kind(Tag.OBJECT, role=role, cls=cls)
 
 
+def constant(value: bool | int | float | str) -> Kind:
+    """A Python constant whose value is known (a constructor's literal argument or default)."""
+    return Kind(Tag.STATIC, value=value)
+
+
+def without_constant(kind: Kind) -> Kind:
+    """The same Python value, its constant forgotten (still not None)."""
+    return replace(kind, value=None, role="some") if kind.value is not None else kind
+
+
+def attribute_of(kind: Kind, name: str) -> Kind | None:
+    """What this instance's constructor call set its attribute `name` to, when it decided it."""
+    for attr, found in kind.attrs:
+        if attr == name:
+            return found
+    return None
+
+
+def classes_of(kind: Kind) -> list[str]:
+    """The classes an object may be an instance of (`A|B` after a join of an A and a B)."""
+    return kind.cls.split("|") if kind.cls else []
+
+
+# At most this many classes in a join of modules of different classes (`nn.ModuleList([A(), B(), C()])`): more
+# are modules of no known class, so what one call runs stays bounded
+MAX_MODULE_CLASSES = 8
+
+
 def modules_of(element: Kind) -> Kind:
     """An `nn.ModuleList` of modules of this kind (`nn.ModuleList([Block(d) for _ in range(n)])`): iterating
     or indexing it gives them, so calling one reaches their `forward`."""
@@ -238,16 +272,37 @@ def _join(a: Kind, b: Kind) -> Kind:
             if a.role == b.role and a.role in ("function", "method") and a.cls and b.cls:
                 # one of several functions: keep them all, so a call through the variable reaches each
                 return obj(a.role, "|".join(sorted(set(a.cls.split("|")) | set(b.cls.split("|")))))
+            if a.role == b.role == "module":
+                return _join_modules(a, b)
             if a.role == b.role and a.elem != b.elem:  # containers of different modules: elements unknown
                 return Kind(Tag.OBJECT, role=a.role, cls=a.cls, elem=MODULE)
+            if a.role == b.role and a.cls == b.cls:
+                return Kind(Tag.OBJECT, role=a.role, cls=a.cls, elem=a.elem, attrs=_common_attrs(a, b))
             return a if a.role == b.role else obj("")
-        if a.tag is Tag.STATIC:
-            return STATIC  # None or another Python value
+        if a.tag is Tag.STATIC:  # None or another Python value; two constants, or values not None, not None
+            return SOME if is_some(a) and is_some(b) and not a.dtype and not b.dtype else STATIC
         if a.tag is Tag.HOST:
             return HOST  # a list of static length or any value read from tensor data
         return a
     # A value that is sometimes a tensor is treated as a tensor: that branch will be traced.
     return a if a.tag > b.tag else b
+
+
+def _join_modules(a: Kind, b: Kind) -> Kind:
+    """A module that may be `a` or `b`: an instance of any of their classes (a module of no known class adds
+    none), a container of the join of their elements, the attributes both constructors decided alike."""
+    classes = sorted(set(classes_of(a)) | set(classes_of(b)))
+    cls = "|".join(classes) if len(classes) <= MAX_MODULE_CLASSES else ""
+    elem = join(a.elem, b.elem) if a.elem is not None and b.elem is not None else a.elem or b.elem
+    return Kind(Tag.OBJECT, role="module", cls=cls, elem=elem, attrs=_common_attrs(a, b) if a.cls == b.cls else ())
+
+
+def _common_attrs(a: Kind, b: Kind) -> tuple[tuple[str, Kind], ...]:
+    """The constructor-decided attributes of an instance that may be `a` or `b`: those both decided, joined."""
+    if not a.attrs or not b.attrs:
+        return ()
+    theirs = dict(b.attrs)
+    return tuple((name, join(kind, theirs[name])) for name, kind in a.attrs if name in theirs)
 
 
 def combine(*kinds: Kind) -> Kind:

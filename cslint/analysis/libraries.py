@@ -25,7 +25,8 @@ from cslint.analysis import torch_api as api
 from cslint.analysis.call_depth import CallChain, reach
 from cslint.analysis.index import ClassInfo, FunctionInfo, ModuleInfo
 from cslint.analysis.inference import FunctionInference
-from cslint.analysis.kinds import STATIC, UNKNOWN, Kind, Tag, is_none, is_some, obj
+from cslint.analysis.constructed import constructed, module_level_instances
+from cslint.analysis.kinds import STATIC, UNKNOWN, Kind, Tag, classes_of, is_none, is_some, obj, without_constant
 from cslint.analysis.library_env import (
     BRANCH, MASK_STORE, MAX_DEPTH, SHAPE, Effect, Environment, LibraryPathError, Summary, SummaryStore,
     environment_for, readable_library_module,
@@ -83,10 +84,13 @@ class Libraries:
         if not shared:
             libraries = Project([])
             libraries.modules = _LazyModules(environment.module)
-            shared.update(project=libraries, lookups={}, oracles={}, chain=CallChain(MAX_DEPTH), uses=[])
+            libraries.star_exports = True  # `nf.NormalizingFlow`, from normflows' `from .core import *`
+            shared.update(project=libraries, lookups={}, oracles={}, chain=CallChain(MAX_DEPTH), uses=[],
+                          constructions={})
         self.project: Project = shared["project"]
         self._lookups: dict[str, FunctionInfo | ClassInfo | ModuleInfo | None] = shared["lookups"]
         self._oracles: dict[str, Any] = shared["oracles"]
+        self._constructions: dict[str, Kind] = shared["constructions"]  # a construction's call -> its instance
         self._chain: CallChain = shared["chain"]  # the summaries being computed
         self._uses: list[set[str]] = shared["uses"]  # per summary being computed: the distributions it used
         self._summaries = environment.summaries
@@ -104,13 +108,50 @@ class Libraries:
             self._lookups[qualified] = found
         return self._lookups[qualified]
 
-    def instance_kind(self, cls: ClassInfo) -> Kind:
-        """`Cls(...)` for a library class: an object whose methods are looked up in the library."""
+    def instance_kind(self, cls: ClassInfo, node: cst.Call | None = None, arg_kinds: list[Kind] | None = None) -> Kind:
+        """`Cls(...)` for a library class: an object whose methods are looked up in the library, with what the call
+        (`node`, its arguments of kinds `arg_kinds`) decides of its attributes (constructed.py)."""
         if self.project.is_optimizer_class(cls):
             return obj("optimizer", cls.qualname)
-        if self.project.is_module_class(cls):
-            return obj("module", cls.qualname)
-        return obj("object", cls.qualname)
+        instance = obj("module" if self.project.is_module_class(cls) else "object", cls.qualname)
+        if node is None or arg_kinds is None or self.user is None:
+            return instance
+        given = [self._as_context(kind) for kind in arg_kinds]
+        key = f"{cls.qualname}|{[_kind_key(kind) for kind in given]}|{cst.Module([]).code_for_node(node)}"
+        known = self._constructions.get(key)
+        if known is None:
+            try:
+                known = constructed(self.project, self._oracle(), cls, node, given, instance)
+            except Exception:  # a constructor this analysis cannot follow: an instance of its class
+                known = instance
+            self._constructions[key] = known
+        return known
+
+    def module_objects(self, project: Project, module: ModuleInfo, known: dict[str, Kind]) -> dict[str, Kind]:
+        """The module-level objects of one of the project's modules (`known`, from their bindings' summaries), the
+        instances of library classes among them with what their constructor calls decide (constructed.py)."""
+        if self.user is None or project is not self.user:
+            return known
+        names = {name for name, kind in known.items() if self._library_instance(kind)}
+        if not names:
+            return known
+        try:
+            found = module_level_instances(project, module, names, lambda name, kind: kind.cls == known[name].cls)
+        except Exception:  # top-level code this analysis cannot follow: the instances of their classes
+            return known
+        return {**known, **found}
+
+    def _library_instance(self, kind: Kind) -> bool:
+        if kind.tag is not Tag.OBJECT or not kind.cls or "|" in kind.cls or kind.role == "optimizer":
+            return False
+        return self.user is not None and self.user.lookup_class(kind.cls) is None and \
+            isinstance(self.lookup(kind.cls), ClassInfo)
+
+    def _oracle(self) -> ProjectOracle:
+        oracle = self._oracles.get("oracle")
+        if oracle is None:
+            oracle = self._oracles["oracle"] = ProjectOracle(self.project)
+        return oracle
 
     # ---- summaries ---------------------------------------------------------------------------------
 
@@ -169,11 +210,11 @@ class Libraries:
         project analysis's). Fewer distinct arguments, fewer summaries: one serves every model calling it."""
         if kind.tag is Tag.STATIC:
             # a Python value or not known: neither is a tensor, nor read from one; None, or a value shown not to
-            # be None, where it decides a test
-            return kind if is_none(kind) or is_some(kind) else UNKNOWN
+            # be None, where it decides a test (a constant's value only where it is an instance's attribute)
+            return without_constant(kind) if is_none(kind) or is_some(kind) else UNKNOWN
         if self.user is None:
             return kind
-        if kind.tag is Tag.OBJECT and kind.cls and "|" not in kind.cls and self.user.lookup_class(kind.cls):
+        if kind.tag is Tag.OBJECT and kind.cls and any(self.user.lookup_class(cls) for cls in classes_of(kind)):
             return obj(kind.role)
         return kind
 
@@ -194,9 +235,7 @@ class Libraries:
             frame.update(uses)
 
     def _summarise(self, func: FunctionInfo, given: dict[str, Kind], tracer: str | None) -> Summary:
-        oracle = self._oracles.get("oracle")
-        if oracle is None:
-            oracle = self._oracles["oracle"] = ProjectOracle(self.project)
+        oracle = self._oracle()
         guards = self._oracles.get(f"guards:{tracer}")
         if guards is None and tracer is not None:
             guards = self._oracles[f"guards:{tracer}"] = Guards(self.project, tracer)

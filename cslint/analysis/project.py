@@ -24,7 +24,10 @@ class InstalledLibraries(Protocol):
 
     def lookup(self, qualified: str) -> FunctionInfo | ClassInfo | ModuleInfo | None: ...
 
-    def instance_kind(self, cls: ClassInfo) -> Kind: ...
+    def instance_kind(self, cls: ClassInfo, node: cst.Call | None = None, arg_kinds: list[Kind] | None = None
+                      ) -> Kind: ...
+
+    def module_objects(self, project: Project, module: ModuleInfo, known: dict[str, Kind]) -> dict[str, Kind]: ...
 
     def summary(self, func: FunctionInfo, given: dict[str, Kind], tracer: str | None) -> Summary: ...
 
@@ -131,6 +134,9 @@ class Project:
         self._overrides: dict[tuple[str, str], tuple[FunctionInfo, ...]] = {}
         # installed libraries whose functions traced code calls (analysis/libraries.py); None: not looked in
         self.libraries: InstalledLibraries | None = None
+        # names a package's `from .core import *` re-exports are looked up there (the installed libraries': a linted
+        # tree's star imports are not followed, which keeps what its analysis reaches as it was)
+        self.star_exports = False
 
     def module_names(self) -> list[str]:
         """The names of the project's modules in its order (with a `LazyModules`, also those that turn
@@ -185,6 +191,11 @@ class Project:
                 target = module.imports.names[head]
                 if target != qualname and not target.startswith(qualname + "."):
                     found = self.lookup(target, _depth + 1)
+            elif self.star_exports and not head.startswith("_"):  # `from .core import *` in a package: its names
+                for star in module.imports.stars:
+                    found = self.lookup(f"{star}.{head}", _depth + 1)
+                    if found is not None:
+                        break
             if found is None:
                 return None
             for attr in rest[1:]:

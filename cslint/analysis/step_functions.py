@@ -180,6 +180,10 @@ def module_objects(project: Project, module: ModuleInfo) -> dict[str, Kind]:
         if table is not None:
             known[name] = table
     per_module[module] = known
+    if project.libraries is not None:
+        # instances of installed libraries' classes with what their construction decides (analysis/constructed.py),
+        # whose walk of the module's top-level code reads the names bound so far from `known`
+        known = per_module[module] = project.libraries.module_objects(project, module, known)
     return known
 
 

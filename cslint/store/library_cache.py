@@ -23,6 +23,7 @@ from cslint.analysis.library_env import Effect, Summary
 from cslint.core.rule_table import BUILTINS, IN_LIBRARIES, TENSOR_METHODS
 from cslint.support.code_digest import code_digest
 
+# 9: kinds carry constants and an instance's constructor-decided attributes (analysis/constructed.py);
 # 8: an effect of a call is its code, and which calls a summary records is the rule table's, whose digest is part
 # of the format: a summary made under another table is made again (cslint/core/rule_table.py);
 # 7: `complex(t)` is a conversion, as WSC203 says; 6: summaries follow the Nones a call
@@ -32,7 +33,7 @@ from cslint.support.code_digest import code_digest
 
 def format_for(tensor_methods: dict[str, str], builtins: dict[str, str], in_libraries: frozenset[str]) -> str:
     table = repr((sorted(tensor_methods.items()), sorted(builtins.items()), sorted(in_libraries)))
-    return "8-" + hashlib.blake2b(table.encode(), digest_size=6).hexdigest()
+    return "9-" + hashlib.blake2b(table.encode(), digest_size=6).hexdigest()
 
 
 # the cslint that made the summaries, too: every build calls itself the same version (support/code_digest.py)
@@ -121,6 +122,10 @@ def _kind_json(kind: Kind) -> Any:
         out["n"] = kind.rank
     if kind.boolean:
         out["b"] = True
+    if kind.value is not None:
+        out["v"] = kind.value
+    if kind.attrs:
+        out["a"] = [[name, _kind_json(attr)] for name, attr in kind.attrs]
     return out
 
 
@@ -131,8 +136,16 @@ def _kind(raw: Any) -> Kind:
     kind = Kind(Tag(raw["t"]), dynamic_shape=bool(raw.get("d", False)), role=str(raw.get("r", "")),
                 cls=str(raw.get("c", "")), elem=_kind(raw["e"]) if "e" in raw else None,
                 items=tuple(_kind(k) for k in raw["i"]) if "i" in raw else None,
-                rank=int(raw["n"]) if "n" in raw else None, boolean=bool(raw.get("b", False)))
+                rank=int(raw["n"]) if "n" in raw else None, boolean=bool(raw.get("b", False)),
+                value=_constant(raw["v"]) if "v" in raw else None,
+                attrs=tuple((str(name), _kind(attr)) for name, attr in raw["a"]) if "a" in raw else ())
     return _COMMON.get(kind, kind)
+
+
+def _constant(raw: Any) -> bool | int | float | str:
+    if not isinstance(raw, (bool, int, float, str)):
+        raise ValueError(raw)
+    return raw
 
 
 def _summary_json(summary: Summary) -> Any:
