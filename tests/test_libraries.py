@@ -18,7 +18,7 @@ import pytest
 
 from cslint.analysis import library_env
 from cslint.analysis.call_depth import Reach
-from cslint.analysis.kinds import HOST, STATIC, TENSOR
+from cslint.analysis.kinds import HOST, STATIC, TENSOR, Kind, Tag, constant, modules_of, obj
 from cslint.analysis.libraries import Environment, Libraries, Summary
 from cslint.analysis.project import Project
 from cslint.store.library_cache import LibraryCache
@@ -775,6 +775,23 @@ def test_a_kept_summary_keeps_the_rank_of_its_result(site: Path, tmp_path: Path)
     assert fresh.returns.is_tensor and fresh.returns.rank == 0
     store.save()
     assert _summary_of(site, LibraryCache(cache), "fakeoptim.pick.first") == fresh
+
+
+def test_a_kept_summary_keeps_what_a_construction_decided_of_its_result(site: Path, tmp_path: Path) -> None:
+    """A library function handing back the instance it is given: read back from the cache, the instance still
+    holds the layers and the constant its constructor call decided."""
+    (site / "fakeoptim" / "pick.py").write_text("def same(x):\n    return x\n", encoding="utf-8")
+    layers = modules_of(obj("module", "fakeoptim.layers.ActNorm|fakeoptim.layers.Rescale"))
+    instance = Kind(Tag.OBJECT, role="module", cls="fakeoptim.layers.Chain",
+                    attrs=(("ignore_index", constant(-100)), ("layers", layers)))
+    cache = tmp_path / "cache"
+    store = LibraryCache(cache)
+    libs = Libraries(Environment([str(site)]), Project([]), store)
+    fresh = libs.summary(libs.lookup("fakeoptim.pick.same"), {"x": instance}, "lazy")  # type: ignore[arg-type]
+    assert fresh.returns == instance
+    store.save()
+    again = Libraries(Environment([str(site)]), Project([]), LibraryCache(cache))
+    assert again.summary(again.lookup("fakeoptim.pick.same"), {"x": instance}, "lazy") == fresh  # type: ignore[arg-type]
 
 
 USER_SAMPLER = '''

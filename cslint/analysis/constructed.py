@@ -93,7 +93,7 @@ def constructed(project: Project, oracle: ProjectOracle, cls: ClassInfo, node: c
     init = project.find_method(cls, "__init__")
     if init is None or init.is_static_method:
         return instance
-    params = constructor_params(init, node, arg_kinds, oracle.self_kind(init.cls or cls))
+    params = constructor_params(init, node, arg_kinds, oracle.self_kind(cls))
     analysis = _ConstructorInference(project, oracle, init, params).run()
     tested, reset = _attribute_uses(project, cls)
     decided = []
