@@ -615,6 +615,32 @@ def test_layers_of_two_classes_appended_at_module_level_are_summarised(site: Pat
     assert not [f for f in found if f[2] == 18]  # the same call outside traced code
 
 
+def test_library_modules_a_users_model_builds_keep_what_their_constructors_decided(site: Path, tmp_path: Path) -> None:
+    """The user's model holds the library's modules as attributes (built in its `__init__`): their layers and options
+    are known where its `forward` calls them."""
+    found = _lint(tmp_path / "proj", {"model.py": '''
+        import torch
+        from torch import nn
+        from fakeoptim.layers import ActNorm, Chain, MaskedLoss
+
+
+        class Model(nn.Module):
+            def __init__(self, dim=4):
+                super().__init__()
+                self.chain = Chain([ActNorm(dim)])
+                self.quiet = MaskedLoss()
+                self.counted = MaskedLoss(ignore_index=1)
+
+            def forward(self, x, target):
+                penalty = self.chain.loss(x)
+                quiet = self.quiet(x, target)
+                return penalty + quiet + self.counted(x, target)
+    '''})
+    lines = {(code, line) for code, _, line, _ in found}
+    assert ("WSC101", 14) in lines and ("WSC201", 16) in lines
+    assert not [f for f in found if f[2] == 15]  # the loss left at its default ignores no index
+
+
 def test_a_class_a_package_re_exports_with_a_star_import_is_found(site: Path, tmp_path: Path) -> None:
     """`fakeoptim.Chain` where the package's `__init__` holds `from .layers import *` (normflows' `nf.NormalizingFlow`)."""
     package = site / "fakeoptim" / "__init__.py"
