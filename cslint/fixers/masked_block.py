@@ -394,7 +394,7 @@ def _masked_branches(node: cst.If, branches: list[tuple[cst.BaseExpression | Non
             return None
         block.extend(masker.selections())
         flag = _fresh("taken", names)
-        condition = _call(torch, "logical_not", _any_of(torch, flags)) if flags else None
+        condition: cst.BaseExpression | None = _call(torch, "logical_not", _any_of(torch, flags)) if flags else None
         if test is not None:
             tested = _condition(test, ctx, torch)
             condition = tested if condition is None else _call(torch, "logical_and", condition, tested)

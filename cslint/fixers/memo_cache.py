@@ -27,6 +27,7 @@ nothing else fills it), and the cache is no longer filled for code that reads it
 from __future__ import annotations
 
 import ast
+from collections.abc import Sequence
 
 import libcst as cst
 
@@ -54,8 +55,9 @@ def recompute_memo(node: cst.If, ctx: RuleContext) -> Fix | None:
     picks = _picking_line(function, node, entry)
     if picks is None or not _only_uses(function, entry, node, picks):
         return None
-    kept[0] = kept[0].with_changes(
-        leading_lines=[*picks.leading_lines, *node.leading_lines, *kept[0].leading_lines])
+    first = kept[0]
+    assert isinstance(first, (cst.SimpleStatementLine, cst.BaseCompoundStatement))  # statements of a block
+    kept[0] = first.with_changes(leading_lines=[*picks.leading_lines, *node.leading_lines, *first.leading_lines])
     names = ", ".join(f"`{name}`" for name in reads)
     return Fix("unsafe",
                f"Compute {names} every time instead of reading them from the cache entry `{entry}`, whose hit "
@@ -87,7 +89,7 @@ def _slot(expr: cst.BaseExpression) -> tuple[str, int] | None:
     return None
 
 
-def _reads(statements: list[cst.BaseStatement], entry: str) -> dict[str, int]:
+def _reads(statements: Sequence[cst.BaseStatement], entry: str) -> dict[str, int]:
     """name -> slot for a hit branch that only assigns names from slots of `entry` (`a, b = e[1], e[2]`);
     empty when it does anything else."""
     reads: dict[str, int] = {}
@@ -124,7 +126,7 @@ def _store(stmt: cst.BaseStatement, entry: str) -> tuple[int, cst.BaseExpression
     return slot[1], assign.value
 
 
-def _kept_statements(statements: list[cst.BaseStatement], entry: str, key_slot: int, key: cst.BaseExpression,
+def _kept_statements(statements: Sequence[cst.BaseStatement], entry: str, key_slot: int, key: cst.BaseExpression,
                      reads: dict[str, int]) -> list[cst.BaseStatement] | None:
     """The miss branch without its stores into `entry`, when it stores the key into `key_slot` and each name
     the hit branch reads into that name's slot after the name's last assignment; else None."""
@@ -157,7 +159,7 @@ def _same_expression(a: cst.BaseExpression, b: cst.BaseExpression) -> bool:
     return ast.dump(ast.parse(code(a).strip(), mode="eval")) == ast.dump(ast.parse(code(b).strip(), mode="eval"))
 
 
-def _assigns(statements: list[cst.BaseStatement], name: str) -> bool:
+def _assigns(statements: Sequence[cst.BaseStatement], name: str) -> bool:
     for stmt in statements:
         for node in iter_nodes(stmt):
             targets: list[cst.BaseExpression] = []
