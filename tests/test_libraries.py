@@ -172,6 +172,11 @@ class Chain(nn.Module):
             x = layer(x)
         return x.pow(2).mean()
 
+    def inverse_loss(self, z):
+        for i in range(len(self.layers) - 1, -1, -1):
+            z = self.layers[i].inverse(z)
+        return z.pow(2).mean()
+
 
 class MaskedLoss(nn.Module):
     """Reads a count only when an index to ignore is set (the default sets none)."""
@@ -193,6 +198,9 @@ class Rescale(nn.Module):
 
     def forward(self, x):
         return x / x.abs().max().item()
+
+    def inverse(self, z):
+        return z * z.abs().max().item()
 
 
 class Pipeline(nn.Module):
@@ -613,6 +621,15 @@ def test_layers_of_two_classes_appended_at_module_level_are_summarised(site: Pat
         in on_step["WSC101"]
     assert "fakeoptim.layers.Rescale.forward" in on_step["WSC201"]
     assert not [f for f in found if f[2] == 18]  # the same call outside traced code
+
+
+def test_a_method_of_each_layer_of_a_list_of_two_classes_runs(site: Path, tmp_path: Path) -> None:
+    """`self.layers[i].inverse(z)` in a loop over the indices: every layer's `inverse` runs, so what one class's
+    does is done (not only what both classes' do, as for one of several functions taken from a table)."""
+    found = _lint(tmp_path / "proj", {"step.py": FLOW_STEP.replace("chain.loss(x)\n\n\n    def", "chain.inverse_loss(x)\n\n\n    def")})
+    on_step = {code: message for code, _, line, message in found if line == 14}
+    assert "fakeoptim.layers.Rescale.inverse" in on_step["WSC201"]
+    assert not [f for f in found if f[2] == 18]
 
 
 def test_library_modules_a_users_model_builds_keep_what_their_constructors_decided(site: Path, tmp_path: Path) -> None:

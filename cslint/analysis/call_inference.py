@@ -367,7 +367,9 @@ class CallInference:
                 return with_dtype(kind, self._method_dtype(method, receiver, node, arg_kinds, env))
             return kind
         if receiver.tag is Tag.OBJECT and receiver.role == "module" and "|" in receiver.cls:
-            # one of several classes' modules (a layer of a list of layers of different classes): each one's method
+            # one of several classes' modules (a layer of a list of layers of different classes): each one's
+            # method, and each runs (`for i in ...: z = self.flows[i].inverse(z)` goes through every layer)
+            self._running_each.add(id(node))
             return _joined([self._call_method(node, obj("module", cls), method, arg_kinds, env)
                             for cls in classes_of(receiver)])
         if receiver.tag is Tag.OBJECT:
