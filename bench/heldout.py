@@ -33,9 +33,9 @@ seen on sets 1 and 2, for the figures taken after those fixes. `--include-uncert
 `--packages`) measures cslint's opt-in tier beside the default one.
 Held-out set 4 (`--set 4`): eight packages of kinds no earlier set has, chosen at b27cb95 after session 25's fixes
 on set 3.
-`--user-view` (set 3) lints what a user lints instead, the training step: each step written as a user porting
-it writes it (`USER_STEPS_3`), linted alone with the packages installed, a runtime site counted as found when a
-finding of its family names it among its `library_sites`.
+`--user-view` (sets 3 and 4) lints what a user lints instead, the training step: each step written as a user
+porting it writes it (`USER_STEPS_3`, `USER_STEPS_4`), linted alone with the packages installed, a runtime site
+counted as found when a finding of its family names it among its `library_sites`.
 Not part of the test suite: it needs the registry for the install and minutes per step.
 """
 
@@ -831,7 +831,8 @@ def tabtransformer_step(device):
     torch.manual_seed(0)
     stats = torch.stack([torch.zeros(3), torch.ones(3)], dim=-1)
     tab = TabTransformer(categories=(4, 5), num_continuous=3, dim=16, depth=1, heads=2, dim_head=8, dim_out=1,
-                         continuous_mean_std=stats, mlp_act=torch.nn.ReLU(), attn_dropout=0.1, ff_dropout=0.1, num_residual_streams=2)
+                         continuous_mean_std=stats, mlp_act=torch.nn.ReLU(), attn_dropout=0.1, ff_dropout=0.1,
+                         num_residual_streams=2)
     ft = FTTransformer(categories=(4, 5), num_continuous=3, dim=16, depth=1, heads=2, dim_head=8, dim_out=3,
                        attn_dropout=0.1, ff_dropout=0.1, num_residual_streams=1)
     models = torch.nn.ModuleList([tab, ft]).to(device).train()
@@ -1268,12 +1269,364 @@ for _ in range(2):
     train_step(x, y)
 ''',
 }
+# Set 4's steps as a user porting them writes them (as USER_STEPS_3 above).
+USER_STEPS_4 = {
+    "egnn_step": r'''
+import torch
+from egnn_pytorch import EGNN, EGNN_Network
+TARGET_IMPORT
+
+torch.manual_seed(0)
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.network = EGNN_Network(num_tokens=10, dim=16, depth=2, num_nearest_neighbors=3, num_adj_degrees=2,
+                                    adj_dim=4, norm_coors=True)
+        self.layer = EGNN(dim=16, edge_dim=2, m_dim=8, soft_edges=True)
+        self.head = torch.nn.Linear(16, 1)
+
+    def forward(self, tokens, coors, mask, adj, edges):
+        feats, coors = self.network(tokens, coors, adj_mat=adj, mask=mask)
+        feats, coors = self.layer(feats, coors, edges=edges)
+        return self.head(feats).squeeze(-1), coors
+
+
+model = Net().train()
+optimizer = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=1e-2)
+tokens = torch.randint(0, 10, (2, 6))
+coors = torch.randn(2, 6, 3)
+mask = torch.ones(2, 6, dtype=torch.bool)
+mask[1, -1] = False
+adj = torch.rand(6, 6) > 0.5
+adj = (adj | adj.t()).unsqueeze(0).expand(2, -1, -1)
+edges = torch.randn(2, 6, 6, 2)
+target = torch.randn(2, 6)
+
+
+@TRACED
+def train_step(tokens, coors, mask, adj, edges, target):
+    energy, moved = model(tokens, coors, mask, adj, edges)
+    loss = ((energy - target) ** 2).mean() + ((moved - coors) ** 2).mean()
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad()
+    return loss.detach()
+
+
+for _ in range(2):
+    train_step(tokens, coors, mask, adj, edges, target)
+''',
+    "ncps_step": r'''
+import torch
+from ncps.torch import CfC, LTC
+from ncps.wirings import AutoNCP
+TARGET_IMPORT
+
+torch.manual_seed(0)
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.cfc = CfC(3, 16, proj_size=2)
+        self.wired = CfC(3, AutoNCP(12, 2))
+        self.ltc = LTC(3, AutoNCP(10, 2), ode_unfolds=3)
+        self.mixed = CfC(3, 8, mixed_memory=True, mode="no_gate", proj_size=2)
+
+    def forward(self, x):
+        a, _ = self.cfc(x)
+        b, _ = self.wired(x)
+        c, _ = self.ltc(x)
+        d, _ = self.mixed(x)
+        return a + b + c + d
+
+
+model = Net().train()
+optimizer = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=1e-2)
+x = torch.randn(2, 5, 3)
+y = torch.randn(2, 5, 2)
+
+
+@TRACED
+def train_step(x, y):
+    loss = ((model(x) - y) ** 2).mean()
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad()
+    return loss.detach()
+
+
+for _ in range(2):
+    train_step(x, y)
+''',
+    "julius_step": r'''
+import torch
+import julius
+TARGET_IMPORT
+
+torch.manual_seed(0)
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.pre = torch.nn.Conv1d(1, 1, 9, padding=4)
+        self.kernel = torch.nn.Parameter(torch.randn(1, 1, 33) * 0.05)
+        self.bands = julius.SplitBands(sample_rate=8000, n_bands=3)
+        self.lowpass = julius.LowPassFilters([0.1, 0.25])
+
+    def forward(self, wav):
+        y = self.pre(wav)
+        y = julius.resample_frac(julius.resample_frac(y, 5, 4), 4, 5, output_length=wav.shape[-1])
+        y = julius.fft_conv1d(y, self.kernel, padding=16)
+        return y, self.bands(y), self.lowpass(y)
+
+
+model = Net().train()
+optimizer = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=1e-2)
+wav = torch.randn(2, 1, 1024)
+
+
+@TRACED
+def train_step(wav):
+    y, bands, lows = model(wav)
+    loss = ((y - wav) ** 2).mean() + sum(((b - t) ** 2).mean() for b, t in zip(bands, model.bands(wav)))
+    loss = loss + julius.highpass_filter(y, 0.3).pow(2).mean() + julius.bandpass_filter(y, 0.05, 0.2).pow(2).mean()
+    loss = loss + lows.pow(2).mean() * 1e-2
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad()
+    return loss.detach()
+
+
+for _ in range(2):
+    train_step(wav)
+''',
+    "tabtransformer_step": r'''
+import torch
+from tab_transformer_pytorch import FTTransformer, TabTransformer
+TARGET_IMPORT
+
+torch.manual_seed(0)
+stats = torch.stack([torch.zeros(3), torch.ones(3)], dim=-1)
+tab = TabTransformer(categories=(4, 5), num_continuous=3, dim=16, depth=1, heads=2, dim_head=8, dim_out=1,
+                     continuous_mean_std=stats, mlp_act=torch.nn.ReLU(), attn_dropout=0.1, ff_dropout=0.1,
+                     num_residual_streams=2)
+ft = FTTransformer(categories=(4, 5), num_continuous=3, dim=16, depth=1, heads=2, dim_head=8, dim_out=3,
+                   attn_dropout=0.1, ff_dropout=0.1, num_residual_streams=1)
+models = torch.nn.ModuleList([tab, ft]).train()
+optimizer = torch.optim.SGD([p for p in models.parameters() if p.requires_grad], lr=1e-2)
+x_categ = torch.stack([torch.randint(0, 4, (8,)), torch.randint(0, 5, (8,))], dim=1)
+x_cont = torch.randn(8, 3)
+y = torch.randn(8)
+label = torch.randint(0, 3, (8,))
+
+
+@TRACED
+def train_step(x_categ, x_cont, y, label):
+    loss = (torch.nn.functional.mse_loss(tab(x_categ, x_cont).squeeze(-1), y)
+            + torch.nn.functional.cross_entropy(ft(x_categ, x_cont), label))
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad()
+    return loss.detach()
+
+
+for _ in range(2):
+    train_step(x_categ, x_cont, y, label)
+''',
+    "torchsde_step": r'''
+import torch
+import torchsde
+TARGET_IMPORT
+
+torch.manual_seed(0)
+
+
+class SDE(torch.nn.Module):
+    noise_type = "diagonal"
+
+    def __init__(self, sde_type):
+        super().__init__()
+        self.sde_type = sde_type
+        self.drift = torch.nn.Sequential(torch.nn.Linear(2, 16), torch.nn.Tanh(), torch.nn.Linear(16, 2))
+        self.diffusion = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Sigmoid())
+
+    def f(self, t, y):
+        return self.drift(y)
+
+    def g(self, t, y):
+        return self.diffusion(y) * 0.3
+
+
+ito, stratonovich = SDE("ito"), SDE("stratonovich")
+models = torch.nn.ModuleList([ito, stratonovich]).train()
+optimizer = torch.optim.SGD([p for p in models.parameters() if p.requires_grad], lr=1e-2)
+y0 = torch.randn(4, 2)
+ts = torch.linspace(0.0, 1.0, 3)
+target = torch.randn(4, 2)
+
+
+@TRACED
+def train_step(y0, ts, target):
+    euler = torchsde.sdeint(ito, y0, ts, method="euler", dt=0.25)
+    milstein = torchsde.sdeint(ito, y0, ts, method="milstein", dt=0.25)
+    heun = torchsde.sdeint(stratonovich, y0, ts, method="reversible_heun", dt=0.25)
+    adjoint = torchsde.sdeint_adjoint(stratonovich, y0, ts, method="reversible_heun", dt=0.25,
+                                      adjoint_method="adjoint_reversible_heun")
+    loss = sum(((ys[-1] - target) ** 2).mean() for ys in (euler, milstein, heun, adjoint))
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad()
+    return loss.detach()
+
+
+for _ in range(2):
+    train_step(y0, ts, target)
+''',
+    "sb3_step": r'''
+import gymnasium as gym
+import numpy as np
+import torch
+from stable_baselines3.common.policies import ActorCriticPolicy
+TARGET_IMPORT
+
+torch.manual_seed(0)
+box = gym.spaces.Box(low=-1.0, high=1.0, shape=(4,), dtype=np.float32)
+discrete = ActorCriticPolicy(box, gym.spaces.Discrete(3), lambda _: 3e-4, net_arch=[16, 16])
+gaussian = ActorCriticPolicy(box, gym.spaces.Box(low=-1.0, high=1.0, shape=(2,), dtype=np.float32),
+                             lambda _: 3e-4, net_arch=dict(pi=[16], vf=[16]))
+obs = torch.rand(8, 4) * 2 - 1
+actions = torch.randint(0, 3, (8,))
+continuous = torch.rand(8, 2) * 2 - 1
+advantages = torch.randn(8)
+returns = torch.randn(8)
+old_log_prob = torch.full((8,), -1.0)
+
+
+def ppo(policy, obs, actions):
+    values, log_prob, entropy = policy.evaluate_actions(obs, actions)
+    ratio = torch.exp(log_prob - old_log_prob)
+    clipped = torch.clamp(ratio, 0.8, 1.2)
+    surrogate = -torch.min(advantages * ratio, advantages * clipped).mean()
+    return surrogate + 0.5 * ((returns - values.flatten()) ** 2).mean() - 0.01 * entropy.mean()
+
+
+@TRACED
+def train_step(obs, actions, continuous):
+    loss = ppo(discrete, obs, actions) + ppo(gaussian, obs, continuous)
+    loss.backward()
+    discrete.optimizer.step()
+    gaussian.optimizer.step()
+    discrete.optimizer.zero_grad()
+    gaussian.optimizer.zero_grad()
+    return loss.detach()
+
+
+for _ in range(2):
+    train_step(obs, actions, continuous)
+''',
+    "snntorch_step": r'''
+import torch
+import snntorch as snn
+import snntorch.functional as SF
+from snntorch import spikegen, surrogate
+TARGET_IMPORT
+
+torch.manual_seed(0)
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = torch.nn.Linear(8, 16)
+        self.lif1 = snn.Leaky(beta=0.9, spike_grad=surrogate.fast_sigmoid(slope=25), learn_beta=True)
+        self.fc2 = torch.nn.Linear(16, 4)
+        self.syn2 = snn.Synaptic(alpha=0.8, beta=0.9, spike_grad=surrogate.atan(), learn_threshold=True)
+
+    def forward(self, x):
+        mem1 = self.lif1.init_leaky()
+        syn2, mem2 = self.syn2.init_synaptic()
+        spikes, mems = [], []
+        for step in range(x.shape[0]):
+            spk1, mem1 = self.lif1(self.fc1(x[step]), mem1)
+            spk2, syn2, mem2 = self.syn2(self.fc2(spk1), syn2, mem2)
+            spikes.append(spk2)
+            mems.append(mem2)
+        return torch.stack(spikes), torch.stack(mems)
+
+
+model = Net().train()
+optimizer = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=1e-2)
+data = torch.rand(4, 8)
+labels = torch.tensor([0, 1, 2, 3])
+rate_loss, count_loss = SF.ce_rate_loss(), SF.mse_count_loss(correct_rate=0.8, incorrect_rate=0.2)
+membrane_loss = SF.mse_membrane_loss()
+
+
+@TRACED
+def train_step(data, labels):
+    spikes_in = spikegen.rate(data, num_steps=8)
+    spk, mem = model(spikes_in)
+    loss = rate_loss(spk, labels) + count_loss(spk, labels) + membrane_loss(mem, labels)
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad()
+    return loss.detach()
+
+
+for _ in range(2):
+    train_step(data, labels)
+''',
+    "mambapy_step": r'''
+import torch
+from mambapy.mamba import Mamba, MambaConfig
+TARGET_IMPORT
+
+torch.manual_seed(0)
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = torch.nn.Embedding(32, 16)
+        self.parallel = Mamba(MambaConfig(d_model=16, n_layers=2, d_state=8, expand_factor=2))
+        self.sequential = Mamba(MambaConfig(d_model=16, n_layers=1, d_state=8, pscan=False, inner_layernorms=True))
+        self.head = torch.nn.Linear(16, 32)
+
+    def forward(self, ids):
+        h = self.embed(ids)
+        return self.head(self.sequential(self.parallel(h)))
+
+
+model = Net().train()
+optimizer = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=1e-2)
+ids = torch.randint(0, 32, (2, 8))
+
+
+@TRACED
+def train_step(ids):
+    logits = model(ids[:, :-1])
+    loss = torch.nn.functional.cross_entropy(logits.reshape(-1, 32), ids[:, 1:].reshape(-1))
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad()
+    return loss.detach()
+
+
+for _ in range(2):
+    train_step(ids)
+''',
+}
+USER_STEPS_OF_SET = {3: USER_STEPS_3, 4: USER_STEPS_4}
 # what each target's user file imports and decorates its step with
 TRACED_BY = {"wsc": ("import cerebras.pytorch as cstorch", "@cstorch.trace"), "compile": ("", "@torch.compile")}
 
 
 def user_file(text: str, target: str) -> str:
-    """A user step of USER_STEPS_3 for the target: its import (none for `torch.compile`) and its decorator."""
+    """A user step of USER_STEPS_3/4 for the target: its import (none for `torch.compile`) and its decorator."""
     module, decorator = TRACED_BY[target]
     return text.replace("TARGET_IMPORT\n", f"{module}\n" if module else "").replace("@TRACED\n", f"{decorator}\n")
 
@@ -1465,11 +1818,11 @@ def user_view_verdicts(sites: list[dict], findings: list[dict]) -> list[dict]:
 
 
 def user_view(args: argparse.Namespace) -> None:
-    """Each step of the set as a user writes it (USER_STEPS_3), linted alone for each target with the set's
+    """Each step of the set as a user writes it (USER_STEPS_OF_SET), linted alone for each target with the set's
     packages installed (`--python` the venv's), its stored runtime sites (`--user-view` rows) scored by
     `user_view_verdicts`."""
-    if args.set != 3:
-        raise SystemExit("--user-view: the user steps are written for set 3 only")
+    if args.set not in USER_STEPS_OF_SET:
+        raise SystemExit(f"--user-view: the user steps are written for sets {sorted(USER_STEPS_OF_SET)} only")
     python = args.venv / "bin" / "python"
     env = {**os.environ, "PYTHONPATH": str(args.cslint_path or REPO)}
     stored = {(r["target"], r["factory"]): r for r in json.loads(args.user_view.read_text())}
@@ -1479,7 +1832,7 @@ def user_view(args: argparse.Namespace) -> None:
         for name in names:
             with tempfile.TemporaryDirectory(prefix="cslint-user-view-") as work:
                 user = Path(work) / f"{name}.py"
-                user.write_text(user_file(USER_STEPS_3[name], target), encoding="utf-8")
+                user.write_text(user_file(USER_STEPS_OF_SET[args.set][name], target), encoding="utf-8")
                 done = subprocess.run([str(python), "-m", "cslint", "check", "--no-cache", "--exit-zero", "--target",
                                        target, "--output-format", "json", "--python", str(python), user.name],
                                       cwd=work, capture_output=True, text=True, timeout=args.timeout, env=env)
@@ -1659,8 +2012,8 @@ def main() -> None:
     parser.add_argument("--cslint-path", type=Path, help="with --restatic/--packages: run the cslint of this checkout "
                                                          "(PYTHONPATH), e.g. /work/main for the before-figure; "
                                                          "with --user-view: default this one")
-    parser.add_argument("--user-view", type=Path, help="(set 3) lint each step as a user writes it, alone, and score "
-                                                       "this --json file's runtime sites by the findings' "
+    parser.add_argument("--user-view", type=Path, help="(sets 3, 4) lint each step as a user writes it, alone, and "
+                                                       "score this --json file's runtime sites by the findings' "
                                                        "library_sites; rows to --json; and stop")
     parser.add_argument("--include-uncertain", action="store_true",
                         help="with --restatic or --packages: lint with `cslint check --include-uncertain` (the "
