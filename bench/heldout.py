@@ -491,7 +491,8 @@ DEPENDENCIES_3 = ["numpy==2.4.6", "scipy==1.17.1", "mpmath==1.3.0", "sympy", "op
 SCOPES_3 = ("gpytorch", "linear_operator", "e3nn", "normflows", "asteroid_filterbanks", "geomloss", "heavyball",
             "entmax")
 
-FACTORIES_3 = r'''
+# the training step sets 3 and 4 build their steps with (the text heads each set's factories file)
+TRAIN_STEP = r'''
 import torch
 from cslint.runtime import Step
 
@@ -508,7 +509,9 @@ def _train_step(model, loss_of, batches, optimizer=None):
         opt.zero_grad()
         return loss.detach()
     return Step(step, batches)
+'''
 
+FACTORIES_3 = TRAIN_STEP + r'''
 
 def gpytorch_step(device):
     """Gaussian-process regression: an exact GP by marginal likelihood and a variational GP by the ELBO."""
@@ -710,24 +713,7 @@ DEPENDENCIES_4 = ["numpy==2.4.6", "scipy==1.17.1", "einops==0.8.2", "einx==0.4.3
 SCOPES_4 = ("egnn_pytorch", "ncps", "julius", "tab_transformer_pytorch", "torchsde", "stable_baselines3", "snntorch",
             "mambapy")
 
-FACTORIES_4 = r'''
-import torch
-from cslint.runtime import Step
-
-
-def _train_step(model, loss_of, batches, optimizer=None):
-    """forward + loss + backward + an optimizer step (SGD unless given), as a training loop runs it."""
-    params = [p for p in model.parameters() if p.requires_grad]
-    opt = optimizer(params) if optimizer else torch.optim.SGD(params, lr=1e-2)
-
-    def step(*batch):
-        loss = loss_of(*batch)
-        loss.backward()
-        opt.step()
-        opt.zero_grad()
-        return loss.detach()
-    return Step(step, batches)
-
+FACTORIES_4 = TRAIN_STEP + r'''
 
 def egnn_step(device):
     """E(n)-equivariant graph networks: an EGNN_Network on token features with a nearest-neighbour graph, a mask

@@ -17,6 +17,7 @@ from typing import Any
 import libcst as cst
 
 from cslint.analysis.kinds import NONE, Kind, constant, is_none
+from cslint.analysis.truth import combined_truth
 
 _LITERALS = (cst.Integer, cst.Float, cst.SimpleString)
 _NAMED = {"True": True, "False": False}
@@ -54,21 +55,12 @@ def _literal(expr: cst.BaseExpression) -> object:
 def constant_truth(test: cst.BaseExpression, kinds: Mapping[int, Kind]) -> bool | None:
     """The truth of `test` where literals and values of known constants (their kinds, `kinds` by node) decide it,
     else None."""
-    kind = type(test)
-    if kind is cst.UnaryOperation and type(test.operator) is cst.Not:  # type: ignore[attr-defined]
-        inner = constant_truth(test.expression, kinds)  # type: ignore[attr-defined]
-        return None if inner is None else not inner
-    if kind is cst.BooleanOperation:
-        is_or = type(test.operator) is cst.Or  # type: ignore[attr-defined]
-        left = constant_truth(test.left, kinds)  # type: ignore[attr-defined]
-        if left is is_or:  # `True or ...`, `False and ...`
-            return left
-        right = constant_truth(test.right, kinds)  # type: ignore[attr-defined]
-        if right is is_or:
-            return right
-        return right if left is not None else None
-    if kind is cst.Comparison:
-        return _comparison(test, kinds)  # type: ignore[arg-type]
+    return combined_truth(test, lambda part: _part_truth(part, kinds))
+
+
+def _part_truth(test: cst.BaseExpression, kinds: Mapping[int, Kind]) -> bool | None:
+    if type(test) is cst.Comparison:
+        return _comparison(test, kinds)
     value = _value(test, kinds)
     return None if value is _NO_VALUE else bool(value)
 

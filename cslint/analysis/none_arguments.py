@@ -29,6 +29,7 @@ import libcst as cst
 
 from cslint.analysis.index import FunctionInfo
 from cslint.analysis.kinds import NONE, Kind, Tag, is_none, is_some, may_be_none, not_none
+from cslint.analysis.truth import combined_truth
 from cslint.analysis.walk import iter_nodes
 
 
@@ -112,28 +113,19 @@ def never_none(expr: cst.BaseExpression, env: Mapping[str, Kind]) -> bool:
 
 def none_truth(test: cst.BaseExpression, env: Mapping[str, Kind]) -> bool | None:
     """The truth of `test` where comparisons with None of names bound to None (in `env`) decide it, else None."""
-    kind = type(test)
-    if kind is cst.Comparison:
-        compared = _compared_with_none(test)  # type: ignore[arg-type]
-        if compared is None:
-            return None
-        value = env.get(compared[0])
-        if value is None:
-            return None
-        return compared[1] if is_none(value) else not compared[1] if is_some(value) else None
-    if kind is cst.UnaryOperation and type(test.operator) is cst.Not:  # type: ignore[attr-defined]
-        inner = none_truth(test.expression, env)  # type: ignore[attr-defined]
-        return None if inner is None else not inner
-    if kind is cst.BooleanOperation:
-        is_or = type(test.operator) is cst.Or  # type: ignore[attr-defined]
-        left = none_truth(test.left, env)  # type: ignore[attr-defined]
-        if left is is_or:  # `True or ...`, `False and ...`
-            return left
-        right = none_truth(test.right, env)  # type: ignore[attr-defined]
-        if right is is_or:
-            return right
-        return right if left is not None else None
-    return None
+    return combined_truth(test, lambda part: _none_comparison(part, env))
+
+
+def _none_comparison(test: cst.BaseExpression, env: Mapping[str, Kind]) -> bool | None:
+    if type(test) is not cst.Comparison:
+        return None
+    compared = _compared_with_none(test)
+    if compared is None:
+        return None
+    value = env.get(compared[0])
+    if value is None:
+        return None
+    return compared[1] if is_none(value) else not compared[1] if is_some(value) else None
 
 
 def _compared_with_none(test: cst.Comparison) -> tuple[str, bool] | None:
