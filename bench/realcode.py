@@ -278,6 +278,21 @@ def sample_step(x, t):
 ''',
 }
 
+
+# What makes the user's step a root of the row's target: a function torch.compile decorates is checked for
+# compile whatever the run's target (docs/targets.md, a target per root), so the lazy-tensor row's step is a
+# Cerebras trace, which is only read (the step file is linted, never run).
+ROOT_DECORATOR = {"compile": "@torch.compile", "wsc": "@cstorch.trace"}
+
+
+def user_step(name: str, target: str) -> str:
+    """The user's step of `name`, its root decorated for `target`."""
+    text = USER_STEPS[name]
+    if target == "compile":
+        return text
+    return text.replace("import torch\n", "import torch\nimport cerebras.pytorch as cstorch\n", 1) \
+        .replace("@torch.compile\n", ROOT_DECORATOR[target] + "\n")
+
 # Runs one factory's step once on the CPU and prints the lines of the packages it executed.
 COVERAGE = r'''
 import json, sys, importlib.util, threading
@@ -390,7 +405,7 @@ def measure_target(python: Path, factories: Path, name: str, target: str, timeou
         # a project linting its own copy of them would be: since a run is split by project (2657b3d), a step in
         # another directory has the packages' findings reported at its calls, not in the files this row scores.
         user = [str(_package_root(files[0], scopes) / f"cslint_user_{name}.py")]
-        Path(user[0]).write_text(USER_STEPS[name], encoding="utf-8")
+        Path(user[0]).write_text(user_step(name, target), encoding="utf-8")
     try:
         static = run_json([str(python), "-m", "cslint", "check", "--no-cache", "--exit-zero", "--target", target,
                            "--output-format", "json", *files, *user], timeout) if files else []
