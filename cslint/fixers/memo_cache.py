@@ -31,7 +31,7 @@ from collections.abc import Sequence
 
 import libcst as cst
 
-from cslint.analysis.walk import iter_nodes, iter_with_parents
+from cslint.analysis.walk import bound_names, iter_nodes, iter_with_parents
 from cslint.rule_api.context import RuleContext
 from cslint.rule_api.findings import Fix
 
@@ -160,18 +160,12 @@ def _same_expression(a: cst.BaseExpression, b: cst.BaseExpression) -> bool:
 
 
 def _assigns(statements: Sequence[cst.BaseStatement], name: str) -> bool:
+    """Does any of `statements` bind `name` (an assignment, augmented or annotated, or a loop target)?"""
     for stmt in statements:
         for node in iter_nodes(stmt):
-            targets: list[cst.BaseExpression] = []
-            if isinstance(node, cst.AssignTarget):
-                targets = [node.target]
-            elif isinstance(node, (cst.AugAssign, cst.AnnAssign)):
-                targets = [node.target]
-            elif isinstance(node, cst.For):
-                targets = [node.target]
-            for target in targets:
-                if any(isinstance(n, cst.Name) and n.value == name for n in iter_nodes(target)):
-                    return True
+            if isinstance(node, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.For)) and \
+                    any(bound.value == name for bound in bound_names(node.target)):
+                return True
     return False
 
 
