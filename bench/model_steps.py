@@ -2,7 +2,8 @@
 
 Each factory `name(device)` is a runtime target (`cslint runtime bench/model_steps.py:bert`, or a
 `runtime-targets` entry for `--fix --verify`). Its step is a forward with labels and a backward; it returns
-the loss and every parameter's gradient (what a fix must leave equal), then clears the gradients. Three
+the loss and every parameter's gradient (what a fix must leave equal; zero for a parameter the step did not
+reach) and, last, which parameters had a gradient, then clears the gradients. Three
 batches: the step runs three times. Dropout is switched off so that a fix that changes the order of random
 draws elsewhere is not blamed for dropout's noise; layer-drop and other random choices stay.
 
@@ -42,9 +43,14 @@ def _step(model: torch.nn.Module, loss_of, batches: list[tuple[torch.Tensor, ...
     def step(*batch: torch.Tensor):  # type: ignore[no-untyped-def]
         loss = loss_of(*batch)
         loss.backward()
-        grads = [p.grad.detach().clone() for p in model.parameters() if p.grad is not None]
+        parameters = list(model.parameters())
+        # A parameter the step did not reach has no gradient: its derivative is zero, which is what a fix
+        # that runs the layer and discards its result gives. Which ones had none is the last output, so a
+        # change from none to zero is reported, not compared away.
+        grads = [torch.zeros_like(p) if p.grad is None else p.grad.detach().clone() for p in parameters]
+        present = torch.tensor([p.grad is not None for p in parameters], dtype=torch.float32)
         model.zero_grad(set_to_none=True)
-        return [loss.detach()] + grads
+        return [loss.detach()] + grads + [present]
 
     return step, batches
 

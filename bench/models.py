@@ -23,7 +23,8 @@ einx 0.4.3, local-attention 1.11.2), torch 2.13.0 CPU.
    file, line and code; dynamo's are graph breaks, those on constructs no rule names included with the
    code `break`; the lazy backend's are host syncs and value-dependent shapes), whether the CPU reference
    run's outputs (the loss and every gradient, three steps) are allclose (rtol 1e-5, atol 1e-5) before and
-   after, and whether the fixed step ran its three steps.
+   after (a parameter with no gradient counts as a zero gradient; a change from none to zero is listed
+   under the model's problems), and whether the fixed step ran its three steps.
 
 A model that fails (does not build, raises, a backend stops) is a row that says so, never left out.
 Exit status 0 always: the table is the result.
@@ -158,7 +159,9 @@ def fix(tree: Path, files: list[str], target: str) -> str:
 
 
 def equal_outputs(expected: list[object], actual: list[object]) -> bool | None:
-    """Loss and gradients allclose at every step; None when either run has no outputs."""
+    """Loss and gradients allclose at every step; None when either run has no outputs. Each step's outputs
+    are the loss, every parameter's gradient (zero where the step reached no parameter) and, last, which
+    parameters had a gradient: that last one is `gradients_made_zero`'s, not compared here."""
     import torch
 
     if not expected or not actual:
@@ -168,11 +171,22 @@ def equal_outputs(expected: list[object], actual: list[object]) -> bool | None:
     for before, after in zip(expected, actual):
         if len(before) != len(after):  # type: ignore[arg-type]
             return False
-        for b, a in zip(before, after):  # type: ignore[call-overload]
+        for b, a in zip(before[:-1], after[:-1]):  # type: ignore[index]
             b, a = torch.tensor(b, dtype=torch.float64), torch.tensor(a, dtype=torch.float64)
             if b.shape != a.shape or not torch.allclose(a, b, rtol=TOLERANCE, atol=TOLERANCE):
                 return False
     return True
+
+
+def gradients_made_zero(expected: list[object], actual: list[object]) -> int:
+    """Parameter-steps with no gradient before and a (zero, when the outputs are equal) gradient after: a
+    dropped layer that a fix runs and discards. An optimizer with momentum or weight decay moves such a
+    parameter where the original left it alone."""
+    count = 0
+    for before, after in zip(expected, actual):
+        if before and after and len(before) == len(after):  # type: ignore[arg-type]
+            count += sum(b == 0 and a == 1 for b, a in zip(before[-1], after[-1]))  # type: ignore[index]
+    return count
 
 
 @dataclass
@@ -188,6 +202,9 @@ class Row:
     def equal(self, target: str) -> bool | None:
         return equal_outputs(self.before.outputs, self.after[target].outputs)
 
+    def made_zero(self, target: str) -> int:
+        return gradients_made_zero(self.before.outputs, self.after[target].outputs)
+
     def stepped(self, target: str) -> bool:
         run = self.after[target]
         return not run.error and run.steps == model_steps.STEPS
@@ -200,6 +217,10 @@ class Row:
             for backend, status in sorted(run.status.items()):
                 if status != "complete":
                     said.append(f"{name}, {backend}: {status[:160]}")
+        for target in self.after:
+            if self.made_zero(target):
+                said.append(f"after {target}: {self.made_zero(target)} parameter gradients none before, zero after "
+                            "(a skipped layer now runs and is discarded)")
         return said
 
 
@@ -250,8 +271,11 @@ def table(rows: list[Row], summaries: dict[str, str], trees: Path) -> str:
     equal = {t: sum(r.equal(t) is True for r in rows) for t in BACKEND}
     stepped = {t: sum(r.stepped(t) for r in rows) for t in BACKEND}
     ran_before = sum(not r.before.error and r.before.steps == model_steps.STEPS for r in rows)
+    made_zero = {t: [r.model for r in rows if r.made_zero(t)] for t in BACKEND}
     out.append(f"- Loss and gradients equal: {equal['compile']} of {len(rows)} (compile), {equal['wsc']} of "
-               f"{len(rows)} (wsc). Stepped 3 times before: {ran_before} of {len(rows)}; after: "
+               f"{len(rows)} (wsc); a gradient none before and zero after (compared as zero) in "
+               f"{', '.join(made_zero['compile']) or 'no model'} (compile), {', '.join(made_zero['wsc']) or 'no model'} "
+               f"(wsc). Stepped 3 times before: {ran_before} of {len(rows)}; after: "
                f"{stepped['compile']} (compile), {stepped['wsc']} (wsc).")
     out.append("")
     out.append(sites_left(rows, trees))

@@ -28,12 +28,24 @@ def _run(sites: dict[str, set[models.Site]], outputs: list[object], error: str =
 
 
 def test_outputs_compare_loss_and_every_gradient_at_every_step() -> None:
-    before = [[1.0, [[0.5, 0.25]]]] * 3
-    assert models.equal_outputs(before, [[1.0 + 1e-7, [[0.5, 0.25]]]] * 3) is True
-    assert models.equal_outputs(before, [[1.0, [[0.5, 0.26]]]] * 3) is False  # one gradient entry
+    before = [[1.0, [[0.5, 0.25]], [1.0]]] * 3  # loss, one gradient, which parameters had one
+    assert models.equal_outputs(before, [[1.0 + 1e-7, [[0.5, 0.25]], [1.0]]] * 3) is True
+    assert models.equal_outputs(before, [[1.0, [[0.5, 0.26]], [1.0]]] * 3) is False  # one gradient entry
     assert models.equal_outputs(before, before[:2]) is False  # a step missing
-    assert models.equal_outputs(before, [[1.0]] * 3) is False  # a gradient missing
+    assert models.equal_outputs(before, [[1.0, [1.0]]] * 3) is False  # a gradient missing
     assert models.equal_outputs(before, []) is None  # no outputs: not a pass
+
+
+def test_a_gradient_none_before_and_zero_after_is_equal_and_reported() -> None:
+    skipped = [[1.0, [[0.5, 0.25]], [[0.0, 0.0]], [1.0, 0.0]]]  # the second parameter's layer was skipped
+    runs = [[1.0, [[0.5, 0.25]], [[0.0, 0.0]], [1.0, 1.0]]]  # the fix runs the layer and discards it
+    assert models.equal_outputs(skipped, runs) is True
+    assert models.gradients_made_zero(skipped, runs) == 1
+    assert models.gradients_made_zero(skipped, skipped) == 0
+    assert models.equal_outputs(skipped, [[1.0, [[0.5, 0.25]], [[0.0, 0.1]], [1.0, 1.0]]]) is False
+    row = models.Row("m", _run({"lazy": set()}, skipped), {"wsc": _run({"lazy": set()}, runs)})
+    assert row.problems() == ["after wsc: 1 parameter gradients none before, zero after "
+                              "(a skipped layer now runs and is discarded)"]
 
 
 def test_counts_totals_and_sites_left_per_target(tmp_path: Path) -> None:
@@ -42,9 +54,9 @@ def test_counts_totals_and_sites_left_per_target(tmp_path: Path) -> None:
     for tree in ("compile", "wsc"):
         (tmp_path / tree / "pkg").mkdir(parents=True)
         (tmp_path / tree / "pkg" / "mod.py").write_text("x = t.item()\nif t:\n", encoding="utf-8")
-    out = [[1.0]] * 3
+    out = [[1.0, [0.5], [1.0]]] * 3  # the loss, one gradient, which parameters had one
     row = models.Row("bert", _run({"lazy": {kept, gone}, "dynamo": {kept, gone}}, out),
-                     {"compile": _run({"dynamo": {kept}}, out), "wsc": _run({"lazy": {kept}}, [[2.0]] * 3)})
+                     {"compile": _run({"dynamo": {kept}}, out), "wsc": _run({"lazy": {kept}}, [[2.0, [0.5], [1.0]]] * 3)})
     failed = models.Row("gpt2", _run({"lazy": set(), "dynamo": {gone}}, out),
                         {"compile": _run({"dynamo": set()}, [], error="Traceback\nValueError: boom", steps=0),
                          "wsc": _run({"lazy": set()}, out)})
