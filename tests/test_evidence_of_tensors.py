@@ -194,7 +194,66 @@ class Encoder(nn.Module):
 """
 
 
-@pytest.mark.xfail(strict=True, reason="a tuple of two lengths keeps no items: an index reads the join (session 26)")
 @pytest.mark.parametrize("target", TARGETS)
 def test_sizes_read_by_index_from_a_tuple_of_two_lengths_stay_python_values(lint, target):
     assert codes(lint(VARIABLE_LENGTH_OUTPUTS, target=target)) == []
+
+
+TUPLE_ARITHMETIC = """import torch
+from torch import nn
+
+
+class Head(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, hidden, extra=None):
+        batch, length, channels = hidden.shape
+        outputs = (self.proj(hidden), (batch, length))
+        if extra is not None:
+            outputs = outputs + (extra.sum(-1),)
+        outputs = outputs + tuple(t.mean() for t in [hidden])
+        shape = outputs[1] + (channels,)
+        pooled = outputs[0].view(*shape)
+        scale = outputs[-1]
+        return pooled.view(batch, {last})
+"""
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_tuple_keeps_its_leading_positions_through_concatenation_and_joins(lint, target):
+    """`(t, sizes) + more` on one path and `(t, sizes) + other` on another: position 1 is still the sizes."""
+    assert codes(lint(TUPLE_ARITHMETIC.format(last="-1"), target=target)) == []
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_an_index_from_the_end_of_a_tuple_of_unknown_length_reads_its_elements(lint, target):
+    """The last position of `(t, sizes) + tuple(...)` is not known: it may be a tensor, so a size read from it
+    is still reported."""
+    assert codes(lint(TUPLE_ARITHMETIC.format(last="scale"), target=target)) == [("WSC207", 19)]
+
+
+SLICED_OUTPUTS = """import torch
+from torch import nn
+
+
+class Pair(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, hidden):
+        outputs = (self.proj(hidden), hidden.size(0), hidden.sum())
+        rest = outputs[1:]
+        width = rest[0]
+        if {test}:
+            hidden = hidden * 2
+        return hidden.view(width, -1)
+"""
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_slice_of_a_tuple_is_a_tuple_of_its_positions(lint, target):
+    assert codes(lint(SLICED_OUTPUTS.format(test="width > 2"), target=target)) == []
+    assert codes(lint(SLICED_OUTPUTS.format(test="rest[-1] > 0"), target=target)) == [("WSC101", 14)]

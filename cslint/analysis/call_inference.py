@@ -19,7 +19,7 @@ from cslint.analysis.imports import dotted_name
 from cslint.analysis.index import ClassInfo, FunctionInfo, ModuleInfo
 from cslint.analysis.kinds import (
     FLOAT64, FLOAT64_DTYPE, HOST, MODULE, STATIC, TENSOR, UNKNOWN, Kind, Tag, as_boolean, attribute_of, classes_of, element_of,
-    is_float64, join, modules_of, obj, sequence_of, tensor, tuple_of, with_dtype,
+    is_float64, join, known_items, modules_of, obj, sequence_of, tensor, tuple_of, with_dtype,
 )
 from cslint.analysis.library_env import Summary, both, either
 from cslint.analysis.none_arguments import literal_nones, shown_not_none, with_none_arguments
@@ -638,8 +638,8 @@ def bind_arguments(target: FunctionInfo, node: cst.Call, arg_kinds: list[Kind],
         if arg.keyword is not None:
             bound[arg.keyword.value] = kind
         elif arg.star == "*":
-            if kind.items is not None:  # `f(*(a, b))`, a tuple whose positions are known
-                for name, item in zip(positional[index:], kind.items):
+            if known_items(kind) is not None:  # `f(*(a, b))`, a tuple whose positions are known
+                for name, item in zip(positional[index:], kind.items or ()):
                     bound[name] = item
             else:  # `self.decoder(*args, **kwargs)`: the inputs fill the required positions; options (with a
                 # default) come by name, so `use_cache=None` keeps what its signature says
@@ -680,6 +680,6 @@ def _holds_tensors(kind: Kind) -> bool:
     if kind.tag is Tag.TENSOR:
         return True
     if kind.tag is Tag.SEQUENCE:
-        parts = kind.items if kind.items is not None else (kind.elem,) if kind.elem is not None else ()
+        parts = (*(kind.items or ()), *((kind.elem,) if kind.elem is not None and known_items(kind) is None else ()))
         return bool(parts) and all(_holds_tensors(part) for part in parts)
     return False

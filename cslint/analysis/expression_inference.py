@@ -17,6 +17,7 @@ from cslint.analysis.kinds import (
     element_of, hashes_its_members, is_float64, join, mapping_of, obj, sequence_of, tensor, tuple_of,
 )
 from cslint.analysis.ranks import elementwise_rank, subscript_rank
+from cslint.analysis.sequence_kinds import literal_int, operation, slice_of
 from cslint.analysis.syntax import path_key, string_value
 
 
@@ -51,7 +52,7 @@ class ExpressionInference(CallInference):
 
     def _binary(self, node: cst.BinaryOperation, env: Env) -> Kind:
         left, right = self.ev(node.left, env), self.ev(node.right, env)
-        result = combine(left, right)
+        result = operation(node.operator, left, right)
         if result.tag is Tag.TENSOR:
             rank = elementwise_rank(node.operator, ((node.left, left), (node.right, right)))
             boolean = type(node.operator) in _BITWISE and (left.boolean or right.boolean)  # `mask & (x > 0)`
@@ -255,14 +256,12 @@ class ExpressionInference(CallInference):
                 chosen = self._table_lookup(node, env)  # `ROUTINES["sinkhorn"][backend]` on a table of functions
                 if chosen is not None:
                     return chosen
+            if len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Slice):
+                return slice_of(base, node.slice[0].slice)
             if base.items is not None and len(node.slice) == 1:
-                index = node.slice[0].slice
-                if isinstance(index, cst.Index) and isinstance(index.value, cst.Integer):
-                    i = int(index.value.value)
-                    if -len(base.items) <= i < len(base.items):
-                        return base.items[i]
-            if base.dynamic_shape:
-                return element_of(base)
+                i = literal_int(node.slice[0].slice)
+                if i is not None and (0 if base.prefix else -len(base.items)) <= i < len(base.items):
+                    return base.items[i]
             return element_of(base)
         if base.tag is Tag.OBJECT:
             if base.role == "group":

@@ -24,11 +24,12 @@ from cslint.analysis.function_analysis import Env, FunctionAnalysis
 from cslint.analysis.imports import dotted_name
 from cslint.analysis.index import FunctionInfo, ModuleInfo
 from cslint.analysis.kinds import (
-    STATIC, TENSOR, UNKNOWN, Kind, Tag, as_boolean, combine, element_of, is_none, is_some, join, not_none, obj,
+    STATIC, TENSOR, UNKNOWN, Kind, Tag, as_boolean, element_of, is_none, is_some, join, known_items, not_none, obj,
     sequence_of, tuple_of,
 )
 from cslint.analysis.none_arguments import never_none, none_truth
 from cslint.analysis.project import Project
+from cslint.analysis.sequence_kinds import operation
 from cslint.analysis.signatures import all_params, first_param, signature_kind
 from cslint.analysis.syntax import path_key
 from cslint.analysis.tracing_guards import Guards, guard_text
@@ -178,7 +179,7 @@ class FunctionInference(ExpressionInference):
                 self._bind(stmt.target, self._marked(stmt.value, kind, stmt.target, env), env)
         elif type(stmt) is cst.AugAssign:
             old = self.ev(stmt.target, env)
-            new = combine(old, self.ev(stmt.value, env))
+            new = operation(stmt.operator, old, self.ev(stmt.value, env))
             if old.tag in (Tag.OBJECT, Tag.SEQUENCE, Tag.UNKNOWN) and new.tag is Tag.UNKNOWN:
                 new = old
             elif old.boolean and new.tag is Tag.TENSOR:  # `mask &= valid` updates the mask in place: still one
@@ -484,7 +485,7 @@ class FunctionInference(ExpressionInference):
         if isinstance(target, (cst.Tuple, cst.List)):
             elements = target.elements
             star = next((i for i, e in enumerate(elements) if isinstance(e, cst.StarredElement)), None)
-            items = kind.items
+            items = known_items(kind)
             if items is not None and (len(items) != len(elements) if star is None else len(items) < len(elements) - 1):
                 items = None
             for i, element in enumerate(elements):

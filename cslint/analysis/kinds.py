@@ -8,6 +8,7 @@ here so inference can follow values through the code people actually write.
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 
@@ -35,6 +36,9 @@ class Kind:
     cls: str = ""
     # SEQUENCE: a tuple whose positions have these kinds (`enumerate` pairs, `return a, b`)
     items: tuple[Kind, ...] | None = None
+    # SEQUENCE with items: only the leading positions are known, more of kind `elem` may follow (a tuple that
+    # is `(a, b)` on one path and `(a, b) + rest` on another): an index from the end reads `elem`
+    prefix: bool = False
     # TENSOR: its number of dimensions, when known (0 for `t.sum()`, 2 for `t.nonzero()`): indexing by a
     # zero-dimensional tensor reads its value
     rank: int | None = None
@@ -192,6 +196,37 @@ def tuple_of(*items: Kind) -> Kind:
     return Kind(Tag.SEQUENCE, elem=elem, items=tuple(items))
 
 
+def starting_with(items: tuple[Kind, ...], rest: Kind) -> Kind:
+    """A tuple whose first positions have the kinds `items`, followed by any number of `rest` elements."""
+    if not items:
+        return sequence_of(rest)
+    return replace(tuple_of(*items, rest), items=items, prefix=True)
+
+
+def known_items(kind: Kind) -> tuple[Kind, ...] | None:
+    """The kinds of every position of a tuple whose length is known; None when it is not."""
+    return None if kind.prefix else kind.items
+
+
+def concatenation(a: Kind, b: Kind) -> Kind:
+    """The kind of `a + b` on two sequences: the positions of both where both are tuples of known length,
+    `a`'s positions and then `b`'s elements where only `a`'s length is known."""
+    a_items, b_items = known_items(a), known_items(b)
+    if a_items is not None and b_items is not None:
+        return tuple_of(*a_items, *b_items)
+    rest = join(a.elem or UNKNOWN, b.elem or UNKNOWN)
+    if a.items is not None:
+        return starting_with(a.items, rest)
+    return sequence_of(rest, a.dynamic_shape or b.dynamic_shape)
+
+
+def items_mapped(kind: Kind, change: Callable[[Kind], Kind]) -> Kind:
+    """A tuple of items with `change` applied to each known position and to the elements that may follow."""
+    assert kind.items is not None
+    items = tuple(map(change, kind.items))
+    return starting_with(items, change(kind.elem or UNKNOWN)) if kind.prefix else tuple_of(*items)
+
+
 def element_of(kind: Kind) -> Kind:
     """The kind of one element when iterating, indexing or unpacking a value of this kind."""
     if kind.tag is Tag.SEQUENCE:
@@ -263,8 +298,12 @@ def _join(a: Kind, b: Kind) -> Kind:
                           a.boolean and b.boolean, a.dtype if a.dtype == b.dtype else "")
         if a.tag is Tag.SEQUENCE:
             ea, eb = a.elem or UNKNOWN, b.elem or UNKNOWN
-            if a.items is not None and b.items is not None and len(a.items) == len(b.items):
-                return tuple_of(*(join(x, y) for x, y in zip(a.items, b.items)))
+            if a.items is not None and b.items is not None:
+                joined = tuple(join(x, y) for x, y in zip(a.items, b.items))
+                if len(a.items) == len(b.items) and not a.prefix and not b.prefix:
+                    return tuple_of(*joined)
+                # tuples of different lengths: the positions both have stay known
+                return starting_with(joined, join(ea, eb))
             if a.role == b.role == MAPPING:
                 return mapping_of(join(ea, eb))
             return sequence_of(join(ea, eb), a.dynamic_shape or b.dynamic_shape)

@@ -11,7 +11,8 @@ import libcst as cst
 
 from cslint.analysis.imports import dotted_name
 from cslint.analysis.index import FunctionInfo
-from cslint.analysis.kinds import HOST, STATIC, TENSOR, UNKNOWN, Kind, Tag, as_boolean, obj, sequence_of, tuple_of
+from cslint.analysis.kinds import (HOST, STATIC, TENSOR, UNKNOWN, Kind, Tag, as_boolean, items_mapped, obj,
+                                   sequence_of)
 from cslint.analysis.param_uses import param_uses
 from cslint.analysis.project import Project
 from cslint.analysis.signatures import all_params, annotation_kind, default_kind, first_param, signature_kind
@@ -144,7 +145,7 @@ def _read_from_tensors(kind: Kind) -> Kind:
         return HOST
     if kind.tag is Tag.SEQUENCE:
         if kind.items is not None:
-            return tuple_of(*map(_read_from_tensors, kind.items))
+            return items_mapped(kind, _read_from_tensors)
         return sequence_of(_read_from_tensors(kind.elem or UNKNOWN), kind.dynamic_shape)
     return kind
 

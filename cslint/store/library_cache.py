@@ -23,7 +23,7 @@ from cslint.analysis.library_env import Effect, Summary
 from cslint.core.rule_table import BUILTINS, IN_LIBRARIES, TENSOR_METHODS
 from cslint.support.code_digest import code_digest
 
-# 9: kinds carry constants and an instance's constructor-decided attributes (analysis/constructed.py);
+# 10: a tuple's known positions may be a prefix (Kind.prefix); 9: kinds carry constants and an instance's constructor-decided attributes (analysis/constructed.py);
 # 8: an effect of a call is its code, and which calls a summary records is the rule table's, whose digest is part
 # of the format: a summary made under another table is made again (cslint/core/rule_table.py);
 # 7: `complex(t)` is a conversion, as WSC203 says; 6: summaries follow the Nones a call
@@ -33,7 +33,7 @@ from cslint.support.code_digest import code_digest
 
 def format_for(tensor_methods: dict[str, str], builtins: dict[str, str], in_libraries: frozenset[str]) -> str:
     table = repr((sorted(tensor_methods.items()), sorted(builtins.items()), sorted(in_libraries)))
-    return "9-" + hashlib.blake2b(table.encode(), digest_size=6).hexdigest()
+    return "10-" + hashlib.blake2b(table.encode(), digest_size=6).hexdigest()
 
 
 # the cslint that made the summaries, too: every build calls itself the same version (support/code_digest.py)
@@ -118,6 +118,8 @@ def _kind_json(kind: Kind) -> Any:
         out["e"] = _kind_json(kind.elem)
     if kind.items is not None:
         out["i"] = [_kind_json(k) for k in kind.items]
+    if kind.prefix:
+        out["p"] = True
     if kind.rank is not None:
         out["n"] = kind.rank
     if kind.boolean:
@@ -135,7 +137,7 @@ _COMMON = {kind: kind for kind in (STATIC, UNKNOWN, HOST, TENSOR, DYN_TENSOR, BO
 def _kind(raw: Any) -> Kind:
     kind = Kind(Tag(raw["t"]), dynamic_shape=bool(raw.get("d", False)), role=str(raw.get("r", "")),
                 cls=str(raw.get("c", "")), elem=_kind(raw["e"]) if "e" in raw else None,
-                items=tuple(_kind(k) for k in raw["i"]) if "i" in raw else None,
+                items=tuple(_kind(k) for k in raw["i"]) if "i" in raw else None, prefix=bool(raw.get("p", False)),
                 rank=int(raw["n"]) if "n" in raw else None, boolean=bool(raw.get("b", False)),
                 value=_constant(raw["v"]) if "v" in raw else None,
                 attrs=tuple((str(name), _kind(attr)) for name, attr in raw["a"]) if "a" in raw else ())
