@@ -18,7 +18,7 @@ from cslint.analysis.kinds import (
 )
 from cslint.analysis.ranks import elementwise_rank, subscript_rank
 from cslint.analysis.sequence_kinds import literal_int, operation, slice_of
-from cslint.analysis.syntax import path_key, string_value
+from cslint.analysis.syntax import none_question, path_key, string_value
 
 
 class ExpressionInference(CallInference):
@@ -298,8 +298,10 @@ class ExpressionInference(CallInference):
         for target in node.comparisons:
             kinds.append(self.ev(target.comparator, env))
         operators = [t.operator for t in node.comparisons]
-        if all(isinstance(op, (cst.Is, cst.IsNot)) for op in operators):
-            return STATIC
+        lefts = [node.left, *(t.comparator for t in node.comparisons)]
+        if all(isinstance(t.operator, (cst.Is, cst.IsNot)) or none_question(left, t) is not None
+               for left, t in zip(lefts, node.comparisons)):
+            return STATIC  # identity, or a question about None (`mem == None` of a tensor is Python's False)
         if any(type(n) in _STRING_NODES for n in (node.left, *(t.comparator for t in node.comparisons))):
             return STATIC  # `layer_type == "full"`, `"labels" in inputs`: a question about strings or keys
         if all(isinstance(op, (cst.In, cst.NotIn)) for op in operators):

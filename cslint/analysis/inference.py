@@ -31,7 +31,7 @@ from cslint.analysis.none_arguments import never_none, none_truth
 from cslint.analysis.project import Project
 from cslint.analysis.sequence_kinds import operation
 from cslint.analysis.signatures import all_params, first_param, signature_kind
-from cslint.analysis.syntax import path_key
+from cslint.analysis.syntax import none_test, path_key
 from cslint.analysis.tracing_guards import Guards, guard_text
 
 if TYPE_CHECKING:
@@ -283,11 +283,9 @@ class FunctionInference(ExpressionInference):
             open_ = [c for c in conjuncts if self.guards.value(self.module, c) is not True]  # type: ignore[union-attr]
             if len(open_) != 1 or len(conjuncts) < 2 or type(open_[0]) is not cst.Comparison:
                 continue
-            compared = open_[0]
-            if len(compared.comparisons) == 1 and type(compared.comparisons[0].operator) is cst.IsNot and \
-                    type(compared.comparisons[0].comparator) is cst.Name and \
-                    compared.comparisons[0].comparator.value == "None":
-                key = path_key(compared.left)
+            question = none_test(open_[0])
+            if question is not None and not question[1]:  # `mask is not None`, `mask != None`
+                key = path_key(question[0])
                 if key is not None and key in env:
                     env[key] = STATIC
 
@@ -343,13 +341,12 @@ class FunctionInference(ExpressionInference):
                 self._narrow(undecided[0], env, holds)
             return
         if type(test) is cst.Comparison and len(test.comparisons) == 1:
-            compared = test.comparisons[0]
-            if type(compared.comparator) is cst.Name and compared.comparator.value == "None" and \
-                    type(compared.operator) in (cst.Is, cst.IsNot):
-                key = path_key(test.left)
+            question = none_test(test)
+            if question is not None:
+                key = path_key(question[0])
                 if key is not None and key in env:
-                    # None where `x is None` holds; where it fails, what it was, not None
-                    env[key] = STATIC if holds is (type(compared.operator) is cst.Is) else not_none(env[key])
+                    # None where `x is None` (`x == None`) holds; where it fails, what it was, not None
+                    env[key] = STATIC if holds is question[1] else not_none(env[key])
             return
         if type(test) is not cst.Call or not test.args:
             return

@@ -29,6 +29,7 @@ import libcst as cst
 
 from cslint.analysis.index import FunctionInfo
 from cslint.analysis.kinds import NONE, Kind, Tag, is_none, is_some, may_be_none, not_none
+from cslint.analysis.syntax import none_test
 from cslint.analysis.truth import combined_truth
 from cslint.analysis.walk import iter_nodes
 
@@ -129,15 +130,12 @@ def _none_comparison(test: cst.BaseExpression, env: Mapping[str, Kind]) -> bool 
 
 
 def _compared_with_none(test: cst.Comparison) -> tuple[str, bool] | None:
-    """`x is None` -> ("x", True), `x is not None` -> ("x", False); None for any other comparison."""
-    if len(test.comparisons) != 1 or type(test.left) is not cst.Name:
+    """`x is None` / `x == None` -> ("x", True), `x is not None` / `x != None` -> ("x", False); None for any
+    other comparison."""
+    question = none_test(test)
+    if question is None or type(question[0]) is not cst.Name:
         return None
-    compared = test.comparisons[0]
-    operator = type(compared.operator)
-    if operator not in (cst.Is, cst.IsNot) or type(compared.comparator) is not cst.Name or \
-            compared.comparator.value != "None":
-        return None
-    return test.left.value, operator is cst.Is
+    return question[0].value, question[1]  # type: ignore[attr-defined]
 
 
 def _scan(func: cst.FunctionDef) -> NoneTests:

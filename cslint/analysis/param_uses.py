@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from cslint.analysis.index import FunctionInfo
+from cslint.analysis.syntax import is_none_literal, none_question, none_test
 from cslint.analysis.walk import iter_with_parents
 
 CONTAINER_METHODS = frozenset({"items", "keys", "get", "setdefault", "append", "extend", "update", "pop"})
@@ -112,11 +113,11 @@ def _use(name: cst.Name, parent: cst.CSTNode | None, grand: cst.CSTNode | None) 
         if isinstance(operator, (cst.In, cst.NotIn)) and _is_string(grand.left):
             return "container"
         return "flag" if _is_string(grand.left) else "neutral" if isinstance(operator, (cst.Is, cst.IsNot)) \
-            else "value"
+            or is_none_literal(grand.left) else "value"
     if isinstance(parent, cst.Comparison) and parent.left is name:
         targets = parent.comparisons
-        if all(isinstance(t.operator, (cst.Is, cst.IsNot)) for t in targets):
-            return "neutral"
+        if all(isinstance(t.operator, (cst.Is, cst.IsNot)) or none_question(name, t) for t in targets):
+            return "neutral"  # `x is None`, `x == None`: a question about None, not about the value
         return "flag" if all(_is_string(t.comparator) for t in targets) else "value"
     if isinstance(parent, cst.Arg) and parent.keyword is not None and parent.keyword.value == name.value:
         return "neutral"  # `self.attend(q, k, v, causal=causal)`: handed on under its own name
@@ -280,7 +281,7 @@ def _fallbacks(node: cst.FunctionDef, names: set[str], optional: set[str]) -> It
     self_name = params[0].name.value if params else None
     body = node.body.body if isinstance(node.body, cst.IndentedBlock) else ()
     for stmt in body:
-        if isinstance(stmt, cst.If) and stmt.orelse is None and _is_none_test(stmt.test, names, cst.Is):
+        if isinstance(stmt, cst.If) and stmt.orelse is None and _is_none_test(stmt.test, names, True):
             name = stmt.test.left.value  # type: ignore[attr-defined]
             inner = stmt.body.body if isinstance(stmt.body, cst.IndentedBlock) else ()
             if len(inner) == 1 and isinstance(inner[0], cst.SimpleStatementLine):
@@ -296,10 +297,10 @@ def _fallbacks(node: cst.FunctionDef, names: set[str], optional: set[str]) -> It
                 # `x = default(x, fallback)`, `depth = default(loop_depth, self.loop_depth)`
                 yield from _source(value.args[0].value.value, value.args[1].value, self_name)  # type: ignore
             elif isinstance(value, cst.IfExp) and isinstance(value.body, cst.Name) and value.body.value in names \
-                    and _is_none_test(value.test, {value.body.value}, cst.IsNot):
+                    and _is_none_test(value.test, {value.body.value}, False):
                 yield from _source(value.body.value, value.orelse, self_name)  # `x if x is not None else fallback`
             elif isinstance(value, cst.IfExp) and isinstance(value.orelse, cst.Name) and value.orelse.value in names \
-                    and _is_none_test(value.test, {value.orelse.value}, cst.Is):
+                    and _is_none_test(value.test, {value.orelse.value}, True):
                 yield from _source(value.orelse.value, value.body, self_name)  # `fallback if x is None else x`
 
 
@@ -313,10 +314,11 @@ def _fallback_call(value: cst.BaseExpression | None, names: set[str]) -> bool:
     return isinstance(first, cst.Name) and first.value in names
 
 
-def _is_none_test(test: cst.BaseExpression, names: set[str], operator: type) -> bool:
-    return isinstance(test, cst.Comparison) and isinstance(test.left, cst.Name) and test.left.value in names \
-        and len(test.comparisons) == 1 and isinstance(test.comparisons[0].operator, operator) \
-        and isinstance(test.comparisons[0].comparator, cst.Name) and test.comparisons[0].comparator.value == "None"
+def _is_none_test(test: cst.BaseExpression, names: set[str], asks_none: bool) -> bool:
+    """`x is None` / `x == None` (`asks_none`), `x is not None` / `x != None` (not), `x` one of `names`."""
+    question = none_test(test)
+    return question is not None and question[1] is asks_none and isinstance(test.left, cst.Name) \
+        and test.left.value in names  # type: ignore[attr-defined]
 
 
 def _assigned(line: cst.SimpleStatementLine, name: str) -> cst.BaseExpression | None:
