@@ -11,6 +11,7 @@ each in self-written code of the shape seen, with the real break beside it still
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -82,7 +83,7 @@ def decay(x, state=None):
 
 
 def encode(targets, num_classes, code="rate", steps=0, on=1.0, off=0.0, first=0):
-    """Chooses an encoder by a string option; every option passed on by name."""
+    """Chooses an encoder by a string option; the options passed on by name."""
     if code == "rate":
         return encode_rate(targets, num_classes, steps=steps, on=on, off=off, first=first)
     elif code == "latency":
@@ -91,26 +92,27 @@ def encode(targets, num_classes, code="rate", steps=0, on=1.0, off=0.0, first=0)
 
 
 def encode_rate(targets, num_classes, steps=0, on=1.0, off=0.0, first=0):
+    """Reads the tensor on the host only for rates other than on=1, off=0, or a first step after 0."""
     onehot = torch.nn.functional.one_hot(targets, num_classes).float()
     if on == 1.0 and off == 0.0:
         if first == 0:
             return onehot
-    if not steps:
-        raise ValueError("steps")
-    reps = [steps] + [1] * onehot.dim()
-    return onehot.repeat(*reps) * int(onehot.sum().item())
+        if first > 0:
+            return onehot * float(onehot.amax())
+    else:
+        return onehot.repeat(steps, 1) * onehot.sum().item()
 
 
 def encode_latency(targets, num_classes):
-    return torch.full((num_classes,), float(targets.max()))
+    return torch.full((num_classes,), int(targets.max()))
 
 
-def select(x, mode="sum", scale=True, keep=("sum", "mean")):
-    """Reads a count on the host for the modes not kept, and when scaling is off."""
-    if mode not in keep:
+def select(x, mode="sum", scale=True):
+    """Reads a count on the host for the modes other than sum and mean, and when scaling is off."""
+    if mode not in ("sum", "mean"):
         x = x / x.count_nonzero().item()
     if not scale:
-        x = x * float(x.abs().max())
+        x = x * x.abs().max().item()
     return x
 '''
 
@@ -154,3 +156,48 @@ def test_f19_a_none_the_call_leaves_decides_an_equality_test_in_the_library(site
                 return kept + given + read
     '''}, target=target)
     assert [(c, line) for c, _, line, m in found if "via fakespikes.coding.decay" in m] == [("WSC201", 9)]
+
+
+# ---- F3: a library function's literal arguments and defaults ------------------------------------------------
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_f3_the_defaults_a_call_leaves_rule_out_the_reads(site, tmp_path, target):
+    """`encode(targets, n)` keeps `code="rate"`, `on=1.0`, `off=0.0` and `first=0`: `encode_rate` returns the
+    one-hot before any read, and `encode_latency` is never called. Each other literal reaches its read."""
+    found = _lint(tmp_path / "proj", {"model.py": '''
+        from torch import nn
+        from fakespikes.coding import encode
+
+
+        class Loss(nn.Module):
+            def forward(self, x, targets):
+                kept = encode(targets, 4)
+                same = encode(targets, 4, "rate", first=0, on=1, off=0.0)
+                latency = encode(targets, 4, code="latency")
+                rates = encode(targets, 4, steps=3, on=0.8, off=0.2)
+                later = encode(targets, 4, first=2)
+                return x * (kept + same + latency + rates + later)
+    '''}, target=target)
+    vias = sorted((c, line, re.search(r" in `(\w+)` \(coding.py", m).group(1))  # type: ignore[union-attr]
+                  for c, _, line, m in found if "via fakespikes.coding.encode" in m)
+    assert vias == [("WSC201", 10, "encode_rate"), ("WSC203", 9, "encode_latency"), ("WSC203", 11, "encode_rate")]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_f3_a_string_in_a_literal_tuple_and_a_flag_decide_the_library_test(site, tmp_path, target):
+    found = _lint(tmp_path / "proj", {"model.py": '''
+        from torch import nn
+        from fakespikes.coding import select
+
+
+        class Head(nn.Module):
+            def forward(self, x, flag):
+                a = select(x)
+                b = select(x, "mean", True)
+                c = select(x, mode="max")
+                d = select(x, scale=False)
+                e = select(x, scale=flag)
+                return a + b + c + d + e
+    '''}, target=target)
+    assert sorted(line for c, _, line, m in found if "via fakespikes.coding.select" in m and c == "WSC201") == \
+        [9, 10, 11]

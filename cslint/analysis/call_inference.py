@@ -13,6 +13,7 @@ from cslint.analysis import torch_api as api
 from cslint.analysis.call_kinds import (
     builtin_call_kind, host_constant, known_external_kind, object_method_kind, tensor_method_kind, unknown_call_kind,
 )
+from cslint.analysis.constant_arguments import constant_tests, literal_arguments, with_constant_arguments
 from cslint.analysis.function_analysis import CallSite, Env, FunctionAnalysis
 from cslint.analysis.function_tables import ANY, Key, cst_key, selected
 from cslint.analysis.imports import dotted_name
@@ -570,6 +571,9 @@ class CallInference:
             # the Nones that decide its tests (none_arguments.py)
             bound = bind_arguments(target, node, literal_nones(node, arg_kinds), receiver)
             bound = with_none_arguments(target, node, bound)
+            if constant_tests(target).deciding:  # and the literals (constant_arguments.py)
+                given = bind_arguments(target, node, literal_arguments(node, arg_kinds), receiver)
+                bound = with_constant_arguments(target, node, bound, given)
             summary = libraries.summary(target, bound, self.guards.tracer if self.guards is not None else None)
             self._note_library_call(node, target.qualname, summary)
             return summary.returns

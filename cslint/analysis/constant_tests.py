@@ -37,6 +37,12 @@ def literal_kind(expr: cst.BaseExpression) -> Kind | None:
     return None if value is _NO_VALUE else constant(value)  # type: ignore[arg-type]
 
 
+def literal_value(expr: cst.BaseExpression) -> bool | int | float | str | None:
+    """The value of a literal written in the code (`-100`, `"sum"`, `True`); None for None and anything else."""
+    value = _literal(expr)
+    return None if value is _NO_VALUE else value  # type: ignore[return-value]
+
+
 def _literal(expr: cst.BaseExpression) -> object:
     if type(expr) is cst.Name:
         return _NAMED.get(expr.value, _NO_VALUE)
@@ -69,10 +75,16 @@ def _comparison(test: cst.Comparison, kinds: Mapping[int, Kind]) -> bool | None:
     if len(test.comparisons) != 1:
         return None
     compared = test.comparisons[0]
-    left, right = _value(test.left, kinds), _value(compared.comparator, kinds)
+    left = _value(test.left, kinds)
+    how = type(compared.operator)
+    if how in (cst.In, cst.NotIn):  # `mode in ("sum", "mean")`: a constant in a literal tuple, list or set
+        members = _members(compared.comparator)
+        if members is None or left is _NO_VALUE or left is None:
+            return None
+        return (left in members) is (how is cst.In)
+    right = _value(compared.comparator, kinds)
     if left is _NO_VALUE or right is _NO_VALUE:
         return None
-    how = type(compared.operator)
     if how in (cst.Is, cst.IsNot):
         if left is not None and right is not None:
             return None  # identity of two values: not a question about None
@@ -84,6 +96,15 @@ def _comparison(test: cst.Comparison, kinds: Mapping[int, Kind]) -> bool | None:
         return bool(decide(left, right))
     except TypeError:  # `"sum" < 0`: would fail there; not decided here
         return None
+
+
+def _members(expr: cst.BaseExpression) -> list[object] | None:
+    """The values of a tuple, list or set of literals written in the code; None for anything else."""
+    if type(expr) not in (cst.Tuple, cst.List, cst.Set):
+        return None
+    values = [_literal(e.value) for e in expr.elements]  # type: ignore[attr-defined]
+    return None if any(v is _NO_VALUE for v in values) or any(type(e) is cst.StarredElement
+                                                                 for e in expr.elements) else values  # type: ignore
 
 
 def _value(expr: cst.BaseExpression, kinds: Mapping[int, Kind]) -> object:

@@ -67,10 +67,10 @@ class FunctionInference(ExpressionInference):
         self._nested_active: set[int] = set()
         star_kwarg = func.node.params.star_kwarg
         self.star_kwarg = star_kwarg.name.value if isinstance(star_kwarg, cst.Param) else None
-        # a parameter is None, or shown not to be, for this analysis (a library's, per call), or an instance whose
-        # constructor call decided some of its attributes: tests on them decide branches, settled once the function
-        # is done (`_settle_none_tests`)
-        self._constants = any(kind.attrs for kind in params.values())
+        # a parameter is None, or shown not to be, or a constant, for this analysis (a library's, per call), or an
+        # instance whose constructor call decided some of its attributes: tests on them decide branches, settled
+        # once the function is done (`_settle_none_tests`)
+        self._constants = any(kind.attrs or kind.value is not None for kind in params.values())
         self._nones = self._constants or any(is_none(kind) or is_some(kind) for kind in params.values())
         self._none_tests: dict[int, tuple[cst.If | cst.IfExp, set[bool | None]]] = {}
         self._none_rest: dict[int, set[int]] = {}  # after a decided `if x is None: return`: the rest of the block

@@ -25,6 +25,7 @@ from cslint.analysis import torch_api as api
 from cslint.analysis.call_depth import CallChain, reach
 from cslint.analysis.index import ClassInfo, FunctionInfo, ModuleInfo
 from cslint.analysis.inference import FunctionInference
+from cslint.analysis.constant_arguments import constant_tests
 from cslint.analysis.constructed import constructed, module_level_instances
 from cslint.analysis.kinds import STATIC, UNKNOWN, Kind, Tag, classes_of, is_none, is_some, obj, without_constant
 from cslint.analysis.library_env import (
@@ -157,7 +158,8 @@ class Libraries:
 
     def summary(self, func: FunctionInfo, given: dict[str, Kind], tracer: str | None) -> Summary:
         """What calling library function `func` with arguments of these kinds returns and does."""
-        given = {name: self._as_context(kind) for name, kind in given.items()}
+        deciding = constant_tests(func).deciding
+        given = {name: self._as_context(kind, name in deciding) for name, kind in given.items()}
         key = f"{func.qualname}|{tracer}|{sorted((n, _kind_key(k)) for n, k in given.items())}"
         question, chain = question_id(key), self._chain
         known = self._summaries.get(key)
@@ -203,14 +205,18 @@ class Libraries:
         self._note_use(known.uses)
         return known
 
-    def _as_context(self, kind: Kind) -> Kind:
+    def _as_context(self, kind: Kind, decides: bool = False) -> Kind:
         """An argument as the library function is analysed with: a Python value as an unknown one, and an
         instance of one of the project's classes as an object of its role (a model's config, the model
         itself): a library function does not look into the project's classes (their attributes are the
-        project analysis's). Fewer distinct arguments, fewer summaries: one serves every model calling it."""
+        project analysis's). Fewer distinct arguments, fewer summaries: one serves every model calling it.
+        `decides`: the parameter decides a test of the function (constant_arguments.py): its constant is kept."""
         if kind.tag is Tag.STATIC:
             # a Python value or not known: neither is a tensor, nor read from one; None, or a value shown not to
-            # be None, where it decides a test (a constant's value only where it is an instance's attribute)
+            # be None, where it decides a test; a constant's value where it decides one (or is an instance's
+            # attribute)
+            if decides and kind.value is not None:
+                return kind
             return without_constant(kind) if is_none(kind) or is_some(kind) else UNKNOWN
         if self.user is None:
             return kind
