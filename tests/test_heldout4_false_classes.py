@@ -69,6 +69,57 @@ def test_f19_an_equality_with_none_narrows_like_is(lint, target):
     assert codes(lint(code, target=target)) == [("WSC201", 8)]
 
 
+# ---- F5: a tensor made on the host inside the step --------------------------------------------------------
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_f5_copying_a_tensor_made_on_the_cpu_reads_nothing_on_lazy_tensors(lint, target):
+    """`cslint runtime` on a step of this shape (torch 2.13): on the lazy backend the copies of the tensors made
+    with no device (lines 9, 11, 12, 14) give nothing; their `.item()` (15), the one-argument `torch.where` (10)
+    and the copies of device tensors (16, 17) do. Under dynamo the `.tolist()` of each is a break."""
+    code = """
+    import torch
+    from torch import nn
+
+    class Encoder(nn.Module):
+        def forward(self, x, n: int = 6):
+            counts = torch.ones(len(x.size()), dtype=torch.long)
+            times = torch.randint(0, n, (3,)).long()
+            pattern = torch.zeros(n).scatter(0, times, 1)
+            reps = tuple([2] + counts.tolist())
+            spikes = torch.where(pattern == 1)
+            a = pattern.numpy()
+            b = (pattern[1:] * 2).cpu()
+            c = times.to(torch.float32)
+            d = torch.cat((times, c.long())).tolist()
+            e = torch.max(times).item()
+            f = torch.zeros(3, device=x.device).tolist()
+            g = torch.ones(3).to(x.device).tolist()
+            return x.repeat(reps), spikes, a, b, d, e, f, g
+    """
+    found = codes(lint(code, target=target))
+    if target == "wsc":
+        assert found == [("WSC501", 10), ("WSC201", 15), ("WSC201", 16), ("WSC201", 17)]
+    else:
+        assert {("WSC201", 9), ("WSC501", 10), ("WSC201", 14), ("WSC201", 15), ("WSC201", 16),
+                ("WSC201", 17)} <= set(found)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_f5_a_cpu_tensor_joined_with_a_device_one_is_on_the_device(lint, target):
+    code = """
+    import torch
+    from torch import nn
+
+    class Encoder(nn.Module):
+        def forward(self, x, flag: bool = False):
+            counts = torch.ones(3, dtype=torch.long)
+            if flag:
+                counts = torch.ones(3, dtype=torch.long, device=x.device)
+            return x * len(counts.tolist())
+    """
+    assert codes(lint(code, target=target)) == [("WSC201", 9)]
+
+
 # ---- a site-packages of self-written libraries ------------------------------------------------------------
 
 SPIKES = '''
@@ -105,6 +156,16 @@ def encode_rate(targets, num_classes, steps=0, on=1.0, off=0.0, first=0):
 
 def encode_latency(targets, num_classes):
     return torch.full((num_classes,), int(targets.max()))
+
+
+def repeat_steps(data, steps):
+    """Repeats along a new first axis: the repeat counts are made on the host and copied to a list."""
+    return data.repeat(tuple([steps] + torch.ones(len(data.size()), dtype=int).tolist()))
+
+
+def device_counts(data):
+    """The same copy of a tensor made on the data's device."""
+    return torch.ones(data.dim(), dtype=torch.long, device=data.device).tolist()
 
 
 def select(x, mode="sum", scale=True):
@@ -201,3 +262,21 @@ def test_f3_a_string_in_a_literal_tuple_and_a_flag_decide_the_library_test(site,
     '''}, target=target)
     assert sorted(line for c, _, line, m in found if "via fakespikes.coding.select" in m and c == "WSC201") == \
         [9, 10, 11]
+
+
+# ---- F5 in a library: the summary of a function that copies a tensor it made on the CPU ----------------------
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_f5_a_library_copying_a_tensor_it_made_on_the_cpu(site, tmp_path, target):
+    found = _lint(tmp_path / "proj", {"model.py": '''
+        from torch import nn
+        from fakespikes.coding import device_counts, repeat_steps
+
+
+        class Rate(nn.Module):
+            def forward(self, x):
+                return repeat_steps(x, 4), device_counts(x)
+    '''}, target=target)
+    vias = sorted(m.split(" | ")[1].split(":")[0] for c, _, line, m in found if c == "WSC201" and "via" in m)
+    assert vias == (["via fakespikes.coding.device_counts"] if target == "wsc" else
+                    ["via fakespikes.coding.device_counts", "via fakespikes.coding.repeat_steps"])

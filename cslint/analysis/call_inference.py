@@ -25,6 +25,7 @@ from cslint.analysis.kinds import (
 from cslint.analysis.library_env import Summary, both, either
 from cslint.analysis.none_arguments import literal_nones, shown_not_none, with_none_arguments
 from cslint.analysis.numpy_draws import draws_a_number
+from cslint.analysis.placement import placed_call, placed_method
 from cslint.analysis.project import Project
 from cslint.analysis.ranks import method_rank
 from cslint.analysis.step_functions import global_kind, imported_object_kind, table_entries, table_kind
@@ -60,6 +61,11 @@ class CallInference:
     # several: a method of a module that is one of several classes)
     _library_targets: dict[int, dict[str, Summary]]
     _running_each: set[int]  # call nodes that run every library function they reach, not one of them
+
+    @property
+    def _lazy(self) -> bool:
+        """Traced by a lazy-tensor tracer: a tensor made with no device is an eager CPU tensor (placement.py)."""
+        return self.guards is not None and self.guards.tracer == LAZY
 
     # ---- walking expressions and nested functions (expression_inference.py, inference.py) --------
 
@@ -148,8 +154,10 @@ class CallInference:
             kind = self._call_qualified(qualified, node, arg_kinds, env)
             if kind.tag is Tag.TENSOR and not kind.boolean and \
                     self._function_makes_mask(qualified, node, arg_kinds, env):
-                return as_boolean(kind)
-            return self._function_dtype(qualified, node, kind, arg_kinds)
+                kind = as_boolean(kind)
+            else:
+                kind = self._function_dtype(qualified, node, kind, arg_kinds)
+            return placed_call(qualified, node, arg_kinds, kind) if self._lazy else kind
         if isinstance(func, cst.Name) and func.value not in env:
             self._record(func, STATIC)
             return self._call_builtin(func.value, node, arg_kinds)
@@ -365,7 +373,8 @@ class CallInference:
                 boolean = self._method_makes_mask(method, receiver, node, arg_kinds, env)
                 if boolean != kind.boolean:
                     kind = tensor(kind.dynamic_shape, kind.rank, boolean)
-                return with_dtype(kind, self._method_dtype(method, receiver, node, arg_kinds, env))
+                kind = with_dtype(kind, self._method_dtype(method, receiver, node, arg_kinds, env))
+                return placed_method(method, receiver, node, arg_kinds, kind)  # (marks come only under lazy)
             return kind
         if receiver.tag is Tag.OBJECT and receiver.role == "module" and "|" in receiver.cls:
             # one of several classes' modules (a layer of a list of layers of different classes): each one's

@@ -16,6 +16,7 @@ from cslint.analysis.kinds import (
     BOOL_TENSOR, FLOAT64_DTYPE, HOST, STATIC, TENSOR, UNKNOWN, Kind, Tag, attribute_of, classes_of, combine,
     element_of, hashes_its_members, is_float64, join, mapping_of, obj, sequence_of, tensor, tuple_of,
 )
+from cslint.analysis.placement import placed_operation
 from cslint.analysis.ranks import elementwise_rank, subscript_rank
 from cslint.analysis.sequence_kinds import literal_int, operation, slice_of
 from cslint.analysis.syntax import none_question, path_key, string_value
@@ -56,7 +57,9 @@ class ExpressionInference(CallInference):
         if result.tag is Tag.TENSOR:
             rank = elementwise_rank(node.operator, ((node.left, left), (node.right, right)))
             boolean = type(node.operator) in _BITWISE and (left.boolean or right.boolean)  # `mask & (x > 0)`
-            return result if rank is None and not boolean else tensor(rank=rank, boolean=boolean, dtype=result.dtype)
+            if rank is not None or boolean:
+                result = tensor(rank=rank, boolean=boolean, dtype=result.dtype)
+            return placed_operation(result, left, right)
         return result
 
     def _unary(self, node: cst.UnaryOperation, env: Env) -> Kind:
@@ -248,8 +251,9 @@ class ExpressionInference(CallInference):
         if key is not None and key in env:
             return env[key]
         if base.tag is Tag.TENSOR:  # `mask[:, None]` is still a mask, `mask[idx]` a gather of one
-            return tensor(rank=subscript_rank(base.rank, node.slice), boolean=base.boolean and not tensor_index,
-                          dtype=base.dtype)
+            return placed_operation(tensor(rank=subscript_rank(base.rank, node.slice),
+                                           boolean=base.boolean and not tensor_index, dtype=base.dtype),
+                                    base, *index_kinds)
         if base.tag is Tag.SEQUENCE:
             elem = base.elem
             if elem is not None and (elem.tag is Tag.SEQUENCE or elem.tag is Tag.OBJECT and elem.role == "function"):
@@ -312,7 +316,7 @@ class ExpressionInference(CallInference):
                 return HOST
             return HOST if kinds[0].tag is Tag.HOST else STATIC
         result = combine(*kinds)
-        return BOOL_TENSOR if result.tag is Tag.TENSOR else result
+        return placed_operation(BOOL_TENSOR, *kinds) if result.tag is Tag.TENSOR else result
 
 
 _STRING_NODES = frozenset({cst.SimpleString, cst.ConcatenatedString, cst.FormattedString})

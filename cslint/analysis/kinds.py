@@ -55,6 +55,9 @@ class Kind:
     # OBJECT: attributes of this instance that its constructor call decided (the classes of the layers a library
     # module is given, its options' constants), read before what the class's methods set in general
     attrs: tuple[tuple[str, Kind], ...] = ()
+    # TENSOR: made on the CPU inside the step, under a lazy-tensor tracer (analysis/placement.py): a factory with
+    # no device, or computed from such tensors alone; copying it to Python reads nothing from the device
+    on_cpu: bool = False
 
     @property
     def is_tensor(self) -> bool:
@@ -293,9 +296,10 @@ def join(a: Kind, b: Kind) -> Kind:
 
 def _join(a: Kind, b: Kind) -> Kind:
     if a.tag is b.tag:
-        if a.tag is Tag.TENSOR:  # a mask only if it is one on every path
-            return tensor(a.dynamic_shape or b.dynamic_shape, a.rank if a.rank == b.rank else None,
-                          a.boolean and b.boolean, a.dtype if a.dtype == b.dtype else "")
+        if a.tag is Tag.TENSOR:  # a mask only if it is one on every path; on the CPU only if on every path
+            joined = tensor(a.dynamic_shape or b.dynamic_shape, a.rank if a.rank == b.rank else None,
+                            a.boolean and b.boolean, a.dtype if a.dtype == b.dtype else "")
+            return replace(joined, on_cpu=True) if a.on_cpu and b.on_cpu else joined
         if a.tag is Tag.SEQUENCE:
             ea, eb = a.elem or UNKNOWN, b.elem or UNKNOWN
             if a.items is not None and b.items is not None:

@@ -347,6 +347,8 @@ def _call_effect(node: cst.Call, analysis: Any) -> str | None:
         if receiver.tag is Tag.TENSOR:
             method = func.attr.value
             code = TENSOR_METHODS.get(method)
+            if receiver.on_cpu and method in _COPIES:
+                return None  # a copy of a tensor made on the CPU in the step reads nothing from the device
             if code in IN_LIBRARIES:
                 return code
             if method in api.DYNAMIC_SHAPE_METHODS and not receiver.dynamic_shape:
@@ -358,6 +360,9 @@ def _call_effect(node: cst.Call, analysis: Any) -> str | None:
             return code
         return None
     return None
+
+
+_COPIES = frozenset({"tolist", "numpy", "cpu"})  # (placement.py)
 
 
 def _code(node: cst.CSTNode, limit: int = 48) -> str:

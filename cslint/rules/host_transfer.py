@@ -149,6 +149,8 @@ class Scale(nn.Module):
         method = func.attr.value
         if method == "item" and _captured(node, ctx):
             return
+        if method != "item" and ctx.kind(func.value).on_cpu:
+            return  # a copy of a tensor made on the CPU in the step reads nothing from the device (placement.py)
         fix = scalar_draw(node, ctx) or (drop_conversion(node, ctx) if id(node) in ctx.scratch.get(ARITHMETIC_KEY, ())
                                          else keep_tensor_name(node, ctx) or keep_bookkeeping_on_device(node, ctx))
         ctx.report(node, f"`{ctx.code(node)}` reads tensor values into Python", fix, consequence=NO_VALUE)
@@ -208,8 +210,8 @@ class Head(nn.Module):
 
     def visit_Call(self, node: cst.Call, ctx: RuleContext) -> None:
         func = node.func
-        if not isinstance(func, cst.Attribute) or not ctx.is_tensor(func.value):
-            return
+        if not isinstance(func, cst.Attribute) or not ctx.is_tensor(func.value) or ctx.kind(func.value).on_cpu:
+            return  # (already on the CPU: made there in the step, placement.py)
         if func.attr.value == "cpu" or (func.attr.value == "to" and any(
                 (arg.keyword is None or arg.keyword.value == "device") and _is_cpu(arg.value, ctx)
                 for arg in node.args)):
