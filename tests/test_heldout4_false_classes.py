@@ -163,6 +163,11 @@ def repeat_steps(data, steps):
     return data.repeat(tuple([steps] + torch.ones(len(data.size()), dtype=int).tolist()))
 
 
+def host_counts(n):
+    """A tensor made on the CPU, handed back."""
+    return torch.ones(n, dtype=torch.long)
+
+
 def device_counts(data):
     """The same copy of a tensor made on the data's device."""
     return torch.ones(data.dim(), dtype=torch.long, device=data.device).tolist()
@@ -280,3 +285,20 @@ def test_f5_a_library_copying_a_tensor_it_made_on_the_cpu(site, tmp_path, target
     vias = sorted(m.split(" | ")[1].split(":")[0] for c, _, line, m in found if c == "WSC201" and "via" in m)
     assert vias == (["via fakespikes.coding.device_counts"] if target == "wsc" else
                     ["via fakespikes.coding.device_counts", "via fakespikes.coding.repeat_steps"])
+
+
+def test_f5_a_summary_read_back_from_the_store_keeps_the_cpu_tensor_it_returns(site, tmp_path):
+    from cslint.analysis.libraries import Environment, Libraries
+    from cslint.analysis.project import Project
+    from cslint.store.library_cache import LibraryCache
+
+    cache = tmp_path / "cache"
+    store = LibraryCache(cache)
+    libs = Libraries(Environment([str(site)]), Project([]), store)
+    fresh = libs.summary(libs.lookup("fakespikes.coding.host_counts"), {}, "lazy")  # type: ignore[arg-type]
+    assert fresh.returns.is_tensor and fresh.returns.on_cpu
+    compiled = libs.summary(libs.lookup("fakespikes.coding.host_counts"), {}, "dynamo")  # type: ignore[arg-type]
+    assert compiled.returns.is_tensor and not compiled.returns.on_cpu
+    store.save()
+    again = Libraries(Environment([str(site)]), Project([]), LibraryCache(cache))
+    assert again.summary(again.lookup("fakespikes.coding.host_counts"), {}, "lazy") == fresh  # type: ignore[arg-type]

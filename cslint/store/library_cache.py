@@ -128,6 +128,8 @@ def _kind_json(kind: Kind) -> Any:
         out["v"] = kind.value
     if kind.attrs:
         out["a"] = [[name, _kind_json(attr)] for name, attr in kind.attrs]
+    if kind.on_cpu:
+        out["h"] = True
     return out
 
 
@@ -140,7 +142,8 @@ def _kind(raw: Any) -> Kind:
                 items=tuple(_kind(k) for k in raw["i"]) if "i" in raw else None, prefix=bool(raw.get("p", False)),
                 rank=int(raw["n"]) if "n" in raw else None, boolean=bool(raw.get("b", False)),
                 value=_constant(raw["v"]) if "v" in raw else None,
-                attrs=tuple((str(name), _kind(attr)) for name, attr in raw["a"]) if "a" in raw else ())
+                attrs=tuple((str(name), _kind(attr)) for name, attr in raw["a"]) if "a" in raw else (),
+                on_cpu=bool(raw.get("h", False)))
     return _COMMON.get(kind, kind)
 
 
