@@ -69,6 +69,40 @@ def test_f19_an_equality_with_none_narrows_like_is(lint, target):
     assert codes(lint(code, target=target)) == [("WSC201", 8)]
 
 
+NONE_TESTS = """
+import torch
+from torch import nn
+
+
+def smooth(x, verbose, scale=None):
+    if verbose IS None:
+        return x
+    if scale ISNOT None:
+        x = x * scale
+    return x * 2 if verbose else x
+
+
+class Cell(nn.Module):
+    def forward(self, x, opts, mem=None):
+        mem = torch.zeros_like(x) if mem IS None else mem
+        if self.training and mem ISNOT None:
+            x = x + mem.sum().item()
+        return smooth(x, opts.verbose) + smooth(x, opts.verbose, mem)
+"""
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("uncertain", [False, True])
+def test_f19_equality_with_none_reads_as_identity_does(lint, target, uncertain):
+    """Every analysis that reads `x is None` reads `x == None` the same way: the kinds, the narrowing, the
+    parameters' uses, the Nones that decide a helper's tests."""
+    identity = NONE_TESTS.replace("ISNOT", "is not").replace("IS", "is")
+    equality = NONE_TESTS.replace("ISNOT", "!=").replace("IS", "==")
+    expected = codes(lint(identity, target=target, include_uncertain=uncertain))
+    assert ("WSC201", 17) in expected
+    assert codes(lint(equality, target=target, include_uncertain=uncertain)) == expected
+
+
 # ---- F5: a tensor made on the host inside the step --------------------------------------------------------
 
 @pytest.mark.parametrize("target", TARGETS)
