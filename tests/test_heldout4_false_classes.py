@@ -207,6 +207,30 @@ def device_counts(data):
     return torch.ones(data.dim(), dtype=torch.long, device=data.device).tolist()
 
 
+def exists(value):
+    return value is not None
+
+
+class Graph(torch.nn.Module):
+    """Reads a neighbour count on the host only with sparse neighbours and an adjacency given."""
+
+    def __init__(self, dim, nearest=0, sparse=False):
+        super().__init__()
+        self.proj = torch.nn.Linear(dim, dim)
+        self.nearest = nearest
+        self.sparse = sparse
+
+    def forward(self, feats, adj=None):
+        b, n, nearest, sparse = *feats.shape[:2], self.nearest, self.sparse
+        use_nearest = nearest > 0 or sparse
+        if use_nearest:
+            if exists(adj):
+                if sparse:
+                    nearest = int(adj.sum(-1).max().item())
+                feats = feats[:, :, :nearest]
+        return self.proj(feats)
+
+
 def select(x, mode="sum", scale=True):
     """Reads a count on the host for the modes other than sum and mean, and when scaling is off."""
     if mode not in ("sum", "mean"):
@@ -336,3 +360,29 @@ def test_f5_a_summary_read_back_from_the_store_keeps_the_cpu_tensor_it_returns(s
     store.save()
     again = Libraries(Environment([str(site)]), Project([]), LibraryCache(cache))
     assert again.summary(again.lookup("fakespikes.coding.host_counts"), {}, "lazy") == fresh  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_f3_constants_through_a_local_test_and_a_none_predicate(site, tmp_path, target):
+    """A library module whose constructor call keeps `nearest=0` and `sparse=False`: `use_nearest = nearest > 0 or
+    sparse` is False, so the read under it never runs; `exists(adj)` of the None a call leaves is False too. The
+    instance built with `sparse=True` and called with an adjacency reads the count."""
+    found = _lint(tmp_path / "proj", {"model.py": '''
+        from torch import nn
+        from fakespikes.coding import Graph
+
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.plain = Graph(8)
+                self.near = Graph(8, nearest=2)
+                self.sparse = Graph(8, sparse=True)
+
+            def forward(self, feats, adj):
+                a = self.plain(feats, adj)
+                b = self.near(feats)
+                c = self.sparse(feats, adj)
+                return a + b + c
+    '''}, target=target)
+    assert [(c, line) for c, _, line, m in found if "via fakespikes.coding.Graph" in m] == [("WSC201", 15)]

@@ -141,15 +141,44 @@ def _own_uses(klass: ClassInfo) -> tuple[frozenset[str], frozenset[str]]:
         me = first_param(method.node) if not method.is_static_method else None
         if me is None:
             continue
+        tested_names: set[str] = set()
+        assigned: list[tuple[set[str], cst.BaseExpression]] = []  # local names bound, from what value
         for part in iter_nodes(method.node.body):
             kind = type(part)
             if kind in _TESTS:
                 tested.update(_own_attributes(part.test, me))  # type: ignore[attr-defined]
-            elif method.name not in CONSTRUCTORS and kind in (cst.Assign, cst.AugAssign, cst.AnnAssign):
+                tested_names.update(_names(part.test))  # type: ignore[attr-defined]
+            elif kind is cst.Assign and not any(type(n) is cst.Call for n in iter_nodes(part.value)):  # type: ignore
+                # (a value computed by no call: Python values handed on, not a tensor's or a layer's sizes)
+                assigned.append((set().union(*(_names(t.target) for t in part.targets)), part.value))  # type: ignore
+            if method.name not in CONSTRUCTORS and kind in (cst.Assign, cst.AugAssign, cst.AnnAssign):
                 targets = [t.target for t in part.targets] if kind is cst.Assign else [part.target]  # type: ignore[attr-defined]
                 for target in targets:
                     reset.update(_own_attributes(target, me))
+        tested |= _read_into_tests(tested_names, assigned, me)
     return frozenset(tested), frozenset(reset)
+
+
+def _read_into_tests(tested_names: set[str], assigned: list[tuple[set[str], cst.BaseExpression]], me: str) -> set[str]:
+    """The attributes read into local names that a test reads, through any chain of assignments
+    (`b, n, sparse = *x.shape, self.sparse`, `use = n > 0 or sparse`, `if use:`)."""
+    found: set[str] = set()
+    names = set(tested_names)
+    grown = True
+    while grown:
+        grown = False
+        for targets, value in assigned:
+            if targets & names:
+                found |= _own_attributes(value, me)
+                more = _names(value) - names
+                if more:
+                    names |= more
+                    grown = True
+    return found
+
+
+def _names(node: cst.CSTNode) -> set[str]:
+    return {part.value for part in iter_nodes(node) if type(part) is cst.Name}
 
 
 def _own_attributes(node: cst.CSTNode, me: str) -> set[str]:
