@@ -102,9 +102,10 @@ def _members(expr: cst.BaseExpression) -> list[object] | None:
     """The values of a tuple, list or set of literals written in the code; None for anything else."""
     if type(expr) not in (cst.Tuple, cst.List, cst.Set):
         return None
+    if any(type(e) is cst.StarredElement for e in expr.elements):  # type: ignore[attr-defined]
+        return None
     values = [_literal(e.value) for e in expr.elements]  # type: ignore[attr-defined]
-    return None if any(v is _NO_VALUE for v in values) or any(type(e) is cst.StarredElement
-                                                                 for e in expr.elements) else values  # type: ignore
+    return None if any(v is _NO_VALUE for v in values) else values
 
 
 def _value(expr: cst.BaseExpression, kinds: Mapping[int, Kind]) -> object:

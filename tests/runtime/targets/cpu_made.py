@@ -15,9 +15,9 @@ class Neuron(nn.Module):
         self.fc = nn.Linear(4, 4)
 
     def forward(self, x, mem):
-        if not mem == None:
+        if not mem == None:  # noqa: E711
             x = x + mem
-        if mem != None:
+        if mem != None:  # noqa: E711
             x = x * 2
         if (mem > 1).any():  # runtime: WSC101
             x = x - 1
