@@ -23,7 +23,8 @@ from cslint.analysis.library_env import Effect, Summary
 from cslint.core.rule_table import BUILTINS, IN_LIBRARIES, TENSOR_METHODS
 from cslint.support.code_digest import code_digest
 
-# 10: a tuple's known positions may be a prefix (Kind.prefix); 9: kinds carry constants and an instance's constructor-decided attributes (analysis/constructed.py);
+# 10: a tuple's known positions may be a prefix (Kind.prefix), a tensor may be marked as made on the CPU;
+# 9: kinds carry constants and an instance's constructor-decided attributes (analysis/constructed.py);
 # 8: an effect of a call is its code, and which calls a summary records is the rule table's, whose digest is part
 # of the format: a summary made under another table is made again (cslint/core/rule_table.py);
 # 7: `complex(t)` is a conversion, as WSC203 says; 6: summaries follow the Nones a call
