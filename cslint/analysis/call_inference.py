@@ -308,7 +308,7 @@ class CallInference:
         if isinstance(target, FunctionInfo):
             return self._call_project_function(node, target, arg_kinds, receiver=None)
         if isinstance(target, ClassInfo):
-            return self.oracle.instance_kind(target)
+            return self._construct(node, self.project, target, arg_kinds, self.oracle.instance_kind(target))
         if qualified in api.LAZY_HOST_CONSTANT_FUNCTIONS and self.guards is not None and self.guards.tracer == LAZY \
                 and host_constant(node, arg_kinds, of_lists=True):
             return STATIC
@@ -320,7 +320,8 @@ class CallInference:
         if isinstance(found, FunctionInfo):  # `_get_value(step_t)` from an installed torch.optim.optimizer
             return self._call_project_function(node, found, arg_kinds, receiver=None)
         if isinstance(found, ClassInfo) and libraries is not None:
-            return libraries.instance_kind(found, node, arg_kinds)
+            return self._construct(node, libraries.project, found, arg_kinds,
+                                   libraries.instance_kind(found, node, arg_kinds))
         return unknown_call_kind(arg_kinds)
 
     def _call_builtin(self, name: str, node: cst.Call, arg_kinds: list[Kind]) -> Kind:
@@ -328,11 +329,24 @@ class CallInference:
         if isinstance(local, FunctionInfo):
             return self._call_project_function(node, local, arg_kinds, receiver=None)
         if local is not None:
-            return self.oracle.instance_kind(local)
+            return self._construct(node, self.project, local, arg_kinds, self.oracle.instance_kind(local))
         module_object = self._global(name)
         if module_object.tag is Tag.OBJECT:  # `model(x)` on a module-level `model = Net()`
             return self._call_value(node, module_object, arg_kinds)
         return builtin_call_kind(name, arg_kinds)
+
+    def _construct(self, node: cst.Call, owner: Project, cls: ClassInfo, arg_kinds: list[Kind], instance: Kind) -> Kind:
+        """`Interval(t0=ts[0], t1=ts[-1])` in traced code: the object is made in the step, so its constructor runs
+        there with the call's arguments (a library's is summarised for them). Not an nn.Module's, an optimizer's
+        or an exception's: those are built around steps (a module made inside `forward` is its own problem), or
+        only when the step fails."""
+        if owner.is_module_class(cls) or owner.is_optimizer_class(cls) or owner.is_autograd_function_class(cls) \
+                or _is_exception_class(owner, cls):
+            return instance
+        init = owner.find_method(cls, "__init__")
+        if init is not None and not init.is_static_method:
+            self._call_project_function(node, init, arg_kinds, receiver=instance)
+        return instance
 
     def _is_super_call(self, node: cst.BaseExpression) -> bool:
         return (isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "super")
@@ -674,6 +688,13 @@ def bind_arguments(target: FunctionInfo, node: cst.Call, arg_kinds: list[Kind],
 def _positional_with_default(target: FunctionInfo) -> set[str]:
     p = target.node.params
     return {param.name.value for param in (*p.posonly_params, *p.params) if param.default is not None}
+
+
+def _is_exception_class(owner: Project, cls: ClassInfo) -> bool:
+    """A class deriving from an exception (`class SolverError(ValueError)`): made where the step fails."""
+    return any(base.rsplit(".", 1)[-1].endswith(("Error", "Exception", "Warning")) or
+               base.rsplit(".", 1)[-1] in ("BaseException", "Exception")
+               for base in owner.external_bases(cls))
 
 
 def _joined(kinds: list[Kind]) -> Kind:

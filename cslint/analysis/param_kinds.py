@@ -4,13 +4,14 @@ be given (a tensor for an unannotated input)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection
 from typing import TYPE_CHECKING
 
 import libcst as cst
 
 from cslint.analysis.imports import dotted_name
-from cslint.analysis.index import FunctionInfo
+from cslint.analysis.index import FunctionInfo, ModuleInfo
 from cslint.analysis.kinds import (HOST, STATIC, TENSOR, UNKNOWN, Kind, Tag, as_boolean, items_mapped, obj,
                                    sequence_of)
 from cslint.analysis.param_uses import param_uses
@@ -86,13 +87,14 @@ def _apply_self_and_roles(oracle: ProjectOracle, func: FunctionInfo, params: dic
                     params[name] = STATIC
 
 
-def callers_kinds(func: FunctionInfo, given: dict[str, Kind]) -> dict[str, Kind]:
+def callers_kinds(func: FunctionInfo, given: dict[str, Kind], project: Project | None = None) -> dict[str, Kind]:
     """What callers pass, as the function takes it: a parameter annotated as a container stays one when a
     caller's value is a tensor -- the annotation is the author's word on structure, and a caller's tensor
     there comes from a nested container whose own annotation said less (`cache.get("inner")` of a
     `dict[str, Tensor]` holding dicts). The caller's word on data stays: Python numbers it declares
     (`dict[str, float]`) were computed from tensor data. A parameter annotated as an object's class
-    (`cache: Cache | None`) stays that object: no tensor is one."""
+    (`cache: Cache | None`) stays that object: no tensor is one; a name bound to a union (`Scalar = Union[float,
+    Tensor]`, in the module or the one it is imported from, read through `project`) is no class."""
     taken = dict(given)
     for param in all_params(func.node):
         name = param.name.value
@@ -102,7 +104,8 @@ def callers_kinds(func: FunctionInfo, given: dict[str, Kind]) -> dict[str, Kind]
                 taken[name] = _read_from_tensors(declared)
             elif declared is not None and declared.boolean:  # `mask: torch.BoolTensor`: the dtype the author says
                 taken[name] = as_boolean(taken[name])
-            elif declared is not None and declared.tag is Tag.STATIC and names_an_object_class(param.annotation):
+            elif declared is not None and declared.tag is Tag.STATIC and names_an_object_class(param.annotation) \
+                    and not _names_a_type_alias(project, func, param.annotation):
                 taken[name] = declared
     return taken
 
@@ -123,6 +126,32 @@ def names_an_object_class(annotation: cst.Annotation | None) -> bool:
     named = [m for m in members if m != "None"]
     return bool(named) and all(m and m.rsplit(".", 1)[-1] not in _NOT_A_CLASS and len(m.rsplit(".", 1)[-1]) > 1
                                for m in named)
+
+
+def _names_a_type_alias(project: Project | None, func: FunctionInfo, annotation: cst.Annotation | None) -> bool:
+    """A member of the annotation is a module-level name bound to a union (`Scalar = Union[float, Tensor]`,
+    `Maybe = Optional[Tensor]`, `Number = int | Tensor`), not a class: found where it is defined."""
+    if annotation is None:
+        return False
+    for member in _members(annotation.annotation):
+        if not member or member == "None":
+            continue
+        home, name = func.module, member
+        qualified = func.module.imports.qualify(member)
+        if qualified != member or "." in member:
+            module_name, _, name = qualified.rpartition(".")
+            found = project.lookup(module_name) if project is not None and module_name else None
+            if not isinstance(found, ModuleInfo):
+                continue
+            home = found
+        if name not in home.classes and _union_alias(name).search(home.source):
+            return True
+    return False
+
+
+def _union_alias(name: str) -> re.Pattern[str]:
+    return re.compile(rf"^{re.escape(name)}[ \t]*(?::[^=\n]*)?=[ \t]*(?:[\w.]*\b(?:Union|Optional)\[|[\w.]+(?:\[[^\n]*\])?[ \t]*\|)",
+                      re.MULTILINE)
 
 
 def _members(node: cst.BaseExpression) -> list[str]:
@@ -152,7 +181,7 @@ def _read_from_tensors(kind: Kind) -> Kind:
 
 def helper_param_kinds(oracle: ProjectOracle, func: FunctionInfo, given: dict[str, Kind]) -> dict[str, Kind]:
     """A helper's parameters: what callers pass, else what its signature says, else unknown."""
-    given = callers_kinds(func, given)
+    given = callers_kinds(func, given, oracle.project)
     params: dict[str, Kind] = {}
     for param in all_params(func.node):
         name = param.name.value

@@ -389,7 +389,7 @@ class TracedProgram:
         # A root that is also called: what its callers pass replaces what was only assumed (a tensor for an
         # unannotated parameter); it widens what the signature says.
         assumed = assumed_parameters(traced.func)
-        for pname, kind in callers_kinds(traced.func, self._given.get(name, {})).items():
+        for pname, kind in callers_kinds(traced.func, self._given.get(name, {}), self.project).items():
             if pname in assumed:
                 traced.params[pname] = kind
             elif pname in traced.params:

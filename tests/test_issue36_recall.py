@@ -1,0 +1,144 @@
+"""Issue #36, held-out set 4's recall classes (docs/accuracy.md, session 27): self-written code in the shapes
+the set's misses had. M30: an object a traced step builds runs its constructor in the step, with the step's
+arguments. M2: a call through a module-level name bound to one of the module's functions (chosen at import by a
+flag) reaches that function."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import codes
+
+TARGETS = ("wsc", "compile")
+
+# A solver's time grid, checked and handed to a plain object built inside the step (`ts[0]`, `ts[-1]`).
+INTERVAL = """
+import torch
+from torch import nn
+
+
+class Interval:
+    def __init__(self, t0, t1, size=None):
+        if t0 > t1:
+            raise ValueError("t0 after t1")
+        self.start = float(t0)
+        self.end = float(t1)
+        self.size = size
+
+    def sample(self, ta, tb):
+        return torch.randn(self.size) * (tb - ta)
+
+
+def integrate(field, y0, ts):
+    bm = Interval(t0=ts[0], t1=ts[-1], size=y0.shape)
+    return field(y0) + bm.sample(ts[0], ts[1])
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.field = nn.Linear(2, 2)
+
+    def forward(self, y0, ts):
+        return integrate(self.field, y0, ts)
+"""
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_m30_an_object_built_in_the_step_runs_its_constructor_with_the_steps_tensors(lint, target):
+    found = codes(lint(INTERVAL, target=target))
+    assert ("WSC101", 7) in found  # `if t0 > t1` on two tensors
+    assert ("WSC203", 9) in found and ("WSC203", 10) in found  # `float(t0)`, `float(t1)`
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_m30_the_same_object_built_from_python_numbers_is_quiet(lint, target):
+    code = INTERVAL.replace("bm = Interval(t0=ts[0], t1=ts[-1], size=y0.shape)",
+                            "bm = Interval(t0=0.0, t1=1.0, size=y0.shape)")
+    assert codes(lint(code, target=target)) == []
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_m30_an_object_built_around_the_steps_does_not_run_its_constructor_in_them(lint, target):
+    code = """
+    import torch
+    from torch import nn
+
+    class Interval:
+        def __init__(self, t0, t1):
+            if t0 > t1:
+                raise ValueError("t0 after t1")
+            self.start = float(t0)
+
+    class Net(nn.Module):
+        def __init__(self, ts):
+            super().__init__()
+            self.field = nn.Linear(2, 2)
+            self.interval = Interval(ts[0], ts[-1])
+
+        def forward(self, y0):
+            return self.field(y0)
+    """
+    assert codes(lint(code, target=target)) == []
+
+
+# The constructor's parameters are annotated with a type alias of a union holding `Tensor`: a tensor passed there
+# is taken as one (an alias is no object class).
+ALIASED = {
+    "kinds.py": """
+    from typing import Optional, Union
+
+    from torch import Tensor
+
+    Scalar = Union[float, Tensor]
+    Maybe = Optional[Tensor]
+    """,
+    "model.py": """
+    import torch
+    from torch import nn
+
+    from kinds import Scalar
+    from typing import Optional
+
+
+    class Interval:
+        def __init__(self, t0: Optional[Scalar] = 0.0, t1: Optional[Scalar] = 1.0):
+            if t0 > t1:
+                raise ValueError("t0 after t1")
+            self.start = float(t0)
+
+
+    class Net(nn.Module):
+        def forward(self, y0, ts):
+            bm = Interval(t0=ts[0], t1=ts[-1])
+            return y0 * 2
+    """,
+}
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_m30_a_type_alias_of_a_union_with_tensor_takes_the_callers_tensor(lint, target):
+    found = codes([d for d in lint(ALIASED, target=target) if d.path.name == "model.py"])
+    assert ("WSC101", 10) in found and ("WSC203", 12) in found
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_m30_a_class_annotation_keeps_its_object_whatever_the_caller_passes(lint, target):
+    code = """
+    import torch
+    from torch import nn
+
+    class Cache:
+        def __init__(self):
+            self.items = []
+
+    def update(cache: Cache, value):
+        if cache:
+            return value
+        return value * 2
+
+    class Net(nn.Module):
+        def forward(self, x, cache):
+            return update(cache, x)
+    """
+    assert codes(lint(code, target=target)) == []
