@@ -142,3 +142,55 @@ def test_m30_a_class_annotation_keeps_its_object_whatever_the_caller_passes(lint
             return update(cache, x)
     """
     assert codes(lint(code, target=target)) == []
+
+
+# A helper called through a module-level name bound to one of two functions at import (`_rfft = _new_rfft` or
+# `_old_rfft`, by what the installed torch has): the call reaches each.
+SPECTRAL = """
+import torch
+from torch import nn
+try:
+    import torch.fft as new_fft
+except ImportError:
+    new_fft = None
+
+
+def _new_rfft(x: torch.Tensor):
+    return torch.view_as_real(new_fft.rfft(x, dim=-1))
+
+
+def _old_rfft(x: torch.Tensor):
+    return torch.rfft(x, 1)
+
+
+if new_fft is None:
+    _rfft = _old_rfft
+else:
+    _rfft = _new_rfft
+
+
+def spectral_conv(signal: torch.Tensor, kernel: torch.Tensor):
+    return _rfft(signal) * _rfft(kernel)
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.kernel = nn.Parameter(torch.randn(1, 1, 8))
+
+    def forward(self, x):
+        return spectral_conv(x, self.kernel)
+"""
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_m2_a_call_through_a_name_bound_to_a_function_at_import_reaches_it(lint, target):
+    found = codes(lint(SPECTRAL, target=target))
+    assert found == ([("WSC602", 10)] if target == "wsc" else [])  # complex tensors: WSC's, not compile's
+
+
+def test_m2_a_plain_alias_of_a_real_function_is_followed_and_quiet(lint):
+    code = SPECTRAL.replace("torch.view_as_real(new_fft.rfft(x, dim=-1))", "x.abs()")
+    assert codes(lint(code, target="wsc")) == []
+    reading = SPECTRAL.replace("torch.view_as_real(new_fft.rfft(x, dim=-1))", "x.sum().item()")
+    assert codes(lint(reading, target="wsc")) == [("WSC201", 10)]

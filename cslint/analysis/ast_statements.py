@@ -13,27 +13,34 @@ from cslint.analysis.imports import ImportTable
 from cslint.core.targets import trace_wrappers, wrapper_names
 
 
-def object_assignments(body: list[ast.stmt]) -> list[ast.Assign | ast.AnnAssign]:
+def object_assignments(body: list[ast.stmt]) -> list[tuple[ast.Assign | ast.AnnAssign, bool]]:
     """The statements holding the assignments that can bind a module-level object (`model = GPT(config)`,
-    `m = model`), and those that rebind such a name to something else, at top level and in `if`
-    blocks (not one-line `if`s): in the order they run. Docstring constants and the like are left out."""
-    found: list[ast.Assign | ast.AnnAssign] = []
+    `m = model`, `_rfft = _new_rfft`), and those that rebind such a name to something else, at top level and
+    in `if`/`else` and `try`/`except` blocks (not one-line `if`s): in the order they run, each with whether it
+    is an alternative to what runs before it (an `else` branch, an `except` handler: bindings.py)."""
+    found: list[tuple[ast.Assign | ast.AnnAssign, bool]] = []
 
-    def scan(statements: list[ast.stmt]) -> None:
+    def scan(statements: list[ast.stmt], alternative: bool) -> None:
         for stmt in statements:
             if isinstance(stmt, ast.Assign) or isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
-                found.append(stmt)
+                found.append((stmt, alternative))
             elif isinstance(stmt, ast.If) and stmt.body and stmt.body[0].lineno > stmt.lineno:
-                scan(stmt.body)
+                scan(stmt.body, alternative)
+                scan(stmt.orelse, True)
+            elif isinstance(stmt, ast.Try):
+                scan(stmt.body, alternative)
+                for handler in stmt.handlers:
+                    scan(handler.body, True)
+                scan(stmt.orelse, alternative)
 
-    scan(body)
+    scan(body, False)
 
     def targets(stmt: ast.Assign | ast.AnnAssign) -> list[ast.expr]:
         return stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
 
-    binding = {t.id for a in found if isinstance(a.value, (ast.Call, ast.Name, ast.Attribute))
+    binding = {t.id for a, _ in found if isinstance(a.value, (ast.Call, ast.Name, ast.Attribute))
                for t in targets(a) if isinstance(t, ast.Name)}
-    return [a for a in found if isinstance(a.value, (ast.Call, ast.Name, ast.Attribute))
+    return [(a, alternative) for a, alternative in found if isinstance(a.value, (ast.Call, ast.Name, ast.Attribute))
             or any(isinstance(t, ast.Name) and t.id in binding for t in targets(a))]
 
 

@@ -10,7 +10,9 @@ A value is None (nothing cslint follows), `("name", id)`, `("attribute", dotted)
 `("call", dotted, method, receiver, first, dtype)`: `dotted` the callee as `a.b.c` (None if it is not one),
 `method` and `receiver` the attribute called and the value it is called on (None unless the callee is an
 attribute), `first` a 1-tuple with the first argument's value as written (keyword or starred included), empty
-without arguments, `dtype` the value of its `dtype=` keyword (None without one).
+without arguments, `dtype` the value of its `dtype=` keyword (None without one). An assignment in an `else`
+branch or an `except` handler binds `("or", value)`: the name may hold that or what it held before
+(`if new_fft is None: _rfft = _old_rfft` / `else: _rfft = _new_rfft`).
 """
 
 from __future__ import annotations
@@ -63,22 +65,27 @@ def ast_value(expr: ast.expr) -> Value:
     return ("call", ast_dotted_name(func), method, receiver, first, dtype)
 
 
-def cst_bindings(statements: list[cst.Assign | cst.AnnAssign]) -> list[Binding]:
-    """The summaries of libcst assignments (those with a value), in order."""
+def cst_bindings(statements: list[tuple[cst.Assign | cst.AnnAssign, bool]]) -> list[Binding]:
+    """The summaries of libcst assignments (those with a value), in order, each with whether it is an
+    alternative to what ran before it."""
     found = []
-    for stmt in statements:
+    for stmt, alternative in statements:
         assert stmt.value is not None
         targets = [t.target for t in stmt.targets] if isinstance(stmt, cst.Assign) else [stmt.target]
-        found.append((tuple(t.value for t in targets if type(t) is cst.Name), cst_value(stmt.value)))
+        value = cst_value(stmt.value)
+        found.append((tuple(t.value for t in targets if type(t) is cst.Name),
+                      ("or", value) if alternative and value is not None else value))
     return found
 
 
-def ast_bindings(statements: list[ast.Assign | ast.AnnAssign]) -> list[Binding]:
+def ast_bindings(statements: list[tuple[ast.Assign | ast.AnnAssign, bool]]) -> list[Binding]:
     """`cst_bindings` for `ast` assignments."""
     found = []
-    for stmt in statements:
+    for stmt, alternative in statements:
         assert stmt.value is not None
         targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-        found.append((tuple(t.id for t in targets if isinstance(t, ast.Name)), ast_value(stmt.value)))
+        value = ast_value(stmt.value)
+        found.append((tuple(t.id for t in targets if isinstance(t, ast.Name)),
+                      ("or", value) if alternative and value is not None else value))
     return found
 

@@ -103,8 +103,10 @@ def value_kind(project: Project, module: ModuleInfo, value: Value, known: dict[s
     names bound so far), else None."""
     if value is None:
         return None
+    if value[0] == "or":
+        return value_kind(project, module, value[1], known)
     if value[0] == "name":
-        return known.get(value[1])
+        return known.get(value[1]) or _function_named(project, module, value[1])
     if value[0] == "attribute":  # `TIME_DTYPE = torch.float64`
         return FLOAT64_DTYPE if module.imports.qualify(value[1]) in api.FLOAT64_DTYPES else None
     _, dotted, method, receiver, first, dtype = value
@@ -121,6 +123,13 @@ def value_kind(project: Project, module: ModuleInfo, value: Value, known: dict[s
     if qualified in MODEL_WRAPPERS and first:
         return value_kind(project, module, first[0], known)
     return class_instance_kind(project, qualified)
+
+
+def _function_named(project: Project, module: ModuleInfo, name: str) -> Kind | None:
+    """`_rfft = _new_rfft`: a function of the module, or of the project imported into it, under another name."""
+    func = module.functions.get(name) or project.lookup_function(module.imports.qualify(name)) \
+        if name in module.functions or name in module.imports.names else None
+    return obj("function", func.qualname) if func is not None else None
 
 
 def _float64_constant(project: Project, module: ModuleInfo, dotted: str | None, method: str | None, receiver: Value,
@@ -147,17 +156,27 @@ def _toplevel_assignments(module: ModuleInfo) -> list[Binding]:
     index when it has them (an `ast`-indexed file, never parsed with libcst for them), else its tree."""
     if module.object_bindings is not None:
         return module.object_bindings
-    found: list[cst.Assign | cst.AnnAssign] = []
+    found: list[tuple[cst.Assign | cst.AnnAssign, bool]] = []
 
-    def scan(statements: Sequence[cst.CSTNode]) -> None:
+    def scan(statements: Sequence[cst.CSTNode], alternative: bool) -> None:
         for stmt in statements:
             if isinstance(stmt, cst.SimpleStatementLine):
-                found.extend(s for s in stmt.body if isinstance(s, cst.Assign)
+                found.extend((s, alternative) for s in stmt.body if isinstance(s, cst.Assign)
                              or isinstance(s, cst.AnnAssign) and s.value is not None)
             elif isinstance(stmt, cst.If) and isinstance(stmt.body, cst.IndentedBlock):
-                scan(stmt.body.body)
+                scan(stmt.body.body, alternative)
+                if isinstance(stmt.orelse, cst.If):  # `elif`
+                    scan([stmt.orelse], True)
+                elif stmt.orelse is not None:
+                    scan(stmt.orelse.body.body, True)
+            elif isinstance(stmt, cst.Try):
+                scan(stmt.body.body, alternative)
+                for handler in stmt.handlers:
+                    scan(handler.body.body, True)
+                if stmt.orelse is not None:
+                    scan(stmt.orelse.body.body, alternative)
 
-    scan(module.tree.body)
+    scan(module.tree.body, False)
     return cst_bindings(found)
 
 
@@ -171,7 +190,10 @@ def module_objects(project: Project, module: ModuleInfo) -> dict[str, Kind]:
     for targets, value in _toplevel_assignments(module):
         kind = value_kind(project, module, value, known)
         for target in targets:
-            if kind is None:
+            if value is not None and value[0] == "or":  # an `else` branch's: that or what it held before
+                if kind is not None:
+                    known[target] = join(known[target], kind) if target in known else kind
+            elif kind is None:
                 known.pop(target, None)
             else:
                 known[target] = kind
