@@ -194,3 +194,76 @@ def test_m2_a_plain_alias_of_a_real_function_is_followed_and_quiet(lint):
     assert codes(lint(code, target="wsc")) == []
     reading = SPECTRAL.replace("torch.view_as_real(new_fft.rfft(x, dim=-1))", "x.sum().item()")
     assert codes(lint(reading, target="wsc")) == [("WSC201", 10)]
+
+
+# A policy's action distribution: an object a factory makes of one of several classes, its
+# `proba_distribution` making a torch distribution held in an attribute, and `log_prob` on that attribute.
+POLICY = """
+import torch
+from torch import nn
+from torch.distributions import Categorical, Normal
+
+
+class Gaussian:
+    def __init__(self, dim):
+        self.dim = dim
+        self.distribution = None
+
+    def proba_distribution(self, mean, log_std):
+        self.distribution = Normal(mean, torch.ones_like(mean) * log_std.exp())
+        return self
+
+    def log_prob(self, actions):
+        return self.distribution.log_prob(actions).sum(-1)
+
+
+class Discrete:
+    def __init__(self, n):
+        self.n = n
+        self.distribution = None
+
+    def proba_distribution(self, mean, log_std=None):
+        self.distribution = Categorical(logits=mean)
+        return self
+
+    def log_prob(self, actions):
+        return self.distribution.log_prob(actions)
+
+
+def make_distribution(space):
+    if isinstance(space, tuple):
+        return Gaussian(space[0])
+    return Discrete(space)
+
+
+class Policy(nn.Module):
+    def __init__(self, space):
+        super().__init__()
+        self.action_dist = make_distribution(space)
+        self.net = nn.Linear(4, 2)
+        self.log_std = nn.Parameter(torch.zeros(2))
+
+    def forward(self, obs, actions):
+        distribution = self.action_dist.proba_distribution(self.net(obs), self.log_std)
+        return distribution.log_prob(actions)
+"""
+
+
+def test_m2_an_object_a_factory_makes_of_one_of_two_classes_runs_that_classs_method(lint):
+    found = codes(lint(POLICY, target="wsc"))
+    assert ("WSC108", 12) in found and ("WSC108", 25) in found  # Normal(...), Categorical(...)
+
+
+def test_m29_log_prob_of_a_validating_distribution_held_in_an_attribute(lint):
+    found = codes(lint(POLICY, target="wsc"))
+    assert ("WSC108", 16) in found and ("WSC108", 29) in found  # each `self.distribution.log_prob(actions)`
+
+
+def test_m29_a_distribution_made_without_validation_is_quiet_at_its_log_prob(lint):
+    code = POLICY.replace("log_std.exp())", "log_std.exp(), validate_args=False)").replace(
+        "Categorical(logits=mean)", "Categorical(logits=mean, validate_args=False)")
+    assert codes(lint(code, target="wsc")) == []
+
+
+def test_m29_no_validation_finding_under_compile(lint):
+    assert [c for c in codes(lint(POLICY, target="compile")) if c[0] == "WSC108"] == []

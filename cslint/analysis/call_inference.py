@@ -396,6 +396,10 @@ class CallInference:
             self._running_each.add(id(node))
             return _joined([self._call_method(node, obj("module", cls), method, arg_kinds, env)
                             for cls in classes_of(receiver)])
+        if receiver.tag is Tag.OBJECT and receiver.role == "object" and "|" in receiver.cls:
+            # an instance of one of several classes: that class's method runs, which one not known here
+            return _joined([self._call_method(node, obj("object", cls), method, arg_kinds, env)
+                            for cls in classes_of(receiver)])
         if receiver.tag is Tag.OBJECT:
             self._note_registration(node, receiver, method, arg_kinds)
             decided = attribute_of(receiver, method)

@@ -321,6 +321,10 @@ def _join(a: Kind, b: Kind) -> Kind:
                 return Kind(Tag.OBJECT, role=a.role, cls=a.cls, elem=MODULE)
             if a.role == b.role and a.cls == b.cls:
                 return Kind(Tag.OBJECT, role=a.role, cls=a.cls, elem=a.elem, attrs=_common_attrs(a, b))
+            if a.role == b.role == "object" and a.cls and b.cls:
+                # an instance of one of several classes (a factory's `return Gaussian(d)` or `return Discrete(n)`)
+                classes = sorted(set(classes_of(a)) | set(classes_of(b)))
+                return obj("object", "|".join(classes) if len(classes) <= MAX_MODULE_CLASSES else "")
             return a if a.role == b.role else obj("")
         if a.tag is Tag.STATIC:  # None or another Python value; two constants, or values not None, not None
             return SOME if is_some(a) and is_some(b) and not a.dtype and not b.dtype else STATIC
