@@ -267,3 +267,54 @@ def test_m29_a_distribution_made_without_validation_is_quiet_at_its_log_prob(lin
 
 def test_m29_no_validation_finding_under_compile(lint):
     assert [c for c in codes(lint(POLICY, target="compile")) if c[0] == "WSC108"] == []
+
+
+def test_m2_a_factory_choosing_its_class_by_a_flag_and_called_only_from_a_constructor(lint):
+    # make_distribution is no small helper (a docstring and several branches) and only `__init__` calls it: what
+    # it returns is read from its returns (`cls(...)` with `cls` one of two classes)
+    code = POLICY.replace('''def make_distribution(space):
+    if isinstance(space, tuple):
+        return Gaussian(space[0])
+    return Discrete(space)''', '''def make_distribution(space, use_wide=False, kwargs=None):
+    """The distribution of an action space.
+
+    A tuple is a box of that many continuous actions, an int a number of discrete ones.
+    """
+    if kwargs is None:
+        kwargs = {}
+    if isinstance(space, tuple):
+        cls = Wide if use_wide else Gaussian
+        return cls(space[0], **kwargs)
+    elif isinstance(space, int):
+        return Discrete(space, **kwargs)
+    raise NotImplementedError(f"no distribution for {space}")
+
+
+class Wide(Gaussian):
+    pass''')
+    found = codes(lint(code, target="wsc"))
+    assert ("WSC108", 12) in found and ("WSC108", 25) in found
+    assert ("WSC108", 16) in found and ("WSC108", 29) in found
+
+
+def test_m2_a_function_returning_something_else_on_one_path_is_no_factory(lint):
+    code = POLICY.replace('''def make_distribution(space):
+    if isinstance(space, tuple):
+        return Gaussian(space[0])
+    return Discrete(space)''', '''def make_distribution(space, registry):
+    """The distribution of an action space, or the one registered for it.
+
+    A tuple is a box of that many continuous actions, an int a number of discrete ones.
+    """
+    if space is None:
+        raise ValueError("no action space")
+    if isinstance(space, tuple) and len(space) != 1:
+        raise ValueError("a box of one dimension")
+    if isinstance(space, int) and space < 2:
+        raise ValueError("at least two actions")
+    if space in registry:
+        return registry[space]
+    if isinstance(space, tuple):
+        return Gaussian(space[0])
+    return Discrete(space)''').replace("make_distribution(space)", "make_distribution(space, {})")
+    assert codes(lint(code, target="wsc")) == []

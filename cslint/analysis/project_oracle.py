@@ -15,6 +15,7 @@ from cslint.analysis.index import ClassInfo, FunctionInfo
 from cslint.analysis.inference import FunctionInference
 from cslint.analysis.kinds import STATIC, TENSOR, Kind, fixed_before_tracing, join, obj
 from cslint.analysis.optimizer_entries import group_tensor_entries, state_entry_kinds
+from cslint.analysis.factories import factory_classes
 from cslint.analysis.project import Project
 from cslint.analysis.signatures import all_params, first_param, signature_kind
 from cslint.analysis.step_functions import function_table_kind
@@ -60,7 +61,18 @@ class ProjectOracle:
         self.kept: KeptAnalyses | None = None
 
     def return_kind(self, func: FunctionInfo) -> Kind | None:
-        return self.returns.get(func.qualname)
+        """What the function returns for its callers together, once analysed; before, for a factory (one that
+        returns an instance of one of the project's classes on every path: factories.py), that instance."""
+        known = self.returns.get(func.qualname)
+        if known is not None:
+            return known
+        made = factory_classes(self.project, func)
+        if not made:
+            return None
+        kind = self.self_kind(made[0])
+        for cls in made[1:]:
+            kind = join(kind, self.self_kind(cls))
+        return kind
 
     def call_return(self, qualname: str, given: dict[str, Kind]) -> Kind | None:
         """What the project function returns for one call's arguments, when that can be told apart from

@@ -1,0 +1,107 @@
+"""Functions that make and return an instance of one of the project's classes on every path (factories).
+
+    def make_distribution(space, use_sde=False):
+        if isinstance(space, Box):
+            cls = StateDependent if use_sde else DiagGaussian
+            return cls(dim(space))
+        elif isinstance(space, Discrete):
+            return Categorical(space.n)
+        raise NotImplementedError(space)
+
+A constructor that stores `make_distribution(space)` holds an instance of one of those classes, whatever the
+arguments: what the function returns is read from its `return` statements alone, so a factory nobody traces
+(called only from `__init__`) still says what its result is. Read with `ast` from the function's text.
+"""
+
+from __future__ import annotations
+
+import ast
+import weakref
+
+import libcst as cst
+
+from cslint.analysis.import_scan import ast_dotted_name
+from cslint.analysis.index import ClassInfo, FunctionInfo
+from cslint.analysis.project import Project
+
+_MADE: weakref.WeakKeyDictionary[FunctionInfo, tuple[str, ...]] = weakref.WeakKeyDictionary()
+
+
+def factory_classes(project: Project, func: FunctionInfo) -> tuple[ClassInfo, ...]:
+    """The classes of the project whose instance `func` returns, one of them on every path that returns; ()
+    when a `return` gives anything else (or nothing), or the function's text cannot be read."""
+    names = _MADE.get(func)
+    if names is None:
+        names = _MADE[func] = tuple(c.qualname for c in _read(project, func))
+    found = [project.lookup_class(name) for name in names]
+    return tuple(c for c in found if c is not None)
+
+
+def _read(project: Project, func: FunctionInfo) -> list[ClassInfo]:
+    span = func.span
+    if span is not None:  # an `ast`-indexed file: the function's text, as in the file (a method indented)
+        text = func.module.source[span.start:span.end]
+        wrapped = func.cls is not None
+    else:  # a file indexed from its libcst tree: the function's code, at no indentation
+        text = cst.Module([]).code_for_node(func.node)
+        wrapped = False
+    if "return" not in text:
+        return []
+    try:
+        stmt = ast.parse("class _:\n" + text if wrapped else text).body[0]
+    except (SyntaxError, ValueError, RecursionError, MemoryError, IndexError):
+        return []
+    node = stmt.body[0] if wrapped and isinstance(stmt, ast.ClassDef) else stmt
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return []
+    returns: list[ast.Return] = []
+    bound: dict[str, list[ClassInfo] | None] = {}  # local name -> the classes it is bound to (None: not only classes)
+    for part in _own_nodes(node):
+        if isinstance(part, ast.Return):
+            returns.append(part)
+        elif isinstance(part, ast.Assign) and len(part.targets) == 1 and isinstance(part.targets[0], ast.Name):
+            name = part.targets[0].id
+            classes = _classes(project, func, part.value)
+            bound[name] = None if classes is None or bound.get(name, []) is None else [*bound.get(name, []), *classes]
+        elif isinstance(part, (ast.AugAssign, ast.AnnAssign, ast.For)) and isinstance(part.target, ast.Name):
+            bound[part.target.id] = None
+    made: list[ClassInfo] = []
+    for ret in returns:
+        value = ret.value
+        if not isinstance(value, ast.Call):
+            return []
+        callee = value.func
+        if isinstance(callee, ast.Name) and callee.id in bound:
+            classes = bound[callee.id]
+        else:
+            classes = _classes(project, func, callee)
+        if not classes:
+            return []
+        made.extend(c for c in classes if c not in made)
+    return made
+
+
+def _classes(project: Project, func: FunctionInfo, value: ast.expr) -> list[ClassInfo] | None:
+    """The classes `value` names (`Cls`, `mod.Cls`, `A if flag else B`); None when it names anything else."""
+    if isinstance(value, ast.IfExp):
+        body, orelse = _classes(project, func, value.body), _classes(project, func, value.orelse)
+        return None if body is None or orelse is None else body + orelse
+    dotted = ast_dotted_name(value) if isinstance(value, (ast.Name, ast.Attribute)) else None
+    if dotted is None:
+        return None
+    module = func.module
+    found = module.classes.get(dotted) or project.lookup_class(module.imports.qualify(dotted))
+    return [found] if found is not None else None
+
+
+def _own_nodes(node: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.AST]:
+    """The nodes of the function's body, not those of functions, lambdas or classes defined in it."""
+    found: list[ast.AST] = []
+    stack: list[ast.AST] = list(node.body)
+    while stack:
+        part = stack.pop()
+        found.append(part)
+        if isinstance(part, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue
+        stack.extend(ast.iter_child_nodes(part))
+    return found
