@@ -1159,3 +1159,81 @@ def test_the_library_lines_that_do_it_are_in_json_sarif_the_lsp_and_the_cache(si
     assert Diagnostic.from_json(branch.path, branch.as_json()) == branch
     assert json_format.diagnostic_dict(next(d for d in result.diagnostics if d.line == 14))["library_sites"][0][
         "code"].endswith(".item()")
+
+
+# Held-out set 4 (#36, docs/accuracy.md, session 27): a solver library the user's step hands its tensors to.
+FAKESDE = {
+    "__init__.py": "",
+    "types.py": '''
+        from typing import Union
+
+        from torch import Tensor
+
+        Scalar = Union[float, Tensor]
+    ''',
+    "solve.py": '''
+        from typing import Optional
+
+        import torch
+
+        from fakesde.types import Scalar
+
+
+        class Interval:
+            def __init__(self, t0: Optional[Scalar] = 0.0, t1: Optional[Scalar] = 1.0, size=None):
+                if t0 > t1:
+                    raise ValueError("t0 after t1")
+                self.start = float(t0)
+                self.size = size
+
+            def sample(self, scale):
+                return torch.randn(self.size) * scale
+
+
+        def _check(y0, ts):
+            if not torch.is_tensor(ts):
+                ts = torch.tensor(ts, dtype=y0.dtype)
+            return Interval(t0=ts[0], t1=ts[-1], size=y0.shape)
+
+
+        def integrate(field, y0, ts):
+            bm = _check(y0, ts)
+            return field(y0) + bm.sample(0.1)
+    ''',
+}
+
+
+def _sde_user(call: str) -> dict[str, str]:
+    return {"fit.py": f'''
+        import torch
+        from torch import nn
+        from fakesde.solve import Interval, integrate
+
+
+        class Fit(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.field = nn.Linear(2, 2)
+
+            def forward(self, y0, ts):
+                return {call}
+    '''}
+
+
+@pytest.mark.parametrize("target", ["wsc", "compile"])
+def test_an_object_a_library_builds_from_the_steps_tensors_runs_its_constructor(site: Path, tmp_path: Path,
+                                                                                target: str) -> None:
+    _install(site, "fakesde", "1.0", FAKESDE)
+    found = _lint(tmp_path / "proj", _sde_user("integrate(self.field, y0, ts)"), target=target)
+    by_code = {code: message for code, name, line, message in found if (name, line) == ("fit.py", 12)}
+    assert set(by_code) == {"WSC101", "WSC203"}
+    assert "`if t0 > t1`" in by_code["WSC101"] and "`float(t0)`" in by_code["WSC203"]
+    assert "fakesde.solve._check -> fakesde.solve.Interval.__init__" in by_code["WSC203"]
+
+
+@pytest.mark.parametrize("target", ["wsc", "compile"])
+def test_the_same_library_object_built_from_python_numbers_is_quiet(site: Path, tmp_path: Path, target: str) -> None:
+    _install(site, "fakesde", "1.0", FAKESDE)
+    # the step builds the library's object itself, from Python numbers: its constructor reads nothing
+    assert _lint(tmp_path / "proj", _sde_user("Interval(0.0, 1.0, size=y0.shape).sample(0.1) + y0"),
+                 target=target) == []
