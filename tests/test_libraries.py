@@ -1237,3 +1237,110 @@ def test_the_same_library_object_built_from_python_numbers_is_quiet(site: Path, 
     # the step builds the library's object itself, from Python numbers: its constructor reads nothing
     assert _lint(tmp_path / "proj", _sde_user("Interval(0.0, 1.0, size=y0.shape).sample(0.1) + y0"),
                  target=target) == []
+
+
+# Set 4's audio and solver libraries: what a summary records is every family the rule table names for a call
+# (`torch.fft.rfft` WSC602, `np.random.randint` WSC704), not only host reads.
+FAKEDSP = {
+    "__init__.py": "",
+    "conv.py": '''
+        import numpy as np
+        import torch
+        try:
+            import torch.fft as new_fft
+        except ImportError:
+            new_fft = None
+
+
+        def _new_rfft(x):
+            return torch.view_as_real(new_fft.rfft(x, dim=-1))
+
+
+        def _old_rfft(x):
+            return torch.rfft(x, 1)
+
+
+        if new_fft is None:
+            _rfft = _old_rfft
+        else:
+            _rfft = _new_rfft
+
+
+        def fft_conv(signal, kernel):
+            return _rfft(signal) * _rfft(kernel)
+
+
+        def spectrum(signal):
+            return _new_rfft(signal).abs()
+
+
+        def direct_conv(signal, kernel):
+            return torch.nn.functional.conv1d(signal, kernel)
+
+
+        class Noise:
+            def __init__(self, size, entropy=None):
+                if entropy is None:
+                    entropy = np.random.randint(0, 2 ** 31 - 1)
+                self.generator = torch.Generator().manual_seed(entropy)
+                self.size = size
+
+            def draw(self):
+                return torch.randn(self.size, generator=self.generator)
+
+
+        def noisy(x):
+            return x + Noise(x.shape).draw()
+    ''',
+}
+
+
+def _dsp_user(call: str) -> dict[str, str]:
+    return {"net.py": f'''
+        import torch
+        from torch import nn
+        from fakedsp.conv import direct_conv, fft_conv, noisy, spectrum
+
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.kernel = nn.Parameter(torch.randn(1, 1, 8))
+
+            def forward(self, x):
+                return {call}
+    '''}
+
+
+@pytest.mark.parametrize("target", ["wsc", "compile"])
+def test_a_complex_fft_in_a_library_the_step_calls_is_reported_on_the_call(site: Path, tmp_path: Path,
+                                                                           target: str) -> None:
+    _install(site, "fakedsp", "1.0", FAKEDSP)
+    found = _lint(tmp_path / "proj", _dsp_user("spectrum(x)"), target=target)
+    if target == "compile":  # complex tensors are WSC's problem, not torch.compile's
+        assert found == []
+        return
+    assert [(code, line) for code, _, line, _ in found] == [("WSC602", 12)]
+    assert "in `_new_rfft` (conv.py:10)" in found[0][3] and "new_fft.rfft(x, dim=-1)" in found[0][3]
+
+
+def test_a_complex_fft_behind_a_function_chosen_at_import_is_the_opt_in_tiers(site: Path, tmp_path: Path) -> None:
+    """`_rfft` is `_new_rfft` or `_old_rfft`, chosen by what the installed torch has: which one the call runs is not
+    known here, so what only one does is reported with `--include-uncertain`, with that assumption."""
+    _install(site, "fakedsp", "1.0", FAKEDSP)
+    assert _lint(tmp_path / "proj", _dsp_user("fft_conv(x, self.kernel)"), target="wsc") == []
+    found = _lint(tmp_path / "proj", _dsp_user("fft_conv(x, self.kernel)"), target="wsc", include_uncertain=True)
+    assert [(code, line) for code, _, line, _ in found] == [("WSC602", 12)]
+
+
+@pytest.mark.parametrize("target", ["wsc", "compile"])
+def test_a_real_convolution_in_a_library_is_quiet(site: Path, tmp_path: Path, target: str) -> None:
+    _install(site, "fakedsp", "1.0", FAKEDSP)
+    assert _lint(tmp_path / "proj", _dsp_user("direct_conv(x, self.kernel)"), target=target) == []
+
+
+def test_numpy_drawing_a_seed_in_a_library_object_the_step_builds(site: Path, tmp_path: Path) -> None:
+    _install(site, "fakedsp", "1.0", FAKEDSP)
+    found = _lint(tmp_path / "proj", _dsp_user("noisy(x)"), target="compile")
+    assert [(code, line) for code, _, line, _ in found] == [("WSC704", 12)]
+    assert "np.random.randint" in found[0][3] and "fakedsp.conv.noisy -> fakedsp.conv.Noise.__init__" in found[0][3]

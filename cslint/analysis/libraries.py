@@ -37,7 +37,7 @@ from cslint.analysis.project import Project
 from cslint.analysis.project_oracle import ProjectOracle
 from cslint.analysis.tracing_guards import Guards
 from cslint.analysis.walk import child_nodes
-from cslint.core.rule_table import BUILTINS, IN_LIBRARIES, TENSOR_METHODS
+from cslint.core.rule_table import BUILTINS, FUNCTIONS, IN_LIBRARIES, TENSOR_METHODS
 
 __all__ = ["BRANCH", "MASK_STORE", "SHAPE", "Effect", "Environment", "Libraries", "LibraryPathError",
            "Summary", "SummaryStore", "environment_for"]
@@ -294,7 +294,7 @@ def _effects(func: FunctionInfo, analysis: Any, guards: Any) -> tuple[tuple[Effe
                 if type(target.target) is cst.Subscript and _indexed_by_mask(target.target, analysis):
                     found.append((target.target, MASK_STORE, _code(node)))
         elif kind is cst.Call:
-            what = _call_effect(node, analysis)  # type: ignore[arg-type]
+            what = _call_effect(node, analysis, func.module)  # type: ignore[arg-type]
             if what is not None:
                 found.append((node, what, _code(node)))
             library = analysis.library_calls.get(id(node))
@@ -340,8 +340,11 @@ def _indexed_by_mask(node: cst.Subscript, analysis: Any) -> bool:
         type(e.slice) is cst.Index and analysis.kind(e.slice.value).boolean for e in node.slice)
 
 
-def _call_effect(node: cst.Call, analysis: Any) -> str | None:
+def _call_effect(node: cst.Call, analysis: Any, module: ModuleInfo) -> str | None:
     func = node.func
+    named = _function_code(module.imports.resolve(func))
+    if named is not None:
+        return named
     if type(func) is cst.Attribute:
         receiver = analysis.kind(func.value)
         if receiver.tag is Tag.TENSOR:
@@ -363,6 +366,19 @@ def _call_effect(node: cst.Call, analysis: Any) -> str | None:
 
 
 _COPIES = frozenset({"tolist", "numpy", "cpu"})  # (placement.py)
+
+
+def _function_code(qualified: str | None) -> str | None:
+    """The code a call of this function stands for, where a summary records it (`torch.fft.rfft`: WSC602)."""
+    if qualified is None:
+        return None
+    code = FUNCTIONS.get(qualified)
+    if code is None:
+        namespace = qualified
+        while code is None and "." in namespace:
+            namespace = namespace.rsplit(".", 1)[0]
+            code = FUNCTIONS.get(namespace + ".")
+    return code if code in IN_LIBRARIES else None
 
 
 def _code(node: cst.CSTNode, limit: int = 48) -> str:

@@ -81,8 +81,29 @@ BUILTINS: dict[str, str] = {
     "format": "WSC206",
 }
 
+# `<function>(...)` by qualified name (a name ending in `.`: every function of that namespace) -> the code
+FUNCTIONS: dict[str, str] = {
+    "torch.view_as_complex": "WSC602",
+    "torch.complex": "WSC602",
+    "torch.polar": "WSC602",
+    "torch.stft": "WSC602",
+    "torch.fft.": "WSC602",
+    "torch.cuda.manual_seed": "WSC704",
+    "torch.cuda.manual_seed_all": "WSC704",
+    "torch.cuda.seed": "WSC704",
+    "torch.cuda.seed_all": "WSC704",
+    "torch.manual_seed": "WSC704",
+    "torch.random.manual_seed": "WSC704",
+    "torch.random.seed": "WSC704",
+    "torch.random.set_rng_state": "WSC704",
+    "torch.seed": "WSC704",
+    "torch.set_rng_state": "WSC704",
+    "random.": "WSC704",
+    "numpy.random.": "WSC704",
+}
+
 # the codes whose calls a summary of an installed library's function records
-IN_LIBRARIES: frozenset[str] = frozenset({"WSC201", "WSC203"})
+IN_LIBRARIES: frozenset[str] = frozenset({"WSC201", "WSC203", "WSC602", "WSC704"})
 
 # code -> the id dynamo reports for it
 GRAPH_BREAK_IDS: dict[str, str] = {

@@ -47,6 +47,9 @@ class Rule:
     # cslint/core/rule_table.py is generated from these (`python docs/generate.py`) for the layers below.
     tensor_methods: ClassVar[tuple[str, ...]] = ()
     builtins: ClassVar[tuple[str, ...]] = ()
+    # and the functions whose call it stands for wherever it is seen, by qualified name (`torch.view_as_complex`;
+    # a name ending in `.`, every function of that namespace: `numpy.random.`), for the library summaries
+    functions: ClassVar[tuple[str, ...]] = ()
     in_libraries: ClassVar[bool] = False
     # The id of dynamo's graph break a finding is (cslint/core/graph_break_ids.py); and, by the source its
     # message quotes first, the id when that construct is another break (None: dynamo traces it)

@@ -248,6 +248,8 @@ class StableLoss(nn.Module):
 
 class ComplexDtype(Rule):
     code = "WSC602"
+    functions = ("torch.view_as_complex", "torch.complex", "torch.polar", "torch.stft", "torch.fft.")
+    in_libraries = True
     name = "complex-dtype"
     summary = ("Checks for complex dtypes (`torch.complex64`, `.cfloat()` ...) and ops that produce complex "
                "tensors (`torch.view_as_complex`, `torch.polar`, `torch.complex`, `torch.fft.*`, `torch.stft`) "
@@ -325,3 +327,5 @@ class Rotary(nn.Module):
             and func.attr.value in COMPLEX_METHODS and ctx.is_tensor(func.value)
         if complex_op or complex_method:
             ctx.report(node, f"`{ctx.code(node)}` computes with complex tensors: {SUPPORTED}")
+        else:
+            ctx.report_library_effects(node, self.code, "computes with complex tensors", SUPPORTED)

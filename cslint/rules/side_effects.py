@@ -481,6 +481,8 @@ def _derived(ctx: RuleContext) -> set[str]:
 
 class SeedInStep(Rule):
     code = "WSC704"
+    functions = (*sorted(SEED_FUNCTIONS), "random.", "numpy.random.")
+    in_libraries = True
     graph_break = "GB0033"  # np.random.* through torch._numpy
     construct_graph_breaks = {"^random.": "GB0007"}  # Attempted to call function marked as skipped
     name = "rng-seed-in-step"
@@ -556,9 +558,11 @@ class Noise(nn.Module):
 
     def visit_Call(self, node: cst.Call, ctx: RuleContext) -> None:
         qualified = ctx.resolve(node.func)
-        if qualified is None:
-            return
         dynamo = get_target(ctx.settings.target).has_graph_breaks  # it does not trace these: it breaks
+        if qualified is None or not qualified.startswith(("torch.", "random.", "numpy.random.")):
+            ctx.report_library_effects(node, self.code, "seeds or draws from the host's random generator",
+                                       BREAKS if dynamo else "a value drawn while tracing is a constant of the graph")
+            return
         if qualified in SEED_FUNCTIONS:
             effect = BREAKS if dynamo else ONCE
             ctx.report(node, f"`{ctx.code(node)}` seeds the generator in the traced step: {effect}", run_eagerly(ctx))

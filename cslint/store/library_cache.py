@@ -20,11 +20,13 @@ from cslint.store import memo_file
 from cslint.analysis.kinds import BOOL_TENSOR, DYN_TENSOR, HOST, MODULE, STATIC, TENSOR, UNKNOWN, Kind, Tag
 from cslint.analysis.call_depth import Reach
 from cslint.analysis.library_env import Effect, Summary
-from cslint.core.rule_table import BUILTINS, IN_LIBRARIES, TENSOR_METHODS
+from cslint.core.rule_table import BUILTINS, FUNCTIONS, IN_LIBRARIES, TENSOR_METHODS
 from cslint.support.code_digest import code_digest
 
-# 10: a tuple's known positions may be a prefix (Kind.prefix), a tensor may be marked as made on the CPU;
-# 9: kinds carry constants and an instance's constructor-decided attributes (analysis/constructed.py);
+# 11: a tuple's known positions may be a prefix (Kind.prefix), a tensor may be marked as made on the CPU;
+# 10: summaries record calls of functions the rule table names (`torch.fft.rfft`: WSC602), and the constructor
+# an object built in traced code runs; 9: kinds carry constants and an instance's constructor-decided attributes
+# (analysis/constructed.py);
 # 8: an effect of a call is its code, and which calls a summary records is the rule table's, whose digest is part
 # of the format: a summary made under another table is made again (cslint/core/rule_table.py);
 # 7: `complex(t)` is a conversion, as WSC203 says; 6: summaries follow the Nones a call
@@ -32,13 +34,15 @@ from cslint.support.code_digest import code_digest
 # went and what it asked (call_depth.py); 3: HOST_LIST returns
 
 
-def format_for(tensor_methods: dict[str, str], builtins: dict[str, str], in_libraries: frozenset[str]) -> str:
-    table = repr((sorted(tensor_methods.items()), sorted(builtins.items()), sorted(in_libraries)))
-    return "10-" + hashlib.blake2b(table.encode(), digest_size=6).hexdigest()
+def format_for(tensor_methods: dict[str, str], builtins: dict[str, str], in_libraries: frozenset[str],
+               functions: dict[str, str] | None = None) -> str:
+    table = repr((sorted(tensor_methods.items()), sorted(builtins.items()), sorted(in_libraries),
+                  sorted((functions or {}).items())))
+    return "11-" + hashlib.blake2b(table.encode(), digest_size=6).hexdigest()
 
 
 # the cslint that made the summaries, too: every build calls itself the same version (support/code_digest.py)
-FORMAT = f"{format_for(TENSOR_METHODS, BUILTINS, IN_LIBRARIES)}-{code_digest()}"
+FORMAT = f"{format_for(TENSOR_METHODS, BUILTINS, IN_LIBRARIES, FUNCTIONS)}-{code_digest()}"
 
 
 _active: LibraryCache | None = None
