@@ -30,6 +30,7 @@ def expected_rule_table_module() -> str:
     methods = _rows((name, rule.code) for rule in rules for name in rule.tensor_methods)
     builtins = _rows((name, rule.code) for rule in rules for name in rule.builtins)
     functions = _rows((name, rule.code) for rule in rules for name in rule.functions)
+    quiet = _rows((rule.code, rule.quiet_keyword) for rule in rules if rule.quiet_keyword)
     in_libraries = ", ".join(f'"{rule.code}"' for rule in rules if rule.in_libraries)
     breaks = _rows((rule.code, rule.graph_break) for rule in rules if rule.graph_break)
     construct_breaks = _rows(((rule.code, text), found) for rule in rules
@@ -47,6 +48,8 @@ def expected_rule_table_module() -> str:
             f"BUILTINS: dict[str, str] = {{\n{builtins}}}\n\n"
             "# `<function>(...)` by qualified name (a name ending in `.`: every function of that namespace) -> the code\n"
             f"FUNCTIONS: dict[str, str] = {{\n{functions}}}\n\n"
+            "# code -> (keyword, value): a call of one of its functions giving that keyword another value stands for nothing\n"
+            f"QUIET_KEYWORDS: dict[str, tuple[str, str]] = {{\n{quiet}}}\n\n"
             "# the codes whose calls a summary of an installed library's function records\n"
             f"IN_LIBRARIES: frozenset[str] = frozenset({{{in_libraries}}})\n\n"
             "# code -> the id dynamo reports for it\n"

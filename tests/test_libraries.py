@@ -1344,3 +1344,84 @@ def test_numpy_drawing_a_seed_in_a_library_object_the_step_builds(site: Path, tm
     found = _lint(tmp_path / "proj", _dsp_user("noisy(x)"), target="compile")
     assert [(code, line) for code, _, line, _ in found] == [("WSC704", 12)]
     assert "np.random.randint" in found[0][3] and "fakedsp.conv.noisy -> fakedsp.conv.Noise.__init__" in found[0][3]
+
+
+# Set 4's reinforcement-learning library: the user's step calls a library policy's method, whose action
+# distribution (a factory's object) makes a torch distribution and later tests the actions with it.
+FAKERL = {
+    "__init__.py": "",
+    "dists.py": '''
+        import torch
+        from torch.distributions import Normal
+
+
+        class Gaussian:
+            def __init__(self, dim):
+                self.dim = dim
+                self.distribution = None
+
+            def proba_distribution(self, mean, log_std):
+                self.distribution = Normal(mean, torch.ones_like(mean) * log_std.exp())
+                return self
+
+            def log_prob(self, actions):
+                return self.distribution.log_prob(actions).sum(-1)
+
+
+        def make_distribution(dim, state_dependent=False):
+            """The distribution of a box of `dim` continuous actions."""
+            cls = Gaussian if not state_dependent else Gaussian
+            return cls(dim)
+    ''',
+    "policy.py": '''
+        import torch
+        from torch import nn
+
+        from fakerl.dists import make_distribution
+
+
+        class Policy(nn.Module):
+            def __init__(self, dim):
+                super().__init__()
+                self.action_dist = make_distribution(dim)
+                self.net = nn.Linear(4, dim)
+                self.log_std = nn.Parameter(torch.zeros(dim))
+
+            def evaluate_actions(self, obs, actions):
+                distribution = self.action_dist.proba_distribution(self.net(obs), self.log_std)
+                return distribution.log_prob(actions)
+    ''',
+}
+
+RL_USER = {"ppo.py": '''
+    import torch
+    from torch import nn
+    from fakerl.policy import Policy
+
+
+    class Agent(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.policy = Policy(2)
+
+        def forward(self, obs, actions):
+            return -self.policy.evaluate_actions(obs, actions).mean()
+'''}
+
+
+def test_validation_in_a_library_policys_distribution_is_reported_on_the_steps_call(site: Path,
+                                                                                     tmp_path: Path) -> None:
+    _install(site, "fakerl", "1.0", FAKERL)
+    found = _lint(tmp_path / "proj", RL_USER, target="wsc")
+    assert [(code, line) for code, _, line, _ in found] == [("WSC108", 12)]
+    result, _ = run_linter(tmp_path / "proj", RL_USER, python=PYTHON["path"], target="wsc")
+    sites = {(Path(path).name, line) for path, line, _ in result.diagnostics[0].library_sites}
+    assert sites == {("dists.py", 11), ("dists.py", 15)}  # Normal(...) and `self.distribution.log_prob(actions)`
+
+
+def test_a_library_distribution_made_without_validation_is_quiet(site: Path, tmp_path: Path) -> None:
+    quiet = {**FAKERL, "dists.py": FAKERL["dists.py"].replace("log_std.exp())", "log_std.exp(), validate_args=False)")}
+    _install(site, "fakerl", "1.0", quiet)
+    assert _lint(tmp_path / "proj", RL_USER, target="wsc") == []
+    _install(site, "fakerl", "1.0", FAKERL)
+    assert _lint(tmp_path / "proj", RL_USER, target="compile") == []  # dynamo turns validation off

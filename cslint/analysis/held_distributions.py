@@ -25,6 +25,21 @@ from cslint.analysis.walk import iter_nodes
 VALUE_TESTS = frozenset({"log_prob", "cdf", "icdf"})
 
 
+def held_distribution_tested(project: Project, func: FunctionInfo, node: cst.Call) -> str | None:
+    """The distribution `node` tests a value with, where it is `self.<attr>.log_prob(...)` (cdf, icdf) in a method
+    of a class whose `<attr>` holds one made with validation on; None otherwise."""
+    call = node.func
+    cls = func.cls
+    if type(call) is not cst.Attribute or call.attr.value not in VALUE_TESTS or cls is None or func.is_static_method:
+        return None
+    held = call.value
+    params = func.node.params.params
+    if type(held) is not cst.Attribute or type(held.value) is not cst.Name or not params \
+            or held.value.value != params[0].name.value:
+        return None
+    return holds_validating_distribution(project, cls, held.attr.value)
+
+
 def holds_validating_distribution(project: Project, cls: ClassInfo, attr: str) -> str | None:
     """The distribution (its qualified name) that `self.<attr>` holds in instances of `cls` when every binding
     of it in the class and its bases (but `None`) makes one with validation on; None otherwise."""

@@ -24,6 +24,7 @@ import libcst as cst
 from cslint.analysis import torch_api as api
 from cslint.analysis.call_depth import CallChain, reach
 from cslint.analysis.index import ClassInfo, FunctionInfo, ModuleInfo
+from cslint.analysis.held_distributions import held_distribution_tested
 from cslint.analysis.inference import FunctionInference
 from cslint.analysis.constant_arguments import constant_tests
 from cslint.analysis.constructed import constructed, module_level_instances
@@ -37,7 +38,7 @@ from cslint.analysis.project import Project
 from cslint.analysis.project_oracle import ProjectOracle
 from cslint.analysis.tracing_guards import Guards
 from cslint.analysis.walk import child_nodes
-from cslint.core.rule_table import BUILTINS, FUNCTIONS, IN_LIBRARIES, TENSOR_METHODS
+from cslint.core.rule_table import BUILTINS, FUNCTIONS, IN_LIBRARIES, QUIET_KEYWORDS, TENSOR_METHODS
 
 __all__ = ["BRANCH", "MASK_STORE", "SHAPE", "Effect", "Environment", "Libraries", "LibraryPathError",
            "Summary", "SummaryStore", "environment_for"]
@@ -249,9 +250,11 @@ class Libraries:
         analysis = FunctionInference(self.project, oracle, func, params, unannotated_param=UNKNOWN,
                                      guards=guards).run()
         returns = analysis.return_kind if analysis.returns_value else STATIC
+        if returns.tag is Tag.UNKNOWN:  # `cls = A if flag else B; return cls(d)`: the factory's classes
+            returns = oracle.return_kind(func) or returns
         if is_none(returns):
             returns = STATIC  # a None given back is not followed further (none_arguments.py)
-        effects, possible = _effects(func, analysis, guards)
+        effects, possible = _effects(func, analysis, guards, self.project)
         return Summary(returns, effects, possible=possible)
 
 
@@ -269,7 +272,8 @@ def question_id(key: str) -> str:
 _TESTS = frozenset({cst.If, cst.While, cst.IfExp, cst.Assert})
 
 
-def _effects(func: FunctionInfo, analysis: Any, guards: Any) -> tuple[tuple[Effect, ...], tuple[Effect, ...]]:
+def _effects(func: FunctionInfo, analysis: Any, guards: Any,
+             project: Project) -> tuple[tuple[Effect, ...], tuple[Effect, ...]]:
     """What the analysed library function does that a static trace cannot, in the order of its code, then
     what the library functions it calls do; and what those calls do only if a particular one of the functions
     they may run is the one (Summary.possible)."""
@@ -295,6 +299,8 @@ def _effects(func: FunctionInfo, analysis: Any, guards: Any) -> tuple[tuple[Effe
                     found.append((target.target, MASK_STORE, _code(node)))
         elif kind is cst.Call:
             what = _call_effect(node, analysis, func.module)  # type: ignore[arg-type]
+            if what is None and held_distribution_tested(project, func, node) is not None:  # type: ignore[arg-type]
+                what = HELD_DISTRIBUTION_CODE
             if what is not None:
                 found.append((node, what, _code(node)))
             library = analysis.library_calls.get(id(node))
@@ -310,6 +316,8 @@ def _through(func: FunctionInfo, effects: list[tuple[Effect, ...]]) -> tuple[Eff
     """Effects of the functions `func` calls, as `func`'s: the way there starts at `func`."""
     return tuple(Effect(e.what, e.text, (func.qualname, *e.via), e.path, e.line) for group in effects for e in group)
 
+
+HELD_DISTRIBUTION_CODE = "WSC108"  # `self.distribution.log_prob(x)` of a distribution validating its values
 
 _NOT_FOLLOWED = frozenset({cst.Raise, cst.ClassDef, cst.FunctionDef, cst.Lambda})  # run elsewhere, or to fail
 _KEYWORDS = {cst.If: "if", cst.While: "while", cst.IfExp: "if", cst.Assert: "assert"}
@@ -344,7 +352,7 @@ def _call_effect(node: cst.Call, analysis: Any, module: ModuleInfo) -> str | Non
     func = node.func
     named = _function_code(module.imports.resolve(func))
     if named is not None:
-        return named
+        return named if _not_quieted(named, node) else None
     if type(func) is cst.Attribute:
         receiver = analysis.kind(func.value)
         if receiver.tag is Tag.TENSOR:
@@ -366,6 +374,16 @@ def _call_effect(node: cst.Call, analysis: Any, module: ModuleInfo) -> str | Non
 
 
 _COPIES = frozenset({"tolist", "numpy", "cpu"})  # (placement.py)
+
+
+def _not_quieted(code: str, node: cst.Call) -> bool:
+    """The call does not turn off what its code stands for (`Normal(mu, std, validate_args=False)`)."""
+    quiet = QUIET_KEYWORDS.get(code)
+    if quiet is None:
+        return True
+    keyword, value = quiet
+    given = next((a.value for a in node.args if a.keyword is not None and a.keyword.value == keyword), None)
+    return given is None or type(given) is cst.Name and given.value == value
 
 
 def _function_code(qualified: str | None) -> str | None:

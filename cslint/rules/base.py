@@ -50,6 +50,9 @@ class Rule:
     # and the functions whose call it stands for wherever it is seen, by qualified name (`torch.view_as_complex`;
     # a name ending in `.`, every function of that namespace: `numpy.random.`), for the library summaries
     functions: ClassVar[tuple[str, ...]] = ()
+    # (keyword, value): a call of one of `functions` giving that keyword any other value does not stand for it
+    # (`validate_args=False`)
+    quiet_keyword: ClassVar[tuple[str, str] | None] = None
     in_libraries: ClassVar[bool] = False
     # The id of dynamo's graph break a finding is (cslint/core/graph_break_ids.py); and, by the source its
     # message quotes first, the id when that construct is another break (None: dynamo traces it)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from cslint.analysis.libraries import BRANCH
-from cslint.analysis.held_distributions import VALUE_TESTS, holds_validating_distribution
+from cslint.analysis.held_distributions import held_distribution_tested
 from cslint.analysis.torch_api import VALIDATING_DISTRIBUTIONS
 from cslint.fixers.checks import keep_assert, keep_raising_check
 from cslint.fixers.expert_loops import dense_expert_loop
@@ -546,6 +546,9 @@ class Repeat(nn.Module):
 
 class DistributionValidation(Rule):
     code = "WSC108"
+    functions = tuple(sorted(VALIDATING_DISTRIBUTIONS))
+    quiet_keyword = ("validate_args", "True")
+    in_libraries = True
     name = "distribution-validation"
     summary = "Checks for `torch.distributions` distributions made in traced code with argument validation on."
     why = (
@@ -609,7 +612,9 @@ class Policy(nn.Module):
     def visit_Call(self, node: cst.Call, ctx: RuleContext) -> None:
         made = ctx.resolve(node.func)
         if made not in VALIDATING_DISTRIBUTIONS:
-            self._value_test_of_a_held_distribution(node, ctx)
+            if not self._value_test_of_a_held_distribution(node, ctx):
+                ctx.report_library_effects(node, self.code, "makes or tests a torch distribution with `validate_args` on",
+                                           "each test reads a tensor on the host while tracing")
             return
         validate = next((arg.value for arg in node.args if arg.keyword and arg.keyword.value == "validate_args"), None)
         if validate is not None and not (type(validate) is cst.Name and validate.value == "True"):
@@ -620,21 +625,16 @@ class Policy(nn.Module):
                          "tests its arguments' values and every value given to its `log_prob`",
                    consequence="each test reads a tensor on the host while tracing")
 
-    def _value_test_of_a_held_distribution(self, node: cst.Call, ctx: RuleContext) -> None:
+    def _value_test_of_a_held_distribution(self, node: cst.Call, ctx: RuleContext) -> bool:
         """`self.distribution.log_prob(actions)` where the instance's class makes that distribution in another
-        method (held_distributions.py): the test of `actions` runs here."""
-        func = node.func
-        cls = ctx.traced.func.cls
-        if type(func) is not cst.Attribute or func.attr.value not in VALUE_TESTS or cls is None or ctx.project is None:
-            return
-        held = func.value
-        params = ctx.traced.func.node.params.params
-        if type(held) is not cst.Attribute or type(held.value) is not cst.Name or not params \
-                or ctx.traced.func.is_static_method or held.value.value != params[0].name.value:
-            return
-        made = holds_validating_distribution(ctx.project, cls, held.attr.value)
-        if made is None or "set_default_validate_args(False)" in ctx.module_text():
-            return
+        method (held_distributions.py): the test of `actions` runs here. True if reported."""
+        if ctx.project is None or "set_default_validate_args(False)" in ctx.module_text():
+            return False
+        made = held_distribution_tested(ctx.project, ctx.traced.func, node)
+        if made is None:
+            return False
+        held = node.func.value  # type: ignore[attr-defined]
         ctx.report(node, f"`{ctx.code(node.func, 40)}(...)` tests the value it is given: `{ctx.code(held)}` is a "
                          f"`{made.rsplit('.', 1)[-1]}` made with `validate_args` on",
                    consequence="the test reads a tensor on the host while tracing")
+        return True
