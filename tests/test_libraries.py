@@ -1421,7 +1421,7 @@ def test_validation_in_a_library_policys_distribution_is_reported_on_the_steps_c
 
 def test_a_library_distribution_made_without_validation_is_quiet(site: Path, tmp_path: Path) -> None:
     quiet = {**FAKERL, "dists.py": FAKERL["dists.py"].replace("log_std.exp())", "log_std.exp(), validate_args=False)")}
-    _install(site, "fakerl", "1.0", quiet)
+    _install(site, "fakerl", "1.1", quiet)  # another version: summaries are kept per version
     assert _lint(tmp_path / "proj", RL_USER, target="wsc") == []
     _install(site, "fakerl", "1.0", FAKERL)
     assert _lint(tmp_path / "proj", RL_USER, target="compile") == []  # dynamo turns validation off
