@@ -318,3 +318,33 @@ def test_m2_a_function_returning_something_else_on_one_path_is_no_factory(lint):
         return Gaussian(space[0])
     return Discrete(space)''').replace("make_distribution(space)", "make_distribution(space, {})")
     assert codes(lint(code, target="wsc")) == []
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_m30_attributes_set_while_the_step_builds_its_object_are_no_state_across_steps(lint, target):
+    # torchsde's BrownianInterval: the constructor's helper tightens `self.tree_dt`; the object is made afresh in
+    # every step, so nothing of it persists between steps (WSC702 is for state that does)
+    code = """
+    import torch
+    from torch import nn
+
+    class Interval:
+        def __init__(self, t0, t1, dt=0.1):
+            self.tree_dt = 1.0
+            self.start = t0 * 1.0
+            self._grow(dt)
+
+        def _grow(self, dt):
+            self.tree_dt = min(self.tree_dt, dt)
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.calls = 0
+
+        def forward(self, y0, ts):
+            bm = Interval(ts[0], ts[-1])
+            self.calls += 1
+            return y0 * bm.start
+    """
+    assert [c for c in codes(lint(code, target=target)) if c[0] == "WSC702"] == [("WSC702", 20)]

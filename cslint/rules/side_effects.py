@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
@@ -23,6 +24,9 @@ from cslint.rules.base import Rule
 from cslint.rules.optimizer_state import made_by_first_step, python_counter
 from cslint.core.targets import get_target
 from cslint.analysis.walk import child_nodes, iter_nodes, visit
+
+if TYPE_CHECKING:
+    from cslint.analysis.traced import TracedFunction
 
 ONCE = "runs once, at trace time, not every step"
 BREAKS = "a graph break under torch.compile"
@@ -338,6 +342,8 @@ class Net(nn.Module):
     def _check(self, node: cst.AugAssign | cst.Assign, target: cst.BaseExpression, ctx: RuleContext) -> None:
         if isinstance(ctx.traced.root.func, LoopStep):
             return  # XLA re-runs a training loop's Python every step: the counter counts (WSC703 still applies)
+        if _builds_its_object(ctx.traced) and isinstance(target, cst.Attribute):
+            return  # the object is made afresh in every step: nothing of it persists between steps
         attributes, globals_ = _mutated_state(ctx)
         if not attributes and not globals_:
             return
@@ -349,6 +355,18 @@ class Net(nn.Module):
         elif key in attributes and (isinstance(node, cst.AugAssign) or _reads(node.value, {key}, ctx)):
             fix = counter_to_buffer(node, ctx) if isinstance(node, cst.AugAssign) else None
             ctx.report(node, f"Python attribute `{key}` is updated in traced code: {ONCE}", fix)
+
+
+def _builds_its_object(traced: TracedFunction) -> bool:
+    """The traced method runs while the step builds its instance: its class's `__init__` (traced where the step
+    makes the object, call_inference.`_construct`), or a method that constructor calls on it."""
+    cls = traced.func.cls
+    current: TracedFunction | None = traced
+    while cls is not None and current is not None and current.func.cls is cls:
+        if current.func.name == "__init__":
+            return True
+        current = current.parent
+    return False
 
 
 class PythonStateInGraph(Rule):
