@@ -150,8 +150,9 @@ def _names_a_type_alias(project: Project | None, func: FunctionInfo, annotation:
 
 
 def _union_alias(name: str) -> re.Pattern[str]:
-    return re.compile(rf"^{re.escape(name)}[ \t]*(?::[^=\n]*)?=[ \t]*(?:[\w.]*\b(?:Union|Optional)\[|[\w.]+(?:\[[^\n]*\])?[ \t]*\|)",
-                      re.MULTILINE)
+    """`name = Union[...]`, `name: TypeAlias = Optional[...]`, `name = A | B` at the start of a line."""
+    union = r"[\w.]*\b(?:Union|Optional)\[|[\w.]+(?:\[[^\n]*\])?[ \t]*\|"
+    return re.compile(rf"^{re.escape(name)}[ \t]*(?::[^=\n]*)?=[ \t]*(?:{union})", re.MULTILINE)
 
 
 def _members(node: cst.BaseExpression) -> list[str]:

@@ -168,16 +168,24 @@ def _toplevel_assignments(module: ModuleInfo) -> list[Binding]:
                 if isinstance(stmt.orelse, cst.If):  # `elif`
                     scan([stmt.orelse], True)
                 elif stmt.orelse is not None:
-                    scan(stmt.orelse.body.body, True)
+                    scan(_statements(stmt.orelse.body), True)
             elif isinstance(stmt, cst.Try):
-                scan(stmt.body.body, alternative)
+                scan(_statements(stmt.body), alternative)
                 for handler in stmt.handlers:
-                    scan(handler.body.body, True)
+                    scan(_statements(handler.body), True)
                 if stmt.orelse is not None:
-                    scan(stmt.orelse.body.body, alternative)
+                    scan(_statements(stmt.orelse.body), alternative)
 
     scan(module.tree.body, False)
     return cst_bindings(found)
+
+
+def _statements(suite: cst.BaseSuite) -> Sequence[cst.CSTNode]:
+    """A block's statements; a one-line block's (`else: x = y`) as one line, as `ast` reads it."""
+    if isinstance(suite, cst.IndentedBlock):
+        return suite.body
+    assert isinstance(suite, cst.SimpleStatementSuite)
+    return [cst.SimpleStatementLine(body=suite.body)]
 
 
 def module_objects(project: Project, module: ModuleInfo) -> dict[str, Kind]:

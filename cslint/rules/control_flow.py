@@ -613,7 +613,8 @@ class Policy(nn.Module):
         made = ctx.resolve(node.func)
         if made not in VALIDATING_DISTRIBUTIONS:
             if not self._value_test_of_a_held_distribution(node, ctx):
-                ctx.report_library_effects(node, self.code, "makes or tests a torch distribution with `validate_args` on",
+                ctx.report_library_effects(node, self.code,
+                                           "makes or tests a torch distribution with `validate_args` on",
                                            "each test reads a tensor on the host while tracing")
             return
         validate = next((arg.value for arg in node.args if arg.keyword and arg.keyword.value == "validate_args"), None)
