@@ -348,3 +348,24 @@ def test_m30_attributes_set_while_the_step_builds_its_object_are_no_state_across
             return y0 * bm.start
     """
     assert [c for c in codes(lint(code, target=target)) if c[0] == "WSC702"] == [("WSC702", 20)]
+
+
+def test_m2_a_class_chosen_by_a_flag_and_built_in_the_step(lint):
+    # the factory runs in the step (`forward` calls it): its `cls(...)` builds one of the classes `cls` names
+    code = POLICY.replace('''def make_distribution(space):
+    if isinstance(space, tuple):
+        return Gaussian(space[0])
+    return Discrete(space)''', '''def make_distribution(space, wide=False):
+    if isinstance(space, tuple):
+        cls = Wide if wide else Gaussian
+        return cls(space[0])
+    return Discrete(space)
+
+
+class Wide(Gaussian):
+    pass''').replace("""        self.action_dist = make_distribution(space)
+""", """        self.space = space
+""").replace("""        distribution = self.action_dist.proba_distribution(""", """        distribution = make_distribution(self.space).proba_distribution(""")
+    found = codes(lint(code, target="wsc"))
+    assert ("WSC108", 12) in found and ("WSC108", 16) in found  # Gaussian's, through `cls(space[0])`
+    assert ("WSC108", 25) in found and ("WSC108", 29) in found  # Discrete's

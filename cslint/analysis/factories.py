@@ -37,34 +37,28 @@ def factory_classes(project: Project, func: FunctionInfo) -> tuple[ClassInfo, ..
     return tuple(c for c in found if c is not None)
 
 
+def local_classes(project: Project, func: FunctionInfo) -> dict[str, tuple[ClassInfo, ...]]:
+    """The local names of `func` bound only to classes of the project (`cls = A if flag else B`): what calling one
+    builds."""
+    names = _LOCALS.get(func)
+    if names is None:
+        node = _parse(func)
+        bound = _local_bindings(project, func, node) if node is not None else {}
+        names = _LOCALS[func] = {name: tuple(c.qualname for c in classes) for name, classes in bound.items() if classes}
+    found = {name: tuple(c for c in map(project.lookup_class, qualnames) if c is not None)
+             for name, qualnames in names.items()}
+    return {name: classes for name, classes in found.items() if classes}
+
+
+_LOCALS: weakref.WeakKeyDictionary[FunctionInfo, dict[str, tuple[str, ...]]] = weakref.WeakKeyDictionary()
+
+
 def _read(project: Project, func: FunctionInfo) -> list[ClassInfo]:
-    span = func.span
-    if span is not None:  # an `ast`-indexed file: the function's text, as in the file (a method indented)
-        text = func.module.source[span.start:span.end]
-        wrapped = func.cls is not None
-    else:  # a file indexed from its libcst tree: the function's code, at no indentation
-        text = cst.Module([]).code_for_node(func.node)
-        wrapped = False
-    if "return" not in text:
+    node = _parse(func)
+    if node is None:
         return []
-    try:
-        stmt = ast.parse("class _:\n" + text if wrapped else text).body[0]
-    except (SyntaxError, ValueError, RecursionError, MemoryError, IndexError):
-        return []
-    node = stmt.body[0] if wrapped and isinstance(stmt, ast.ClassDef) else stmt
-    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        return []
-    returns: list[ast.Return] = []
-    bound: dict[str, list[ClassInfo] | None] = {}  # local name -> the classes it is bound to (None: not only classes)
-    for part in _own_nodes(node):
-        if isinstance(part, ast.Return):
-            returns.append(part)
-        elif isinstance(part, ast.Assign) and len(part.targets) == 1 and isinstance(part.targets[0], ast.Name):
-            name = part.targets[0].id
-            classes = _classes(project, func, part.value)
-            bound[name] = None if classes is None or bound.get(name, []) is None else [*bound.get(name, []), *classes]
-        elif isinstance(part, (ast.AugAssign, ast.AnnAssign, ast.For)) and isinstance(part.target, ast.Name):
-            bound[part.target.id] = None
+    returns = [part for part in _own_nodes(node) if isinstance(part, ast.Return)]
+    bound = _local_bindings(project, func, node)
     made: list[ClassInfo] = []
     for ret in returns:
         value = ret.value
@@ -79,6 +73,40 @@ def _read(project: Project, func: FunctionInfo) -> list[ClassInfo]:
             return []
         made.extend(c for c in classes if c not in made)
     return made
+
+
+def _parse(func: FunctionInfo) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    """The function's `ast`, from its text."""
+    span = func.span
+    if span is not None:  # an `ast`-indexed file: the function's text, as in the file (a method indented)
+        text = func.module.source[span.start:span.end]
+        wrapped = func.cls is not None
+    else:  # a file indexed from its libcst tree: the function's code, at no indentation
+        text = cst.Module([]).code_for_node(func.node)
+        wrapped = False
+    if "return" not in text and "=" not in text:
+        return None
+    try:
+        stmt = ast.parse("class _:\n" + text if wrapped else text).body[0]
+    except (SyntaxError, ValueError, RecursionError, MemoryError, IndexError):
+        return None
+    node = stmt.body[0] if wrapped and isinstance(stmt, ast.ClassDef) else stmt
+    return node if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
+
+
+def _local_bindings(project: Project, func: FunctionInfo,
+                    node: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, list[ClassInfo] | None]:
+    """Local name -> the classes it is bound to (None: bound to something else too)."""
+    bound: dict[str, list[ClassInfo] | None] = {}
+    for part in _own_nodes(node):
+        if isinstance(part, ast.Assign) and len(part.targets) == 1 and isinstance(part.targets[0], ast.Name):
+            name = part.targets[0].id
+            classes = _classes(project, func, part.value)
+            before = bound.get(name, [])
+            bound[name] = None if classes is None or before is None else [*before, *classes]
+        elif isinstance(part, (ast.AugAssign, ast.AnnAssign, ast.For)) and isinstance(part.target, ast.Name):
+            bound[part.target.id] = None
+    return bound
 
 
 def _classes(project: Project, func: FunctionInfo, value: ast.expr) -> list[ClassInfo] | None:
