@@ -13,11 +13,8 @@ from cslint.analysis import torch_api as api
 from cslint.analysis.call_kinds import (
     builtin_call_kind, host_constant, known_external_kind, object_method_kind, tensor_method_kind, unknown_call_kind,
 )
-<<<<<<< HEAD
 from cslint.analysis.constant_arguments import constant_tests, literal_arguments, with_constant_arguments
-=======
 from cslint.analysis.factories import local_classes
->>>>>>> 746a260 (M2 (#36, set 4): calling a local name bound only to classes of the project (`cls = A if flag else B; return cls(d)`, analysis/factories.local_classes) builds one of them, where the step runs it too (a factory traced, or summarised for the user's call: stable-baselines3's make_proba_distribution gave only the classes it names directly, not DiagGaussian); tests/test_issue36_recall.py (fails before: only Discrete's findings))
 from cslint.analysis.function_analysis import CallSite, Env, FunctionAnalysis
 from cslint.analysis.function_tables import ANY, Key, cst_key, selected
 from cslint.analysis.imports import dotted_name

@@ -23,16 +23,10 @@ from cslint.analysis.library_env import Effect, Summary
 from cslint.core.rule_table import BUILTINS, FUNCTIONS, IN_LIBRARIES, TENSOR_METHODS
 from cslint.support.code_digest import code_digest
 
-<<<<<<< HEAD
 # 11: a tuple's known positions may be a prefix (Kind.prefix), a tensor may be marked as made on the CPU;
 # 10: summaries record calls of functions the rule table names (`torch.fft.rfft`: WSC602), and the constructor
 # an object built in traced code runs; 9: kinds carry constants and an instance's constructor-decided attributes
 # (analysis/constructed.py);
-=======
-# 10: summaries record calls of functions the rule table names (`torch.fft.rfft`: WSC602), and the
-# constructor an object built in traced code runs; 9: kinds carry constants and an instance's
-# constructor-decided attributes (analysis/constructed.py);
->>>>>>> a535eed (Style (session 27 changes): one-line else/try blocks read as ast reads them (step_functions._statements), the union-alias pattern named, lines within 120; docs/accuracy.md: Session 27: set 4's recall classes (#36) -- set 4 is now TUNED (what changed, commands, recall before/after per view, the new findings judged, no loss, speed))
 # 8: an effect of a call is its code, and which calls a summary records is the rule table's, whose digest is part
 # of the format: a summary made under another table is made again (cslint/core/rule_table.py);
 # 7: `complex(t)` is a conversion, as WSC203 says; 6: summaries follow the Nones a call
