@@ -303,11 +303,11 @@ def _join(a: Kind, b: Kind) -> Kind:
         if a.tag is Tag.SEQUENCE:
             ea, eb = a.elem or UNKNOWN, b.elem or UNKNOWN
             if a.items is not None and b.items is not None:
-                joined = tuple(join(x, y) for x, y in zip(a.items, b.items))
+                positions = tuple(join(x, y) for x, y in zip(a.items, b.items))
                 if len(a.items) == len(b.items) and not a.prefix and not b.prefix:
-                    return tuple_of(*joined)
+                    return tuple_of(*positions)
                 # tuples of different lengths: the positions both have stay known
-                return starting_with(joined, join(ea, eb))
+                return starting_with(positions, join(ea, eb))
             if a.role == b.role == MAPPING:
                 return mapping_of(join(ea, eb))
             return sequence_of(join(ea, eb), a.dynamic_shape or b.dynamic_shape)

@@ -133,9 +133,9 @@ def _compared_with_none(test: cst.Comparison) -> tuple[str, bool] | None:
     """`x is None` / `x == None` -> ("x", True), `x is not None` / `x != None` -> ("x", False); None for any
     other comparison."""
     question = none_test(test)
-    if question is None or type(question[0]) is not cst.Name:
+    if question is None or not isinstance(question[0], cst.Name):
         return None
-    return question[0].value, question[1]  # type: ignore[attr-defined]
+    return question[0].value, question[1]
 
 
 def _scan(func: cst.FunctionDef) -> NoneTests:

@@ -317,8 +317,8 @@ def _fallback_call(value: cst.BaseExpression | None, names: set[str]) -> bool:
 def _is_none_test(test: cst.BaseExpression, names: set[str], asks_none: bool) -> bool:
     """`x is None` / `x == None` (`asks_none`), `x is not None` / `x != None` (not), `x` one of `names`."""
     question = none_test(test)
-    return question is not None and question[1] is asks_none and isinstance(test.left, cst.Name) \
-        and test.left.value in names  # type: ignore[attr-defined]
+    return question is not None and question[1] is asks_none and isinstance(question[0], cst.Name) \
+        and question[0].value in names
 
 
 def _assigned(line: cst.SimpleStatementLine, name: str) -> cst.BaseExpression | None:
