@@ -48,7 +48,7 @@ def _step(model: torch.nn.Module, loss_of, batches: list[tuple[torch.Tensor, ...
         # that runs the layer and discards its result gives. Which ones had none is the last output, so a
         # change from none to zero is reported, not compared away.
         grads = [torch.zeros_like(p) if p.grad is None else p.grad.detach().clone() for p in parameters]
-        present = torch.tensor([p.grad is not None for p in parameters], dtype=torch.float32)
+        present = torch.tensor([p.grad is not None for p in parameters], dtype=torch.float32, device=loss.device)
         model.zero_grad(set_to_none=True)
         return [loss.detach()] + grads + [present]
 
