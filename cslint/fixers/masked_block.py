@@ -18,7 +18,7 @@ computed, augmented assignments become out-of-place, and the selected values are
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 import libcst as cst
 
@@ -55,12 +55,15 @@ class _Reads(cst.CSTTransformer):
         return new
 
 
-def _receiver(stmt: cst.BaseStatement) -> tuple[str, cst.BaseExpression, bool] | None:
+def _receiver(stmt: cst.BaseStatement, ctx: RuleContext) -> tuple[str, cst.BaseExpression, bool] | None:
     """`s.data.add_(g)` / `buf.mul_(b).add_(g)`: (the updated name, its value computed out of place, whether
-    it is updated through `.data`)."""
+    it is updated through `.data`); `torch.max(m, v, out=m)`: ("m", `torch.max(m, v)`, False)."""
     if not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1 or not isinstance(stmt.body[0], cst.Expr):
         return None
     call = stmt.body[0].value
+    out = _out_argument(call, ctx)
+    if out is not None:
+        return out
     inner = call
     while isinstance(inner, cst.Call) and isinstance(inner.func, cst.Attribute):
         inner = inner.func.value
@@ -73,6 +76,20 @@ def _receiver(stmt: cst.BaseStatement) -> tuple[str, cst.BaseExpression, bool] |
         return data.value, _replace_base(found[1], cst.Name("__receiver__"), inner), True
     plain_chain = _inplace_chain(stmt)
     return None if plain_chain is None else (*plain_chain, False)
+
+
+def _out_argument(call: cst.BaseExpression, ctx: RuleContext) -> tuple[str, cst.BaseExpression, bool] | None:
+    """`torch.max(m, v, out=m)` as a statement: ("m", `torch.max(m, v)`, False); the call writes its result
+    into the tensor `out=` names."""
+    if not isinstance(call, cst.Call) or not (ctx.resolve(call.func) or "").startswith("torch."):
+        return None
+    outs = [a for a in call.args if a.keyword is not None and a.keyword.value == "out"]
+    if len(outs) != 1 or not isinstance(outs[0].value, cst.Name) or any(a.star for a in call.args):
+        return None
+    args = [a for a in call.args if a is not outs[0]]
+    if args:
+        args[-1] = args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+    return outs[0].value.value, call.with_changes(args=args), False
 
 
 def _replace_base(expr: cst.BaseExpression, old: cst.CSTNode, new: cst.BaseExpression) -> cst.BaseExpression:
@@ -166,6 +183,9 @@ class _Masker:
         self.aliases: set[str] = set()  # ... to a value that existed before it
         self.nested = False
         self.read: set[str] = {n.value for n in _all_names(node.test)}  # names the block read so far
+        self.alias_of: dict[str, str] = {}  # `grad = buf`: grad -> buf, the name whose tensor it is
+        self.entries: set[tuple[str, str]] | None = None  # (container, key) the function reads, when needed
+        self.ambiguous: set[str] = set()  # names a nested branch made alias another: no in-place update after
 
     def block(self, statements: Sequence[cst.BaseStatement]) -> list[cst.BaseStatement] | None:
         lines: list[cst.BaseStatement] = []
@@ -219,19 +239,59 @@ class _Masker:
     def _branch(self, suite: cst.BaseSuite) -> cst.IndentedBlock | None:
         if not isinstance(suite, cst.IndentedBlock):
             return None
-        renamed, pending = dict(self.renamed), self.pending
+        renamed, pending, aliases = dict(self.renamed), self.pending, dict(self.alias_of)
         self.pending = []
         lines = self.block(suite.body)
         if lines is not None:
             lines.extend(self.selections())
-        self.renamed, self.pending = renamed, pending
+        changed = {n for n in set(aliases) | set(self.alias_of) if aliases.get(n) != self.alias_of.get(n)}
+        self.ambiguous |= changed | {aliases[n] for n in changed if n in aliases} | \
+            {self.alias_of[n] for n in changed if n in self.alias_of}  # which tensor depends on the branch
+        self.renamed, self.pending, self.alias_of = renamed, pending, aliases
         return suite.with_changes(body=lines or [_line(cst.Pass())]) if lines is not None else None
 
     def _statement(self, stmt: cst.BaseStatement) -> list[cst.BaseStatement] | None:
-        if not isinstance(stmt, cst.SimpleStatementLine) or _side_effect(stmt, self.ctx, self.trusted):
+        """One statement, with aliases followed: after `grad = buf`, `grad.mul_(c)` updates the tensor `buf`
+        names (as `buf.mul_(c)`), and every name for that tensor reads its new value."""
+        if _side_effect(stmt, self.ctx, self.trusted):  # on the original statement: its nodes have the analysis
+            return None
+        inplace = _receiver(stmt, self.ctx)
+        if inplace is not None and inplace[0] in self.alias_of:
+            root = self.alias_of[inplace[0]]
+            stmt = stmt.visit(_Reads({inplace[0]: root}))  # type: ignore[assignment]
+            inplace = (root, *inplace[1:])
+        if inplace is not None and inplace[0] in self.ambiguous:
+            return None
+        lines = self._update(stmt)
+        if lines is None:
+            return None
+        small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+        if inplace is not None:
+            for alias in [a for a, r in self.alias_of.items() if r == inplace[0]]:
+                more = self._update(_line(cst.Assign([cst.AssignTarget(cst.Name(alias))], cst.Name(inplace[0]))))
+                if more is None:
+                    return None
+                lines.extend(more)
+            return lines
+        bound = [t.target.value for t in small.targets if isinstance(t.target, cst.Name)] \
+            if isinstance(small, cst.Assign) else [small.target.value] \
+            if isinstance(small, cst.AugAssign) and isinstance(small.target, cst.Name) else []
+        for name in bound:
+            if name in self.alias_of.values():
+                return None  # the names aliasing it keep the old tensor
+            self.alias_of.pop(name, None)
+            self.ambiguous.discard(name)
+        if isinstance(small, cst.Assign) and len(bound) == 1 and isinstance(small.value, cst.Name) and \
+                self.ctx.is_tensor(small.value) and small.value.value != bound[0]:
+            self.alias_of[bound[0]] = self.alias_of.get(small.value.value, small.value.value)
+        return lines
+
+    def _update(self, stmt: cst.BaseStatement) -> list[cst.BaseStatement] | None:
+        """One statement free of side effects (the caller checked)."""
+        if not isinstance(stmt, cst.SimpleStatementLine):
             return None
         reads = _Reads(self.renamed)
-        inplace = _receiver(stmt)
+        inplace = _receiver(stmt, self.ctx)
         small = stmt.body[0] if len(stmt.body) == 1 else None
         if isinstance(small, cst.Assign) and len(small.targets) > 1:
             return self._stores(small)
@@ -257,6 +317,8 @@ class _Masker:
             return []
         elif small is not None and self._touches_only_created(small):
             return [_line(small.visit(reads))]  # type: ignore[arg-type]
+        elif isinstance(small, cst.Assign) and len(small.targets) == 1 and self._entry(small.targets[0].target):
+            return [self._entry_store(small.targets[0].target, reads.expression(small.value))]
         else:
             return None
         owned = target in self.renamed or target in self.aliases or target in self.earlier or \
@@ -287,6 +349,29 @@ class _Masker:
         return isinstance(function.body, cst.IndentedBlock) and \
             not _read_before_bound(function.body.body, name, self.node)
 
+    def _entry(self, target: cst.BaseExpression) -> bool:
+        """`group["lr"]`: a string-keyed entry of a container that is not a tensor (a store into a tensor,
+        `buf[0] = x`, writes in place and is not an entry), which the function reads before the `if`: the
+        entry then exists when the block stores into it (`state["prev"] = grad.clone()`, a lazily created
+        entry read only after its guard, does not, and is the state fixers' shape)."""
+        key = _string_key(target)
+        if key is None or not isinstance(target, cst.Subscript) or self.ctx.is_tensor(target.value) or \
+                (isinstance(target.value, cst.Name) and target.value.value in self.renamed):
+            return False
+        if self.entries is None:
+            self.entries = _read_entries(self.ctx, self.node)
+        return (self.ctx.code(target.value, 200), key) in self.entries
+
+    def _entry_store(self, target: cst.BaseAssignTargetExpression, value: cst.BaseExpression
+                     ) -> cst.SimpleStatementLine:
+        """`group["phase"] = True` -> `group["phase"] = torch.where(taken, True, group["phase"])`: selected where
+        it is made, so a later read in the block sees the selected value (an assignment, not `copy_`: the
+        entry may still hold a Python value)."""
+        where = cst.Call(cst.Attribute(cst.Name(self.torch), cst.Name("where")), [
+            cst.Arg(cst.Name(TAKEN)), cst.Arg(value), cst.Arg(_Reads(self.renamed).expression(target))])
+        self.updated.append(self.ctx.code(target, 24))
+        return _line(cst.Assign([cst.AssignTarget(target)], where))
+
     def _stores(self, small: cst.Assign) -> list[cst.BaseStatement] | None:
         """`d = group["d"] = value`: `d` as any assignment, then each store selected where it is made
         (`group["d"] = torch.where(taken, d_taken, group["d"])`)."""
@@ -298,10 +383,7 @@ class _Masker:
             return None
         value = cst.Name(self.renamed.get(first.value, first.value))
         for store in stores:
-            where = cst.Call(cst.Attribute(cst.Name(self.torch), cst.Name("where")), [
-                cst.Arg(cst.Name(TAKEN)), cst.Arg(value), cst.Arg(_Reads(self.renamed).expression(store))])
-            lines.append(_line(cst.Assign([cst.AssignTarget(store)], where)))
-            self.updated.append(self.ctx.code(store, 24))
+            lines.append(self._entry_store(store, value))
         return lines
 
     def _touches_only_created(self, small: cst.BaseSmallStatement) -> bool:
@@ -322,10 +404,45 @@ class _Masker:
         return isinstance(expr, cst.Name) and expr.value in self.created and expr.value not in self.aliases
 
 
+def _string_key(target: cst.BaseExpression) -> str | None:
+    if isinstance(target, cst.Subscript) and len(target.slice) == 1 and isinstance(target.slice[0].slice, cst.Index):
+        key = target.slice[0].slice.value
+        if isinstance(key, cst.SimpleString):
+            return str(key.evaluated_value)
+    return None
+
+
+def _read_entries(ctx: RuleContext, before: cst.CSTNode | None = None) -> set[tuple[str, str]]:
+    """(container code, key) of every `group["key"]` the function reads (not only stores); with `before`,
+    only the reads that come before that node in the source."""
+    stored: set[int] = set()
+    found: set[tuple[str, str]] = set()
+    reached = False
+
+    class Entries(cst.CSTVisitor):
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            nonlocal reached
+            reached = reached or node is before
+            return not reached and super().on_visit(node)
+
+        def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+            stored.add(id(node.target))
+
+        def visit_Subscript(self, node: cst.Subscript) -> None:
+            key = _string_key(node)
+            if key is not None and id(node) not in stored:
+                found.add((ctx.code(node.value, 200), key))
+
+    ctx.traced.func.node.visit(Entries())
+    return found
+
+
 def masked_block(node: cst.If, ctx: RuleContext) -> Fix | None:
     """The fix for `if <boolean tensor>:` guarding assignments and in-place updates (with `elif`/`else`
-    branches of the same kind), or None."""
-    branches = _branches(node, ctx)
+    branches of the same kind), or None. `if c: A; continue` directly in a loop body, followed by the rest
+    B of that body, is `if c: A else: B`, masked as such (B's statements go)."""
+    rest = _continue_rest(node, ctx)
+    branches = _branches(node, ctx, rest)
     if branches is None:
         return None
     torch, imports = ctx.torch_name()
@@ -349,19 +466,50 @@ def masked_block(node: cst.If, ctx: RuleContext) -> Fix | None:
         lines, updated = chained
     lines[0] = lines[0].with_changes(leading_lines=node.leading_lines)
     what = "the block" if len(branches) == 1 else "every branch"
+    if rest:
+        what = "the block and the rest of the loop body it skips with `continue`"
+    replacements: list[tuple[cst.CSTNode, cst.CSTNode | cst.FlattenSentinel[cst.CSTNode] | cst.RemovalSentinel]] = \
+        [(node, cst.FlattenSentinel(lines))]
+    replacements.extend((stmt, cst.RemovalSentinel.REMOVE) for stmt in rest or ())
     return Fix("unsafe", f"Compute {what} on every step and keep its results where its condition holds "
                          f"({torch}.where over {', '.join(dict.fromkeys(updated))}); unsafe: every outcome is "
                          "computed, in-place and augmented updates become out-of-place values selected afterwards, "
-                         "and the selected values are tensors", [(node, cst.FlattenSentinel(lines))], imports)
+                         "and the selected values are tensors", replacements, imports)
 
 
-def _branches(node: cst.If, ctx: RuleContext
+def _continue_rest(node: cst.If, ctx: RuleContext) -> Sequence[cst.BaseStatement] | None:
+    """The statements after `node` in the loop body that holds it, when `node` has no else and its block
+    ends with `continue` (then they are its else branch); None otherwise."""
+    if node.orelse is not None or not isinstance(node.body, cst.IndentedBlock) or len(node.body.body) < 2:
+        return None
+    last = node.body.body[-1]
+    if not isinstance(last, cst.SimpleStatementLine) or len(last.body) != 1 or \
+            not isinstance(last.body[0], cst.Continue):
+        return None
+    for loop in ctx.walk():
+        if type(loop) in (cst.For, cst.While) and isinstance(loop.body, cst.IndentedBlock):
+            body = loop.body.body
+            for index, stmt in enumerate(body):
+                if stmt is node:
+                    return body[index + 1:] or None
+    return None
+
+
+def _branches(node: cst.If, ctx: RuleContext, rest: Sequence[cst.BaseStatement] | None = None
               ) -> list[tuple[cst.BaseExpression | None, Sequence[cst.BaseStatement]]] | None:
     """(test, statements) of `node` and each of its `elif`s, then (None, statements) of its `else`; None when a
     branch is not a block of updates a mask can select, or an `elif` test is neither a boolean tensor nor a
-    Python value free of side effects."""
+    Python value free of side effects. With `rest`, `node`'s block without its final `continue`, then `rest`
+    as the else branch."""
     if not is_boolean_condition(node.test, ctx):
         return None
+    if rest:
+        assert isinstance(node.body, cst.IndentedBlock)  # _continue_rest checked it
+        suites = [node.body.body[:-1], rest]
+        bound = set(ctx.bound_before(node))
+        if any(_binds_none(cst.IndentedBlock(list(s))) or _reshapes(cst.IndentedBlock(list(s)), bound) for s in suites):
+            return None
+        return [(node.test, suites[0]), (None, suites[1])]
     branches: list[tuple[cst.BaseExpression | None, Sequence[cst.BaseStatement]]] = []
     current: cst.If | cst.Else | None = node
     while current is not None:
@@ -369,7 +517,8 @@ def _branches(node: cst.If, ctx: RuleContext
         if test is not None and current is not node and not is_boolean_condition(test, ctx) and \
                 (ctx.truth_is_data_dependent(test) or _side_effect(test, ctx)):
             return None
-        if not isinstance(current.body, cst.IndentedBlock) or _binds_none(current.body) or _reshapes(current.body):
+        if not isinstance(current.body, cst.IndentedBlock) or _binds_none(current.body) or \
+                _reshapes(current.body, set(ctx.bound_before(node))):
             return None
         branches.append((test, current.body.body))
         current = current.orelse if isinstance(current, cst.If) else None
@@ -425,11 +574,31 @@ def _binds_none(body: cst.BaseSuite) -> bool:
                for node in iter_nodes(body))
 
 
-def _reshapes(body: cst.BaseSuite) -> bool:
+def _reshapes(body: cst.BaseSuite, bound: Collection[str] = ()) -> bool:
     """Whether the block assigns a value of another shape (`x = F.pad(x, ...)`): `torch.where` cannot select
-    it against the value kept, and computed every step it runs where the condition says it is invalid."""
+    it against the value kept, and computed every step it runs where the condition says it is invalid.
+    Flattening into a name not bound before the block (`p_view = p.view(-1)`) is neither: it is valid for
+    every tensor, and a new name is never selected."""
     return any(isinstance(node, (cst.Assign, cst.AnnAssign, cst.AugAssign)) and node.value is not None
-               and changes_shape(node.value) for node in iter_nodes(body))
+               and changes_shape(node.value) and not _flattens_into_new_name(node, bound)
+               for node in iter_nodes(body))
+
+
+def _flattens_into_new_name(node: cst.Assign | cst.AnnAssign | cst.AugAssign, bound: Collection[str]) -> bool:
+    """`flat = x.view(-1)`, `x.reshape(-1)`, `x.flatten()` assigned to one name not in `bound`."""
+    if not isinstance(node, cst.Assign) or len(node.targets) != 1 or not isinstance(node.targets[0].target, cst.Name) \
+            or node.targets[0].target.value in bound:
+        return False
+    call = node.value
+    if not isinstance(call, cst.Call) or not isinstance(call.func, cst.Attribute):
+        return False
+    method, args = call.func.attr.value, call.args
+    if method == "flatten":
+        return not args
+    minus_one = len(args) == 1 and args[0].keyword is None and isinstance(args[0].value, cst.UnaryOperation) and \
+        isinstance(args[0].value.operator, cst.Minus) and isinstance(args[0].value.expression, cst.Integer) and \
+        args[0].value.expression.value == "1"
+    return method in ("view", "reshape") and minus_one
 
 
 def _read_before_bound(statements: Sequence[cst.BaseStatement], name: str, skip: cst.CSTNode) -> bool:

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 import libcst as cst
 
 from cslint.fixers.assignments import assignments
-from cslint.fixers.masked_block import _fresh, _read_root, _side_effect
+from cslint.fixers.masked_block import _fresh, _read_entries, _read_root, _side_effect, _string_key
 from cslint.fixers.where import _condition, is_boolean_condition
 from cslint.rule_api.context import RuleContext
 from cslint.rule_api.findings import Fix
@@ -234,32 +234,6 @@ def early_return(node: cst.If, ctx: RuleContext) -> Fix | None:
     if masked.logs:
         message += ", and its log lines are written also on the steps the original ended early"
     return Fix("unsafe", message, replacements, imports)
-
-
-def _string_key(target: cst.BaseExpression) -> str | None:
-    if isinstance(target, cst.Subscript) and len(target.slice) == 1 and isinstance(target.slice[0].slice, cst.Index):
-        key = target.slice[0].slice.value
-        if isinstance(key, cst.SimpleString):
-            return str(key.evaluated_value)
-    return None
-
-
-def _read_entries(ctx: RuleContext) -> set[tuple[str, str]]:
-    """(container code, key) of every `group["key"]` the function reads (not only stores)."""
-    stored: set[int] = set()
-    found: set[tuple[str, str]] = set()
-
-    class Entries(cst.CSTVisitor):
-        def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
-            stored.add(id(node.target))
-
-        def visit_Subscript(self, node: cst.Subscript) -> None:
-            key = _string_key(node)
-            if key is not None and id(node) not in stored:
-                found.add((ctx.code(node.value, 200), key))
-
-    ctx.traced.func.node.visit(Entries())
-    return found
 
 
 def _updates_in_place(expr: cst.BaseExpression) -> bool:

@@ -96,8 +96,23 @@ def _reads_any(expr: cst.BaseExpression, names: dict[str, cst.BaseExpression]) -
     return found
 
 
+def _allclose(test: cst.BaseExpression, ctx: RuleContext) -> tuple[cst.BaseExpression, list[cst.Arg]] | None:
+    """`a.allclose(b, rtol=...)` / `torch.allclose(a, b, ...)` on a tensor `a`: (`a`, the other arguments).
+    It reads a Python bool; `torch.isclose(a, b, ...).all()` is the same test as a boolean tensor."""
+    if not isinstance(test, cst.Call) or not isinstance(test.func, cst.Attribute) or \
+            test.func.attr.value != "allclose" or any(a.star for a in test.args):
+        return None
+    if ctx.resolve(test.func) == "torch.allclose" and test.args and test.args[0].keyword is None:
+        return test.args[0].value, list(test.args[1:])
+    if ctx.is_tensor(test.func.value):
+        return test.func.value, list(test.args)
+    return None
+
+
 def is_boolean_condition(test: cst.BaseExpression, ctx: RuleContext) -> bool:
     """A tensor expression whose value is a boolean tensor (so it can be torch.where's condition)."""
+    if _allclose(test, ctx) is not None:
+        return True
     if not ctx.is_tensor(test):
         return False
     if any(type(n) is cst.NamedExpr for n in iter_nodes(test)):
@@ -182,6 +197,11 @@ def _condition(test: cst.BaseExpression, ctx: RuleContext, torch: str) -> cst.Ba
         name = "logical_and" if isinstance(test.operator, cst.And) else "logical_or"
         return cst.Call(cst.Attribute(cst.Name(torch), cst.Name(name)),
                         [cst.Arg(_condition(test.left, ctx, torch)), cst.Arg(_condition(test.right, ctx, torch))])
+    close = _allclose(test, ctx)
+    if close is not None:
+        args = [cst.Arg(close[0])] + [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in close[1]]
+        isclose = cst.Call(cst.Attribute(cst.Name(torch), cst.Name("isclose")), args)
+        return cst.Call(cst.Attribute(isclose, cst.Name("all")), [])
     return tensor_operand(test, ctx, torch)[0]
 
 
