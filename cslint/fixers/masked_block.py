@@ -184,7 +184,6 @@ class _Masker:
         self.nested = False
         self.read: set[str] = {n.value for n in _all_names(node.test)}  # names the block read so far
         self.alias_of: dict[str, str] = {}  # `grad = buf`: grad -> buf, the name whose tensor it is
-        self.entries: set[tuple[str, str]] | None = None  # (container, key) the function reads, when needed
         self.ambiguous: set[str] = set()  # names a nested branch made alias another: no in-place update after
 
     def block(self, statements: Sequence[cst.BaseStatement]) -> list[cst.BaseStatement] | None:
@@ -351,16 +350,14 @@ class _Masker:
 
     def _entry(self, target: cst.BaseExpression) -> bool:
         """`group["lr"]`: a string-keyed entry of a container that is not a tensor (a store into a tensor,
-        `buf[0] = x`, writes in place and is not an entry), which the function reads before the `if`: the
-        entry then exists when the block stores into it (`state["prev"] = grad.clone()`, a lazily created
-        entry read only after its guard, does not, and is the state fixers' shape)."""
+        `buf[0] = x`, writes in place and is not an entry), which the function reads before the store in
+        its source: the entry then exists when the block stores into it (`state["prev"] = grad.clone()`, a
+        lazily created entry read only after its guard, does not, and is the state fixers' shape)."""
         key = _string_key(target)
         if key is None or not isinstance(target, cst.Subscript) or self.ctx.is_tensor(target.value) or \
                 (isinstance(target.value, cst.Name) and target.value.value in self.renamed):
             return False
-        if self.entries is None:
-            self.entries = _read_entries(self.ctx, self.node)
-        return (self.ctx.code(target.value, 200), key) in self.entries
+        return (self.ctx.code(target.value, 200), key) in _read_entries(self.ctx, target)
 
     def _entry_store(self, target: cst.BaseAssignTargetExpression, value: cst.BaseExpression
                      ) -> cst.SimpleStatementLine:
