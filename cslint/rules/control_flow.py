@@ -16,6 +16,7 @@ from cslint.fixers.layer_drop import run_and_select, skip_rest_of_loop
 from cslint.fixers.masked_tail import early_return
 from cslint.fixers.memo_cache import recompute_memo
 from cslint.fixers.noop_store_guard import drop_noop_store_guard
+from cslint.fixers.switched_entries import switched_entry
 from cslint.fixers.where import if_to_where, ifexp_to_where, inplace_if_to_where
 from cslint.rule_api.context import RuleContext
 from cslint.rule_api.findings import Fix
@@ -169,7 +170,7 @@ class Clamp(nn.Module):
         keyword = "elif" if id(node) in elifs else "if"
         fix: Fix | None = None if keyword == "elif" else \
             drop_noop_store_guard(node, ctx) or recompute_memo(node, ctx) or if_to_where(node, ctx) or inplace_if_to_where(node, ctx) or \
-            run_and_select(node, ctx) or \
+            run_and_select(node, ctx) or switched_entry(node, ctx) or \
             masked_block(node, ctx) or skip_rest_of_loop(node, ctx) or \
             skip_fast_path(node, ctx) or early_return(node, ctx) or first_match(node, ctx) or \
             keep_raising_check(node, ctx)
