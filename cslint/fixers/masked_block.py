@@ -46,6 +46,10 @@ class _Reads(cst.CSTTransformer):
     def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.Attribute:
         return updated.with_changes(attr=original.attr)  # `x.s` is an attribute, not the name s
 
+    def leave_Subscript(self, original: cst.Subscript, updated: cst.Subscript) -> cst.BaseExpression:
+        fresh = self.renamed.get(_entry_code(original)) if _string_entry(original) else None
+        return cst.Name(fresh) if fresh is not None else updated  # `state["scale"]` updated in the block
+
     def visit_Lambda(self, node: cst.Lambda) -> bool:
         return False
 
@@ -74,8 +78,51 @@ def _receiver(stmt: cst.BaseStatement, ctx: RuleContext) -> tuple[str, cst.BaseE
         if found is None:
             return None
         return data.value, _replace_base(found[1], cst.Name("__receiver__"), inner), True
+    if _string_entry(inner):  # `state["scale"].mul_(b)`: the entry's code stands for its name
+        plain = cst.SimpleStatementLine([cst.Expr(_replace_base(call, inner, cst.Name("__receiver__")))])
+        found = _inplace_chain(plain)
+        if found is None:
+            return None
+        return _entry_code(inner), _replace_base(found[1], cst.Name("__receiver__"), inner), False
     plain_chain = _inplace_chain(stmt)
     return None if plain_chain is None else (*plain_chain, False)
+
+
+def _unpacked(stmt: cst.BaseStatement) -> list[tuple[cst.Name, cst.BaseExpression]] | None:
+    """`a, b = x, y` whose values read none of the names it binds: its (name, value) pairs, else None."""
+    if not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1 or not isinstance(stmt.body[0], cst.Assign):
+        return None
+    assign = stmt.body[0]
+    if len(assign.targets) != 1 or not isinstance(assign.targets[0].target, (cst.Tuple, cst.List)) or \
+            not isinstance(assign.value, (cst.Tuple, cst.List)):
+        return None
+    names = [e.value for e in assign.targets[0].target.elements]
+    values = [e.value for e in assign.value.elements]
+    if len(names) != len(values) or not all(isinstance(n, cst.Name) for n in names) or \
+            any(isinstance(e, cst.StarredElement) for e in (*assign.targets[0].target.elements, *assign.value.elements)):
+        return None
+    bound = {n.value for n in names}  # type: ignore[attr-defined]
+    if any(n.value in bound for v in values for n in _all_names(v)):
+        return None  # `a, b = b, a`: not the same as one after the other
+    return list(zip(names, values))  # type: ignore[arg-type]
+
+
+def _entry_receiver(stmt: cst.BaseStatement) -> cst.Subscript | None:
+    """The `state["scale"]` a statement `state["scale"].mul_(b)...` updates."""
+    assert isinstance(stmt, cst.SimpleStatementLine) and isinstance(stmt.body[0], cst.Expr)  # _receiver found one
+    inner = stmt.body[0].value
+    while isinstance(inner, cst.Call) and isinstance(inner.func, cst.Attribute):
+        inner = inner.func.value
+    return inner if isinstance(inner, cst.Subscript) and _string_entry(inner) else None
+
+
+def _string_entry(expr: cst.CSTNode) -> bool:
+    """`state["scale"]`: a string key on a name."""
+    return isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Name) and _string_key(expr) is not None
+
+
+def _entry_code(expr: cst.CSTNode) -> str:
+    return " ".join(cst.Module([]).code_for_node(expr).split())
 
 
 def _out_argument(call: cst.BaseExpression, ctx: RuleContext) -> tuple[str, cst.BaseExpression, bool] | None:
@@ -185,6 +232,7 @@ class _Masker:
         self.read: set[str] = {n.value for n in _all_names(node.test)}  # names the block read so far
         self.alias_of: dict[str, str] = {}  # `grad = buf`: grad -> buf, the name whose tensor it is
         self.ambiguous: set[str] = set()  # names a nested branch made alias another: no in-place update after
+        self.entries: dict[str, cst.BaseExpression] = {}  # code -> `state["scale"]` updated in place
 
     def block(self, statements: Sequence[cst.BaseStatement]) -> list[cst.BaseStatement] | None:
         lines: list[cst.BaseStatement] = []
@@ -203,7 +251,7 @@ class _Masker:
     def selections(self) -> list[cst.BaseStatement]:
         lines: list[cst.BaseStatement] = []
         for target, is_inplace in self.pending:
-            current: cst.BaseExpression = cst.Name(target)
+            current: cst.BaseExpression = self.entries.get(target) or cst.Name(target)
             if target in self.through_data:
                 current = cst.Attribute(current, cst.Name("data"))
             where = cst.Call(cst.Attribute(cst.Name(self.torch), cst.Name("where")),
@@ -254,6 +302,15 @@ class _Masker:
         names (as `buf.mul_(c)`), and every name for that tensor reads its new value."""
         if _side_effect(stmt, self.ctx, self.trusted):  # on the original statement: its nodes have the analysis
             return None
+        pairs = _unpacked(stmt)
+        if pairs is not None:  # `a, b = x, y` as `a = x` then `b = y`
+            lines: list[cst.BaseStatement] = []
+            for target, value in pairs:
+                one = self._statement(_line(cst.Assign([cst.AssignTarget(target)], value)))
+                if one is None:
+                    return None
+                lines.extend(one)
+            return lines
         inplace = _receiver(stmt, self.ctx)
         if inplace is not None and inplace[0] in self.alias_of:
             root = self.alias_of[inplace[0]]
@@ -297,6 +354,11 @@ class _Masker:
         if inplace is not None:
             target, value = inplace[0], reads.expression(inplace[1])
             is_inplace = True
+            if target not in self.entries and not target.isidentifier():
+                receiver = _entry_receiver(stmt)
+                if receiver is None or receiver.value.value in self.renamed:  # type: ignore[attr-defined]
+                    return None  # the entry of a container the block rebinds
+                self.entries[target] = receiver
             if inplace[2]:
                 self.through_data.add(target)
         elif isinstance(small, cst.Assign) and len(small.targets) == 1 and \
@@ -320,7 +382,7 @@ class _Masker:
             return [self._entry_store(small.targets[0].target, reads.expression(small.value))]
         else:
             return None
-        owned = target in self.renamed or target in self.aliases or target in self.earlier or \
+        owned = target in self.renamed or target in self.entries or target in self.aliases or target in self.earlier or \
             (target in self.bound and not self._rebound_locally(target, small))
         if not owned:
             if target in self.created and isinstance(small, cst.AugAssign):  # a value the block made itself
@@ -333,7 +395,9 @@ class _Masker:
                 self.aliases.add(target)
             return [_line(cst.Assign([cst.AssignTarget(cst.Name(target))], value))]
         if target not in self.renamed:
-            self.renamed[target] = _fresh(f"{target}_taken", self.names)
+            base = _string_key(self.entries[target]) if target in self.entries else target
+            base = base if base is not None and base.isidentifier() else "entry"
+            self.renamed[target] = _fresh(f"{base}_taken", self.names)
             self.pending.append((target, is_inplace))
             self.updated.append(target)
         return [_line(cst.Assign([cst.AssignTarget(cst.Name(self.renamed[target]))], value))]
