@@ -337,9 +337,16 @@ def keep_bookkeeping_on_device(node: cst.Call, ctx: RuleContext) -> Fix | None:
     else:
         return None
     replacement = on_device(receiver, conversion).with_changes(lpar=node.lpar, rpar=node.rpar)
-    shown = cst.Module([]).code_for_node(replacement)
     shape = "" if is_zero_dim(receiver, ctx) else \
         f"; if `{ctx.code(receiver)}` is not zero-dimensional, the value broadcasts like a tensor, not a number"
+    if shape and isinstance(target, cst.Subscript):
+        # a stored entry outlives the step: a number has no dimensions, and an entry whose shape changed
+        # after its first store would change the next step's graph
+        replacement = cst.Call(cst.Attribute(replacement.with_changes(lpar=[], rpar=[]), cst.Name("reshape")),
+                               [cst.Arg(cst.Tuple([]))], lpar=node.lpar, rpar=node.rpar)
+        shape = (f"; the value is reshaped to no dimensions, as `.item()` gives a number (it raises, as `.item()` "
+                 f"does, when `{ctx.code(receiver)}` has more than one element)")
+    shown = cst.Module([]).code_for_node(replacement)
     return Fix("unsafe", f"Keep {stored} a tensor: `{shown}`; unsafe: Python float64 bookkeeping becomes float32 "
                          "tensor arithmetic (the last bits can drift, and an adaptive step size amplifies them), "
                          f"and every later use of {stored} (an if, max/min, a format string) reads a tensor, "

@@ -88,6 +88,19 @@ def _receiver(stmt: cst.BaseStatement, ctx: RuleContext) -> tuple[str, cst.BaseE
     return None if plain_chain is None else (*plain_chain, False)
 
 
+def _key_bound_to_a_name(function: cst.FunctionDef, key: str | None) -> bool:
+    """Does the function bind a name to an entry with this key (`avg = self.state[p]["avg"]`, also in a tuple)?
+    Then that name is another way to the tensor an update through the entry changes, which the masked
+    block's names would not follow."""
+    for node in iter_nodes(function.body):
+        if isinstance(node, cst.Assign):
+            values = [e.value for e in node.value.elements] if isinstance(node.value, (cst.Tuple, cst.List)) \
+                else [node.value]
+            if any(isinstance(v, cst.Subscript) and _string_key(v) == key for v in values):
+                return True
+    return False
+
+
 def _unpacked(stmt: cst.BaseStatement) -> list[tuple[cst.Name, cst.BaseExpression]] | None:
     """`a, b = x, y` whose values read none of the names it binds: its (name, value) pairs, else None."""
     if not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1 or not isinstance(stmt.body[0], cst.Assign):
@@ -117,8 +130,8 @@ def _entry_receiver(stmt: cst.BaseStatement) -> cst.Subscript | None:
 
 
 def _string_entry(expr: cst.CSTNode) -> bool:
-    """`state["scale"]`: a string key on a name."""
-    return isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Name) and _string_key(expr) is not None
+    """`state["scale"]`, `self.state[p]["avg"]`: a string key on a plain read of a name."""
+    return isinstance(expr, cst.Subscript) and _string_key(expr) is not None and _read_root(expr.value) is not None
 
 
 def _entry_code(expr: cst.CSTNode) -> str:
@@ -356,8 +369,9 @@ class _Masker:
             is_inplace = True
             if target not in self.entries and not target.isidentifier():
                 receiver = _entry_receiver(stmt)
-                if receiver is None or receiver.value.value in self.renamed:  # type: ignore[attr-defined]
-                    return None  # the entry of a container the block rebinds
+                if receiver is None or any(n.value in self.renamed for n in _all_names(receiver)) or \
+                        _key_bound_to_a_name(self.ctx.traced.func.node, _string_key(receiver)):
+                    return None  # the entry of a container (or at a key) the block rebinds, or one a name aliases
                 self.entries[target] = receiver
             if inplace[2]:
                 self.through_data.add(target)
@@ -425,11 +439,15 @@ class _Masker:
 
     def _entry_store(self, target: cst.BaseAssignTargetExpression, value: cst.BaseExpression
                      ) -> cst.SimpleStatementLine:
-        """`group["phase"] = True` -> `group["phase"] = torch.where(taken, True, group["phase"])`: selected where
-        it is made, so a later read in the block sees the selected value (an assignment, not `copy_`: the
-        entry may still hold a Python value)."""
+        """`group["phase"] = True` -> `group["phase"] = torch.where(torch.reshape(taken, ()), True, group["phase"])`:
+        selected where it is made, so a later read in the block sees the selected value (an assignment, not
+        `copy_`: the entry may still hold a Python value). The condition of an `if` has one element (Python's
+        `bool()` of a tensor requires it); taken without dimensions, a one-element condition of shape (1,)
+        does not give the entry a dimension it did not have, which would change the next step's graph."""
+        condition = cst.Call(cst.Attribute(cst.Name(self.torch), cst.Name("reshape")),
+                             [cst.Arg(cst.Name(TAKEN)), cst.Arg(cst.Tuple([]))])
         where = cst.Call(cst.Attribute(cst.Name(self.torch), cst.Name("where")), [
-            cst.Arg(cst.Name(TAKEN)), cst.Arg(value), cst.Arg(_Reads(self.renamed).expression(target))])
+            cst.Arg(condition), cst.Arg(value), cst.Arg(_Reads(self.renamed).expression(target))])
         self.updated.append(self.ctx.code(target, 24))
         return _line(cst.Assign([cst.AssignTarget(target)], where))
 
@@ -646,14 +664,23 @@ def _reshapes(body: cst.BaseSuite, bound: Collection[str] = ()) -> bool:
 
 
 def _flattens_into_new_name(node: cst.Assign | cst.AnnAssign | cst.AugAssign, bound: Collection[str]) -> bool:
-    """`flat = x.view(-1)`, `x.reshape(-1)`, `x.flatten()` assigned to one name not in `bound`."""
-    if not isinstance(node, cst.Assign) or len(node.targets) != 1 or not isinstance(node.targets[0].target, cst.Name) \
-            or node.targets[0].target.value in bound:
+    """`flat = x.view(-1)`, `x.reshape(-1)`, `x.flatten()` assigned to one name not in `bound`; `x.reshape(())`
+    (a number's shape, the `.item()` fix's) also into an entry, whose selection keeps the entry's shape.
+    Shapes do not depend on values in a traced step, so a reshape that holds where the branch runs holds on
+    every step."""
+    if not isinstance(node, cst.Assign) or len(node.targets) != 1:
         return False
+    target = node.targets[0].target
+    new_name = isinstance(target, cst.Name) and target.value not in bound
     call = node.value
     if not isinstance(call, cst.Call) or not isinstance(call.func, cst.Attribute):
         return False
     method, args = call.func.attr.value, call.args
+    if method in ("reshape", "view") and len(args) == 1 and isinstance(args[0].value, cst.Tuple) and \
+            not args[0].value.elements and args[0].keyword is None:
+        return new_name or isinstance(target, cst.Subscript)
+    if not new_name:
+        return False
     if method == "flatten":
         return not args
     minus_one = len(args) == 1 and args[0].keyword is None and isinstance(args[0].value, cst.UnaryOperation) and \

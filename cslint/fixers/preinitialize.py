@@ -542,6 +542,25 @@ def _guard_plan(guard: cst.If, chain: tuple[cst.CSTNode, ...], method: cst.Funct
         inner_block = [cst.If(test=condition.visit(rewriter), body=cst.IndentedBlock(inner_block))]  # type: ignore[arg-type]
     plan.statements.extend(body + inner_block)
     plan.replacements.append((guard, _without_guard(guard, aliases)))
+    if isinstance(guard.orelse, cst.Else):
+        rebound = sorted(_plain_names_bound(guard.orelse.body) - _plain_names_bound(guard.body))
+        if rebound:
+            plan.applicability = "unsafe"
+            note = (f"the else branch kept in step() also rebinds `{rebound[0]}`, which the creating branch left "
+                    f"as it was: an in-place update through `{rebound[0]}` after the guard now changes the state "
+                    "also on the step that created it, so the state can differ from the original's from then on")
+            if note not in plan.notes:
+                plan.notes.append(note)
+
+
+def _plain_names_bound(suite: cst.BaseSuite) -> set[str]:
+    """Names a block binds by plain assignment (`grad = buf`, `buf = state["b"] = ...`) in its own statements."""
+    names: set[str] = set()
+    for stmt in _body(suite):
+        assign = _simple_assign(stmt)
+        if assign is not None:
+            names.update(t.target.value for t in assign.targets if isinstance(t.target, cst.Name))
+    return names
 
 
 def _all_bound(method: cst.FunctionDef | cst.If) -> set[str]:

@@ -18,7 +18,8 @@ becomes `group["phase"] = torch.where(taken, 1, group["phase"])` and each `if` r
 the order they appear (the initial value first); bools and ints are their own codes, so only the tensor
 is new. The entry must take only literals, its initial value a literal in `__init__` (a `dict(...)` or
 `{...}` of defaults, `group.setdefault`), and every read of it be an `==`/`!=` test against one of those
-literals (or, for bools and ints, a truth test). The class must have a `preinitialize()` that loops over
+literals (or, for bools and ints, a truth test, which becomes `!= 0`: a boolean condition the masked
+fixes take, as `if group["late"]:` on a tensor of unknown dtype is not). The class must have a `preinitialize()` that loops over
 `self.param_groups`: it makes the entry a tensor on the parameters' device (idempotent: `as_tensor` of a
 tensor), and a test of the entry in it that guards state creation goes (the step may switch the entry
 later, so the state must exist from the start). Always unsafe.
@@ -68,7 +69,7 @@ class _Uses(cst.CSTVisitor):
         self.initial: list[Literal] = []
         self.compared: list[Literal] = []
         self.literals: list[cst.BaseExpression] = []  # the nodes that hold a value (to recode)
-        self.truth_tests = 0
+        self.truth_tests: list[tuple[cst.BaseExpression, cst.BaseExpression]] = []  # (test, entry)
         self.allowed: set[int] = set()  # ids of subscripts whose use was recognised
         self.subscripts: list[cst.Subscript] = []
         self.other = False
@@ -115,20 +116,21 @@ class _Uses(cst.CSTVisitor):
                 self.literals.append(other)
 
     def visit_If(self, node: cst.If) -> None:
-        self._truth(node.test)
+        self._truth(node.test, node.test)
 
     def visit_UnaryOperation(self, node: cst.UnaryOperation) -> None:
         if isinstance(node.operator, cst.Not):
-            self._truth(node.expression)
+            self._truth(node.expression, node)
 
     def visit_BooleanOperation(self, node: cst.BooleanOperation) -> None:
-        self._truth(node.left)
-        self._truth(node.right)
+        self._truth(node.left, node.left)
+        self._truth(node.right, node.right)
 
-    def _truth(self, expr: cst.BaseExpression) -> None:
-        if _key(expr) == self.key:
+    def _truth(self, expr: cst.BaseExpression, test: cst.BaseExpression) -> None:
+        """`if group["k"]:` / `not group["k"]`: `test` is what becomes a comparison with 0 (`!=` / `==`)."""
+        if _key(expr) == self.key and id(expr) not in self.allowed:
             self.allowed.add(id(expr))
-            self.truth_tests += 1
+            self.truth_tests.append((test, expr))
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
         if _key(node) == self.key:
@@ -232,7 +234,7 @@ def switched_entry(node: cst.If, ctx: RuleContext) -> Fix | None:
     strings = all(isinstance(v, str) for v in values)
     if not strings and not all(isinstance(v, (int, bool)) for v in values):
         return None
-    if strings and sum(u.truth_tests for u in uses.values()):
+    if strings and any(u.truth_tests for u in uses.values()):
         return None  # a non-empty string is always true: the test means something codes cannot keep
     torch, imports = ctx.torch_name()
     recode: dict[int, cst.BaseExpression] = {}
@@ -243,6 +245,13 @@ def switched_entry(node: cst.If, ctx: RuleContext) -> Fix | None:
                 value = _literal(literal)
                 assert value is not None  # only literals were collected
                 recode[id(literal)] = cst.Integer(str(codes[value[0]]))  # type: ignore[index]
+    for found in uses.values():  # a truth test of a code tensor as a comparison: a boolean condition
+        for test, entry in found.truth_tests:
+            negated = test is not entry
+            recode[id(test)] = cst.Comparison(entry.with_changes(lpar=[], rpar=[]), [cst.ComparisonTarget(
+                cst.Equal() if negated else cst.NotEqual(), cst.Integer("0"))],
+                lpar=[cst.LeftParen()] if negated and isinstance(test, cst.UnaryOperation) and test.lpar else [],
+                rpar=[cst.RightParen()] if negated and isinstance(test, cst.UnaryOperation) and test.rpar else [])
     group = loop.target.value
     entry = f'{group}["{key}"]'
     line = cst.parse_statement(f'{entry} = {torch}.as_tensor({entry}, device={group}["params"][0].device)\n')
@@ -254,7 +263,8 @@ def switched_entry(node: cst.If, ctx: RuleContext) -> Fix | None:
     replacements: list[tuple[cst.CSTNode, Replacement]] = [(preinit, new_preinit)]
     for name, found in uses.items():
         if name != "preinitialize":
-            replacements.extend((literal, recode[id(literal)]) for literal in found.literals if id(literal) in recode)
+            nodes = [*found.literals, *(test for test, _ in found.truth_tests)]
+            replacements.extend((n, recode[id(n)]) for n in nodes if id(n) in recode)
     spelled = ", ".join(f"{v!r} {codes[v]}" for v in values) if strings else ""  # type: ignore[possibly-undefined]
     what = f"an int64 tensor code ({spelled})" if strings else "a tensor"
     message = (f"Make `{entry}` {what}, a tensor on the parameters' device from preinitialize(), so the "

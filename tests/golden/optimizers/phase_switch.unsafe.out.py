@@ -62,8 +62,8 @@ class Switching(torch.optim.Optimizer):
                 scale_taken = state["scale"].mul(beta2).add(estimate, alpha=1 - beta2)
                 settled = scale_taken / correction2
                 taken = torch.logical_and(torch.logical_and(torch.as_tensor(state["step"] > 1), torch.isclose(settled, estimate, rtol=1e-6).all()), settled > 0)
-                group["mode"] = torch.where(taken4, torch.where(taken2, torch.where(taken, 1, group["mode"]), group["mode"]), group["mode"])
-                group["lr"] = torch.where(taken4, torch.where(taken2, torch.where(taken, settled.detach(), group["lr"]), group["lr"]), group["lr"])
+                group["mode"] = torch.where(torch.reshape(taken4, ()), torch.where(torch.reshape(taken2, ()), torch.where(torch.reshape(taken, ()), 1, group["mode"]), group["mode"]), group["mode"])
+                group["lr"] = torch.where(torch.reshape(taken4, ()), torch.where(torch.reshape(taken2, ()), torch.where(torch.reshape(taken, ()), settled.detach().reshape(()), group["lr"]), group["lr"]), group["lr"])
                 scale_taken2 = torch.where(taken2, scale_taken, state["scale"])
                 exp_avg.copy_(torch.where(taken4, exp_avg_taken, exp_avg))
                 exp_avg_sq.copy_(torch.where(taken4, exp_avg_sq_taken, exp_avg_sq))
