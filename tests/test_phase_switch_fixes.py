@@ -85,7 +85,8 @@ def _same_numbers(tmp_path: Path, original: str, fixed: str) -> list[tuple[objec
 
 
 def _switch_fix(lint, code):  # type: ignore[no-untyped-def]
-    return [d.fix for d in lint(code) if d.code == "WSC101" and d.fix is not None and "preinitialize()" in d.fix.message]
+    return [d.fix for d in lint(code)
+            if d.code == "WSC101" and d.fix is not None and "preinitialize()" in d.fix.message]
 
 
 def test_a_switched_string_entry_becomes_a_tensor_code_and_every_branch_is_masked(tmp_path, lint, fix):
@@ -140,6 +141,7 @@ def test_the_fix_is_idempotent_and_not_offered_again(lint, fix):
     {"read": 'len(group["stage"]) > 4'},  # another use of the string
     {"preinit": '                if group["stage"] == "main":\n                    pass\n'
                 '                else:\n                    self.state[p]["spare"] = torch.zeros_like(p)\n'},
+    {"preinit": '                self.state[p]["copied"] = group["stage"]\n'},  # the string copied elsewhere
 ])
 def test_no_switch_fix_for_entries_that_are_more_than_literals(lint, changes):
     code = _code(**changes)

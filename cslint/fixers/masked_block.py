@@ -112,7 +112,8 @@ def _unpacked(stmt: cst.BaseStatement) -> list[tuple[cst.Name, cst.BaseExpressio
     names = [e.value for e in assign.targets[0].target.elements]
     values = [e.value for e in assign.value.elements]
     if len(names) != len(values) or not all(isinstance(n, cst.Name) for n in names) or \
-            any(isinstance(e, cst.StarredElement) for e in (*assign.targets[0].target.elements, *assign.value.elements)):
+            any(isinstance(e, cst.StarredElement)
+                for e in (*assign.targets[0].target.elements, *assign.value.elements)):
         return None
     bound = {n.value for n in names}  # type: ignore[attr-defined]
     if any(n.value in bound for v in values for n in _all_names(v)):
@@ -317,13 +318,13 @@ class _Masker:
             return None
         pairs = _unpacked(stmt)
         if pairs is not None:  # `a, b = x, y` as `a = x` then `b = y`
-            lines: list[cst.BaseStatement] = []
+            split: list[cst.BaseStatement] = []
             for target, value in pairs:
                 one = self._statement(_line(cst.Assign([cst.AssignTarget(target)], value)))
                 if one is None:
                     return None
-                lines.extend(one)
-            return lines
+                split.extend(one)
+            return split
         inplace = _receiver(stmt, self.ctx)
         if inplace is not None and inplace[0] in self.alias_of:
             root = self.alias_of[inplace[0]]
@@ -396,7 +397,8 @@ class _Masker:
             return [self._entry_store(small.targets[0].target, reads.expression(small.value))]
         else:
             return None
-        owned = target in self.renamed or target in self.entries or target in self.aliases or target in self.earlier or \
+        owned = target in self.renamed or target in self.entries or target in self.aliases or \
+            target in self.earlier or \
             (target in self.bound and not self._rebound_locally(target, small))
         if not owned:
             if target in self.created and isinstance(small, cst.AugAssign):  # a value the block made itself
@@ -566,7 +568,7 @@ def _continue_rest(node: cst.If, ctx: RuleContext) -> Sequence[cst.BaseStatement
             not isinstance(last.body[0], cst.Continue):
         return None
     for loop in ctx.walk():
-        if type(loop) in (cst.For, cst.While) and isinstance(loop.body, cst.IndentedBlock):
+        if isinstance(loop, (cst.For, cst.While)) and isinstance(loop.body, cst.IndentedBlock):
             body = loop.body.body
             for index, stmt in enumerate(body):
                 if stmt is node:

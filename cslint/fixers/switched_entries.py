@@ -19,10 +19,10 @@ the order they appear (the initial value first); bools and ints are their own co
 is new. The entry must take only literals, its initial value a literal in `__init__` (a `dict(...)` or
 `{...}` of defaults, `group.setdefault`), and every read of it be an `==`/`!=` test against one of those
 literals (or, for bools and ints, a truth test, which becomes `!= 0`: a boolean condition the masked
-fixes take, as `if group["late"]:` on a tensor of unknown dtype is not). The class must have a `preinitialize()` that loops over
-`self.param_groups`: it makes the entry a tensor on the parameters' device (idempotent: `as_tensor` of a
-tensor), and a test of the entry in it that guards state creation goes (the step may switch the entry
-later, so the state must exist from the start). Always unsafe.
+fixes take, as `if group["late"]:` on a tensor of unknown dtype is not). The class must have a
+`preinitialize()` that loops over `self.param_groups`: it makes the entry a tensor on the parameters'
+device (idempotent: `as_tensor` of a tensor), and a test of the entry in it that guards state creation
+goes (the step may switch the entry later, so the state must exist from the start). Always unsafe.
 """
 
 from __future__ import annotations
@@ -162,7 +162,7 @@ def _group_loop(preinit: cst.FunctionDef) -> cst.For | None:
 
 def _made_tensor(loop: cst.For, key: str) -> bool:
     """Whether the loop already stores `group["key"] = torch.as_tensor(...)` (this fix was applied)."""
-    for stmt in loop.body.body:  # type: ignore[union-attr]
+    for stmt in loop.body.body:
         if isinstance(stmt, cst.SimpleStatementLine):
             for small in stmt.body:
                 if isinstance(small, cst.Assign) and any(_key(t.target) == key for t in small.targets) and \
@@ -201,9 +201,11 @@ class _Preinitialize(cst.CSTTransformer):
         assert isinstance(updated.body, cst.IndentedBlock)  # _group_loop checked it
         return updated.with_changes(body=updated.body.with_changes(body=[self.line, *updated.body.body]))
 
-    def on_leave(self, original: cst.CSTNode, updated: cst.CSTNode) -> cst.CSTNode:  # type: ignore[override]
+    def on_leave(self, original: cst.CSTNode, updated: cst.CSTNode  # type: ignore[override]
+                 ) -> cst.CSTNode | cst.RemovalSentinel | cst.FlattenSentinel[cst.CSTNode]:
         result = super().on_leave(original, updated)
-        return self.recode.get(id(original), result)  # type: ignore[return-value]
+        recoded = self.recode.get(id(original))
+        return recoded if recoded is not None else result
 
 
 def switched_entry(node: cst.If, ctx: RuleContext) -> Fix | None:
@@ -223,7 +225,7 @@ def switched_entry(node: cst.If, ctx: RuleContext) -> Fix | None:
     for name, method in cls.methods.items():
         found = _Uses(key, name == "__init__")
         method.node.visit(found)
-        if found.other or any(id(s) not in found.allowed for s in found.subscripts if name != "preinitialize"):
+        if found.other or any(id(s) not in found.allowed for s in found.subscripts):
             return None
         uses[name] = found
     initial = [v for u in uses.values() for v in u.initial]
@@ -238,13 +240,13 @@ def switched_entry(node: cst.If, ctx: RuleContext) -> Fix | None:
         return None  # a non-empty string is always true: the test means something codes cannot keep
     torch, imports = ctx.torch_name()
     recode: dict[int, cst.BaseExpression] = {}
+    codes = {v: i for i, v in enumerate(values)} if strings else {}
     if strings:
-        codes = {v: i for i, v in enumerate(values)}
         for found in uses.values():
             for literal in found.literals:
                 value = _literal(literal)
                 assert value is not None  # only literals were collected
-                recode[id(literal)] = cst.Integer(str(codes[value[0]]))  # type: ignore[index]
+                recode[id(literal)] = cst.Integer(str(codes[value[0]]))
     for found in uses.values():  # a truth test of a code tensor as a comparison: a boolean condition
         for test, entry in found.truth_tests:
             negated = test is not entry
@@ -253,8 +255,8 @@ def switched_entry(node: cst.If, ctx: RuleContext) -> Fix | None:
                 lpar=[cst.LeftParen()] if negated and isinstance(test, cst.UnaryOperation) and test.lpar else [],
                 rpar=[cst.RightParen()] if negated and isinstance(test, cst.UnaryOperation) and test.rpar else [])
     group = loop.target.value
-    entry = f'{group}["{key}"]'
-    line = cst.parse_statement(f'{entry} = {torch}.as_tensor({entry}, device={group}["params"][0].device)\n')
+    spelled = f'{group}["{key}"]'
+    line = cst.parse_statement(f'{spelled} = {torch}.as_tensor({spelled}, device={group}["params"][0].device)\n')
     assert isinstance(line, cst.SimpleStatementLine)
     transformer = _Preinitialize(loop, line, key, recode)
     new_preinit = preinit.visit(transformer)
@@ -265,9 +267,8 @@ def switched_entry(node: cst.If, ctx: RuleContext) -> Fix | None:
         if name != "preinitialize":
             nodes = [*found.literals, *(test for test, _ in found.truth_tests)]
             replacements.extend((n, recode[id(n)]) for n in nodes if id(n) in recode)
-    spelled = ", ".join(f"{v!r} {codes[v]}" for v in values) if strings else ""  # type: ignore[possibly-undefined]
-    what = f"an int64 tensor code ({spelled})" if strings else "a tensor"
-    message = (f"Make `{entry}` {what}, a tensor on the parameters' device from preinitialize(), so the "
+    what = f"an int64 tensor code ({', '.join(f'{v!r} {codes[v]}' for v in values)})" if strings else "a tensor"
+    message = (f"Make `{spelled}` {what}, a tensor on the parameters' device from preinitialize(), so the "
                f"switch and the tests of it can be masked; unsafe: code outside the class that reads the entry, "
                f"and a checkpoint saved before the fix, see or hold the Python value")
     if transformer.unguarded:
