@@ -12,6 +12,7 @@
     python bench/heldout.py --set 3 --restatic docs/heldout-3-rows.json --include-uncertain --json rows-u.json
     python bench/heldout.py --set 3 --user-view docs/heldout-3-rows.json --json rows-user.json  # the user steps, alone
     python bench/heldout.py --set 4 --json docs/heldout-4-rows.json   # set 4, venv /tmp/cslint-heldout-4
+    python bench/heldout.py --set 5 --json docs/heldout-5-rows.json   # set 5, venv /tmp/cslint-heldout-5
 
 Held-out set 1: seven PyTorch packages of different kinds, none of them measured or tuned on before (not the
 packages of `bench/realcode.py` nor of docs/accuracy.md's tuned tables). Each is installed with `--no-deps`
@@ -33,6 +34,8 @@ seen on sets 1 and 2, for the figures taken after those fixes. `--include-uncert
 `--packages`) measures cslint's opt-in tier beside the default one.
 Held-out set 4 (`--set 4`): eight packages of kinds no earlier set has, chosen at b27cb95 after session 25's fixes
 on set 3.
+Held-out set 5 (`--set 5`): eight packages of kinds no earlier set has, chosen at 52399bf (session 27) for the
+session's final figure.
 `--user-view` (sets 3 and 4) lints what a user lints instead, the training step: each step written as a user
 porting it writes it (`USER_STEPS_3`, `USER_STEPS_4`), linted alone with the packages installed, a runtime site
 counted as found when a finding of its family names it among its `library_sites`.
@@ -990,6 +993,326 @@ PACKAGE_OF_4 = {"egnn_step": "egnn_pytorch", "ncps_step": "ncps", "julius_step":
                 "sb3_step": "stable_baselines3", "snntorch_step": "snntorch", "mambapy_step": "mambapy"}
 
 
+# Held-out set 5 (#36), chosen at 52399bf (session 27) by kind only, kinds no earlier set has; the final figure of
+# session 27 is taken on it.
+PACKAGES_5 = ["deepctr-torch==0.3.0", "pytorch-crf==0.7.2", "roma==1.8.0", "opacus==1.6.0", "pytorch-wavelets==1.3.0",
+              "pydssp==0.9.1", "info-nce-pytorch==0.1.4", "loralib==0.1.2"]
+DEPENDENCIES_5 = ["numpy==2.4.6", "scipy==1.17.1", "opt-einsum==3.4.0", "scikit-learn==1.9.1", "joblib==1.6.0",
+                  "threadpoolctl==3.8.0", "cloudpickle==3.1.3", "narwhals==2.29.0", "tqdm==4.70.1", "einops==0.8.2",
+                  "pywavelets==1.9.0", "six==1.17.0", "setuptools==80.9.0", "packaging", "typing_extensions"]
+SCOPES_5 = ("deepctr_torch", "torchcrf", "roma", "opacus", "pytorch_wavelets", "pydssp", "info_nce", "loralib")
+
+FACTORIES_5 = TRAIN_STEP + r'''
+
+def deepctr_step(device):
+    """Click-through-rate models on sparse, dense and behaviour-sequence features: DeepFM, xDeepFM, AutoInt and
+    DIN (attention over a variable-length history), each by binary cross-entropy plus its regularisation loss,
+    as `BaseModel.fit` computes it."""
+    import sys
+    import types
+
+    class _NoNetwork(types.ModuleType):  # deepctr_torch asks the registry for a newer version on import
+        codes = types.SimpleNamespace(ok=200)
+
+        @staticmethod
+        def get(url, *args, **kwargs):
+            return types.SimpleNamespace(status_code=404, text="")
+    sys.modules.setdefault("requests", _NoNetwork("requests"))
+    from deepctr_torch.inputs import DenseFeat, SparseFeat, VarLenSparseFeat
+    from deepctr_torch.models import DIN, AutoInt, DeepFM, xDeepFM
+    torch.manual_seed(0)
+    device = str(device)
+    columns = [SparseFeat("user", 5, embedding_dim=4), SparseFeat("item", 7, embedding_dim=4),
+               SparseFeat("category", 4, embedding_dim=4), DenseFeat("price", 1)]
+    history = columns + [
+        VarLenSparseFeat(SparseFeat("hist_item", 7, embedding_dim=4, embedding_name="item"), maxlen=3,
+                         length_name="seq_length"),
+        VarLenSparseFeat(SparseFeat("hist_category", 4, embedding_dim=4, embedding_name="category"), maxlen=3,
+                         length_name="seq_length")]
+    models = [DeepFM(columns, columns, dnn_hidden_units=(8, 8), device=device),
+              xDeepFM(columns, columns, dnn_hidden_units=(8,), cin_layer_size=(4, 4), device=device),
+              AutoInt(columns, columns, att_layer_num=1, att_head_num=2, dnn_hidden_units=(8,), device=device),
+              DIN(history, ["item", "category"], dnn_hidden_units=(8,), att_hidden_size=(8,), device=device)]
+    batch = 6
+    values = {"user": torch.randint(0, 5, (batch, 1)), "item": torch.randint(0, 7, (batch, 1)),
+              "category": torch.randint(0, 4, (batch, 1)), "price": torch.rand(batch, 1),
+              "hist_item": torch.randint(1, 7, (batch, 3)), "hist_category": torch.randint(1, 4, (batch, 3)),
+              "seq_length": torch.randint(1, 4, (batch, 1))}
+
+    def inputs(model):
+        return torch.cat([values[name].float() for name in model.feature_index], dim=-1).to(device)
+    xs = [inputs(m) for m in models]
+    y = torch.randint(0, 2, (batch,), device=device).float()
+    every = torch.nn.ModuleList(models).train()
+
+    def loss_of(*xs):
+        total = 0.0
+        for model, x in zip(models, xs):
+            y_pred = model(x).squeeze(-1)
+            loss = torch.nn.functional.binary_cross_entropy(y_pred, y, reduction="sum")
+            total = total + loss + model.get_regularization_loss() + model.aux_loss
+        return total
+    return _train_step(every, loss_of, [tuple(xs), tuple(xs)],
+                       lambda params: torch.optim.Adagrad(params, lr=1e-2))
+
+
+def torchcrf_step(device):
+    """Sequence labelling: a GRU tagger's emissions scored by a linear-chain CRF (negative log-likelihood with a
+    padding mask, batch first and time first), the Viterbi paths decoded for the step's tag accuracy."""
+    from torchcrf import CRF
+    torch.manual_seed(0)
+
+    class Tagger(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = torch.nn.Embedding(20, 8)
+            self.rnn = torch.nn.GRU(8, 8, batch_first=True, bidirectional=True)
+            self.emit = torch.nn.Linear(16, 5)
+            self.crf = CRF(5, batch_first=True)
+            self.crf_time_first = CRF(5)
+
+        def forward(self, tokens):
+            return self.emit(self.rnn(self.embed(tokens))[0])
+
+    model = Tagger().to(device).train()
+    tokens = torch.randint(0, 20, (3, 6), device=device)
+    tags = torch.randint(0, 5, (3, 6), device=device)
+    mask = torch.ones(3, 6, dtype=torch.bool)
+    mask[1, 4:] = False
+    mask[2, 3:] = False
+    mask = mask.to(device)
+
+    def loss_of(tokens, tags, mask):
+        emissions = model(tokens)
+        nll = -model.crf(emissions, tags, mask=mask, reduction="mean")
+        nll = nll - model.crf_time_first(emissions.transpose(0, 1), tags.transpose(0, 1), reduction="token_mean")
+        paths = model.crf.decode(emissions.detach(), mask=mask)
+        correct = sum(int(p == t) for path, row in zip(paths, tags.tolist()) for p, t in zip(path, row))
+        return nll + 0.0 * correct
+    return _train_step(model, loss_of, [(tokens, tags, mask), (tokens, tags, mask)])
+
+
+def roma_step(device):
+    """Rotation regression: a network's outputs mapped to rotations by special Procrustes (9D), a symmetric
+    matrix's eigenvector (10D), a rotation vector and a normalised quaternion, fit by geodesic distances; rigid
+    transforms composed and applied, and a point-set registration by Procrustes."""
+    import roma
+    torch.manual_seed(0)
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body = torch.nn.Sequential(torch.nn.Linear(6, 32), torch.nn.ReLU())
+            self.to_9d = torch.nn.Linear(32, 9)
+            self.to_10d = torch.nn.Linear(32, 10)
+            self.to_rotvec = torch.nn.Linear(32, 3)
+            self.to_quat = torch.nn.Linear(32, 4)
+            self.to_translation = torch.nn.Linear(32, 3)
+
+        def forward(self, x):
+            h = self.body(x)
+            r9 = roma.special_procrustes(self.to_9d(h).reshape(-1, 3, 3))
+            q10 = roma.symmatrixvec_to_unitquat(self.to_10d(h))
+            rv = roma.rotvec_to_rotmat(self.to_rotvec(h))
+            q = roma.quat_normalize(self.to_quat(h))
+            return r9, q10, rv, q, self.to_translation(h)
+
+    model = Net().to(device).train()
+    x = torch.randn(4, 6, device=device)
+    target = roma.random_rotmat(4, device=device)
+    target_q = roma.rotmat_to_unitquat(target)
+    points = torch.randn(4, 5, 3, device=device)
+
+    def loss_of(x, target, target_q, points):
+        r9, q10, rv, q, t = model(x)
+        loss = roma.rotmat_geodesic_distance(r9, target).mean()
+        loss = loss + roma.unitquat_geodesic_distance(q10, target_q).mean()
+        loss = loss + roma.rotmat_geodesic_distance(rv, target).mean()
+        composed = roma.RigidUnitQuat(q, t) @ roma.RigidUnitQuat(q10, t).inverse()
+        moved = composed[:, None].apply(points)
+        loss = loss + (moved - points).pow(2).mean()
+        registered, translation = roma.rigid_points_registration(points, moved.detach())
+        loss = loss + roma.rotmat_geodesic_distance(r9, registered).mean()
+        return loss + roma.rotvec_geodesic_distance(roma.rotmat_to_rotvec(r9), roma.unitquat_to_rotvec(q)).mean()
+    return _train_step(model, loss_of, [(x, target, target_q, points)] * 2)
+
+
+def opacus_step(device):
+    """Differentially private training: a text-and-features classifier (embedding, DPLSTM, convolution, layer
+    and group norms, linear) made private by Opacus's PrivacyEngine (per-sample gradients by hooks, flat clipping,
+    Gaussian noise) and stepped by its DPOptimizer."""
+    from opacus import PrivacyEngine
+    from opacus.layers import DPLSTM
+    torch.manual_seed(0)
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = torch.nn.Embedding(16, 8)
+            self.lstm = DPLSTM(8, 8, batch_first=True)
+            self.conv = torch.nn.Conv1d(3, 4, 3, padding=1)
+            self.group_norm = torch.nn.GroupNorm(2, 4)
+            self.layer_norm = torch.nn.LayerNorm(8)
+            self.head = torch.nn.Linear(8 + 4 * 5, 3)
+
+        def forward(self, tokens, signal):
+            words, _ = self.lstm(self.embed(tokens))
+            features = self.group_norm(self.conv(signal)).flatten(1)
+            return self.head(torch.cat([self.layer_norm(words[:, -1]), features], dim=-1))
+
+    model = Net().to(device).train()
+    tokens = torch.randint(0, 16, (8, 5), device=device)
+    signal = torch.randn(8, 3, 5, device=device)
+    labels = torch.randint(0, 3, (8,), device=device)
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(tokens.cpu(), signal.cpu(), labels.cpu()),
+                                         batch_size=8)
+    private, optimizer, _ = PrivacyEngine().make_private(
+        module=model, optimizer=torch.optim.SGD(model.parameters(), lr=1e-2), data_loader=loader,
+        noise_multiplier=1.0, max_grad_norm=1.0, poisson_sampling=False)
+
+    def loss_of(tokens, signal, labels):
+        return torch.nn.functional.cross_entropy(private(tokens, signal), labels)
+    return _train_step(private, loss_of, [(tokens, signal, labels)] * 2, lambda params: optimizer)
+
+
+def wavelets_step(device):
+    """A denoiser in the wavelet domain: 2D DWT analysis and synthesis (several wavelets and padding modes), a
+    1D DWT on rows, the dual-tree complex wavelet transform and its inverse, and a scattering layer feeding a
+    classifier; reconstruction and classification losses."""
+    from pytorch_wavelets import DTCWTForward, DTCWTInverse, DWT1DForward, DWT1DInverse, DWTForward, DWTInverse
+    from pytorch_wavelets import ScatLayer
+    torch.manual_seed(0)
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.dwt = DWTForward(J=2, wave="db2", mode="symmetric")
+            self.idwt = DWTInverse(wave="db2", mode="symmetric")
+            self.dwt_periodic = DWTForward(J=1, wave="haar", mode="periodization")
+            self.idwt_periodic = DWTInverse(wave="haar", mode="periodization")
+            self.dwt1d = DWT1DForward(J=2, wave="sym3", mode="zero")
+            self.idwt1d = DWT1DInverse(wave="sym3", mode="zero")
+            self.dtcwt = DTCWTForward(J=2, biort="near_sym_b", qshift="qshift_b")
+            self.idtcwt = DTCWTInverse(biort="near_sym_b", qshift="qshift_b")
+            self.scat = ScatLayer()
+            self.gain = torch.nn.Parameter(torch.ones(3))
+            self.head = torch.nn.Linear(1 * 7 * 8 * 8, 2)
+
+        def forward(self, x):
+            low, highs = self.dwt(x)
+            y = self.idwt((low, [h * self.gain[i] for i, h in enumerate(highs)]))
+            low, highs = self.dwt_periodic(y)
+            y = self.idwt_periodic((low, highs))
+            rows = y.flatten(1, 2)
+            low, highs = self.dwt1d(rows)
+            rows = self.idwt1d((low, [h * self.gain[2] for h in highs]))
+            low, highs = self.dtcwt(rows.reshape(x.shape))
+            y = self.idtcwt((low, [h * self.gain[0] for h in highs]))
+            return y, self.head(self.scat(y).flatten(1))
+
+    model = Net().to(device).train()
+    x = torch.randn(2, 1, 16, 16, device=device)
+    labels = torch.tensor([0, 1], device=device)
+
+    def loss_of(x, labels):
+        y, logits = model(x)
+        return ((y - x) ** 2).mean() + torch.nn.functional.cross_entropy(logits, labels)
+    return _train_step(model, loss_of, [(x, labels), (x, labels)])
+
+
+def pydssp_step(device):
+    """A backbone generator trained with a differentiable hydrogen-bond map: predicted N, CA, C, O coordinates
+    scored against a target map (pydssp's continuous DSSP energy), with the secondary structure assigned for the
+    step's report, batched and single-chain."""
+    import pydssp
+    torch.manual_seed(0)
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.net = torch.nn.Sequential(torch.nn.Linear(4, 32), torch.nn.Tanh(), torch.nn.Linear(32, 4 * 3))
+
+        def forward(self, features):
+            trace = torch.cumsum(torch.ones_like(features[..., :1]) * 3.8, dim=-2)
+            offsets = self.net(features).reshape(*features.shape[:-1], 4, 3)
+            return trace[..., None, :] + offsets
+
+    model = Net().to(device).train()
+    features = torch.randn(2, 10, 4, device=device)
+    target = torch.rand(2, 10, 10, device=device)
+
+    def loss_of(features, target):
+        coord = model(features)
+        hbonds = pydssp.get_hbond_map(coord)
+        single = pydssp.get_hbond_map(coord[0])
+        structure = pydssp.assign(coord.detach(), out_type="index")
+        return ((hbonds - target) ** 2).mean() + ((single - target[0]) ** 2).mean() + 0.0 * structure.float().sum()
+    return _train_step(model, loss_of, [(features, target), (features, target)])
+
+
+def infonce_step(device):
+    """Contrastive representation learning: two views through an encoder and a projection head, InfoNCE with
+    in-batch negatives, with a bank of unpaired negatives and with paired negatives per query."""
+    from info_nce import InfoNCE, info_nce
+    torch.manual_seed(0)
+    encoder = torch.nn.Sequential(torch.nn.Linear(12, 32), torch.nn.ReLU(), torch.nn.Linear(32, 16))
+    model = encoder.to(device).train()
+    in_batch, unpaired = InfoNCE(temperature=0.2), InfoNCE(negative_mode="unpaired")
+    paired = InfoNCE(negative_mode="paired", reduction="sum")
+    x = torch.randn(8, 12, device=device)
+    bank = torch.randn(20, 12, device=device)
+    hard = torch.randn(8, 3, 12, device=device)
+
+    def loss_of(x, bank, hard):
+        query = model(x + 0.1 * torch.randn_like(x))
+        positive = model(x + 0.1 * torch.randn_like(x))
+        loss = in_batch(query, positive) + unpaired(query, positive, model(bank))
+        loss = loss + paired(query, positive, model(hard))
+        return loss + info_nce(query, positive, temperature=0.5, reduction="none").mean()
+    return _train_step(model, loss_of, [(x, bank, hard), (x, bank, hard)])
+
+
+def lora_step(device):
+    """Low-rank adaptation: a small transformer-like model whose embedding, merged QKV projection (LoRA on Q and
+    V only), output projection (fan-in-fan-out weights) and convolution carry LoRA adapters; only the adapters and
+    their biases train."""
+    import loralib as lora
+    torch.manual_seed(0)
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = lora.Embedding(20, 16, r=4)
+            self.qkv = lora.MergedLinear(16, 48, r=4, lora_alpha=8, lora_dropout=0.1, enable_lora=[True, False, True])
+            self.out = lora.Linear(16, 16, r=2, fan_in_fan_out=True, bias=True)
+            self.conv = lora.Conv2d(16, 16, 3, r=2, padding=1)
+            self.head = torch.nn.Linear(16, 20)
+
+        def forward(self, ids):
+            h = self.embed(ids)
+            q, k, v = self.qkv(h).chunk(3, dim=-1)
+            attention = torch.softmax(q @ k.transpose(-1, -2) / 4.0, dim=-1)
+            h = h + self.out(attention @ v)
+            h = h + self.conv(h.transpose(1, 2)[..., None])[..., 0].transpose(1, 2)
+            return self.head(h)
+
+    model = Net().to(device)
+    lora.mark_only_lora_as_trainable(model, bias="lora_only")
+    model.train()
+    ids = torch.randint(0, 20, (2, 7), device=device)
+
+    def loss_of(ids):
+        logits = model(ids[:, :-1])
+        return torch.nn.functional.cross_entropy(logits.reshape(-1, 20), ids[:, 1:].reshape(-1))
+    return _train_step(model, loss_of, [(ids,), (ids,)])
+'''
+
+TARGETS_5 = ["deepctr_step", "torchcrf_step", "roma_step", "opacus_step", "wavelets_step", "pydssp_step",
+             "infonce_step", "lora_step"]
+PACKAGE_OF_5 = {"deepctr_step": "deepctr_torch", "torchcrf_step": "torchcrf", "roma_step": "roma",
+                "opacus_step": "opacus", "wavelets_step": "pytorch_wavelets", "pydssp_step": "pydssp",
+                "infonce_step": "info_nce", "lora_step": "loralib"}
+
 # The same steps as a user porting them writes them (#36's user view): the model, loss and optimizer built at
 # module level as the factory above builds them (on the CPU), then the training step the target traces,
 # `@cstorch.trace` for `wsc` and `@torch.compile` for `compile` (`user_file` puts in the import and the
@@ -1630,7 +1953,8 @@ class HeldOutSet:
 SETS = {1: HeldOutSet(PACKAGES, DEPENDENCIES, SCOPES, FACTORIES, TARGETS, PACKAGE_OF),
         2: HeldOutSet(PACKAGES_2, DEPENDENCIES_2, SCOPES_2, FACTORIES_2, TARGETS_2, PACKAGE_OF_2),
         3: HeldOutSet(PACKAGES_3, DEPENDENCIES_3, SCOPES_3, FACTORIES_3, TARGETS_3, PACKAGE_OF_3),
-        4: HeldOutSet(PACKAGES_4, DEPENDENCIES_4, SCOPES_4, FACTORIES_4, TARGETS_4, PACKAGE_OF_4)}
+        4: HeldOutSet(PACKAGES_4, DEPENDENCIES_4, SCOPES_4, FACTORIES_4, TARGETS_4, PACKAGE_OF_4),
+        5: HeldOutSet(PACKAGES_5, DEPENDENCIES_5, SCOPES_5, FACTORIES_5, TARGETS_5, PACKAGE_OF_5)}
 
 COLUMNS = ["target", "package", "of", "file", "line", "code", "message", "executed", "verdict", "cause", "reason"]
 
