@@ -2200,8 +2200,10 @@ def lint_packages(args: argparse.Namespace) -> None:
     rows = []
     for target in args.targets.split(","):
         for scope in held_out.scopes:
-            # a package's directory, or the file of a one-module distribution (rtdl_revisiting_models.py)
-            where = subprocess.run([str(python), "-c", f"import {scope}; f = {scope}.__file__; "
+            # a package's directory, or the file of a one-module distribution (rtdl_revisiting_models.py); found
+            # without importing it (deepctr_torch's import asks the registry for a newer version)
+            where = subprocess.run([str(python), "-c", f"import importlib.util; "
+                                    f"f = importlib.util.find_spec({scope!r}).origin; "
                                     "print(f.rsplit('/', 1)[0] if f.endswith('/__init__.py') else f)"],
                                    capture_output=True, text=True, check=True).stdout.strip()
             tier = ["--include-uncertain"] if args.include_uncertain else []
