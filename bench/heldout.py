@@ -36,8 +36,8 @@ Held-out set 4 (`--set 4`): eight packages of kinds no earlier set has, chosen a
 on set 3.
 Held-out set 5 (`--set 5`): eight packages of kinds no earlier set has, chosen at 52399bf (session 27) for the
 session's final figure.
-`--user-view` (sets 3 and 4) lints what a user lints instead, the training step: each step written as a user
-porting it writes it (`USER_STEPS_3`, `USER_STEPS_4`), linted alone with the packages installed, a runtime site
+`--user-view` (sets 3 to 5) lints what a user lints instead, the training step: each step written as a user
+porting it writes it (`USER_STEPS_3` to `USER_STEPS_5`), linted alone with the packages installed, a runtime site
 counted as found when a finding of its family names it among its `library_sites`.
 Not part of the test suite: it needs the registry for the install and minutes per step.
 """
@@ -1929,13 +1929,385 @@ for _ in range(2):
     train_step(ids)
 ''',
 }
-USER_STEPS_OF_SET = {3: USER_STEPS_3, 4: USER_STEPS_4}
+USER_STEPS_5 = {
+    "deepctr_step": r"""
+import torch
+from deepctr_torch.inputs import DenseFeat, SparseFeat, VarLenSparseFeat
+from deepctr_torch.models import DIN, AutoInt, DeepFM, xDeepFM
+TARGET_IMPORT
+
+torch.manual_seed(0)
+columns = [SparseFeat("user", 5, embedding_dim=4), SparseFeat("item", 7, embedding_dim=4),
+           SparseFeat("category", 4, embedding_dim=4), DenseFeat("price", 1)]
+history = columns + [
+    VarLenSparseFeat(SparseFeat("hist_item", 7, embedding_dim=4, embedding_name="item"), maxlen=3,
+                     length_name="seq_length"),
+    VarLenSparseFeat(SparseFeat("hist_category", 4, embedding_dim=4, embedding_name="category"), maxlen=3,
+                     length_name="seq_length")]
+models = [DeepFM(columns, columns, dnn_hidden_units=(8, 8)),
+          xDeepFM(columns, columns, dnn_hidden_units=(8,), cin_layer_size=(4, 4)),
+          AutoInt(columns, columns, att_layer_num=1, att_head_num=2, dnn_hidden_units=(8,)),
+          DIN(history, ["item", "category"], dnn_hidden_units=(8,), att_hidden_size=(8,))]
+every = torch.nn.ModuleList(models).train()
+optimizer = torch.optim.Adagrad([p for p in every.parameters() if p.requires_grad], lr=1e-2)
+batch = 6
+values = {"user": torch.randint(0, 5, (batch, 1)), "item": torch.randint(0, 7, (batch, 1)),
+          "category": torch.randint(0, 4, (batch, 1)), "price": torch.rand(batch, 1),
+          "hist_item": torch.randint(1, 7, (batch, 3)), "hist_category": torch.randint(1, 4, (batch, 3)),
+          "seq_length": torch.randint(1, 4, (batch, 1))}
+xs = [torch.cat([values[name].float() for name in m.feature_index], dim=-1) for m in models]
+y = torch.randint(0, 2, (batch,)).float()
+
+
+@TRACED
+def train_step(x_fm, x_xdeep, x_autoint, x_din, y):
+    total = 0.0
+    for model, x in zip(models, (x_fm, x_xdeep, x_autoint, x_din)):
+        y_pred = model(x).squeeze(-1)
+        loss = torch.nn.functional.binary_cross_entropy(y_pred, y, reduction="sum")
+        total = total + loss + model.get_regularization_loss() + model.aux_loss
+    total.backward()
+    optimizer.step()
+    optimizer.zero_grad()
+    return total.detach()
+
+
+for _ in range(2):
+    train_step(*xs, y)
+""",
+    "torchcrf_step": r"""
+import torch
+from torchcrf import CRF
+TARGET_IMPORT
+
+torch.manual_seed(0)
+
+
+class Tagger(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = torch.nn.Embedding(20, 8)
+        self.rnn = torch.nn.GRU(8, 8, batch_first=True, bidirectional=True)
+        self.emit = torch.nn.Linear(16, 5)
+        self.crf = CRF(5, batch_first=True)
+        self.crf_time_first = CRF(5)
+
+    def forward(self, tokens):
+        return self.emit(self.rnn(self.embed(tokens))[0])
+
+
+model = Tagger().train()
+optimizer = torch.optim.SGD(model.parameters(), lr=1e-2)
+tokens = torch.randint(0, 20, (3, 6))
+tags = torch.randint(0, 5, (3, 6))
+mask = torch.ones(3, 6, dtype=torch.bool)
+mask[1, 4:] = False
+mask[2, 3:] = False
+
+
+@TRACED
+def train_step(tokens, tags, mask):
+    emissions = model(tokens)
+    nll = -model.crf(emissions, tags, mask=mask, reduction="mean")
+    nll = nll - model.crf_time_first(emissions.transpose(0, 1), tags.transpose(0, 1), reduction="token_mean")
+    paths = model.crf.decode(emissions.detach(), mask=mask)
+    correct = sum(int(p == t) for path, row in zip(paths, tags.tolist()) for p, t in zip(path, row))
+    loss = nll + 0.0 * correct
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad()
+    return loss.detach()
+
+
+for _ in range(2):
+    train_step(tokens, tags, mask)
+""",
+    "roma_step": r"""
+import roma
+import torch
+TARGET_IMPORT
+
+torch.manual_seed(0)
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = torch.nn.Sequential(torch.nn.Linear(6, 32), torch.nn.ReLU())
+        self.to_9d = torch.nn.Linear(32, 9)
+        self.to_10d = torch.nn.Linear(32, 10)
+        self.to_rotvec = torch.nn.Linear(32, 3)
+        self.to_quat = torch.nn.Linear(32, 4)
+        self.to_translation = torch.nn.Linear(32, 3)
+
+    def forward(self, x):
+        h = self.body(x)
+        r9 = roma.special_procrustes(self.to_9d(h).reshape(-1, 3, 3))
+        q10 = roma.symmatrixvec_to_unitquat(self.to_10d(h))
+        rv = roma.rotvec_to_rotmat(self.to_rotvec(h))
+        q = roma.quat_normalize(self.to_quat(h))
+        return r9, q10, rv, q, self.to_translation(h)
+
+
+model = Net().train()
+optimizer = torch.optim.SGD(model.parameters(), lr=1e-2)
+x = torch.randn(4, 6)
+target = roma.random_rotmat(4)
+target_q = roma.rotmat_to_unitquat(target)
+points = torch.randn(4, 5, 3)
+
+
+@TRACED
+def train_step(x, target, target_q, points):
+    r9, q10, rv, q, t = model(x)
+    loss = roma.rotmat_geodesic_distance(r9, target).mean()
+    loss = loss + roma.unitquat_geodesic_distance(q10, target_q).mean()
+    loss = loss + roma.rotmat_geodesic_distance(rv, target).mean()
+    composed = roma.RigidUnitQuat(q, t) @ roma.RigidUnitQuat(q10, t).inverse()
+    moved = composed[:, None].apply(points)
+    loss = loss + (moved - points).pow(2).mean()
+    registered, translation = roma.rigid_points_registration(points, moved.detach())
+    loss = loss + roma.rotmat_geodesic_distance(r9, registered).mean()
+    loss = loss + roma.rotvec_geodesic_distance(roma.rotmat_to_rotvec(r9), roma.unitquat_to_rotvec(q)).mean()
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad()
+    return loss.detach()
+
+
+for _ in range(2):
+    train_step(x, target, target_q, points)
+""",
+    "opacus_step": r"""
+import torch
+from opacus import PrivacyEngine
+from opacus.layers import DPLSTM
+TARGET_IMPORT
+
+torch.manual_seed(0)
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = torch.nn.Embedding(16, 8)
+        self.lstm = DPLSTM(8, 8, batch_first=True)
+        self.conv = torch.nn.Conv1d(3, 4, 3, padding=1)
+        self.group_norm = torch.nn.GroupNorm(2, 4)
+        self.layer_norm = torch.nn.LayerNorm(8)
+        self.head = torch.nn.Linear(8 + 4 * 5, 3)
+
+    def forward(self, tokens, signal):
+        words, _ = self.lstm(self.embed(tokens))
+        features = self.group_norm(self.conv(signal)).flatten(1)
+        return self.head(torch.cat([self.layer_norm(words[:, -1]), features], dim=-1))
+
+
+model = Net().train()
+tokens = torch.randint(0, 16, (8, 5))
+signal = torch.randn(8, 3, 5)
+labels = torch.randint(0, 3, (8,))
+loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(tokens, signal, labels), batch_size=8)
+private, optimizer, _ = PrivacyEngine().make_private(
+    module=model, optimizer=torch.optim.SGD(model.parameters(), lr=1e-2), data_loader=loader,
+    noise_multiplier=1.0, max_grad_norm=1.0, poisson_sampling=False)
+
+
+@TRACED
+def train_step(tokens, signal, labels):
+    loss = torch.nn.functional.cross_entropy(private(tokens, signal), labels)
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad()
+    return loss.detach()
+
+
+for _ in range(2):
+    train_step(tokens, signal, labels)
+""",
+    "wavelets_step": r"""
+import torch
+from pytorch_wavelets import DTCWTForward, DTCWTInverse, DWT1DForward, DWT1DInverse, DWTForward, DWTInverse
+from pytorch_wavelets import ScatLayer
+TARGET_IMPORT
+
+torch.manual_seed(0)
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.dwt = DWTForward(J=2, wave="db2", mode="symmetric")
+        self.idwt = DWTInverse(wave="db2", mode="symmetric")
+        self.dwt_periodic = DWTForward(J=1, wave="haar", mode="periodization")
+        self.idwt_periodic = DWTInverse(wave="haar", mode="periodization")
+        self.dwt1d = DWT1DForward(J=2, wave="sym3", mode="zero")
+        self.idwt1d = DWT1DInverse(wave="sym3", mode="zero")
+        self.dtcwt = DTCWTForward(J=2, biort="near_sym_b", qshift="qshift_b")
+        self.idtcwt = DTCWTInverse(biort="near_sym_b", qshift="qshift_b")
+        self.scat = ScatLayer()
+        self.gain = torch.nn.Parameter(torch.ones(3))
+        self.head = torch.nn.Linear(1 * 7 * 8 * 8, 2)
+
+    def forward(self, x):
+        low, highs = self.dwt(x)
+        y = self.idwt((low, [h * self.gain[i] for i, h in enumerate(highs)]))
+        low, highs = self.dwt_periodic(y)
+        y = self.idwt_periodic((low, highs))
+        rows = y.flatten(1, 2)
+        low, highs = self.dwt1d(rows)
+        rows = self.idwt1d((low, [h * self.gain[2] for h in highs]))
+        low, highs = self.dtcwt(rows.reshape(x.shape))
+        y = self.idtcwt((low, [h * self.gain[0] for h in highs]))
+        return y, self.head(self.scat(y).flatten(1))
+
+
+model = Net().train()
+optimizer = torch.optim.SGD(model.parameters(), lr=1e-2)
+x = torch.randn(2, 1, 16, 16)
+labels = torch.tensor([0, 1])
+
+
+@TRACED
+def train_step(x, labels):
+    y, logits = model(x)
+    loss = ((y - x) ** 2).mean() + torch.nn.functional.cross_entropy(logits, labels)
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad()
+    return loss.detach()
+
+
+for _ in range(2):
+    train_step(x, labels)
+""",
+    "pydssp_step": r"""
+import pydssp
+import torch
+TARGET_IMPORT
+
+torch.manual_seed(0)
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = torch.nn.Sequential(torch.nn.Linear(4, 32), torch.nn.Tanh(), torch.nn.Linear(32, 4 * 3))
+
+    def forward(self, features):
+        trace = torch.cumsum(torch.ones_like(features[..., :1]) * 3.8, dim=-2)
+        offsets = self.net(features).reshape(*features.shape[:-1], 4, 3)
+        return trace[..., None, :] + offsets
+
+
+model = Net().train()
+optimizer = torch.optim.SGD(model.parameters(), lr=1e-2)
+features = torch.randn(2, 10, 4)
+target = torch.rand(2, 10, 10)
+
+
+@TRACED
+def train_step(features, target):
+    coord = model(features)
+    hbonds = pydssp.get_hbond_map(coord)
+    single = pydssp.get_hbond_map(coord[0])
+    structure = pydssp.assign(coord.detach(), out_type="index")
+    loss = ((hbonds - target) ** 2).mean() + ((single - target[0]) ** 2).mean() + 0.0 * structure.float().sum()
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad()
+    return loss.detach()
+
+
+for _ in range(2):
+    train_step(features, target)
+""",
+    "infonce_step": r"""
+import torch
+from info_nce import InfoNCE, info_nce
+TARGET_IMPORT
+
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(12, 32), torch.nn.ReLU(), torch.nn.Linear(32, 16)).train()
+optimizer = torch.optim.SGD(model.parameters(), lr=1e-2)
+in_batch, unpaired = InfoNCE(temperature=0.2), InfoNCE(negative_mode="unpaired")
+paired = InfoNCE(negative_mode="paired", reduction="sum")
+x = torch.randn(8, 12)
+bank = torch.randn(20, 12)
+hard = torch.randn(8, 3, 12)
+
+
+@TRACED
+def train_step(x, bank, hard):
+    query = model(x + 0.1 * torch.randn_like(x))
+    positive = model(x + 0.1 * torch.randn_like(x))
+    loss = in_batch(query, positive) + unpaired(query, positive, model(bank))
+    loss = loss + paired(query, positive, model(hard))
+    loss = loss + info_nce(query, positive, temperature=0.5, reduction="none").mean()
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad()
+    return loss.detach()
+
+
+for _ in range(2):
+    train_step(x, bank, hard)
+""",
+    "lora_step": r"""
+import loralib as lora
+import torch
+TARGET_IMPORT
+
+torch.manual_seed(0)
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = lora.Embedding(20, 16, r=4)
+        self.qkv = lora.MergedLinear(16, 48, r=4, lora_alpha=8, lora_dropout=0.1, enable_lora=[True, False, True])
+        self.out = lora.Linear(16, 16, r=2, fan_in_fan_out=True, bias=True)
+        self.conv = lora.Conv2d(16, 16, 3, r=2, padding=1)
+        self.head = torch.nn.Linear(16, 20)
+
+    def forward(self, ids):
+        h = self.embed(ids)
+        q, k, v = self.qkv(h).chunk(3, dim=-1)
+        attention = torch.softmax(q @ k.transpose(-1, -2) / 4.0, dim=-1)
+        h = h + self.out(attention @ v)
+        h = h + self.conv(h.transpose(1, 2)[..., None])[..., 0].transpose(1, 2)
+        return self.head(h)
+
+
+model = Net()
+lora.mark_only_lora_as_trainable(model, bias="lora_only")
+model.train()
+optimizer = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=1e-2)
+ids = torch.randint(0, 20, (2, 7))
+
+
+@TRACED
+def train_step(ids):
+    logits = model(ids[:, :-1])
+    loss = torch.nn.functional.cross_entropy(logits.reshape(-1, 20), ids[:, 1:].reshape(-1))
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad()
+    return loss.detach()
+
+
+for _ in range(2):
+    train_step(ids)
+""",
+}
+
+USER_STEPS_OF_SET = {3: USER_STEPS_3, 4: USER_STEPS_4, 5: USER_STEPS_5}
 # what each target's user file imports and decorates its step with
 TRACED_BY = {"wsc": ("import cerebras.pytorch as cstorch", "@cstorch.trace"), "compile": ("", "@torch.compile")}
 
 
 def user_file(text: str, target: str) -> str:
-    """A user step of USER_STEPS_3/4 for the target: its import (none for `torch.compile`) and its decorator."""
+    """A user step of USER_STEPS_3/4/5 for the target: its import (none for `torch.compile`) and its decorator."""
     module, decorator = TRACED_BY[target]
     return text.replace("TARGET_IMPORT\n", f"{module}\n" if module else "").replace("@TRACED\n", f"{decorator}\n")
 
@@ -2324,7 +2696,7 @@ def main() -> None:
     parser.add_argument("--cslint-path", type=Path, help="with --restatic/--packages: run the cslint of this checkout "
                                                          "(PYTHONPATH), e.g. /work/main for the before-figure; "
                                                          "with --user-view: default this one")
-    parser.add_argument("--user-view", type=Path, help="(sets 3, 4) lint each step as a user writes it, alone, and "
+    parser.add_argument("--user-view", type=Path, help="(sets 3-5) lint each step as a user writes it, alone, and "
                                                        "score this --json file's runtime sites by the findings' "
                                                        "library_sites; rows to --json; and stop")
     parser.add_argument("--include-uncertain", action="store_true",

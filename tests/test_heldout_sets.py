@@ -44,3 +44,16 @@ def test_set_5_is_pinned_and_shares_the_training_step() -> None:
     assert "def _train_step(" not in five.factories[len(heldout.TRAIN_STEP):]
     earlier = {package.split("==")[0] for number in (1, 2, 3, 4) for package in heldout.SETS[number].packages}
     assert not earlier & {package.split("==")[0] for package in five.packages}
+
+
+def test_every_user_step_of_sets_3_to_5_is_its_set_step_traced_for_its_target() -> None:
+    heldout = _heldout()
+    assert sorted(heldout.USER_STEPS_OF_SET) == [3, 4, 5]
+    for number, steps in heldout.USER_STEPS_OF_SET.items():
+        assert set(steps) == set(heldout.SETS[number].targets), number
+        for name, text in steps.items():
+            wsc, compiled = heldout.user_file(text, "wsc"), heldout.user_file(text, "compile")
+            assert "\n@cstorch.trace\ndef train_step(" in wsc and "\n@torch.compile\ndef train_step(" in compiled, name
+            assert "TARGET_IMPORT" not in wsc + compiled and "@TRACED" not in wsc + compiled, name
+            compile(wsc, name, "exec")
+            compile(compiled, name, "exec")
