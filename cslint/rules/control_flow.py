@@ -651,10 +651,11 @@ class Policy(nn.Module):
     def _value_test_of_a_held_distribution(self, node: cst.Call, ctx: RuleContext) -> bool:
         """`self.distribution.log_prob(actions)` where the instance's class makes that distribution in another
         method (held_distributions.py): the test of `actions` runs here. True if reported."""
-        if ctx.project is None or "set_default_validate_args(False)" in ctx.module_text():
+        if ctx.project is None:
             return False
         made = held_distribution_tested(ctx.project, ctx.traced.func, node)
-        if made is None:
+        # the module's text is read only for such a call: a finding that reads it is not reused after an edit
+        if made is None or "set_default_validate_args(False)" in ctx.module_text():
             return False
         held = node.func.value  # type: ignore[attr-defined]
         ctx.report(node, f"`{ctx.code(node.func, 40)}(...)` tests the value it is given: `{ctx.code(held)}` is a "
