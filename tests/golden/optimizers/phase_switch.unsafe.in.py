@@ -75,7 +75,7 @@ def run(seed):
     return torch.cat(out)
 
 
-def runtime_target(device):
+def switching_step(device):
     """Two traced steps with lr a tensor on the device, the state created beforehand."""
     from cslint.runtime import Step
 
