@@ -386,3 +386,26 @@ def test_f3_constants_through_a_local_test_and_a_none_predicate(site, tmp_path, 
                 return a + b + c
     '''}, target=target)
     assert [(c, line) for c, _, line, m in found if "via fakespikes.coding.Graph" in m] == [("WSC201", 15)]
+
+
+PREFIX_OF_CPU_TENSORS = """import torch
+from torch import nn
+
+
+class Encoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(4, 4)
+
+    def forward(self, x, extra=None):
+        parts = (torch.ones(2, dtype=torch.long),)
+        if extra is not None:
+            parts = parts + tuple(self.proj(e).long() for e in extra)
+        return torch.cat(parts).tolist()
+"""
+
+
+def test_a_copy_of_a_tuple_whose_later_elements_may_be_device_tensors_is_still_reported(lint):
+    """The first position of `parts` is made on the CPU, but the elements that may follow it are device tensors:
+    their concatenation is not known to be on the CPU, so its copy to the host is a device read."""
+    assert [c for c, _ in codes(lint(PREFIX_OF_CPU_TENSORS, target="wsc"))] == ["WSC201"]

@@ -21,7 +21,7 @@ from cslint.analysis.imports import dotted_name
 from cslint.analysis.index import ClassInfo, FunctionInfo, ModuleInfo
 from cslint.analysis.kinds import (
     FLOAT64, FLOAT64_DTYPE, HOST, MODULE, STATIC, TENSOR, UNKNOWN, Kind, Tag, as_boolean, attribute_of, classes_of, element_of,
-    is_float64, join, known_items, modules_of, obj, sequence_of, tensor, tuple_of, with_dtype,
+    is_float64, join, known_items, members, modules_of, obj, sequence_of, tensor, tuple_of, with_dtype,
 )
 from cslint.analysis.library_env import Summary, both, either
 from cslint.analysis.none_arguments import literal_nones, shown_not_none, with_none_arguments
@@ -724,6 +724,6 @@ def _holds_tensors(kind: Kind) -> bool:
     if kind.tag is Tag.TENSOR:
         return True
     if kind.tag is Tag.SEQUENCE:
-        parts = (*(kind.items or ()), *((kind.elem,) if kind.elem is not None and known_items(kind) is None else ()))
+        parts = members(kind)
         return bool(parts) and all(_holds_tensors(part) for part in parts)
     return False

@@ -206,6 +206,12 @@ def starting_with(items: tuple[Kind, ...], rest: Kind) -> Kind:
     return replace(tuple_of(*items, rest), items=items, prefix=True)
 
 
+def members(kind: Kind) -> tuple[Kind, ...]:
+    """The kinds a sequence's elements may have: its positions, and its elements' kind where more may follow."""
+    rest = (kind.elem,) if kind.elem is not None and known_items(kind) is None else ()
+    return (*(kind.items or ()), *rest)
+
+
 def known_items(kind: Kind) -> tuple[Kind, ...] | None:
     """The kinds of every position of a tuple whose length is known; None when it is not."""
     return None if kind.prefix else kind.items

@@ -26,6 +26,7 @@ from cslint.analysis.call_depth import CallChain, reach
 from cslint.analysis.index import ClassInfo, FunctionInfo, ModuleInfo
 from cslint.analysis.held_distributions import held_distribution_tested
 from cslint.analysis.inference import FunctionInference
+from cslint.analysis.placement import COPIES
 from cslint.analysis.constant_arguments import constant_tests
 from cslint.analysis.constructed import constructed, module_level_instances
 from cslint.analysis.kinds import STATIC, UNKNOWN, Kind, Tag, classes_of, is_none, is_some, obj, without_constant
@@ -358,7 +359,7 @@ def _call_effect(node: cst.Call, analysis: Any, module: ModuleInfo) -> str | Non
         if receiver.tag is Tag.TENSOR:
             method = func.attr.value
             code = TENSOR_METHODS.get(method)
-            if receiver.on_cpu and method in _COPIES:
+            if receiver.on_cpu and method in COPIES:
                 return None  # a copy of a tensor made on the CPU in the step reads nothing from the device
             if code in IN_LIBRARIES:
                 return code
@@ -371,9 +372,6 @@ def _call_effect(node: cst.Call, analysis: Any, module: ModuleInfo) -> str | Non
             return code
         return None
     return None
-
-
-_COPIES = frozenset({"tolist", "numpy", "cpu"})  # (placement.py)
 
 
 def _not_quieted(code: str, node: cst.Call) -> bool:

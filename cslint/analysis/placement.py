@@ -22,7 +22,7 @@ from dataclasses import replace
 
 import libcst as cst
 
-from cslint.analysis.kinds import Kind, Tag
+from cslint.analysis.kinds import Kind, Tag, members
 from cslint.analysis.syntax import string_value
 
 # torch functions that make a tensor from Python values alone, on the CPU unless a device is named
@@ -32,6 +32,8 @@ FACTORIES = frozenset({
     "torch.randn", "torch.randint", "torch.randperm", "torch.Tensor", "torch.LongTensor", "torch.FloatTensor",
     "torch.IntTensor", "torch.BoolTensor",
 })
+# Tensor methods that copy a tensor to the host: of one made on the CPU, they read nothing from the device
+COPIES = frozenset({"tolist", "numpy", "cpu"})
 # Tensor methods that may move it (`.to(x.device)`, `.to(other)`): on the CPU only where every argument says so
 _MOVES = frozenset({"to", "type", "type_as", "new_tensor"})
 
@@ -79,8 +81,7 @@ def _tensors(kind: Kind) -> list[Kind]:
     if kind.tag is Tag.TENSOR:
         return [kind]
     if kind.tag is Tag.SEQUENCE:
-        inner = list(kind.items or ()) or ([kind.elem] if kind.elem is not None else [])
-        return [t for k in inner for t in _tensors(k)]
+        return [t for k in members(kind) for t in _tensors(k)]
     return []
 
 

@@ -7,6 +7,7 @@ import libcst as cst
 from cslint.analysis.dynamo_config import SCALAR_OUTPUTS
 from cslint.analysis.syntax import string_value
 from cslint.analysis.kinds import Tag
+from cslint.analysis.placement import COPIES
 from cslint.fixers.host import (
     builtin_over_iterable, builtin_to_clamp, builtin_to_torch, drop_conversion, feeds_tensor_arithmetic,
     keep_bookkeeping_on_device, keep_tensor_name, math_to_torch,
@@ -149,8 +150,8 @@ class Scale(nn.Module):
         method = func.attr.value
         if method == "item" and _captured(node, ctx):
             return
-        if method != "item" and ctx.kind(func.value).on_cpu:
-            return  # a copy of a tensor made on the CPU in the step reads nothing from the device (placement.py)
+        if method in COPIES and ctx.kind(func.value).on_cpu:
+            return  # a copy of a tensor made on the CPU in the step reads nothing from the device
         fix = scalar_draw(node, ctx) or (drop_conversion(node, ctx) if id(node) in ctx.scratch.get(ARITHMETIC_KEY, ())
                                          else keep_tensor_name(node, ctx) or keep_bookkeeping_on_device(node, ctx))
         ctx.report(node, f"`{ctx.code(node)}` reads tensor values into Python", fix, consequence=NO_VALUE)
