@@ -19,6 +19,7 @@ import weakref
 
 import libcst as cst
 
+from cslint.analysis.ast_function import ast_function
 from cslint.analysis.call_depth import CallChain, Reach, reach
 from cslint.analysis.index import FunctionInfo
 from cslint.analysis.inference import FunctionInference
@@ -107,22 +108,10 @@ def _small_function(func: FunctionInfo) -> bool:
     """`_small_node`, judged on Python's `ast` of the function's text when it is not parsed yet: many helpers
     asked about are not small, and are then never parsed with libcst (several times slower)."""
     if func._node is None and func.span is not None:
-        tree = _ast_function(func)
+        tree = ast_function(func)
         if tree is not None:
             return _small_ast(tree)
     return _small_node(func.node)
-
-
-def _ast_function(func: FunctionInfo) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
-    """The function parsed alone with `ast` (a method inside a `class _:` line, as index.py parses it)."""
-    assert func.span is not None
-    text = func.module.source[func.span.start:func.span.end]
-    try:
-        stmt = ast.parse("class _:\n" + text if func.cls is not None else text).body[0]
-    except (SyntaxError, ValueError, RecursionError, MemoryError, IndexError):
-        return None
-    node = stmt.body[0] if func.cls is not None and isinstance(stmt, ast.ClassDef) else stmt
-    return node if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == func.name else None
 
 
 def _small_ast(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:

@@ -18,8 +18,7 @@ from __future__ import annotations
 import ast
 import weakref
 
-import libcst as cst
-
+from cslint.analysis.ast_function import ast_function
 from cslint.analysis.import_scan import ast_dotted_name
 from cslint.analysis.index import ClassInfo, FunctionInfo
 from cslint.analysis.project import Project
@@ -76,22 +75,12 @@ def _read(project: Project, func: FunctionInfo) -> list[ClassInfo]:
 
 
 def _parse(func: FunctionInfo) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
-    """The function's `ast`, from its text."""
+    """The function's `ast`, when its text may hold a `return` or a binding."""
     span = func.span
-    if span is not None:  # an `ast`-indexed file: the function's text, as in the file (a method indented)
-        text = func.module.source[span.start:span.end]
-        wrapped = func.cls is not None
-    else:  # a file indexed from its libcst tree: the function's code, at no indentation
-        text = cst.Module([]).code_for_node(func.node)
-        wrapped = False
-    if "return" not in text and "=" not in text:
+    if span is not None and "return" not in func.module.source[span.start:span.end] and \
+            "=" not in func.module.source[span.start:span.end]:
         return None
-    try:
-        stmt = ast.parse("class _:\n" + text if wrapped else text).body[0]
-    except (SyntaxError, ValueError, RecursionError, MemoryError, IndexError):
-        return None
-    node = stmt.body[0] if wrapped and isinstance(stmt, ast.ClassDef) else stmt
-    return node if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
+    return ast_function(func)
 
 
 def _local_bindings(project: Project, func: FunctionInfo,
