@@ -21,6 +21,13 @@ def path_key(node: cst.BaseExpression) -> str | None:
     return None
 
 
+def string_key(node: cst.BaseExpression) -> str | None:
+    """"phase" of `group["phase"]`, `self.state[p]["phase"]`: the string key of a subscript; None otherwise."""
+    if isinstance(node, cst.Subscript) and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
+        return string_value(node.slice[0].slice.value)
+    return None
+
+
 def string_value(node: cst.BaseExpression) -> str | None:
     if isinstance(node, cst.SimpleString):
         text = node.value

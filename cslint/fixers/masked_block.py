@@ -24,6 +24,7 @@ import libcst as cst
 
 from cslint.analysis import torch_api as api
 from cslint.fixers.assignments import assignments
+from cslint.analysis.syntax import string_key
 from cslint.analysis.walk import iter_nodes
 from cslint.fixers.where import _call_reason, _condition, _inplace_chain, changes_shape, is_boolean_condition, is_none
 from cslint.rule_api.context import RuleContext
@@ -96,7 +97,7 @@ def _key_bound_to_a_name(function: cst.FunctionDef, key: str | None) -> bool:
         if isinstance(node, cst.Assign):
             values = [e.value for e in node.value.elements] if isinstance(node.value, (cst.Tuple, cst.List)) \
                 else [node.value]
-            if any(isinstance(v, cst.Subscript) and _string_key(v) == key for v in values):
+            if any(isinstance(v, cst.Subscript) and string_key(v) == key for v in values):
                 return True
     return False
 
@@ -132,7 +133,7 @@ def _entry_receiver(stmt: cst.BaseStatement) -> cst.Subscript | None:
 
 def _string_entry(expr: cst.CSTNode) -> bool:
     """`state["scale"]`, `self.state[p]["avg"]`: a string key on a plain read of a name."""
-    return isinstance(expr, cst.Subscript) and _string_key(expr) is not None and _read_root(expr.value) is not None
+    return isinstance(expr, cst.Subscript) and string_key(expr) is not None and _read_root(expr.value) is not None
 
 
 def _entry_code(expr: cst.CSTNode) -> str:
@@ -371,7 +372,7 @@ class _Masker:
             if target not in self.entries and not target.isidentifier():
                 receiver = _entry_receiver(stmt)
                 if receiver is None or any(n.value in self.renamed for n in _all_names(receiver)) or \
-                        _key_bound_to_a_name(self.ctx.traced.func.node, _string_key(receiver)):
+                        _key_bound_to_a_name(self.ctx.traced.func.node, string_key(receiver)):
                     return None  # the entry of a container (or at a key) the block rebinds, or one a name aliases
                 self.entries[target] = receiver
             if inplace[2]:
@@ -411,7 +412,7 @@ class _Masker:
                 self.aliases.add(target)
             return [_line(cst.Assign([cst.AssignTarget(cst.Name(target))], value))]
         if target not in self.renamed:
-            base = _string_key(self.entries[target]) if target in self.entries else target
+            base = string_key(self.entries[target]) if target in self.entries else target
             base = base if base is not None and base.isidentifier() else "entry"
             self.renamed[target] = _fresh(f"{base}_taken", self.names)
             self.pending.append((target, is_inplace))
@@ -433,7 +434,7 @@ class _Masker:
         `buf[0] = x`, writes in place and is not an entry), which the function reads before the store in
         its source: the entry then exists when the block stores into it (`state["prev"] = grad.clone()`, a
         lazily created entry read only after its guard, does not, and is the state fixers' shape)."""
-        key = _string_key(target)
+        key = string_key(target)
         if key is None or not isinstance(target, cst.Subscript) or self.ctx.is_tensor(target.value) or \
                 (isinstance(target.value, cst.Name) and target.value.value in self.renamed):
             return False
@@ -485,14 +486,6 @@ class _Masker:
         return isinstance(expr, cst.Name) and expr.value in self.created and expr.value not in self.aliases
 
 
-def _string_key(target: cst.BaseExpression) -> str | None:
-    if isinstance(target, cst.Subscript) and len(target.slice) == 1 and isinstance(target.slice[0].slice, cst.Index):
-        key = target.slice[0].slice.value
-        if isinstance(key, cst.SimpleString):
-            return str(key.evaluated_value)
-    return None
-
-
 def _read_entries(ctx: RuleContext, before: cst.CSTNode | None = None) -> set[tuple[str, str]]:
     """(container code, key) of every `group["key"]` the function reads (not only stores); with `before`,
     only the reads that come before that node in the source."""
@@ -510,7 +503,7 @@ def _read_entries(ctx: RuleContext, before: cst.CSTNode | None = None) -> set[tu
             stored.add(id(node.target))
 
         def visit_Subscript(self, node: cst.Subscript) -> None:
-            key = _string_key(node)
+            key = string_key(node)
             if key is not None and id(node) not in stored:
                 found.add((ctx.code(node.value, 200), key))
 

@@ -25,7 +25,8 @@ from collections.abc import Sequence
 import libcst as cst
 
 from cslint.fixers.assignments import assignments
-from cslint.fixers.masked_block import _fresh, _read_entries, _read_root, _side_effect, _string_key
+from cslint.analysis.syntax import string_key
+from cslint.fixers.masked_block import _fresh, _read_entries, _read_root, _side_effect
 from cslint.fixers.where import _condition, is_boolean_condition
 from cslint.rule_api.context import RuleContext
 from cslint.rule_api.findings import Fix
@@ -190,7 +191,7 @@ class _Tail:
         `group.get("d_denom", value)` stands for its old value then."""
         self.stores.append(self.ctx.code(target, 24))
         old: cst.BaseExpression = target
-        key = _string_key(target)
+        key = string_key(target)
         index = target.slice[0].slice if key is not None and isinstance(target, cst.Subscript) else None
         if isinstance(index, cst.Index) and (self.ctx.code(target.value, 200), key) not in self.read_entries:
             old = cst.Call(cst.Attribute(target.value, cst.Name("get")), [cst.Arg(index.value), cst.Arg(value)])

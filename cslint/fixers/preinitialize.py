@@ -27,7 +27,7 @@ import libcst as cst
 
 from cslint.analysis.imports import ImportTable, dotted_name
 from cslint.analysis.index import ClassInfo
-from cslint.analysis.syntax import path_key, string_value
+from cslint.analysis.syntax import path_key, string_key, string_value
 from cslint.analysis.walk import iter_nodes
 from cslint.rule_api.findings import Applicability, Fix, Replacement
 
@@ -178,12 +178,6 @@ def is_lazy_guard(stmt: cst.If, aliases: set[str]) -> bool:
     if is_emptiness_test(stmt.test, lambda e: is_state(e, aliases)):
         return True
     return none_test_name(stmt.test) is not None and writes_state(stmt.body, aliases)
-
-
-def string_key(target: cst.Subscript) -> str | None:
-    if len(target.slice) == 1 and isinstance(target.slice[0].slice, cst.Index):
-        return string_value(target.slice[0].slice.value)
-    return None
 
 
 # ---- walking a method with the statements that enclose each node -------------------------------------

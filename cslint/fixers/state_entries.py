@@ -17,7 +17,8 @@ import libcst as cst
 from cslint.analysis.imports import dotted_name
 from cslint.fixers.assignments import assignments
 from cslint.fixers.host import is_zero_dim
-from cslint.fixers.preinitialize import _body, _walk, string_key
+from cslint.analysis.syntax import string_key
+from cslint.fixers.preinitialize import _body, _walk
 from cslint.rule_api.context import RuleContext
 
 # Tensor methods and torch functions whose result has the broadcast shape of their tensor operands.

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from cslint.analysis.syntax import string_key
 from cslint.analysis.walk import iter_nodes
 from cslint.rule_api.context import RuleContext
 from cslint.rule_api.findings import Fix, Replacement
@@ -50,12 +51,7 @@ def _literal(expr: cst.BaseExpression) -> tuple[Literal] | None:
 
 def _key(node: cst.CSTNode) -> str | None:
     """"phase" of `group["phase"]` (a string key on a name), else None."""
-    if not isinstance(node, cst.Subscript) or not isinstance(node.value, cst.Name) or len(node.slice) != 1 or \
-            not isinstance(node.slice[0].slice, cst.Index):
-        return None
-    key = node.slice[0].slice.value
-    value = key.evaluated_value if isinstance(key, cst.SimpleString) else None
-    return value if isinstance(value, str) else None
+    return string_key(node) if isinstance(node, cst.Subscript) and isinstance(node.value, cst.Name) else None
 
 
 class _Uses(cst.CSTVisitor):

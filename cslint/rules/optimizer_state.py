@@ -13,8 +13,9 @@ from cslint.analysis.kinds import Tag
 from cslint.analysis.walk import iter_nodes
 from cslint.fixers.preinitialize import (
     SKIPPED_METHODS, ClassFix, _walk, is_emptiness_test, is_lazy_guard, is_state, lazy_guards,
-    none_test_name, preinitialize_fix, state_aliases, state_writes, string_key,
+    none_test_name, preinitialize_fix, state_aliases, state_writes,
 )
+from cslint.analysis.syntax import string_key
 from cslint.fixers.state_entries import preinitialized_entry
 from cslint.rule_api.context import RuleContext
 from cslint.rule_api.findings import Fix
